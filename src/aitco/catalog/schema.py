@@ -1,0 +1,383 @@
+"""Pydantic schema of catalog entries.
+
+Entries hold plain typed values (what the models compute with) and a ``provenance`` map from each
+field path to the source it came from, so that every value shown or used can say where it came
+from and when. The YAML form lets each value be written either bare (it then takes the entry's
+default ``source``) or as ``{value: ..., source: KEY, note: ...}``; see :mod:`aitco.catalog.loader`.
+
+Units are in field names (``_gb``, ``_gb_s``, ``_w``, ``_usd``, ``_tflops``) and in the
+``unit`` metadata of each field, which the catalog reference is generated from.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from aitco.units import DTYPES
+
+NonNeg = Field(ge=0)
+
+
+def _f(description: str, unit: str | None = None, **kw: Any) -> Any:
+    extra = {"unit": unit} if unit else None
+    return Field(description=description, json_schema_extra=extra, **kw)
+
+
+class Source(BaseModel):
+    """A bibliographic source: a title, a URL or document, and the date it was read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    title: str
+    url: str | None = None
+    document: str | None = None
+    retrieved: dt.date = _f("Date the source was read or published (as_of).")
+    note: str | None = None
+
+    def cite(self) -> str:
+        """One-line citation: title, where, date."""
+        where = self.url or self.document or ""
+        return f"{self.title}{' — ' + where if where else ''} (retrieved {self.retrieved})"
+
+
+class Provenance(BaseModel):
+    """Where one value came from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: Source
+    note: str | None = None
+
+
+class Entry(BaseModel):
+    """Base of every catalog entry: an id, a name and the provenance of each value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = _f("Lowercase hyphenated id, e.g. 'h100-sxm5-80gb'.", pattern=r"^[a-z0-9][a-z0-9._/+-]*$")
+    name: str = ""
+    note: str | None = None
+    provenance: dict[str, Provenance] = Field(default_factory=dict, repr=False)
+
+    def values(self) -> dict[str, Any]:
+        """Flat ``{field.path: value}`` of every leaf value except the provenance itself."""
+        return flatten(self.model_dump(exclude={"provenance"}, exclude_unset=True))
+
+
+def flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+    """Flatten nested dicts into dotted keys; lists are kept as leaf values."""
+    out: dict[str, Any] = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            if isinstance(v, dict) and v:
+                out.update(flatten(v, key))
+            else:
+                out[key] = v
+    else:
+        out[prefix] = d
+    return out
+
+
+# --------------------------------------------------------------------------- accelerators
+AcceleratorKind = Literal["gpu", "tpu", "npu", "edge"]
+
+
+class Price(BaseModel):
+    """A purchase price (per unit) with currency, date and kind."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    usd: float = _f("Price in nominal US dollars.", "USD", ge=0)
+    as_of: dt.date = _f("Date of the price.")
+    kind: str = _f("list, street, listing, system_per_gpu, estimate, ...", default="list")
+    region: str = "global"
+    currency: Literal["USD"] = "USD"
+
+
+class Accelerator(Entry):
+    """One accelerator (GPU, TPU, NPU, edge module): dense peaks, memory, links and power."""
+
+    vendor: str
+    kind: AcceleratorKind = "gpu"
+    family: str = _f("Efficiency family key (e.g. 'nvidia-hopper'); see aitco.perf.efficiency.")
+    form_factor: str = ""
+    peak_tflops: dict[str, float] = _f(
+        "Dense peak throughput per data type (no sparsity). int8 is in TOPS.", "TFLOP/s"
+    )
+    memory_gb: float = _f("Device memory capacity.", "GB", gt=0)
+    hbm_bandwidth_gb_s: float = _f("Device memory bandwidth.", "GB/s", gt=0)
+    scale_up_bandwidth_gb_s: float | None = _f(
+        "Scale-up link bandwidth per device, one direction.", "GB/s", default=None, ge=0
+    )
+    pcie_gen: int | None = _f("Host PCIe generation.", default=None, ge=1, le=7)
+    tdp_w: float | None = _f("Maximum board/module power.", "W", default=None, gt=0)
+    idle_w: float | None = _f("Measured idle power, where published.", "W", default=None, ge=0)
+    launch_year: int = _f("Year of launch.", ge=2010, le=2035)
+    price: Price | None = None
+    residual_class: str = _f(
+        "Residual-value curve key in the factors (e.g. 'datacenter-gpu').", default="datacenter-gpu"
+    )
+    default_system: str | None = _f("System id used when only the accelerator is named.", default=None)
+
+    @field_validator("peak_tflops")
+    @classmethod
+    def _known_dtypes(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, x in v.items():
+            if k not in DTYPES:
+                msg = f"unknown data type {k!r} (expected one of {', '.join(DTYPES)})"
+                raise ValueError(msg)
+            if x <= 0:
+                msg = f"peak_tflops.{k} must be > 0, got {x}"
+                raise ValueError(msg)
+        return v
+
+    def supports(self, dtype: str) -> bool:
+        """Whether the accelerator has a dense peak for ``dtype``."""
+        return dtype in self.peak_tflops
+
+
+# --------------------------------------------------------------------------- systems
+Fabric = Literal["nvswitch", "nvlink", "xgmi", "pcie", "ici", "neuronlink", "roce", "unified"]
+
+
+class System(Entry):
+    """A node or pod: devices per node, intra-node fabric, NICs, node power and price."""
+
+    accelerator: str = _f("Accelerator id.")
+    devices_per_node: int = _f("Accelerators per node.", ge=1)
+    intra_node_fabric: Fabric
+    intra_node_bandwidth_gb_s: float = _f(
+        "Bandwidth per device to its peers inside the node, one direction.", "GB/s", gt=0
+    )
+    intra_node_latency_us: float = _f("Per-message latency inside the node.", "us", default=2.0, ge=0)
+    scale_up_domain: int = _f(
+        "Devices reachable over the scale-up fabric (8 for HGX, 72 for NVL72, pod size for TPU).",
+        default=8,
+        ge=1,
+    )
+    nics_per_node: int = _f("Scale-out NICs per node.", default=0, ge=0)
+    scale_out_bandwidth_gb_s: float = _f(
+        "Scale-out bandwidth per device, one direction.", "GB/s", default=0.0, ge=0
+    )
+    scale_out_latency_us: float = _f("Per-message latency across nodes.", "us", default=5.0, ge=0)
+    topology: str = _f("Scale-out topology: fat-tree, rail-optimized, torus-2d, torus-3d, none.", default="fat-tree")
+    node_power_w: float = _f(
+        "Node power beyond the accelerators (CPUs, NICs, fans, switches in the node).", "W", default=0.0, ge=0
+    )
+    node_price: Price | None = None
+    cooling: Literal["air", "liquid"] = "air"
+
+
+# --------------------------------------------------------------------------- cloud offers
+PricingTerm = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
+
+
+class OfferPrice(BaseModel):
+    """One rental price of a cloud offer, for a term and a region, on a date."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    term: PricingTerm
+    region: str
+    usd_per_hour: float = _f("Price per instance-hour.", "USD/h", ge=0)
+    as_of: dt.date
+    currency: Literal["USD"] = "USD"
+    source: str = _f("Source key (resolved into the entry's provenance).")
+    note: str | None = None
+
+
+class CloudOffer(Entry):
+    """A rentable instance type of a provider, with its prices by term and region."""
+
+    provider: str
+    instance: str
+    accelerator: str = _f("Accelerator id.")
+    system: str | None = _f("System id whose topology the instance has.", default=None)
+    accelerators_per_instance: int = _f("Accelerators in one instance.", ge=1)
+    prices: list[OfferPrice] = Field(min_length=1)
+
+    def usd_per_accel_hour(self, term: str, region: str | None = None) -> float | None:
+        """Cheapest price per accelerator-hour for ``term`` (in ``region`` when given)."""
+        cands = [
+            p.usd_per_hour / self.accelerators_per_instance
+            for p in self.prices
+            if p.term == term and (region is None or p.region == region)
+        ]
+        return min(cands) if cands else None
+
+
+# --------------------------------------------------------------------------- models
+class MoE(BaseModel):
+    """Mixture-of-experts feed-forward layers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n_experts: int = Field(ge=1)
+    n_active: int = Field(ge=1, description="Routed experts active per token.")
+    n_shared: int = Field(default=0, ge=0, description="Shared experts always active.")
+    d_ff_expert: int = Field(ge=1, description="Hidden size of one expert's FFN.")
+    first_dense_layers: int = Field(default=0, ge=0, description="Leading layers with a dense FFN.")
+
+    @model_validator(mode="after")
+    def _active_le_total(self) -> MoE:
+        if self.n_active > self.n_experts:
+            msg = f"moe.n_active ({self.n_active}) exceeds moe.n_experts ({self.n_experts})"
+            raise ValueError(msg)
+        return self
+
+
+class MLA(BaseModel):
+    """Multi-head latent attention (DeepSeek-V2/V3) dimensions."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    q_lora_rank: int | None = Field(default=None, ge=1)
+    kv_lora_rank: int = Field(ge=1)
+    qk_nope_head_dim: int = Field(ge=1)
+    qk_rope_head_dim: int = Field(ge=0)
+    v_head_dim: int = Field(ge=1)
+
+
+class ModelArch(Entry):
+    """A transformer architecture: enough to count parameters, FLOPs, memory and KV cache."""
+
+    family: str = ""
+    n_layers: int = Field(ge=1)
+    d_model: int = Field(ge=1)
+    n_heads: int = Field(ge=1)
+    n_kv_heads: int | None = Field(default=None, ge=1, description="KV heads (GQA/MQA); None = n_heads.")
+    head_dim: int | None = Field(default=None, ge=1, description="None = d_model / n_heads.")
+    d_ff: int = Field(ge=1, description="FFN hidden size of dense layers.")
+    vocab_size: int = Field(ge=1)
+    max_seq_len: int = Field(default=2048, ge=1)
+    ffn_type: Literal["gelu", "relu", "swiglu", "geglu"] = "swiglu"
+    norm: Literal["layernorm", "rmsnorm"] = "rmsnorm"
+    position_embedding: Literal["learned", "rope", "alibi", "none"] = "rope"
+    tied_embeddings: bool = False
+    attention_bias: bool = Field(default=False, description="Biases on Q/K/V/O projections.")
+    qkv_bias_only: bool = Field(default=False, description="Bias on Q/K/V only (Qwen2).")
+    mlp_bias: bool = False
+    parallel_attention: bool = Field(default=False, description="Attention and MLP in parallel (Falcon, GPT-J).")
+    sliding_window: int | None = Field(default=None, ge=1)
+    sliding_window_every: int = Field(
+        default=0, ge=0, description="Every k-th layer uses the sliding window (0 = all or none)."
+    )
+    moe: MoE | None = None
+    mla: MLA | None = None
+    published_params_b: float | None = Field(
+        default=None, gt=0, description="Published total parameter count, in billions."
+    )
+    published_active_params_b: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelArch:
+        kv = self.n_kv_heads or self.n_heads
+        if self.n_heads % kv:
+            msg = f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({kv})"
+            raise ValueError(msg)
+        if self.head_dim is None and self.mla is None and self.d_model % self.n_heads:
+            msg = f"d_model ({self.d_model}) is not divisible by n_heads ({self.n_heads}); give head_dim"
+            raise ValueError(msg)
+        return self
+
+    @property
+    def kv_heads(self) -> int:
+        """Number of key/value heads."""
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def dim_head(self) -> int:
+        """Per-head dimension."""
+        return self.head_dim or self.d_model // self.n_heads
+
+    @property
+    def gated_ffn(self) -> bool:
+        """Whether the FFN has a gate projection (SwiGLU/GeGLU: three matrices)."""
+        return self.ffn_type in ("swiglu", "geglu")
+
+
+# --------------------------------------------------------------------------- factors
+FactorCategory = Literal[
+    "electricity",
+    "pue",
+    "power_conversion",
+    "idle_power",
+    "utilization_power",
+    "carbon",
+    "residual_value",
+    "depreciation",
+    "failure",
+    "spot_interruption",
+    "storage",
+    "transfer",
+    "labour",
+    "support",
+    "fragmentation",
+    "firmware",
+    "checkpoint",
+    "compliance",
+    "data",
+    "finance",
+    "facility",
+    "network",
+    "other",
+]
+
+
+class Factor(Entry):
+    """A sourced cost or physical factor (a price, a rate, a fraction, a curve)."""
+
+    category: FactorCategory
+    value: float | list[float]
+    unit: str
+    low: float | None = None
+    high: float | None = None
+    region: str | None = None
+    applies_to: str | None = Field(default=None, description="Hardware class, provider, ... it applies to.")
+
+    @model_validator(mode="after")
+    def _finite(self) -> Factor:
+        vals = self.value if isinstance(self.value, list) else [self.value]
+        for x in vals:
+            if x != x or x in (float("inf"), float("-inf")):
+                msg = f"factor {self.id}: value must be finite, got {x}"
+                raise ValueError(msg)
+        return self
+
+
+# --------------------------------------------------------------------------- token APIs
+class ApiPrice(Entry):
+    """Price of a managed token API (per million tokens), on a date."""
+
+    provider: str
+    model: str
+    input_usd_per_mtok: float = Field(ge=0)
+    output_usd_per_mtok: float = Field(ge=0)
+    cached_input_usd_per_mtok: float | None = Field(default=None, ge=0)
+    batch_discount: float | None = Field(default=None, ge=0, le=1)
+    context_window: int | None = Field(default=None, ge=1)
+    as_of: dt.date
+
+
+# --------------------------------------------------------------------------- presets
+class Preset(Entry):
+    """A named set of assumption overrides (factor id -> value), cited as its author's claims."""
+
+    description: str
+    overrides: dict[str, float | list[float]] = Field(default_factory=dict)
+
+
+KINDS: dict[str, type[Entry]] = {
+    "accelerators": Accelerator,
+    "systems": System,
+    "offers": CloudOffer,
+    "models": ModelArch,
+    "factors": Factor,
+    "apis": ApiPrice,
+    "presets": Preset,
+}

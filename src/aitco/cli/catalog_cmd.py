@@ -1,0 +1,115 @@
+"""``aitco catalog list|show|sources|check``: browse the sourced catalog."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from aitco.catalog.loader import catalog_json, load_catalog
+from aitco.catalog.schema import KINDS, Entry
+from aitco.cli import state
+from aitco.cli.render import console, print_json, table
+from aitco.errors import UnknownIdError
+
+catalog_app = typer.Typer(help="Browse the catalog: every value with its source and date.", no_args_is_help=True)
+
+_SUMMARY: dict[str, tuple[str, ...]] = {
+    "accelerators": ("vendor", "memory_gb", "hbm_bandwidth_gb_s", "peak_tflops.bf16", "tdp_w", "launch_year"),
+    "systems": ("accelerator", "devices_per_node", "intra_node_fabric", "intra_node_bandwidth_gb_s", "scale_out_bandwidth_gb_s"),
+    "offers": ("provider", "instance", "accelerator", "accelerators_per_instance"),
+    "models": ("family", "n_layers", "d_model", "n_heads", "vocab_size", "published_params_b"),
+    "factors": ("category", "value", "unit", "region"),
+    "apis": ("provider", "model", "input_usd_per_mtok", "output_usd_per_mtok", "as_of"),
+    "presets": ("description",),
+}
+_ALIASES = {k.rstrip("s"): k for k in KINDS} | {"clouds": "offers", "api": "apis", "hardware": "accelerators"}
+
+
+def _kind(kind: str) -> str:
+    k = _ALIASES.get(kind, kind)
+    if k not in KINDS:
+        raise UnknownIdError("catalog kind", kind, list(KINDS), field="KIND")
+    return k
+
+
+def _summary(entry: Entry, kind: str) -> dict[str, Any]:
+    vals = entry.values()
+    row: dict[str, Any] = {"id": entry.id, "name": entry.name}
+    for col in _SUMMARY[kind]:
+        row[col] = vals.get(col)
+    if kind == "offers":
+        row["prices"] = [p.model_dump(mode="json") for p in entry.prices]  # type: ignore[attr-defined]
+    return row
+
+
+@catalog_app.command("list")
+def list_cmd(
+    kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(KINDS)}.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the entries of one kind."""
+    k = _kind(kind)
+    cat = state.catalog()
+    entries = list(cat.kind(k).values())
+    rows = [_summary(e, k) for e in entries]
+    if json_out:
+        print_json({"kind": k, "count": len(rows), "entries": rows})
+        return
+    cols = ["id", *_SUMMARY[k]]
+    console.print(table(f"{k} ({len(rows)})", cols, [[r.get(c) for c in cols] for r in rows]))
+
+
+@catalog_app.command("show")
+def show_cmd(
+    entry_id: Annotated[str, typer.Argument(metavar="ID", help="Any catalog id.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show every value of one entry with its source and date."""
+    cat = state.catalog()
+    kind, entry = cat.find(entry_id)
+    data = catalog_json(entry)
+    data["kind"] = kind
+    if json_out:
+        print_json(data)
+        return
+    rows = [[r["field"], _short(r["value"]), r["source_key"] or "-", r["retrieved"] or "-", r["note"] or ""] for r in data["values"]]
+    console.print(table(f"{entry.id} ({kind}) {entry.name}", ["field", "value", "source", "retrieved", "note"], rows))
+    keys = sorted({r["source_key"] for r in data["values"] if r["source_key"]})
+    for key in keys:
+        console.print(f"  [dim]{key}[/dim]: {cat.sources[key].cite()}", highlight=False)
+
+
+def _short(v: Any) -> str:
+    s = str(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+@catalog_app.command("sources")
+def sources_cmd(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """List the bibliography the catalog cites."""
+    cat = state.catalog()
+    rows = [s.model_dump(mode="json") for s in cat.sources.values()]
+    if json_out:
+        print_json({"count": len(rows), "sources": rows})
+        return
+    console.print(table("sources", ["key", "title", "retrieved"], [[r["key"], r["title"], r["retrieved"]] for r in rows]))
+
+
+@catalog_app.command("check")
+def check_cmd(
+    files: Annotated[list[str], typer.Argument(help="Overlay YAML files to validate.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Validate overlay files against the schema (errors name file, field, value, expected)."""
+    cat = load_catalog([*state.overlays(), *files])
+    counts = {k: len(cat.kind(k)) for k in KINDS}
+    if json_out:
+        print_json({"ok": True, "files": files, "counts": counts})
+        return
+    console.print(f"[green]ok[/green]: {', '.join(files)} valid; catalog now has " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+
+
+def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
+    """Add the ``catalog`` command group."""
+    app.add_typer(catalog_app, name="catalog")

@@ -1,0 +1,92 @@
+"""Rendering helpers shared by every command: JSON to stdout, rich tables, explanations."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from aitco.explain import Estimate
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _default(o: Any) -> Any:
+    if hasattr(o, "item"):
+        return o.item()
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if hasattr(o, "isoformat"):
+        return o.isoformat()
+    if hasattr(o, "model_dump"):
+        return o.model_dump()
+    return str(o)
+
+
+def _clean(o: Any) -> Any:
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {k: _clean(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_clean(v) for v in o]
+    return o
+
+
+def print_json(obj: Any) -> None:
+    """Print one JSON object on stdout (non-finite floats become null)."""
+    sys.stdout.write(json.dumps(_clean(obj), indent=2, default=_default) + "\n")
+    sys.stdout.flush()
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    """Format a number compactly (thousands separators, significant digits)."""
+    if x is None:
+        return "-"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return f"{x:,}"
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return "-"
+        if x == 0:
+            return "0"
+        if abs(x) >= 1000:
+            return f"{x:,.0f}"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def table(
+    title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, caption: str | None = None
+) -> Table:
+    """Build a rich table from rows of values (numbers are formatted with :func:`fmt`)."""
+    t = Table(title=title, caption=caption, show_lines=False)
+    for i, c in enumerate(columns):
+        t.add_column(c, justify="left" if i == 0 else "right")
+    for r in rows:
+        t.add_row(*(v if isinstance(v, str) else fmt(v) for v in r))
+    return t
+
+
+def print_explain(est: Estimate) -> None:
+    """Print the terms of an estimate: value, unit, formula, inputs, and the dominant term."""
+    t = Table(title=f"How the {est.kind} estimate was reached", show_lines=True)
+    for c in ("term", "value", "unit", "formula", "inputs"):
+        t.add_column(c)
+    for term in est.terms:
+        inputs = ", ".join(f"{k}={fmt(v) if not isinstance(v, str) else v}" for k, v in term.inputs.items())
+        name = f"[bold]{term.name}[/bold]" if term.name == est.dominant else term.name
+        t.add_row(name, fmt(term.value), term.unit, term.formula, inputs)
+    console.print(t)
+    if est.dominant:
+        console.print(f"Dominant term: [bold]{est.dominant}[/bold]")
+    for a in est.assumptions:
+        console.print(f"  - {a}")

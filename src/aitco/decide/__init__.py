@@ -1,0 +1,1 @@
+"""Decisions: scenarios, comparisons, sweeps, optimisation, ROI."""

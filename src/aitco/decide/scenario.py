@@ -1,0 +1,243 @@
+"""The :class:`Scenario`: a workload, hardware options, a deployment and cost assumptions.
+
+A scenario is what ``aitco compare|tco|report|sweep`` take. It validates on construction and
+round-trips to YAML (:meth:`Scenario.from_yaml`, :meth:`Scenario.to_yaml`). Errors name the
+file, the field path, the value and what was expected.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from aitco.errors import InputError
+
+Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+PricingMode = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "owned", "colocation"]
+
+
+class ParallelPlan(BaseModel):
+    """Parallel degrees of a training run; any left ``None`` is inferred or searched."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tp: int | None = Field(default=None, ge=1)
+    pp: int | None = Field(default=None, ge=1)
+    cp: int | None = Field(default=None, ge=1)
+    ep: int | None = Field(default=None, ge=1)
+    dp: int | None = Field(default=None, ge=1)
+    zero: Literal[0, 1, 2, 3] | None = None
+    fsdp: bool = False
+    micro_batch: int | None = Field(default=None, ge=1)
+    recompute: Literal["none", "selective", "full"] | None = None
+
+
+class TrainingWorkload(BaseModel):
+    """Training: a model, a token budget, batch and precision (pre-training or fine-tuning)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["training"] = "training"
+    name: str = "training"
+    model: str = Field(description="Catalog id, Hugging Face config.json path or model YAML path.")
+    tokens: float = Field(gt=0, description="Tokens to train on. [tokens]")
+    seq_len: int = Field(default=2048, ge=1)
+    global_batch: int | None = Field(default=None, ge=1, description="Global batch. [sequences]")
+    global_batch_tokens: int | None = Field(default=None, ge=1, description="Global batch. [tokens]")
+    precision: Precision = "bf16"
+    method: Literal["full", "lora", "qlora"] = "full"
+    lora_rank: int = Field(default=16, ge=1)
+    plan: ParallelPlan = Field(default_factory=ParallelPlan)
+    checkpoint_interval_h: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_batch(self) -> TrainingWorkload:
+        if self.global_batch is not None and self.global_batch_tokens is not None:
+            msg = "give global_batch (sequences) or global_batch_tokens, not both"
+            raise ValueError(msg)
+        return self
+
+    @property
+    def batch_sequences(self) -> int:
+        """Global batch in sequences (default: about 1M tokens, at least one sequence)."""
+        if self.global_batch is not None:
+            return self.global_batch
+        if self.global_batch_tokens is not None:
+            return max(1, round(self.global_batch_tokens / self.seq_len))
+        return max(1, round(2**20 / self.seq_len))
+
+
+class InferenceWorkload(BaseModel):
+    """Serving: a model, request shapes, load and latency objectives, for a service period."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["inference"] = "inference"
+    name: str = "inference"
+    model: str
+    precision: Precision = "bf16"
+    kv_precision: Precision | None = None
+    input_tokens: int = Field(default=512, ge=1)
+    output_tokens: int = Field(default=256, ge=1)
+    mode: Literal["online", "offline"] = "online"
+    qps: float | None = Field(default=None, gt=0, description="Mean arrival rate. [requests/s]")
+    concurrency: int | None = Field(default=None, ge=1)
+    batch: int | None = Field(default=None, ge=1)
+    tp: int | None = Field(default=None, ge=1)
+    pp: int | None = Field(default=None, ge=1)
+    slo_ttft_ms: float | None = Field(default=None, gt=0)
+    slo_tpot_ms: float | None = Field(default=None, gt=0)
+    months: float = Field(default=1.0, gt=0, description="Service period priced. [months]")
+
+
+Workload = Annotated[TrainingWorkload | InferenceWorkload, Field(discriminator="kind")]
+
+
+class HardwareOption(BaseModel):
+    """One way to run the workload: hardware, how many, and how it is paid for."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    hardware: str = Field(description="Accelerator or system id.")
+    gpus: int = Field(ge=1, description="Accelerators used. [count]")
+    pricing: PricingMode = "on_demand"
+    offer: str | None = Field(default=None, description="Cloud offer id; default: cheapest for the term.")
+    region: str | None = None
+    usd_per_gpu_hour: float | None = Field(default=None, ge=0, description="Override of the rental price.")
+    cooling: Literal["air", "liquid"] | None = None
+
+    @property
+    def label(self) -> str:
+        """Display name: the given name or ``hardware x gpus pricing``."""
+        return self.name or f"{self.hardware} x{self.gpus} {self.pricing}"
+
+
+class Stage(BaseModel):
+    """One stage of a multi-stage plan (pre-training, SFT, RLHF...) on its own hardware."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    workload: Workload
+    option: HardwareOption
+
+
+class Scenario(BaseModel):
+    """A question to answer: a workload (or stages) on hardware options, with assumptions.
+
+    Attributes
+    ----------
+    name : str
+        Scenario name.
+    workload : TrainingWorkload or InferenceWorkload, optional
+        The workload compared across ``options``.
+    options : list of HardwareOption
+        Hardware and pricing options to compare.
+    stages : list of Stage
+        A multi-stage plan, added up stage by stage (alternative to workload/options).
+    preset : str, optional
+        Named assumption preset from the catalog.
+    assumptions : dict
+        Factor overrides (factor id -> value) applied on top of the preset.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "scenario"
+    description: str = ""
+    workload: Workload | None = None
+    options: list[HardwareOption] = Field(default_factory=list)
+    stages: list[Stage] = Field(default_factory=list)
+    preset: str | None = None
+    assumptions: dict[str, float | list[float]] = Field(default_factory=dict)
+    calibration: str | None = Field(default=None, description="Calibration profile YAML path.")
+
+    @model_validator(mode="after")
+    def _something_to_do(self) -> Scenario:
+        if self.stages:
+            return self
+        if self.workload is None:
+            msg = "a scenario needs a 'workload' with 'options', or 'stages'"
+            raise ValueError(msg)
+        if not self.options:
+            msg = "'options' must list at least one hardware option"
+            raise ValueError(msg)
+        return self
+
+    # ------------------------------------------------------------------ YAML
+    @classmethod
+    def from_dict(cls, data: Any, *, file: str | None = None) -> Scenario:
+        """Validate a mapping; errors name the file, field path, value and expectation."""
+        if not isinstance(data, dict):
+            raise InputError("scenario", type(data).__name__, "a mapping", file=file)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise scenario_error(exc, data, file) from exc
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> Scenario:
+        """Read a scenario YAML file."""
+        p = Path(path)
+        if not p.is_file():
+            raise InputError("SCENARIO", str(path), "an existing scenario YAML file")
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise InputError("yaml", str(path), f"valid YAML ({exc})", file=str(path)) from exc
+        return cls.from_dict(data, file=str(p))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict without unset defaults (what :meth:`to_yaml` writes)."""
+        out = self.model_dump(mode="json", exclude_defaults=True)
+        # the workload discriminator must survive even though it equals its default
+        if self.workload is not None:
+            out.setdefault("workload", {})
+            out["workload"] = {"kind": self.workload.kind, **out["workload"]}
+        for st, raw in zip(self.stages, out.get("stages", []), strict=False):
+            raw["workload"] = {"kind": st.workload.kind, **raw.get("workload", {})}
+        return out
+
+    def to_yaml(self, path: str | Path | None = None) -> str:
+        """YAML text of the scenario; written atomically to ``path`` when given."""
+        text = yaml.safe_dump(self.to_dict(), sort_keys=False)
+        if path is not None:
+            write_atomic(Path(path), text)
+        return text
+
+
+def scenario_error(exc: ValidationError, data: Any, file: str | None) -> InputError:
+    """Turn a pydantic error into an :class:`InputError` naming field, value and expectation."""
+    err = exc.errors()[0]
+    loc = [p for p in err["loc"] if not (isinstance(p, str) and p in ("training", "inference"))]
+    value: Any = data
+    for p in loc:
+        if isinstance(value, dict) and p in value:
+            value = value[p]
+        elif isinstance(value, list) and isinstance(p, int) and p < len(value):
+            value = value[p]
+        else:
+            value = err.get("input")
+            break
+    field = ".".join(str(p) for p in loc) or "scenario"
+    return InputError(field, value, err["msg"].removeprefix("Value error, "), file=file)
+
+
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write a file atomically (temp file + rename) so nothing is left half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = "wb" if isinstance(text, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,1 @@
+"""Performance models: pure, vectorised numpy functions (no catalog I/O)."""

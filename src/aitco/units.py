@@ -1,0 +1,66 @@
+"""Named constants and unit conversions used everywhere in aitco.
+
+Nothing else lives here: every magic number in a formula is one of these names, or a catalog
+value with a source. Decimal prefixes are SI (``GIGA = 1e9``); binary sizes use the ``*IB``
+names (``GIB = 2**30``).
+"""
+
+from __future__ import annotations
+
+KILO = 1e3
+MEGA = 1e6
+GIGA = 1e9
+TERA = 1e12
+PETA = 1e15
+
+KIB = 2**10
+MIB = 2**20
+GIB = 2**30
+TIB = 2**40
+
+BITS_PER_BYTE = 8
+
+SECONDS_PER_MINUTE = 60.0
+SECONDS_PER_HOUR = 3600.0
+HOURS_PER_DAY = 24.0
+SECONDS_PER_DAY = SECONDS_PER_HOUR * HOURS_PER_DAY
+DAYS_PER_YEAR = 365.25
+HOURS_PER_YEAR = HOURS_PER_DAY * DAYS_PER_YEAR
+MONTHS_PER_YEAR = 12
+HOURS_PER_MONTH = HOURS_PER_YEAR / MONTHS_PER_YEAR
+DAYS_PER_MONTH = DAYS_PER_YEAR / MONTHS_PER_YEAR
+
+WATTS_PER_KILOWATT = 1e3
+KWH_PER_MWH = 1e3
+KG_PER_TONNE = 1e3
+GRAMS_PER_KG = 1e3
+
+#: Bytes per element of each numeric data type used by the models.
+BYTES_PER_DTYPE: dict[str, float] = {
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+    "fp4": 0.5,
+}
+
+#: Data types understood by the CLI and the models.
+DTYPES: tuple[str, ...] = tuple(BYTES_PER_DTYPE)
+
+
+def gb_to_bytes(gb: float) -> float:
+    """Convert decimal gigabytes to bytes. [GB] -> [B]."""
+    return gb * GIGA
+
+
+def bytes_to_gb(n_bytes: float) -> float:
+    """Convert bytes to decimal gigabytes. [B] -> [GB]."""
+    return n_bytes / GIGA
+
+
+def gbit_to_gbyte(gbit_s: float) -> float:
+    """Convert a link rate in Gbit/s to GB/s. [Gbit/s] -> [GB/s]."""
+    return gbit_s / BITS_PER_BYTE
