@@ -1,0 +1,88 @@
+"""The small, named set of efficiency parameters every performance model uses.
+
+They are the only fitted numbers in aitco's performance models: achievable fractions of the
+hardware peaks. Defaults are fitted **once, globally** on the published runs in
+``aitco/validation/data`` (see ``docs/efficiency.md`` for the fit and its residuals), never per
+model, per row or per benchmark. A calibration profile (``aitco calibrate``) replaces them with
+values fitted to the user's own cluster.
+
+Owners: the training engine owns the ``gemm``/``hbm``/link/overlap fields; the inference engine
+owns the ``decode``/``prefill``/``serving`` fields. Edit only your own fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Accelerator families (``Accelerator.family`` in the catalog).
+FAMILIES: tuple[str, ...] = (
+    "nvidia-volta",
+    "nvidia-ampere",
+    "nvidia-ada",
+    "nvidia-hopper",
+    "nvidia-blackwell",
+    "nvidia-orin",
+    "amd-cdna2",
+    "amd-cdna3",
+    "intel-gaudi",
+    "google-tpu",
+    "aws-neuron",
+)
+
+
+def _frac(default: float, description: str) -> Any:
+    return Field(default=default, ge=0.01, le=1.0, description=description)
+
+
+class EfficiencyParams(BaseModel):
+    """Achievable fractions of peak, fitted globally.
+
+    Attributes
+    ----------
+    gemm : dict of str to float
+        Achievable fraction of the dtype's dense peak for large matrix multiplies, per
+        accelerator family (families absent use ``gemm_default``). [0-1]
+    gemm_default : float
+        Fraction for families without a fitted value. [0-1]
+    hbm : float
+        Achievable fraction of device-memory bandwidth for streaming kernels. [0-1]
+    intra_node_link : float
+        Achievable fraction of the scale-up link bandwidth for collectives (NCCL bus bandwidth
+        over link peak). [0-1]
+    scale_out_link : float
+        Achievable fraction of the scale-out NIC bandwidth for collectives. [0-1]
+    dp_overlap : float
+        Fraction of data-parallel gradient/parameter traffic hidden behind compute. [0-1]
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # ---- training engine (issue #3) ----------------------------------------------------------
+    gemm: dict[str, float] = Field(default_factory=dict)
+    gemm_default: float = _frac(0.70, "GEMM fraction of dense peak where no family value exists.")
+    hbm: float = _frac(0.80, "Fraction of HBM bandwidth achieved by memory-bound kernels.")
+    intra_node_link: float = _frac(0.80, "Fraction of scale-up link bandwidth achieved by collectives.")
+    scale_out_link: float = _frac(0.80, "Fraction of NIC bandwidth achieved by collectives.")
+    dp_overlap: float = Field(default=0.8, ge=0.0, le=1.0, description="Share of DP comm hidden.")
+
+    # ---- inference engine (issue #4) ---------------------------------------------------------
+
+    def gemm_for(self, family: str) -> float:
+        """GEMM efficiency of an accelerator family."""
+        return self.gemm.get(family, self.gemm_default)
+
+    def with_overrides(self, overrides: dict[str, Any]) -> EfficiencyParams:
+        """A copy with some parameters replaced (validated); ``gemm`` entries are merged."""
+        data = self.model_dump()
+        for k, v in overrides.items():
+            if k == "gemm" and isinstance(v, dict):
+                data["gemm"] = {**data["gemm"], **v}
+            else:
+                data[k] = v
+        return EfficiencyParams.model_validate(data)
+
+
+#: The globally fitted defaults (see docs/efficiency.md).
+DEFAULT_EFFICIENCY = EfficiencyParams()
