@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     state.set_overlays(paths)
     _register()
     try:
-        app(args=args, prog_name="aitco", standalone_mode=False)
+        app(args=args, prog_name="aitco", standalone_mode=True)
     except AitcoError as exc:
         err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, markup=True)
         sys.exit(exc.exit_code)
@@ -115,18 +115,6 @@ def main(argv: list[str] | None = None) -> None:
             f"[bold red]error:[/bold red] {loc} = {err.get('input')!r}: {err['msg']}", highlight=False
         )
         sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        err_console.print("aborted")
-        sys.exit(1)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
     sys.exit(0)
 
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from aitco.explain import Estimate
 
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def _default(o: Any) -> Any:
