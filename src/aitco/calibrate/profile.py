@@ -1,0 +1,207 @@
+"""Calibration profiles: efficiency parameters fitted to one user's cluster, as YAML.
+
+A :class:`CalibrationProfile` is what ``aitco calibrate`` and ``aitco probe`` write and what
+``aitco train|infer|tco --calibration FILE`` read. Its ``efficiency`` field is a full
+:class:`aitco.perf.efficiency.EfficiencyParams`; parameters that were not fitted keep the global
+defaults, and ``fitted`` lists the ones that were.
+
+The YAML is versioned (``profile_version``) so later versions can read older files. Fields of
+``efficiency`` absent from an older file take the defaults of the running version.
+
+Examples
+--------
+>>> p = CalibrationProfile(accelerator="h100-sxm5-80gb")
+>>> p.efficiency.hbm == DEFAULT_EFFICIENCY.hbm
+True
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from aitco.errors import InputError
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+
+#: Version of the profile file layout written by this module.
+PROFILE_VERSION = 1
+
+
+class ParamFit(BaseModel):
+    """How one efficiency parameter was fitted.
+
+    Attributes
+    ----------
+    value : float
+        Fitted value. [0-1]
+    default : float
+        The global default it replaces. [0-1]
+    n_observations : int
+        Observations that constrained it.
+    residual_rms : float
+        Root-mean-square relative residual of those observations after the fit. [fraction]
+    stderr : float, optional
+        Standard error of the estimate, where the fit provides one. [0-1]
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: float
+    default: float
+    n_observations: int = 0
+    residual_rms: float = 0.0
+    stderr: float | None = None
+
+
+class ProbeResult(BaseModel):
+    """Achievable rates measured by ``aitco probe`` on one device.
+
+    Attributes
+    ----------
+    device : str
+        Device name as reported by the backend (``"NVIDIA H200"``, ``"cpu"``).
+    backend : str
+        ``"torch-cuda"``, ``"torch-cpu"`` or ``"numpy"``.
+    matmul_tflops : dict of str to float
+        Best achieved matmul throughput per data type. [TFLOP/s]
+    memory_bandwidth_gb_s : float
+        Achieved copy bandwidth (read + write bytes over time). [GB/s]
+    matmul_size : int
+        Square matrix size used for the matmuls.
+    copy_bytes : int
+        Size of the buffer copied for the bandwidth test. [B]
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    device: str
+    backend: str
+    matmul_tflops: dict[str, float] = Field(default_factory=dict)
+    memory_bandwidth_gb_s: float | None = None
+    matmul_size: int | None = None
+    copy_bytes: int | None = None
+    gemm_fraction: dict[str, float] = Field(
+        default_factory=dict, description="Achieved / catalog peak per data type, when the peak is known."
+    )
+    hbm_fraction: float | None = None
+
+
+class CalibrationProfile(BaseModel):
+    """Efficiency parameters fitted to a user's own runs, with where they came from.
+
+    Attributes
+    ----------
+    profile_version : int
+        Layout version of the file.
+    created : str
+        ISO-8601 UTC time the profile was written.
+    accelerator : str, optional
+        Catalog id of the accelerator the observations came from.
+    family : str, optional
+        Its efficiency family (``"nvidia-hopper"``).
+    efficiency : EfficiencyParams
+        The full parameter set to use (fitted fields replaced, the rest default).
+    fitted : dict of str to ParamFit
+        Which parameters were fitted and how well.
+    measurements : dict of str to float
+        Headline measured values (``bus_bandwidth_plateau_gb_s``, ``mfu``, ...).
+    sources : list of str
+        Files the observations came from.
+    probe : ProbeResult, optional
+        Micro-benchmark results from ``aitco probe``.
+    notes : list of str
+        Caveats (e.g. parameters left at defaults and why).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile_version: int = PROFILE_VERSION
+    created: str = Field(
+        default_factory=lambda: dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+    )
+    accelerator: str | None = None
+    family: str | None = None
+    efficiency: EfficiencyParams = DEFAULT_EFFICIENCY
+    fitted: dict[str, ParamFit] = Field(default_factory=dict)
+    measurements: dict[str, float] = Field(default_factory=dict)
+    sources: list[str] = Field(default_factory=list)
+    probe: ProbeResult | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    @field_validator("efficiency", mode="before")
+    @classmethod
+    def _merge_defaults(cls, v: Any) -> Any:
+        """Read a partial ``efficiency`` mapping on top of the defaults (older files)."""
+        if isinstance(v, dict):
+            return DEFAULT_EFFICIENCY.with_overrides(v)
+        return v
+
+    def to_yaml(self) -> str:
+        """Serialise to YAML (keys in a stable order)."""
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+    @classmethod
+    def from_yaml(cls, text: str, *, file: str | None = None) -> CalibrationProfile:
+        """Parse a profile from YAML text; bad content raises :class:`InputError`."""
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise InputError("profile", "yaml", f"valid YAML ({exc})", file=file) from exc
+        if not isinstance(data, dict):
+            raise InputError("profile", type(data).__name__, "a YAML mapping", file=file)
+        version = data.get("profile_version", PROFILE_VERSION)
+        if not isinstance(version, int) or version > PROFILE_VERSION:
+            raise InputError(
+                "profile_version",
+                version,
+                f"an integer <= {PROFILE_VERSION}",
+                file=file,
+                hint="the file was written by a newer aitco",
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise InputError(loc, err.get("input"), err["msg"], file=file) from exc
+
+
+def load_profile(path: str | Path) -> CalibrationProfile:
+    """Read a calibration profile YAML written by ``aitco calibrate`` or ``aitco probe``.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The YAML file.
+
+    Returns
+    -------
+    CalibrationProfile
+        The profile; ``.efficiency`` is ready to pass to the performance models.
+
+    Raises
+    ------
+    aitco.errors.InputError
+        If the file is missing, is not YAML, or has invalid values.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise InputError("--calibration", str(p), "an existing profile YAML file") from exc
+    except (IsADirectoryError, UnicodeDecodeError) as exc:
+        raise InputError("--calibration", str(p), "a UTF-8 YAML file") from exc
+    return CalibrationProfile.from_yaml(text, file=str(p))
+
+
+def save_profile(profile: CalibrationProfile, path: str | Path) -> Path:
+    """Write ``profile`` as YAML atomically; returns the path written."""
+    from aitco.calibrate._io import write_atomic
+
+    p = Path(path)
+    write_atomic(p, profile.to_yaml())
+    return p
