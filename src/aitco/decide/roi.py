@@ -1,0 +1,628 @@
+"""Return on investment: monthly ROI, break-even volume, payback, NPV, IRR and a tornado.
+
+Everything here is plain arithmetic that a spreadsheet can reproduce cell by cell; each function's
+docstring gives the formula in spreadsheet terms. The flat forms are the two worked examples of
+issue 6::
+
+    roi = (monthly_savings_usd - monthly_cost_usd) / monthly_cost_usd
+    calls_per_month = fixed_cost_usd / (price_per_call_usd * gross_margin)
+
+The time-series form (:func:`roi_series`) runs month by month over a horizon with a traffic curve
+(growth or decay of the served volume), operations labour by role, a model iteration cycle
+(re-training every *k* months) and an up-front investment, and reports payback, NPV and IRR.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import yaml
+from numpy.typing import ArrayLike
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from aitco.errors import InputError
+from aitco.explain import Estimate, Term
+from aitco.units import DAYS_PER_MONTH, MONTHS_PER_YEAR
+
+#: Paid hours of one full-time employee per year (52 weeks x 40 h), the US convention
+#: (U.S. OPM, "Computing hourly rates of pay using the 2,087-hour divisor" uses 2,087; 2,080 is
+#: the common 52 x 40 planning figure). [h/FTE-year]
+FTE_HOURS_PER_YEAR = 2080.0
+
+#: Paid hours of one full-time employee per month. [h/FTE-month]
+FTE_HOURS_PER_MONTH = FTE_HOURS_PER_YEAR / MONTHS_PER_YEAR
+
+#: Default relative swing of each input in the tornado analysis (+/- 20 %).
+TORNADO_DEFAULT_SWING = 0.2
+
+
+# --------------------------------------------------------------------------- flat forms
+def monthly_roi(monthly_savings_usd: ArrayLike, monthly_cost_usd: ArrayLike) -> np.ndarray:
+    r"""Return on investment of one month: net benefit over spend.
+
+    Parameters
+    ----------
+    monthly_savings_usd : array_like
+        Money saved (or earned) per month thanks to the AI system. [USD/month]
+    monthly_cost_usd : array_like
+        Money spent per month running it (must be > 0). [USD/month]
+
+    Returns
+    -------
+    numpy.ndarray
+        ROI as a ratio (2.0 = 200 %). [-]
+
+    Notes
+    -----
+    .. math:: \mathrm{ROI} = \frac{S - C}{C}
+
+    Spreadsheet: ``=(B1-B2)/B2``.
+
+    Examples
+    --------
+    >>> round(float(monthly_roi(128000, 42000)), 6)
+    2.047619
+    """
+    s = np.asarray(monthly_savings_usd, dtype=float)
+    c = np.asarray(monthly_cost_usd, dtype=float)
+    if np.any(c <= 0):
+        raise InputError("monthly_cost_usd", _show(c), "a cost > 0 (ROI divides by it)")
+    return (s - c) / c
+
+
+def breakeven_calls_per_month(
+    fixed_cost_usd: ArrayLike, price_per_call_usd: ArrayLike, gross_margin: ArrayLike
+) -> np.ndarray:
+    r"""Compute the calls a month needed for the gross margin to cover a fixed cost.
+
+    Parameters
+    ----------
+    fixed_cost_usd : array_like
+        Fixed cost to recover per month. [USD/month]
+    price_per_call_usd : array_like
+        Price charged per call. [USD/call]
+    gross_margin : array_like
+        Gross margin per call as a fraction of its price. [0-1]
+
+    Returns
+    -------
+    numpy.ndarray
+        Break-even volume. [calls/month]
+
+    Notes
+    -----
+    .. math:: N = \frac{F}{p \cdot m}
+
+    Spreadsheet: ``=B1/(B2*B3)``.
+
+    Examples
+    --------
+    >>> round(float(breakeven_calls_per_month(1_280_000, 0.85, 0.62)), 2)
+    2428842.5
+    """
+    f = np.asarray(fixed_cost_usd, dtype=float)
+    p = np.asarray(price_per_call_usd, dtype=float)
+    m = np.asarray(gross_margin, dtype=float)
+    if np.any(f < 0):
+        raise InputError("fixed_cost_usd", _show(f), "a cost >= 0")
+    if np.any(p <= 0):
+        raise InputError("price_per_call_usd", _show(p), "a price > 0")
+    if np.any((m <= 0) | (m > 1)):
+        raise InputError("gross_margin", _show(m), "a fraction in (0, 1]")
+    return f / (p * m)
+
+
+def calls_per_day(calls_per_month: ArrayLike, days_per_month: float = DAYS_PER_MONTH) -> np.ndarray:
+    r"""Spread a monthly volume over the days of an average month.
+
+    Parameters
+    ----------
+    calls_per_month : array_like
+        Volume. [calls/month]
+    days_per_month : float
+        Days in a month; default the Gregorian mean 365.25/12 = 30.4375. [d/month]
+
+    Returns
+    -------
+    numpy.ndarray
+        Volume. [calls/day]
+
+    Notes
+    -----
+    Spreadsheet: ``=B1/30.4375``.
+    """
+    if days_per_month <= 0:
+        raise InputError("days_per_month", days_per_month, "a number of days > 0")
+    return np.asarray(calls_per_month, dtype=float) / days_per_month
+
+
+def roi_estimate(monthly_savings_usd: float, monthly_cost_usd: float) -> Estimate:
+    """Return the flat monthly ROI as an explainable :class:`~aitco.explain.Estimate`."""
+    r = float(monthly_roi(monthly_savings_usd, monthly_cost_usd))
+    net = monthly_savings_usd - monthly_cost_usd
+    inputs = {"monthly_savings_usd": monthly_savings_usd, "monthly_cost_usd": monthly_cost_usd}
+    return Estimate(
+        kind="roi",
+        values={
+            "roi": r,
+            "roi_percent": 100.0 * r,
+            "net_monthly_usd": net,
+            "monthly_savings_usd": monthly_savings_usd,
+            "monthly_cost_usd": monthly_cost_usd,
+        },
+        terms=[
+            Term(
+                name="net_monthly_usd", value=net, unit="USD/month", formula="S - C", inputs=inputs
+            ),
+            Term(name="roi", value=r, unit="ratio", formula="(S - C) / C", inputs=inputs),
+        ],
+        dominant="roi",
+    )
+
+
+def breakeven_estimate(
+    fixed_cost_usd: float,
+    price_per_call_usd: float,
+    gross_margin: float,
+    days_per_month: float = DAYS_PER_MONTH,
+) -> Estimate:
+    """Return the flat break-even volume as an explainable :class:`~aitco.explain.Estimate`."""
+    n = float(breakeven_calls_per_month(fixed_cost_usd, price_per_call_usd, gross_margin))
+    d = float(calls_per_day(n, days_per_month))
+    margin_usd = price_per_call_usd * gross_margin
+    inputs = {
+        "fixed_cost_usd": fixed_cost_usd,
+        "price_per_call_usd": price_per_call_usd,
+        "gross_margin": gross_margin,
+    }
+    return Estimate(
+        kind="breakeven",
+        values={
+            "calls_per_month": n,
+            "calls_per_day": d,
+            "margin_per_call_usd": margin_usd,
+            "days_per_month": days_per_month,
+            **inputs,
+        },
+        terms=[
+            Term(
+                name="margin_per_call_usd",
+                value=margin_usd,
+                unit="USD/call",
+                formula="p * m",
+                inputs=inputs,
+            ),
+            Term(
+                name="calls_per_month",
+                value=n,
+                unit="calls/month",
+                formula="F / (p * m)",
+                inputs=inputs,
+            ),
+            Term(
+                name="calls_per_day",
+                value=d,
+                unit="calls/day",
+                formula="calls_per_month / days_per_month",
+                inputs={"calls_per_month": n, "days_per_month": days_per_month},
+            ),
+        ],
+        dominant="calls_per_month",
+    )
+
+
+# --------------------------------------------------------------------------- finance helpers
+def monthly_rate(annual_rate: float) -> float:
+    r"""Monthly discount rate equivalent to an annual one.
+
+    Notes
+    -----
+    .. math:: r_m = (1 + r_a)^{1/12} - 1
+
+    Spreadsheet: ``=(1+B1)^(1/12)-1``.
+    """
+    if annual_rate <= -1:
+        raise InputError("discount_rate", annual_rate, "an annual rate > -1")
+    return float((1.0 + annual_rate) ** (1.0 / MONTHS_PER_YEAR) - 1.0)
+
+
+def npv(rate: float, cash_flows_usd: ArrayLike) -> float:
+    r"""Net present value of cash flows at periods 0, 1, 2, ...
+
+    Parameters
+    ----------
+    rate : float
+        Discount rate per period. [1/period]
+    cash_flows_usd : array_like
+        Cash flow of each period, the first at period 0 (not discounted). [USD]
+
+    Returns
+    -------
+    float
+        Net present value. [USD]
+
+    Notes
+    -----
+    .. math:: \mathrm{NPV} = \sum_{t=0}^{T} \frac{c_t}{(1+r)^t}
+
+    Spreadsheet: ``=C0 + NPV(r, C1:CT)`` (Excel's NPV starts discounting at period 1).
+    """
+    c = np.asarray(cash_flows_usd, dtype=float)
+    t = np.arange(c.size, dtype=float)
+    return float(np.sum(c / (1.0 + rate) ** t))
+
+
+def irr(cash_flows_usd: ArrayLike, *, tol: float = 1e-12, max_iter: int = 200) -> float | None:
+    r"""Compute the internal rate of return per period (where the NPV is zero), or None.
+
+    Parameters
+    ----------
+    cash_flows_usd : array_like
+        Cash flow of each period, the first at period 0. [USD]
+    tol : float
+        Tolerance on the rate.
+    max_iter : int
+        Iterations of the bisection.
+
+    Returns
+    -------
+    float or None
+        IRR per period; None when the flows do not change sign (no IRR exists) or no root lies
+        in (-0.9999, 1e6).
+
+    Notes
+    -----
+    Solves :math:`\sum_t c_t (1+r)^{-t} = 0` by bisection on :math:`r` between -0.9999 and an
+    upper bound found by doubling; for conventional flows (outflows first, then inflows) the NPV
+    falls monotonically in *r* and the root is unique. Same value as Excel's ``=IRR(C0:CT)`` and
+    ``numpy_financial.irr``.
+    """
+    c = np.asarray(cash_flows_usd, dtype=float)
+    if c.size < 2 or not (np.any(c > 0) and np.any(c < 0)):
+        return None
+
+    def f(r: float) -> float:
+        return npv(r, c)
+
+    lo, hi = -0.9999, 1.0
+    f_lo = f(lo)
+    while f(hi) * f_lo > 0 and hi < 1e6:
+        hi *= 2.0
+    if f(hi) * f_lo > 0:
+        return None
+    for _ in range(max_iter):
+        mid = 0.5 * (lo + hi)
+        fm = f(mid)
+        if fm == 0 or hi - lo < tol:
+            return mid
+        if fm * f_lo > 0:
+            lo, f_lo = mid, fm
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def payback_months(upfront_usd: float, net_monthly_usd: ArrayLike) -> float | None:
+    r"""Months until the cumulative net cash flow recovers the up-front investment.
+
+    Parameters
+    ----------
+    upfront_usd : float
+        Investment at month 0. [USD]
+    net_monthly_usd : array_like
+        Net cash flow of months 1..T (benefit - spend). [USD]
+
+    Returns
+    -------
+    float or None
+        Fractional month of payback (linear within the month), or None if never within T.
+
+    Notes
+    -----
+    With :math:`K_t = -U + \sum_{i\le t} n_i`, payback is the first *t* with
+    :math:`K_t \ge 0`, refined to :math:`t - 1 + (-K_{t-1})/n_t`. Spreadsheet: a cumulative
+    column and ``=MATCH(TRUE, K1:KT>=0, 0)``.
+    """
+    n = np.asarray(net_monthly_usd, dtype=float)
+    cum = -float(upfront_usd) + np.cumsum(n)
+    if upfront_usd <= 0 and (n.size == 0 or n[0] >= 0):
+        return 0.0
+    idx = np.flatnonzero(cum >= 0)
+    if idx.size == 0:
+        return None
+    t = int(idx[0])
+    prev = -float(upfront_usd) if t == 0 else float(cum[t - 1])
+    if n[t] <= 0:
+        return float(t + 1)
+    return float(t + (-prev) / n[t])
+
+
+# --------------------------------------------------------------------------- time series
+class LabourRole(BaseModel):
+    """Operations labour of one role: how many full-time people, at what hourly rate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fte: float = Field(ge=0, description="Full-time equivalents. [FTE]")
+    usd_per_hour: float = Field(ge=0, description="Loaded hourly cost. [USD/h]")
+
+    @property
+    def monthly_usd(self) -> float:
+        """Monthly cost ``fte x FTE_HOURS_PER_MONTH x usd_per_hour``, in [USD/month]."""
+        return self.fte * FTE_HOURS_PER_MONTH * self.usd_per_hour
+
+
+class RoiInputs(BaseModel):
+    """Inputs of the monthly ROI time series (the ``roi:`` section of a ROI YAML).
+
+    Attributes
+    ----------
+    horizon_months : int
+        Months simulated.
+    monthly_savings_usd : float
+        Benefit in month 1 at the base traffic (savings or gross profit). [USD/month]
+    monthly_cost_usd : float
+        Fixed running cost per month (infrastructure that does not scale with traffic). [USD/month]
+    variable_cost_usd : float
+        Running cost per month that scales with traffic, at month-1 traffic. [USD/month]
+    traffic_growth_per_month : float
+        Compound monthly change of traffic (0.05 = +5 %/month, -0.03 = 3 % decay). [1/month]
+    savings_scale_with_traffic : bool
+        Whether the benefit scales with traffic (True) or is fixed.
+    labour : dict of str to LabourRole
+        Operations staff by role (``sre``, ``ml-engineer``...).
+    upfront_usd : float
+        Investment at month 0 (build, integration, initial training). [USD]
+    iteration_cost_usd : float
+        Cost of one model iteration (re-training / fine-tuning / evaluation). [USD]
+    iteration_months : int
+        Months between iterations (0 = none); iterations are paid in months 1, 1+k, 1+2k... [month]
+    discount_rate : float
+        Annual discount rate for NPV. [1/year]
+    price_per_call_usd, gross_margin : float, optional
+        When given, the break-even call volume of each month is reported too.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    horizon_months: int = Field(default=36, ge=1, le=600)
+    monthly_savings_usd: float = Field(ge=0)
+    monthly_cost_usd: float = Field(default=0.0, ge=0)
+    variable_cost_usd: float = Field(default=0.0, ge=0)
+    traffic_growth_per_month: float = Field(default=0.0, gt=-1)
+    savings_scale_with_traffic: bool = True
+    labour: dict[str, LabourRole] = Field(default_factory=dict)
+    upfront_usd: float = Field(default=0.0, ge=0)
+    iteration_cost_usd: float = Field(default=0.0, ge=0)
+    iteration_months: int = Field(default=0, ge=0)
+    discount_rate: float = Field(default=0.10, gt=-1)
+    price_per_call_usd: float | None = Field(default=None, gt=0)
+    gross_margin: float | None = Field(default=None, gt=0, le=1)
+
+    @classmethod
+    def from_yaml(cls, path: str) -> RoiInputs:
+        """Read a ROI YAML (the inputs at top level or under ``roi:``); errors name the field."""
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = yaml.safe_load(fh)
+        except FileNotFoundError as exc:
+            raise InputError("ROI_FILE", path, "an existing ROI YAML file") from exc
+        except yaml.YAMLError as exc:
+            raise InputError("yaml", path, f"valid YAML ({exc})", file=path) from exc
+        if isinstance(data, dict) and isinstance(data.get("roi"), dict):
+            data = data["roi"]
+        return cls.from_dict(data, file=path)
+
+    @classmethod
+    def from_dict(cls, data: Any, *, file: str | None = None) -> RoiInputs:
+        """Validate a mapping; errors name the field, the value and what was expected."""
+        if not isinstance(data, dict):
+            raise InputError("roi", type(data).__name__, "a mapping of ROI inputs", file=file)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise InputError(loc, err.get("input"), err["msg"], file=file) from exc
+
+
+#: Inputs the tornado analysis varies (the numeric levers of :class:`RoiInputs`).
+TORNADO_FIELDS: tuple[str, ...] = (
+    "monthly_savings_usd",
+    "monthly_cost_usd",
+    "variable_cost_usd",
+    "traffic_growth_per_month",
+    "upfront_usd",
+    "iteration_cost_usd",
+    "discount_rate",
+    "labour",
+)
+
+
+def roi_series(inp: RoiInputs) -> dict[str, Any]:
+    r"""Monthly ROI time series with payback, NPV and IRR.
+
+    Parameters
+    ----------
+    inp : RoiInputs
+        The inputs.
+
+    Returns
+    -------
+    dict
+        ``months`` (list of per-month rows: month, traffic_factor, savings_usd, infra_usd,
+        labour_usd, iteration_usd, spend_usd, net_usd, cumulative_usd, roi, and
+        breakeven_calls when a price and margin are given) and the summary values
+        ``total_savings_usd``, ``total_spend_usd``, ``cumulative_roi``, ``payback_months``,
+        ``npv_usd``, ``irr_monthly``, ``irr_annual``, ``mean_monthly_roi``.
+
+    Notes
+    -----
+    For months :math:`t = 1..T` (one spreadsheet row each):
+
+    .. math::
+
+        g_t &= (1 + g)^{t-1} \\
+        S_t &= S \, g_t \;(\text{or } S \text{ if savings do not scale}) \\
+        C_t &= C_{fixed} + C_{var} g_t + \sum_{roles} \mathrm{FTE} \cdot 2080/12 \cdot w
+               + I \cdot [k > 0 \wedge (t-1) \bmod k = 0] \\
+        \mathrm{ROI}_t &= (S_t - C_t) / C_t \\
+        K_t &= -U + \sum_{i \le t} (S_i - C_i)
+
+    NPV discounts month *t* by :math:`(1+r_m)^t` with :math:`r_m = (1+r)^{1/12} - 1`, the
+    up-front *U* at month 0 undiscounted. IRR solves NPV = 0 on the monthly flows
+    :math:`[-U, S_1 - C_1, ...]`; ``irr_annual`` = :math:`(1+\mathrm{IRR}_m)^{12} - 1`.
+    The cumulative ROI is :math:`(\sum S_t - \sum C_t - U) / (\sum C_t + U)`.
+    """
+    t = np.arange(1, inp.horizon_months + 1, dtype=float)
+    g = (1.0 + inp.traffic_growth_per_month) ** (t - 1.0)
+    savings = inp.monthly_savings_usd * (g if inp.savings_scale_with_traffic else np.ones_like(g))
+    infra = inp.monthly_cost_usd + inp.variable_cost_usd * g
+    labour_m = sum(r.monthly_usd for r in inp.labour.values())
+    labour = np.full_like(t, labour_m)
+    if inp.iteration_months > 0:
+        iteration = np.where((t - 1) % inp.iteration_months == 0, inp.iteration_cost_usd, 0.0)
+    else:
+        iteration = np.zeros_like(t)
+    spend = infra + labour + iteration
+    net = savings - spend
+    cum = -inp.upfront_usd + np.cumsum(net)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        roi_t = np.where(spend > 0, net / np.where(spend > 0, spend, 1.0), np.nan)
+    flows = np.concatenate([[-inp.upfront_usd], net])
+    rm = monthly_rate(inp.discount_rate)
+    irr_m = irr(flows)
+    total_spend = float(spend.sum()) + inp.upfront_usd
+    rows = []
+    be = None
+    if inp.price_per_call_usd is not None and inp.gross_margin is not None:
+        be = breakeven_calls_per_month(spend, inp.price_per_call_usd, inp.gross_margin)
+    for i in range(t.size):
+        row = {
+            "month": int(t[i]),
+            "traffic_factor": float(g[i]),
+            "savings_usd": float(savings[i]),
+            "infra_usd": float(infra[i]),
+            "labour_usd": float(labour[i]),
+            "iteration_usd": float(iteration[i]),
+            "spend_usd": float(spend[i]),
+            "net_usd": float(net[i]),
+            "cumulative_usd": float(cum[i]),
+            "roi": float(roi_t[i]),
+        }
+        if be is not None:
+            row["breakeven_calls"] = float(be[i])
+        rows.append(row)
+    return {
+        "horizon_months": inp.horizon_months,
+        "total_savings_usd": float(savings.sum()),
+        "total_spend_usd": total_spend,
+        "net_usd": float(savings.sum()) - total_spend,
+        "cumulative_roi": (float(savings.sum()) - total_spend) / total_spend
+        if total_spend > 0
+        else None,
+        "mean_monthly_roi": float(np.nanmean(roi_t)) if np.isfinite(roi_t).any() else None,
+        "payback_months": payback_months(inp.upfront_usd, net),
+        "npv_usd": npv(rm, flows),
+        "discount_rate": inp.discount_rate,
+        "discount_rate_monthly": rm,
+        "irr_monthly": irr_m,
+        "irr_annual": None if irr_m is None else (1.0 + irr_m) ** MONTHS_PER_YEAR - 1.0,
+        "labour_monthly_usd": labour_m,
+        "labour_by_role_usd": {k: r.monthly_usd for k, r in inp.labour.items()},
+        "months": rows,
+    }
+
+
+def _scaled(inp: RoiInputs, name: str, factor: float) -> RoiInputs:
+    """Return ``inp`` with one input multiplied by ``factor`` (labour: every role's FTE)."""
+    if name == "labour":
+        roles = {k: r.model_copy(update={"fte": r.fte * factor}) for k, r in inp.labour.items()}
+        return inp.model_copy(update={"labour": roles})
+    return inp.model_copy(update={name: getattr(inp, name) * factor})
+
+
+def tornado(
+    inp: RoiInputs,
+    *,
+    metric: str = "npv_usd",
+    swing: float = TORNADO_DEFAULT_SWING,
+    fields: Sequence[str] = TORNADO_FIELDS,
+) -> list[dict[str, Any]]:
+    r"""One-at-a-time sensitivity of a ROI metric to each input (a tornado chart's bars).
+
+    Parameters
+    ----------
+    inp : RoiInputs
+        The base case.
+    metric : str
+        Summary value of :func:`roi_series` to watch (``npv_usd``, ``cumulative_roi``,
+        ``payback_months``...).
+    swing : float
+        Relative change applied to each input, down and up (0.2 = -20 % and +20 %). [0-1]
+    fields : sequence of str
+        Inputs to vary; inputs that are zero in the base case are skipped (a relative swing of
+        zero moves nothing).
+
+    Returns
+    -------
+    list of dict
+        One bar per input, largest ``range`` first: ``input``, ``base_value``, ``low_value``,
+        ``high_value``, ``metric_low``, ``metric_high``, ``range`` = \|high - low\|.
+
+    Notes
+    -----
+    Each bar sets one input to :math:`x(1 \mp s)` with every other input at its base value and
+    re-runs :func:`roi_series` (for ``labour`` every role's FTE is scaled). Bars are sorted by
+    :math:`|M(x(1+s)) - M(x(1-s))|`.
+    """
+    if not 0 < swing < 1:
+        raise InputError("swing", swing, "a relative swing in (0, 1)")
+    base = roi_series(inp)
+    if metric not in base or isinstance(base[metric], list | dict):
+        valid = [k for k, v in base.items() if not isinstance(v, list | dict)]
+        raise InputError("metric", metric, f"one of {', '.join(valid)}")
+    bars = []
+    for name in fields:
+        if name not in TORNADO_FIELDS:
+            raise InputError("fields", name, f"one of {', '.join(TORNADO_FIELDS)}")
+        base_val = (
+            sum(r.fte for r in inp.labour.values())
+            if name == "labour"
+            else float(getattr(inp, name))
+        )
+        if base_val == 0:
+            continue
+        lo_in, hi_in = _scaled(inp, name, 1 - swing), _scaled(inp, name, 1 + swing)
+        lo_m = roi_series(lo_in)[metric]
+        hi_m = roi_series(hi_in)[metric]
+        rng = abs(hi_m - lo_m) if lo_m is not None and hi_m is not None else math.inf
+        bars.append(
+            {
+                "input": name,
+                "base_value": base_val,
+                "low_value": base_val * (1 - swing),
+                "high_value": base_val * (1 + swing),
+                "metric": metric,
+                "metric_base": base[metric],
+                "metric_low": lo_m,
+                "metric_high": hi_m,
+                "range": rng,
+            }
+        )
+    bars.sort(key=lambda b: -b["range"])
+    return bars
+
+
+def breakeven_series(
+    spend_usd: ArrayLike, price_per_call_usd: float, gross_margin: float
+) -> np.ndarray:
+    """Break-even calls of each month of a spend series (:func:`breakeven_calls_per_month`)."""
+    return breakeven_calls_per_month(spend_usd, price_per_call_usd, gross_margin)
+
+
+def _show(a: np.ndarray) -> Any:
+    return a.item() if a.size == 1 else a.tolist()

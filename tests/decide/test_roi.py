@@ -1,0 +1,188 @@
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from aitco.cli.app import main
+from aitco.decide import roi
+from aitco.errors import InputError
+
+
+def run(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+# ---------------------------------------------------------------- the two worked examples (exact)
+def test_roi_worked_example_cli(capsys):
+    code, out, _ = run(
+        ["roi", "--monthly-savings-usd", "128000", "--monthly-cost-usd", "42000", "--json"], capsys
+    )
+    assert code == 0
+    d = json.loads(out)
+    assert d["roi"] == pytest.approx(86000 / 42000, rel=1e-15)
+    assert str(d["roi"]).startswith("2.0476")
+
+
+def test_breakeven_worked_example_cli(capsys):
+    args = [
+        "breakeven",
+        "--fixed-cost-usd",
+        "1280000",
+        "--price-per-call-usd",
+        "0.85",
+        "--gross-margin",
+        "0.62",
+        "--json",
+    ]
+    code, out, _ = run(args, capsys)
+    assert code == 0
+    d = json.loads(out)
+    assert d["calls_per_month"] == pytest.approx(1_280_000 / (0.85 * 0.62), rel=1e-15)
+    assert str(d["calls_per_month"]).startswith("2428842")
+    assert d["calls_per_day"] == pytest.approx(d["calls_per_month"] / (365.25 / 12), rel=1e-15)
+
+
+def test_bad_flat_inputs_exit_2(capsys):
+    code, _, err = run(["roi", "--monthly-savings-usd", "1", "--monthly-cost-usd", "0"], capsys)
+    assert code == 2
+    assert "monthly_cost_usd" in err
+    code, _, err = run(
+        [
+            "breakeven",
+            "--fixed-cost-usd",
+            "1",
+            "--price-per-call-usd",
+            "1",
+            "--gross-margin",
+            "1.5",
+        ],
+        capsys,
+    )
+    assert code == 2
+    assert "gross_margin" in err
+    code, _, err = run(["breakeven", "--fixed-cost-usd", "1"], capsys)
+    assert code == 2
+    assert "--price-per-call-usd" in err
+
+
+# ---------------------------------------------------------------- finance helpers
+def test_npv_matches_hand_computation():
+    flows = [-1000.0, 300.0, 400.0, 500.0]
+    r = 0.05
+    expect = -1000 + 300 / 1.05 + 400 / 1.05**2 + 500 / 1.05**3
+    assert roi.npv(r, flows) == pytest.approx(expect, rel=1e-12)
+
+
+def test_irr_zeroes_npv_and_matches_numpy_financial():
+    flows = [-450000.0] + [40000.0] * 36
+    r = roi.irr(flows)
+    assert r is not None
+    assert roi.npv(r, flows) == pytest.approx(0.0, abs=1e-6)
+    npf = pytest.importorskip("numpy_financial")
+    assert r == pytest.approx(float(npf.irr(flows)), rel=1e-8)
+
+
+def test_irr_none_without_sign_change():
+    assert roi.irr([100.0, 100.0]) is None
+    assert roi.irr([-100.0, -1.0]) is None
+
+
+def test_monthly_rate_compounds_to_annual():
+    rm = roi.monthly_rate(0.1)
+    assert (1 + rm) ** 12 == pytest.approx(1.1, rel=1e-12)
+
+
+def test_payback_interpolates():
+    # 100 up front, 40 a month: cumulative -60, -20, +20 -> payback at 2.5 months
+    assert roi.payback_months(100.0, [40.0, 40.0, 40.0]) == pytest.approx(2.5)
+    assert roi.payback_months(100.0, [10.0, 10.0]) is None
+    assert roi.payback_months(0.0, [5.0]) == 0.0
+
+
+# ---------------------------------------------------------------- time series
+def _inputs(**kw):
+    base = dict(
+        horizon_months=24,
+        monthly_savings_usd=100_000.0,
+        monthly_cost_usd=20_000.0,
+        variable_cost_usd=10_000.0,
+        traffic_growth_per_month=0.02,
+        labour={"sre": {"fte": 1.0, "usd_per_hour": 100.0}},
+        upfront_usd=300_000.0,
+        iteration_cost_usd=50_000.0,
+        iteration_months=6,
+        discount_rate=0.12,
+    )
+    base.update(kw)
+    return roi.RoiInputs.from_dict(base)
+
+
+def test_series_formulas_row_by_row():
+    inp = _inputs()
+    res = roi.roi_series(inp)
+    labour = 1.0 * 2080 / 12 * 100.0
+    for row in res["months"]:
+        t = row["month"]
+        g = 1.02 ** (t - 1)
+        it = 50_000.0 if (t - 1) % 6 == 0 else 0.0
+        spend = 20_000 + 10_000 * g + labour + it
+        assert row["traffic_factor"] == pytest.approx(g)
+        assert row["spend_usd"] == pytest.approx(spend)
+        assert row["roi"] == pytest.approx((100_000 * g - spend) / spend)
+    months = res["months"]
+    assert sum(1 for m in months if m["iteration_usd"] > 0) == 4  # months 1, 7, 13, 19
+    flows = [-300_000.0] + [m["net_usd"] for m in months]
+    assert res["npv_usd"] == pytest.approx(roi.npv(roi.monthly_rate(0.12), flows))
+    assert res["irr_annual"] == pytest.approx((1 + res["irr_monthly"]) ** 12 - 1)
+    assert months[-1]["cumulative_usd"] == pytest.approx(sum(flows))
+
+
+def test_decay_lowers_npv_and_delays_payback():
+    up = roi.roi_series(_inputs(traffic_growth_per_month=0.02))
+    down = roi.roi_series(_inputs(traffic_growth_per_month=-0.05))
+    assert down["npv_usd"] < up["npv_usd"]
+    assert down["payback_months"] is None or down["payback_months"] >= up["payback_months"]
+
+
+def test_tornado_sorted_and_savings_dominates():
+    bars = roi.tornado(_inputs())
+    ranges = [b["range"] for b in bars]
+    assert ranges == sorted(ranges, reverse=True)
+    assert bars[0]["input"] == "monthly_savings_usd"
+    up = next(b for b in bars if b["input"] == "monthly_cost_usd")
+    assert up["metric_high"] < up["metric_low"]  # more cost, less NPV
+
+
+def test_roi_file_cli_and_bad_field(tmp_path, capsys):
+    code, out, _ = run(["roi", "examples/roi_support_bot.yaml", "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    assert len(d["months"]) == 36
+    assert d["tornado"]
+    assert math.isfinite(d["npv_usd"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("roi:\n  monthly_savings_usd: 1\n  horizon_monthz: 3\n")
+    code, _, err = run(["roi", str(bad)], capsys)
+    assert code == 2
+    assert "horizon_monthz" in err
+
+
+def test_breakeven_file_cli(capsys):
+    code, out, _ = run(["breakeven", "examples/roi_support_bot.yaml", "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    m0 = d["months"][0]
+    assert m0["calls_per_month"] == pytest.approx(m0["spend_usd"] / (0.85 * 0.62))
+
+
+def test_vectorised_flat_forms():
+    s = np.array([1.0, 2.0, 3.0])
+    assert np.allclose(roi.monthly_roi(s, 1.0), s - 1)
+    with pytest.raises(InputError):
+        roi.breakeven_calls_per_month(1.0, 0.0, 0.5)
