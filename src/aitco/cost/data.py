@@ -1,0 +1,110 @@
+r"""Data and compliance: acquisition, cleaning, labelling, storage, transfer, retention.
+
+Each item is a price times a quantity, so every one is linear in its price. Retention integrates
+the stored volume over the period: with :math:`g` GB/day kept :math:`R` days over a period of
+:math:`D` days, the stored volume ramps up to :math:`gR` and then stays there:
+
+.. math::
+
+    \mathrm{GB\cdot days} = g\left(\tfrac{1}{2}\min(D,R)^2 + R\max(D-R, 0)\right)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from aitco.cost import checks
+from aitco.units import DAYS_PER_MONTH
+
+
+def per_unit_usd(quantity: ArrayLike, usd_per_unit: ArrayLike, field: str) -> np.ndarray:
+    """Return a quantity times its unit price (cleaning/TB, labelling/item, transfer/GB).
+
+    Parameters
+    ----------
+    quantity : array_like
+        Quantity (TB, items, GB). [unit]
+    usd_per_unit : array_like
+        Price per unit. [USD/unit]
+    field : str
+        Name of the price, used in errors.
+
+    Returns
+    -------
+    numpy.ndarray
+        Cost. [USD]
+
+    Examples
+    --------
+    >>> float(per_unit_usd(10.0, 0.5, "transfer.usd-per-gb"))
+    5.0
+    """
+    q = checks.non_negative(quantity, f"{field}.quantity")
+    p = checks.non_negative(usd_per_unit, field)
+    return np.asarray(q * p, dtype=float)
+
+
+def storage_usd(gb: ArrayLike, months: ArrayLike, usd_per_gb_month: ArrayLike) -> np.ndarray:
+    """Storage of a constant volume for a period.
+
+    Parameters
+    ----------
+    gb : array_like
+        Volume stored. [GB]
+    months : array_like
+        Period. [months]
+    usd_per_gb_month : array_like
+        Storage price. [USD/(GB month)]
+
+    Returns
+    -------
+    numpy.ndarray
+        Cost. [USD]
+
+    Examples
+    --------
+    >>> float(storage_usd(1000.0, 2.0, 0.023))
+    46.0
+    """
+    v = checks.non_negative(gb, "storage_gb")
+    m = checks.non_negative(months, "months")
+    p = checks.non_negative(usd_per_gb_month, "storage.usd-per-gb-month")
+    return np.asarray(v * m * p, dtype=float)
+
+
+def retention_usd(
+    gb_per_day: ArrayLike,
+    retention_days: ArrayLike,
+    period_days: ArrayLike,
+    usd_per_gb_month: ArrayLike,
+) -> np.ndarray:
+    """Cost of keeping logs/data ``retention_days`` while producing ``gb_per_day`` for a period.
+
+    Parameters
+    ----------
+    gb_per_day : array_like
+        Volume produced per day. [GB/day]
+    retention_days : array_like
+        How long each day's volume is kept. [days]
+    period_days : array_like
+        Period priced. [days]
+    usd_per_gb_month : array_like
+        Storage price. [USD/(GB month)]
+
+    Returns
+    -------
+    numpy.ndarray
+        Cost over the period (module equation). [USD]
+
+    Examples
+    --------
+    >>> round(float(retention_usd(1.0, 30.0, 60.0, 30.4375)), 6)  # 1,350 GB-days
+    1350.0
+    """
+    g = checks.non_negative(gb_per_day, "compliance.gb_per_day")
+    r = checks.non_negative(retention_days, "compliance.retention_days")
+    d = checks.non_negative(period_days, "period_days")
+    p = checks.non_negative(usd_per_gb_month, "storage.usd-per-gb-month")
+    gb_days = g * (0.5 * np.minimum(d, r) ** 2 + r * np.maximum(d - r, 0.0))
+    return np.asarray(gb_days / DAYS_PER_MONTH * p, dtype=float)
