@@ -66,8 +66,23 @@ class EfficiencyParams(BaseModel):
     intra_node_link: float = _frac(0.80, "Fraction of scale-up link bandwidth achieved by collectives.")
     scale_out_link: float = _frac(0.80, "Fraction of NIC bandwidth achieved by collectives.")
     dp_overlap: float = Field(default=0.8, ge=0.0, le=1.0, description="Share of DP comm hidden.")
+    training_log_ratio_q10: float = Field(
+        default=-0.2,
+        description="10th percentile of ln(observed/predicted) tokens/s/GPU on the validation rows.",
+    )
+    training_log_ratio_q90: float = Field(
+        default=0.2,
+        description="90th percentile of ln(observed/predicted) tokens/s/GPU on the validation rows.",
+    )
 
     # ---- inference engine (issue #4) ---------------------------------------------------------
+    serving_overhead_s: float = Field(
+        default=0.004,
+        ge=0.0,
+        le=0.1,
+        description="Per-iteration serving-engine overhead (scheduling, sampling, kernel launches "
+        "not hidden by CUDA graphs) added to every forward pass. [s]",
+    )
 
     def gemm_for(self, family: str) -> float:
         """GEMM efficiency of an accelerator family."""

@@ -1,0 +1,215 @@
+"""Memory per device of a training run: weights, gradients, optimizer states, activations.
+
+Vectorised over parallel plans. Sharding: tensor parallel (with sequence parallel, Megatron)
+divides weights and activations by ``tp``; pipeline parallel keeps ``ceil(L/pp)`` layers per
+stage and, with 1F1B, up to ``pp`` micro-batches of activations in flight on the first stage;
+context parallel divides the tokens by ``cp``; expert parallel divides the routed experts by
+``ep``; ZeRO 1/2/3 (and FSDP = ZeRO-3) divide optimizer states / gradients / weights by ``dp``.
+
+References
+----------
+.. [1] S. Rajbhandari et al., "ZeRO: memory optimizations toward training trillion parameter
+   models", SC20, arXiv:1910.02054 (2 + 2 + 12 bytes per parameter with Adam).
+.. [2] V. Korthikanti et al., "Reducing activation recomputation in large transformer models",
+   arXiv:2205.05198, 2022, Sec. 4 (activation bytes per layer; 34 sbh/t with SP).
+.. [3] T. Dettmers et al., "8-bit optimizers via block-wise quantization", ICLR 2022.
+.. [4] T. Dettmers et al., "QLoRA: efficient finetuning of quantized LLMs", arXiv:2305.14314,
+   2023 (NF4 with double quantization: 0.127 bits of constants per parameter).
+.. [5] PyTorch, "CUDA semantics: memory management" (caching allocator, context), 2024.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from aitco.perf.flops import ModelShape
+from aitco.units import BITS_PER_BYTE, GIGA
+
+F64 = NDArray[np.float64]
+
+#: Bytes of a gradient element in mixed-precision training (bf16/fp16; ZeRO paper [1]).
+GRAD_BYTES = 2.0
+#: Adam states with fp32 master weights: master 4 + momentum 4 + variance 4 bytes ([1], K = 12).
+ADAM_FP32_BYTES = 12.0
+#: 8-bit Adam: fp32 master 4 + momentum 1 + variance 1 bytes ([3]).
+ADAM_8BIT_BYTES = 6.0
+#: NF4 base weights with double-quantised constants: 4 + 0.127 bits ([4]).
+QLORA_BASE_BYTES = (4.0 + 0.127) / BITS_PER_BYTE
+#: FP8 training (Transformer Engine) keeps an fp8 copy of each weight next to the bf16 one.
+FP8_WEIGHT_CACHE_BYTES = 1.0
+#: Logits are upcast to fp32 for the cross-entropy loss.
+LOGIT_BYTES = 4.0
+#: Per-device memory the framework takes before the model: CUDA context (~0.5-1 GB), NCCL
+#: buffers and caching-allocator fragmentation. Assumption in the range PyTorch [5] and
+#: DeepSpeed users report; named so a calibration can replace it.
+FRAMEWORK_OVERHEAD_GB = 3.0
+#: ZeRO-3/FSDP materialise the current and the prefetched layer's full weights.
+ZERO3_LIVE_LAYERS = 2.0
+
+
+def activation_elements_per_token_layer(ms: ModelShape, recompute: ArrayLike) -> F64:
+    """Activation elements one layer keeps per token for the backward pass [count].
+
+    Parameters
+    ----------
+    ms : ModelShape
+        Model.
+    recompute : array_like of int
+        0 none, 1 selective, 2 full.
+
+    Returns
+    -------
+    ndarray
+        Elements per token per layer (multiply by the element size; divide by ``tp`` with SP).
+
+    Notes
+    -----
+    Following Korthikanti et al. (2022) without dropout and with FlashAttention (no
+    :math:`s^2` score matrix, so selective recomputation stores the same as none):
+    attention keeps its input, Q, K, V and output (:math:`2h + 2 n_{kv} d_h + h`), the FFN its
+    input, the up(/gate) outputs and the activation output, and the two norms their inputs.
+    Full recomputation keeps only the layer input :math:`h`.
+    """
+    h = float(ms.d_model)
+    q = float(ms.n_heads * ms.head_dim)
+    kv = float(ms.kv_heads * ms.head_dim)
+    f = ms.ffn_width_active
+    attn = h + q + 2 * kv + q
+    ffn = h + (2 * f if ms.gated else f) + f
+    norms = 2 * h
+    none = attn + ffn + norms
+    r = np.asarray(recompute)
+    return np.where(r == 2, h, none)
+
+
+def weight_bytes_per_param(precision: str, method: str) -> float:
+    """Bytes of one stored (frozen or trained) base weight [B]."""
+    if method == "qlora":
+        return QLORA_BASE_BYTES
+    if precision == "fp32":
+        return 4.0
+    if precision == "fp8":
+        return 2.0 + FP8_WEIGHT_CACHE_BYTES
+    return 2.0
+
+
+def training_memory_bytes(
+    ms: ModelShape,
+    *,
+    seq_len: float,
+    precision: str,
+    method: str,
+    optimizer_bytes: float,
+    tp: ArrayLike,
+    pp: ArrayLike,
+    cp: ArrayLike,
+    ep: ArrayLike,
+    dp: ArrayLike,
+    zero: ArrayLike,
+    micro_batch: ArrayLike,
+    recompute: ArrayLike,
+    n_micro: ArrayLike,
+    vp: ArrayLike = 1,
+    trainable_params: float | None = None,
+) -> dict[str, F64]:
+    r"""Peak memory per device of a training plan, by component [B].
+
+    Parameters
+    ----------
+    ms : ModelShape
+        Model.
+    seq_len : float
+        Sequence length. [tokens]
+    precision : str
+        Training data type (``bf16``, ``fp16``, ``fp8``, ``fp32``).
+    method : {"full", "lora", "qlora"}
+        Training method.
+    optimizer_bytes : float
+        Optimizer state bytes per trainable parameter (``ADAM_FP32_BYTES`` or
+        ``ADAM_8BIT_BYTES``). [B]
+    tp, pp, cp, ep, dp : array_like
+        Parallel degrees. [count]
+    zero : array_like
+        ZeRO stage 0-3 (FSDP full shard = 3).
+    micro_batch : array_like
+        Sequences per micro-batch. [count]
+    recompute : array_like
+        0 none, 1 selective, 2 full.
+    n_micro : array_like
+        Micro-batches per step (gradient accumulation). [count]
+    vp : array_like
+        Interleaved (virtual) pipeline stages per device. [count]
+    trainable_params : float, optional
+        Trainable parameters for LoRA (default: ``ms.lora_params``). [count]
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``weights``, ``gradients``, ``optimizer``, ``activations``, ``overhead`` and ``total``. [B]
+
+    Notes
+    -----
+    Per stage: :math:`P = (\lceil L/p \rceil P_{layer} + P_{emb})/t + \lceil L/p \rceil
+    P_{exp}/(t\,e)`. States: weights :math:`w P`, gradients :math:`2 P`, optimizer :math:`K P`,
+    divided by :math:`d` from ZeRO stage 3, 2 and 1 on. Activations:
+    :math:`A\, b s / (c\, t)\, \lceil L/p \rceil \min(p, m)(1 + (p-1)/(p v))` bytes.
+    """
+    tp = np.asarray(tp, dtype=float)
+    pp = np.asarray(pp, dtype=float)
+    cp = np.asarray(cp, dtype=float)
+    ep = np.asarray(ep, dtype=float)
+    dp = np.asarray(dp, dtype=float)
+    zero = np.asarray(zero)
+    mb = np.asarray(micro_batch, dtype=float)
+    m = np.asarray(n_micro, dtype=float)
+    vp = np.asarray(vp, dtype=float)
+    act_b = 4.0 if precision == "fp32" else 2.0
+    lps = np.ceil(ms.n_layers / pp)
+    emb = np.where(
+        pp > 1, max(ms.embedding_params, ms.lm_head_params), ms.embedding_params + ms.lm_head_params
+    )
+    dense_p = (lps * ms.layer_dense_params + emb) / tp
+    exp_p = lps * ms.expert_params_per_layer / (tp * ep)
+    params = dense_p + exp_p
+    wb = weight_bytes_per_param(precision, method)
+    if method == "full":
+        trainable = params
+        frozen = np.zeros_like(params)
+    else:
+        lp = ms.lora_params if trainable_params is None else trainable_params
+        trainable = lp * lps / ms.n_layers / tp
+        frozen = params
+    z3 = zero >= 3
+    # trained weights are sharded by ZeRO-3; frozen base weights are sharded too under FSDP
+    weights = np.where(z3, (trainable * wb + frozen * wb) / dp, trainable * wb + frozen * wb)
+    live = np.where(
+        z3,
+        ZERO3_LIVE_LAYERS * (ms.layer_dense_params + ms.expert_params_per_layer / ep) / tp * wb,
+        0.0,
+    )
+    weights = weights + live
+    grad_b = 4.0 if precision == "fp32" else GRAD_BYTES
+    grads = np.where(zero >= 2, trainable * grad_b / dp, trainable * grad_b)
+    opt = np.where(zero >= 1, trainable * optimizer_bytes / dp, trainable * optimizer_bytes)
+    tokens = mb * seq_len / cp
+    per_layer = activation_elements_per_token_layer(ms, recompute) * act_b * tokens / tp
+    in_flight = np.minimum(pp, m) * (1.0 + np.where(vp > 1, (pp - 1) / (pp * vp), 0.0))
+    acts = per_layer * lps * in_flight
+    # full recompute re-materialises one layer's full activations during its backward
+    one_layer = activation_elements_per_token_layer(ms, 0) * act_b * tokens / tp
+    acts = acts + np.where(np.asarray(recompute) == 2, one_layer, 0.0)
+    logits = tokens * ms.vocab_size / tp * LOGIT_BYTES
+    acts = acts + logits
+    overhead = np.full_like(acts, FRAMEWORK_OVERHEAD_GB * GIGA)
+    total = weights + grads + opt + acts + overhead
+    return {
+        "weights": weights,
+        "gradients": grads,
+        "optimizer": opt,
+        "activations": acts,
+        "overhead": overhead,
+        "total": total,
+        "params_per_device": params,
+        "trainable_per_device": trainable,
+    }

@@ -1,0 +1,161 @@
+"""Vectorised search of parallel training plans: every candidate priced in one numpy call.
+
+Candidates are the cross product of tensor, pipeline, context and expert parallel degrees
+(divisors of the device count that the model allows), ZeRO stage, micro-batch, recomputation
+and pipeline interleaving; invalid combinations are masked out, all others are evaluated at once
+by :func:`aitco.perf.training.evaluate_plans`, and the fastest plan that fits in memory wins.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aitco.catalog.schema import System
+from aitco.errors import PlanError
+from aitco.perf.efficiency import EfficiencyParams
+from aitco.perf.flops import ModelShape
+from aitco.perf.parallelism import RECOMPUTE_CODES
+from aitco.perf.training import HardwareShape, evaluate_plans
+
+#: Largest degrees tried (beyond these, published runs do not go and collectives stop scaling).
+MAX_TP = 64
+MAX_CP = 32
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+VIRTUAL_STAGES = (1, 2, 4, 8)
+ZERO_STAGES = (0, 1, 2, 3)
+PLAN_KEYS = ("tp", "pp", "cp", "ep", "dp", "zero", "micro_batch", "recompute", "vp")
+
+
+def divisors(n: int) -> list[int]:
+    """Positive divisors of ``n``, ascending."""
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def candidate_plans(
+    ms: ModelShape,
+    gpus: int,
+    seq_len: int,
+    global_batch: int,
+    fixed: dict[str, Any] | None = None,
+) -> dict[str, NDArray[Any]]:
+    """All valid plans as flat arrays (one entry per candidate).
+
+    Parameters
+    ----------
+    ms : ModelShape
+        Model.
+    gpus : int
+        Devices. [count]
+    seq_len : int
+        Sequence length. [tokens]
+    global_batch : int
+        Sequences per step. [count]
+    fixed : dict, optional
+        Plan fields held at a given value (``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``,
+        ``micro_batch``, ``recompute`` as code, ``vp``).
+
+    Returns
+    -------
+    dict of str to ndarray
+        Keys of :data:`PLAN_KEYS`.
+    """
+    fx = {k: v for k, v in (fixed or {}).items() if v is not None}
+    divs = np.array(divisors(gpus))
+
+    def opts(key: str, default: Any) -> NDArray[Any]:
+        return np.array([fx[key]]) if key in fx else np.asarray(default)
+
+    tp = opts("tp", divs[(divs <= MAX_TP) & (ms.n_heads % divs == 0)])
+    pp = opts("pp", divs[divs <= ms.n_layers])
+    cp = opts("cp", divs[(divs <= MAX_CP) & ((seq_len % (2 * divs) == 0) | (divs == 1))])
+    ep = opts("ep", divs[ms.n_experts % divs == 0] if ms.moe_layers else np.array([1]))
+    zero = opts("zero", ZERO_STAGES)
+    mb = opts("micro_batch", MICRO_BATCHES)
+    rc = opts("recompute", list(RECOMPUTE_CODES.values()))
+    vp = opts("vp", VIRTUAL_STAGES)
+    grids = np.meshgrid(tp, pp, cp, ep, zero, mb, rc, vp, indexing="ij")
+    t, p, c, e, z, b, r, v = (g.ravel() for g in grids)
+    tpc = t * p * c
+    ok = gpus % tpc == 0
+    d = np.where(ok, gpus // np.maximum(tpc, 1), 0)
+    if "dp" in fx:
+        ok &= d == fx["dp"]
+    ok &= d >= 1
+    ok &= (d % e == 0) & (d >= e)
+    ok &= (global_batch % np.maximum(b * d, 1) == 0) & (b * d <= global_batch)
+    ok &= (v == 1) | ((p > 1) & (ms.n_layers % np.maximum(p * v, 1) == 0))
+    return {
+        "tp": t[ok],
+        "pp": p[ok],
+        "cp": c[ok],
+        "ep": e[ok],
+        "dp": d[ok],
+        "zero": z[ok],
+        "micro_batch": b[ok],
+        "recompute": r[ok],
+        "vp": v[ok],
+    }
+
+
+def search_plans(
+    ms: ModelShape,
+    hw: HardwareShape,
+    system: System,
+    *,
+    gpus: int,
+    seq_len: int,
+    global_batch: int,
+    precision: str,
+    method: str,
+    eff: EfficiencyParams,
+    fixed: dict[str, Any] | None = None,
+    optimizer: str = "adam",
+    lora_params: float | None = None,
+) -> tuple[dict[str, Any], dict[str, NDArray[Any]], int]:
+    """Fastest plan that fits (or the smallest-memory one when none fits).
+
+    Returns
+    -------
+    plan : dict
+        The chosen plan (ints; ``recompute`` as a code).
+    results : dict of str to ndarray
+        :func:`evaluate_plans` outputs for every candidate.
+    n_candidates : int
+        Candidates evaluated.
+    """
+    cands = candidate_plans(ms, gpus, seq_len, global_batch, fixed)
+    n = int(cands["tp"].size)
+    if n == 0:
+        raise PlanError(
+            "plan",
+            {k: v for k, v in (fixed or {}).items() if v is not None} or "auto",
+            f"a layout of {gpus} devices whose data-parallel size and micro-batch divide the "
+            f"global batch of {global_batch} sequences (tp | n_heads={ms.n_heads}, "
+            f"pp <= n_layers={ms.n_layers})",
+            hint="change --gpus or --global-batch",
+        )
+    res = evaluate_plans(
+        ms,
+        hw,
+        system,
+        seq_len=seq_len,
+        global_batch=global_batch,
+        gpus=gpus,
+        precision=precision,
+        method=method,
+        eff=eff,
+        optimizer=optimizer,
+        lora_params=lora_params,
+        **cands,
+    )
+    fits = res["fits"] & np.isfinite(res["step_time_s"])
+    if fits.any():
+        best = int(np.argmin(np.where(fits, res["step_time_s"], np.inf)))
+    else:
+        best = int(np.argmin(res["memory_per_gpu_bytes"]))
+    plan = {k: int(cands[k][best]) for k in PLAN_KEYS}
+    return plan, {**cands, **res}, n

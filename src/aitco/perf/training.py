@@ -1,0 +1,701 @@
+"""Training step time, throughput, MFU/HFU, memory and GPU-hours, from the physics of the plan.
+
+:func:`evaluate_plans` is the vectorised core: every argument that describes a parallel plan is
+an array, so one call prices a million candidate plans (the plan search uses it). It composes
+:mod:`aitco.perf.flops` (work), :mod:`aitco.perf.memory` (fit), :mod:`aitco.perf.roofline`
+(kernels) and :mod:`aitco.perf.comms` (collectives on the real topology).
+:func:`estimate_training` is the single-plan interface used by the CLI, TCO and validation.
+
+Step-time model (per device on the critical pipeline stage)::
+
+    t_mb   = compute (GEMMs at gemm x peak, FlashAttention at gemm x bf16 peak)
+           + memory-bound ops (norms, activations, residuals, rotary, loss) at hbm x bandwidth
+           + TP/SP all-gathers and reduce-scatters (4 per layer fwd+bwd, +2 with full recompute)
+           + EP all-to-alls (4 per MoE layer) + CP ring exposure (K/V blocks beyond attention time)
+           [+ ZeRO-3/FSDP parameter gathers and gradient reduce-scatters, overlapped]
+    step   = (m + (p-1)/v) t_mb + PP p2p + exposed DP gradient sync + optimizer step
+
+References
+----------
+.. [1] D. Narayanan et al., SC21, arXiv:2104.04473 (PTD-P, bubble, interleaving).
+.. [2] V. Korthikanti et al., arXiv:2205.05198, 2022 (sequence parallel, selective recompute).
+.. [3] T. Dao, "FlashAttention-2", arXiv:2307.08691, 2023.
+.. [4] S. Rajbhandari et al., ZeRO, arXiv:1910.02054.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aitco.catalog.schema import Accelerator, ModelArch, System
+from aitco.errors import InputError, PlanError
+from aitco.explain import Estimate, Term
+from aitco.perf import comms
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.flops import (
+    DEFAULT_LORA_RANK,
+    ModelShape,
+    attention_flops_per_token,
+    layer_matmul_flops_per_token,
+    lm_head_flops_per_token,
+    model_shape,
+    recompute_flops_per_token,
+    training_flops_per_token,
+)
+from aitco.perf.memory import (
+    ADAM_8BIT_BYTES,
+    ADAM_FP32_BYTES,
+    LOGIT_BYTES,
+    training_memory_bytes,
+    weight_bytes_per_param,
+)
+from aitco.perf.parallelism import RECOMPUTE_CODES, RECOMPUTE_NAMES, bubble_fraction, group_strides
+from aitco.units import GIGA, SECONDS_PER_HOUR, TERA
+
+F64 = NDArray[np.float64]
+
+#: Training data types and the peak used for their linear layers.
+TRAIN_PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
+#: Attention (FlashAttention) and the LM head run in bf16 even in FP8 training (Transformer
+#: Engine keeps them in higher precision).
+HIGH_PRECISION_FOR_FP8 = "bf16"
+#: Adam step: reads fp32 master, m, v and the gradient (16 B), writes master, m, v and the
+#: bf16 weight (14 B) per parameter.
+ADAM_STEP_BYTES_PER_PARAM = 30.0
+#: Elementwise passes over activations in the backward pass relative to the forward.
+BACKWARD_ELEMENTWISE_PASSES = 2.0
+#: Reads+writes per element of the memory-bound ops of a layer (norm, residual, activation,
+#: rotary): each reads its input and writes its output.
+ELEMENTWISE_RW = 2.0
+#: Passes over the fp32 logits in the loss (softmax forward, backward).
+LOSS_LOGIT_PASSES = 3.0
+#: Share of a micro-batch's compute in its backward pass (2 of 3 matmul passes), the window in
+#: which data-parallel gradient reduction can overlap.
+BACKWARD_SHARE = 2.0 / 3.0
+
+
+@dataclass(frozen=True)
+class HardwareShape:
+    """Scalars of the accelerator used by the vectorised model."""
+
+    peak_linear_tflops: float
+    peak_attention_tflops: float
+    peak_mfu_tflops: float
+    hbm_bandwidth_gb_s: float
+    memory_gb: float
+    gemm_efficiency: float
+
+
+def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> HardwareShape:
+    """Peaks and memory of ``acc`` for training in ``precision`` (PlanError if unsupported)."""
+    if precision not in TRAIN_PRECISIONS:
+        raise InputError("--precision", precision, f"one of {', '.join(TRAIN_PRECISIONS)}")
+    if not acc.supports(precision):
+        raise PlanError(
+            "--precision",
+            precision,
+            f"a data type {acc.id} supports ({', '.join(sorted(acc.peak_tflops))})",
+            hint=f"{acc.id} has no dense {precision} peak",
+        )
+    lin = acc.peak_tflops[precision]
+    att_dtype = HIGH_PRECISION_FOR_FP8 if precision == "fp8" else precision
+    att = acc.peak_tflops.get(att_dtype, acc.peak_tflops.get("fp16", lin))
+    return HardwareShape(
+        peak_linear_tflops=float(lin),
+        peak_attention_tflops=float(att),
+        peak_mfu_tflops=float(lin),
+        hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
+        memory_gb=float(acc.memory_gb),
+        gemm_efficiency=float(eff.gemm_for(acc.family)),
+    )
+
+
+def evaluate_plans(
+    ms: ModelShape,
+    hw: HardwareShape,
+    system: System,
+    *,
+    seq_len: float,
+    global_batch: float,
+    gpus: float,
+    precision: str,
+    method: str,
+    eff: EfficiencyParams,
+    tp: Any,
+    pp: Any,
+    cp: Any,
+    ep: Any,
+    dp: Any,
+    zero: Any,
+    micro_batch: Any,
+    recompute: Any,
+    vp: Any = 1,
+    optimizer: str = "adam",
+    lora_params: float | None = None,
+) -> dict[str, F64]:
+    """Step time, throughput and memory of many training plans at once.
+
+    Parameters
+    ----------
+    ms : ModelShape
+        Model dimensions (:func:`aitco.perf.flops.model_shape`).
+    hw : HardwareShape
+        Accelerator peaks (:func:`hardware_shape`).
+    system : System
+        Node/pod topology (links and their latencies).
+    seq_len : float
+        Sequence length. [tokens]
+    global_batch : float
+        Sequences per optimizer step. [count]
+    gpus : float
+        Devices. [count]
+    precision : str
+        Training data type.
+    method : {"full", "lora", "qlora"}
+        Training method.
+    eff : EfficiencyParams
+        Efficiency fractions.
+    tp, pp, cp, ep, dp, zero, micro_batch, recompute, vp : array_like
+        The plans (recompute coded 0 none, 1 selective, 2 full; zero 0-3, FSDP = 3).
+    optimizer : {"adam", "adam8bit"}
+        Optimizer state format.
+    lora_params : float, optional
+        Adapter parameters (LoRA/QLoRA). [count]
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``step_time_s``, ``tokens_per_s``, ``tokens_per_s_per_gpu``, ``mfu``, ``hfu``,
+        ``memory_per_gpu_bytes``, ``fits`` and the time terms (``compute_s``,
+        ``memory_bound_s``, ``tp_comm_s``, ``cp_comm_s``, ``ep_comm_s``, ``pp_comm_s``,
+        ``dp_comm_s``, ``bubble_s``, ``optimizer_s``), all per step. [s], [tokens/s], [B]
+    """
+    tp = np.asarray(tp, dtype=float)
+    pp = np.asarray(pp, dtype=float)
+    cp = np.asarray(cp, dtype=float)
+    ep = np.asarray(ep, dtype=float)
+    dp = np.asarray(dp, dtype=float)
+    zero = np.asarray(zero)
+    mb = np.asarray(micro_batch, dtype=float)
+    rc = np.asarray(recompute)
+    vp = np.asarray(vp, dtype=float)
+    s = float(seq_len)
+    m = global_batch / (mb * dp)
+    act_b = 4.0 if precision == "fp32" else 2.0
+    lps = np.ceil(ms.n_layers / pp)
+    tokens = mb * s / cp  # tokens of one micro-batch on one device group member
+    h = float(ms.d_model)
+
+    # ---------------- compute (per micro-batch, critical stage)
+    lin_fwd_tok = layer_matmul_flops_per_token(ms)
+    att_fwd_tok = float(attention_flops_per_token(ms, s))
+    head_fwd_tok = lm_head_flops_per_token(ms)
+    lin_passes = 3.0 if method == "full" else 2.0
+    lin_flops = tokens / tp * (lps * lin_fwd_tok * (lin_passes + (rc == 2)))
+    head_flops = tokens / tp * head_fwd_tok * lin_passes
+    att_flops = tokens / tp * lps * att_fwd_tok * (3.0 + (rc >= 1))
+    lora_flops = 0.0
+    if method != "full":
+        lp = ms.lora_params if lora_params is None else lora_params
+        lora_flops = tokens / tp * 2.0 * lp / ms.n_layers * lps * 3.0
+    g = hw.gemm_efficiency
+    compute_mb = (lin_flops + lora_flops) / (hw.peak_linear_tflops * TERA * g) + (
+        head_flops + att_flops
+    ) / (hw.peak_attention_tflops * TERA * g)
+
+    # ---------------- memory-bound elementwise ops
+    q = float(ms.n_heads * ms.head_dim)
+    kv = float(ms.kv_heads * ms.head_dim)
+    f = ms.ffn_width_active
+    elem = 2 * h + 2 * h + (3 * f if ms.gated else 2 * f) + (2 * (q + kv) if ms.rope else 0.0)
+    elem_bytes = ELEMENTWISE_RW * elem * act_b
+    passes = 1.0 + BACKWARD_ELEMENTWISE_PASSES + (rc == 2)
+    mem_bytes = tokens / tp * lps * elem_bytes * passes
+    mem_bytes = mem_bytes + tokens / tp * ms.vocab_size * LOGIT_BYTES * LOSS_LOGIT_PASSES
+    membound_mb = mem_bytes / (hw.hbm_bandwidth_gb_s * GIGA * eff.hbm)
+
+    # ---------------- communication inside the micro-batch
+    strides = group_strides(tp, cp, dp)
+    bw, lat, le = comms.group_link(system, tp, 1, eff.intra_node_link, eff.scale_out_link)
+    act_buf = tokens * h * act_b
+    n_tp = 4.0 * (2.0 + (rc == 2))  # AG+RS pairs: 2 fwd, 2 bwd, +2 recompute -> 8 or 12 ops
+    tp_mb = np.where(
+        tp > 1, lps * n_tp * comms.reduce_scatter_time_s(act_buf, tp, bw, lat, le), 0.0
+    )
+
+    bw, lat, le = comms.group_link(
+        system, cp, strides["cp"], eff.intra_node_link, eff.scale_out_link
+    )
+    kv_block = tokens * 2.0 * kv / tp * act_b
+    cp_comm = lps * 3.0 * (cp - 1) * comms.p2p_time_s(kv_block, bw, lat, le)
+    att_time = att_flops / (hw.peak_attention_tflops * TERA * g)
+    cp_mb = np.where(cp > 1, np.maximum(cp_comm - att_time, 0.0), 0.0)
+
+    moe_lps = lps * (ms.moe_layers / ms.n_layers)
+    bw, lat, le = comms.group_link(
+        system, ep, strides["ep"], eff.intra_node_link, eff.scale_out_link
+    )
+    a2a_bytes = tokens / tp * ms.n_active_experts * h * act_b
+    n_a2a = 4.0 + 2.0 * (rc == 2)
+    ep_mb = np.where(
+        ep > 1, moe_lps * n_a2a * comms.alltoall_time_s(a2a_bytes, ep, bw, lat, le), 0.0
+    )
+
+    # ---------------- memory
+    opt_bytes = ADAM_8BIT_BYTES if optimizer == "adam8bit" else ADAM_FP32_BYTES
+    mem = training_memory_bytes(
+        ms,
+        seq_len=s,
+        precision=precision,
+        method=method,
+        optimizer_bytes=opt_bytes,
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        ep=ep,
+        dp=dp,
+        zero=zero,
+        micro_batch=mb,
+        recompute=rc,
+        n_micro=m,
+        vp=vp,
+        trainable_params=lora_params,
+    )
+    trainable = mem["trainable_per_device"]
+    params = mem["params_per_device"]
+
+    # ---------------- data parallel (ZeRO / FSDP)
+    bw, lat, le = comms.group_link(
+        system, dp, strides["dp"], eff.intra_node_link, eff.scale_out_link
+    )
+    grad_bytes = trainable * (4.0 if precision == "fp32" else 2.0)
+    wb = weight_bytes_per_param(precision, method)
+    z3 = zero >= 3
+    # ZeRO-3/FSDP: per micro-batch, all-gather weights (fwd and bwd) and reduce-scatter grads
+    z3_mb = 2.0 * comms.allgather_time_s(
+        params * min(wb, 2.0), dp, bw, lat, le
+    ) + comms.reduce_scatter_time_s(grad_bytes, dp, bw, lat, le)
+    work_mb = compute_mb + membound_mb
+    z3_exposed = z3_mb - eff.dp_overlap * np.minimum(z3_mb, work_mb)
+    z3_exposed = np.where(z3 & (dp > 1), z3_exposed, 0.0)
+    t_mb = work_mb + tp_mb + cp_mb + ep_mb + z3_exposed
+
+    sync = comms.allreduce_time_s(grad_bytes, dp, bw, lat, le)  # ZeRO 0-2: once per step
+    window = BACKWARD_SHARE * work_mb
+    dp_exposed = np.where(z3 | (dp <= 1), 0.0, sync - eff.dp_overlap * np.minimum(sync, window))
+
+    bw, lat, le = comms.group_link(
+        system, 2, strides["pp"], eff.intra_node_link, eff.scale_out_link
+    )
+    p2p = comms.p2p_time_s(tokens / tp * h * act_b, bw, lat, le)
+    pp_comm = np.where(pp > 1, 2.0 * m * vp * p2p, 0.0)
+
+    bub = bubble_fraction(pp, m, vp)
+    opt_params = np.where(zero >= 1, trainable / dp, trainable)
+    opt_s = opt_params * ADAM_STEP_BYTES_PER_PARAM / (hw.hbm_bandwidth_gb_s * GIGA * eff.hbm)
+
+    step = m * t_mb * (1.0 + bub) + pp_comm + dp_exposed + opt_s
+    tokens_per_s = global_batch * s / step
+    per_gpu = tokens_per_s / gpus
+    model_fpt = training_flops_per_token(ms, s, method, lora_params)
+    hw_fpt = model_fpt + recompute_flops_per_token(ms, s, rc)
+    mfu = model_fpt * per_gpu / (hw.peak_mfu_tflops * TERA)
+    hfu = hw_fpt * per_gpu / (hw.peak_mfu_tflops * TERA)
+    total_mem = mem["total"]
+    return {
+        "step_time_s": step,
+        "tokens_per_s": tokens_per_s,
+        "tokens_per_s_per_gpu": per_gpu,
+        "model_tflops_per_gpu": model_fpt * per_gpu / TERA,
+        "hardware_tflops_per_gpu": hw_fpt * per_gpu / TERA,
+        "mfu": mfu,
+        "hfu": hfu,
+        "memory_per_gpu_bytes": total_mem,
+        "fits": total_mem <= hw.memory_gb * GIGA,
+        "n_micro": m,
+        "compute_s": m * compute_mb,
+        "memory_bound_s": m * membound_mb,
+        "tp_comm_s": m * tp_mb,
+        "cp_comm_s": m * cp_mb,
+        "ep_comm_s": m * ep_mb,
+        "zero3_comm_s": m * z3_exposed,
+        "bubble_s": m * t_mb * bub,
+        "pp_comm_s": pp_comm,
+        "dp_comm_s": dp_exposed,
+        "optimizer_s": opt_s,
+        "mem_weights_bytes": mem["weights"],
+        "mem_gradients_bytes": mem["gradients"],
+        "mem_optimizer_bytes": mem["optimizer"],
+        "mem_activations_bytes": mem["activations"],
+        "mem_overhead_bytes": mem["overhead"],
+    }
+
+
+# =============================================================================== single plan
+#: Names of the time terms, as shown by ``--explain``.
+TIME_TERMS: dict[str, str] = {
+    "compute_s": "GEMMs and FlashAttention at gemm x dtype peak (incl. recompute)",
+    "memory_bound_s": "norms, activations, residuals, rotary, loss at hbm x bandwidth",
+    "tp_comm_s": "TP/SP all-gather + reduce-scatter per layer (exposed)",
+    "cp_comm_s": "CP ring-attention K/V exchange beyond attention time",
+    "ep_comm_s": "EP all-to-all dispatch/combine per MoE layer",
+    "zero3_comm_s": "ZeRO-3/FSDP weight all-gather + grad reduce-scatter not hidden",
+    "dp_comm_s": "DP gradient all-reduce not hidden behind the last backward",
+    "pp_comm_s": "PP point-to-point activations/gradients",
+    "bubble_s": "pipeline bubble (p-1)/(v m) of the micro-batch time",
+    "optimizer_s": "Adam step, memory-bound",
+}
+
+
+@dataclass
+class TrainingResult:
+    """One training estimate: headline ``values`` (the JSON keys of issue 3), ``interval``, terms.
+
+    Attributes
+    ----------
+    values : dict
+        ``step_time_s``, ``tokens_per_s``, ``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``,
+        ``hardware_tflops_per_gpu``, ``mfu``, ``hfu``, ``memory_per_gpu_gb``, ``fits``,
+        ``over_by_gb``, ``gpu_hours``, ``wall_clock_h`` (with tokens), ``plan`` and ``interval``.
+    interval : dict
+        80% ranges ``[low, high]`` of the headline figures, from the validation residuals.
+    time_terms_s : dict
+        The step-time split. [s]
+    memory_terms_gb : dict
+        The memory split per device. [GB]
+    inputs : dict
+        What was estimated (model, hardware, gpus, seq_len, ...).
+    candidates : int
+        Plans evaluated (1 for an explicit plan).
+    """
+
+    values: dict[str, Any]
+    interval: dict[str, list[float]]
+    time_terms_s: dict[str, float]
+    memory_terms_gb: dict[str, float]
+    inputs: dict[str, Any] = field(default_factory=dict)
+    candidates: int = 1
+
+    def to_estimate(self) -> Estimate:
+        """Return the result as an :class:`aitco.explain.Estimate` (what ``--explain`` prints)."""
+        terms = [
+            Term(name=k, value=v, unit="s", formula=TIME_TERMS[k], inputs=self.inputs)
+            for k, v in self.time_terms_s.items()
+        ]
+        terms += [
+            Term(name=f"memory_{k}_gb", value=v, unit="GB", formula=f"{k} per device")
+            for k, v in self.memory_terms_gb.items()
+        ]
+        dominant = max(self.time_terms_s.items(), key=lambda kv: kv[1])[0]
+        assumptions = [
+            "MFU counts 6N + causal attention FLOPs against the training dtype's dense peak",
+            "activations per Korthikanti et al. 2022 with FlashAttention and sequence parallel",
+            f"plan searched over {self.candidates} candidates"
+            if self.candidates > 1
+            else "plan as given",
+            "interval: 10th-90th percentile of validation log-ratio residuals",
+        ]
+        return Estimate(
+            kind="training",
+            values=self.values,
+            terms=terms,
+            dominant=dominant,
+            assumptions=assumptions,
+        )
+
+
+def _check_plan(ms: ModelShape, gpus: int, seq_len: int, p: dict[str, Any]) -> None:
+    tp, pp, cp, ep, dp = p["tp"], p["pp"], p["cp"], p["ep"], p["dp"]
+    for k in ("tp", "pp", "cp", "ep", "dp"):
+        if p[k] is not None and p[k] < 1:
+            raise PlanError(f"--{k}", p[k], "an integer >= 1")
+    if ms.n_heads % tp:
+        raise PlanError("--tp", tp, f"a divisor of the number of attention heads ({ms.n_heads})")
+    if pp > ms.n_layers:
+        raise PlanError("--pp", pp, f"at most the number of layers ({ms.n_layers})")
+    if tp * pp * cp * dp != gpus:
+        raise PlanError(
+            "plan",
+            f"tp={tp} x pp={pp} x cp={cp} x dp={dp} = {tp * pp * cp * dp}",
+            f"a product equal to --gpus ({gpus})",
+        )
+    if seq_len % cp:
+        raise PlanError("--cp", cp, f"a divisor of the sequence length ({seq_len})")
+    if ep > 1 and not ms.moe_layers:
+        raise PlanError("--ep", ep, "1 for a dense model (expert parallelism needs MoE layers)")
+    if ms.n_experts % ep or dp % ep:
+        raise PlanError("--ep", ep, f"a divisor of n_experts ({ms.n_experts}) and of dp ({dp})")
+
+
+def estimate_training(
+    model: ModelArch,
+    acc: Accelerator,
+    system: System,
+    gpus: int,
+    *,
+    seq_len: int,
+    global_batch: int,
+    tokens: float | None = None,
+    precision: str = "bf16",
+    method: str = "full",
+    plan: dict[str, Any] | Any | None = None,
+    efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
+    lora_rank: int = DEFAULT_LORA_RANK,
+    optimizer: str = "adam",
+) -> TrainingResult:
+    """Estimate one training run (searching the plan when no parallel degree is given).
+
+    Parameters
+    ----------
+    model : ModelArch
+        Architecture.
+    acc : Accelerator
+        Accelerator.
+    system : System
+        Node/pod topology.
+    gpus : int
+        Devices. [count]
+    seq_len : int
+        Sequence length. [tokens]
+    global_batch : int
+        Sequences per optimizer step. [count]
+    tokens : float, optional
+        Tokens to train on, for ``gpu_hours`` and ``wall_clock_h``. [tokens]
+    precision : {"bf16", "fp16", "fp8", "fp32"}
+        Training data type.
+    method : {"full", "lora", "qlora"}
+        Full training or adapters on a frozen (QLoRA: 4-bit) base.
+    plan : dict or ParallelPlan, optional
+        ``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``, ``fsdp``, ``micro_batch``,
+        ``recompute`` (name), ``vp``; missing degrees are 1 (dp inferred) when any degree is
+        given, otherwise the whole plan is searched; missing ZeRO stage, micro-batch and
+        recomputation are searched.
+    efficiency : EfficiencyParams
+        Efficiency fractions (defaults fitted on published runs).
+    lora_rank : int
+        Adapter rank for LoRA/QLoRA. [count]
+    optimizer : {"adam", "adam8bit"}
+        Optimizer state format.
+
+    Returns
+    -------
+    TrainingResult
+        ``.values`` with the JSON keys of issue 3, ``.interval`` and ``.to_estimate()``.
+
+    Raises
+    ------
+    PlanError
+        An impossible plan (names the constraint) or a data type the hardware lacks.
+    """
+    from aitco.perf.plan_search import search_plans
+
+    if gpus < 1:
+        raise InputError("--gpus", gpus, "an integer >= 1")
+    if seq_len < 1:
+        raise InputError("--seq-len", seq_len, "an integer >= 1")
+    if global_batch < 1:
+        raise InputError("--global-batch", global_batch, "an integer >= 1 (sequences)")
+    if method not in ("full", "lora", "qlora"):
+        raise InputError("--method", method, "full, lora or qlora")
+    if tokens is not None and not tokens > 0:
+        raise InputError("--tokens", tokens, "a positive number of tokens")
+    ms = model_shape(model, lora_rank)
+    hw = hardware_shape(acc, precision, efficiency)
+    p: dict[str, Any] = dict(plan.model_dump()) if hasattr(plan, "model_dump") else dict(plan or {})
+    p.pop("auto", None)
+    degrees = ("tp", "pp", "cp", "ep", "dp")
+    explicit = any(p.get(k) is not None for k in degrees)
+    fixed: dict[str, Any] = {}
+    if explicit:
+        for k in ("tp", "pp", "cp", "ep"):
+            fixed[k] = int(p.get(k) or 1)
+        tpc = fixed["tp"] * fixed["pp"] * fixed["cp"]
+        fixed["dp"] = int(p["dp"]) if p.get("dp") is not None else max(gpus // tpc, 1)
+        if p.get("dp") is None and gpus % tpc:
+            raise PlanError("plan", f"tp x pp x cp = {tpc}", f"a divisor of --gpus ({gpus})")
+        _check_plan(ms, gpus, seq_len, fixed)
+        fixed["vp"] = int(p.get("vp") or 1)
+    if p.get("fsdp"):
+        fixed["zero"] = 3
+    elif p.get("zero") is not None:
+        fixed["zero"] = int(p["zero"])
+    if p.get("micro_batch") is not None:
+        fixed["micro_batch"] = int(p["micro_batch"])
+        if explicit and global_batch % (fixed["micro_batch"] * fixed["dp"]):
+            raise PlanError(
+                "--micro-batch",
+                fixed["micro_batch"],
+                f"a micro-batch such that micro_batch x dp ({fixed['dp']}) divides the global "
+                f"batch ({global_batch} sequences)",
+            )
+    if p.get("recompute") is not None:
+        rc = p["recompute"]
+        if rc not in RECOMPUTE_CODES:
+            raise InputError("--recompute", rc, "none, selective or full")
+        fixed["recompute"] = RECOMPUTE_CODES[rc]
+    best, res, n = search_plans(
+        ms,
+        hw,
+        system,
+        gpus=gpus,
+        seq_len=seq_len,
+        global_batch=global_batch,
+        precision=precision,
+        method=method,
+        eff=efficiency,
+        fixed=fixed,
+        optimizer=optimizer,
+    )
+    i = int(np.flatnonzero(np.all([res[k] == best[k] for k in best], axis=0))[0])
+
+    def v(key: str) -> float:
+        return float(res[key][i])
+
+    mem_gb = v("memory_per_gpu_bytes") / GIGA
+    values: dict[str, Any] = {
+        "step_time_s": v("step_time_s"),
+        "tokens_per_s": v("tokens_per_s"),
+        "tokens_per_s_per_gpu": v("tokens_per_s_per_gpu"),
+        "model_tflops_per_gpu": v("model_tflops_per_gpu"),
+        "hardware_tflops_per_gpu": v("hardware_tflops_per_gpu"),
+        "mfu": v("mfu"),
+        "hfu": v("hfu"),
+        "memory_per_gpu_gb": mem_gb,
+        "memory_capacity_gb": hw.memory_gb,
+        "fits": bool(res["fits"][i]),
+        "over_by_gb": max(mem_gb - hw.memory_gb, 0.0),
+        "gradient_accumulation": round(v("n_micro")),
+        "global_batch": global_batch,
+        "seq_len": seq_len,
+        "gpus": gpus,
+        "precision": precision,
+        "method": method,
+        "plan": {
+            "tp": best["tp"],
+            "pp": best["pp"],
+            "cp": best["cp"],
+            "ep": best["ep"],
+            "dp": best["dp"],
+            "zero": best["zero"],
+            "fsdp": bool(p.get("fsdp")) or False,
+            "micro_batch": best["micro_batch"],
+            "recompute": RECOMPUTE_NAMES[best["recompute"]],
+            "vp": best["vp"],
+            "searched": not explicit or len(fixed) < 9,
+        },
+    }
+    if tokens is not None:
+        wall_s = tokens / values["tokens_per_s"]
+        values["tokens"] = tokens
+        values["wall_clock_h"] = wall_s / SECONDS_PER_HOUR
+        values["gpu_hours"] = values["wall_clock_h"] * gpus
+    interval = training_interval(values, efficiency)
+    values["interval"] = interval
+    time_terms = {k: v(k) for k in TIME_TERMS}
+    mem_terms = {
+        k: v(f"mem_{k}_bytes") / GIGA
+        for k in ("weights", "gradients", "optimizer", "activations", "overhead")
+    }
+    inputs = {
+        "model": model.id,
+        "accelerator": acc.id,
+        "system": system.id,
+        "gpus": gpus,
+        "seq_len": seq_len,
+        "global_batch": global_batch,
+        "precision": precision,
+        "method": method,
+        "gemm_efficiency": hw.gemm_efficiency,
+        "hbm_efficiency": efficiency.hbm,
+        "peak_tflops": hw.peak_linear_tflops,
+    }
+    return TrainingResult(values, interval, time_terms, mem_terms, inputs, n)
+
+
+def training_interval(values: dict[str, Any], eff: EfficiencyParams) -> dict[str, list[float]]:
+    r"""80% ranges of the headline figures from the validation residuals.
+
+    Notes
+    -----
+    With :math:`q_{10}, q_{90}` the 10th/90th percentiles of :math:`\ln(obs/pred)` of
+    tokens/s/GPU on the validation rows, throughput lies in
+    :math:`[x e^{q_{10}}, x e^{q_{90}}]` and times/hours in :math:`[x e^{-q_{90}}, x e^{-q_{10}}]`.
+    """
+    lo, hi = eff.training_log_ratio_q10, eff.training_log_ratio_q90
+    out: dict[str, list[float]] = {}
+    for k in ("tokens_per_s", "tokens_per_s_per_gpu", "mfu", "model_tflops_per_gpu"):
+        out[k] = [values[k] * float(np.exp(lo)), values[k] * float(np.exp(hi))]
+    for k in ("step_time_s", "gpu_hours", "wall_clock_h"):
+        if k in values:
+            out[k] = [values[k] * float(np.exp(-hi)), values[k] * float(np.exp(-lo))]
+    return out
+
+
+#: Bytes of a full checkpoint per parameter: bf16 weights 2 + fp32 master/m/v 12 (ZeRO [4]).
+CHECKPOINT_BYTES_PER_PARAM = 2.0 + ADAM_FP32_BYTES
+
+
+def checkpoint_bytes(total_params: Any, include_optimizer: Any = True) -> F64:
+    """Size of a training checkpoint [B].
+
+    Parameters
+    ----------
+    total_params : array_like
+        Model parameters. [count]
+    include_optimizer : array_like of bool
+        Whether optimizer states (fp32 master, Adam moments) are saved too.
+
+    Returns
+    -------
+    ndarray
+        :math:`N (2 + 12)` bytes with optimizer, :math:`2N` without. [B]
+    """
+    n = np.asarray(total_params, dtype=float)
+    return np.where(np.asarray(include_optimizer), n * CHECKPOINT_BYTES_PER_PARAM, n * 2.0)
+
+
+def checkpoint_save_time_s(
+    total_params: Any,
+    write_bandwidth_gb_s: Any,
+    *,
+    include_optimizer: Any = True,
+    blocking_fraction: Any = 1.0,
+) -> F64:
+    r"""Time training stalls to save one checkpoint.
+
+    Parameters
+    ----------
+    total_params : array_like
+        Model parameters. [count]
+    write_bandwidth_gb_s : array_like
+        Aggregate write bandwidth of the storage the checkpoint goes to. [GB/s]
+    include_optimizer : array_like of bool
+        Save optimizer states too (needed to resume).
+    blocking_fraction : array_like
+        Share of the write the training waits for (1 = synchronous; asynchronous
+        checkpointing only blocks for the device-to-host copy). [0-1]
+
+    Returns
+    -------
+    ndarray
+        Stall time per checkpoint. [s]
+
+    Notes
+    -----
+    :math:`t = f_{block}\, N (2 + 12) / B_{write}`.
+
+    Examples
+    --------
+    >>> float(checkpoint_save_time_s(70e9, 10.0))
+    98.0
+    """
+    size = checkpoint_bytes(total_params, include_optimizer)
+    return (
+        np.asarray(blocking_fraction, dtype=float)
+        * size
+        / (np.asarray(write_bandwidth_gb_s, dtype=float) * GIGA)
+    )
