@@ -102,11 +102,15 @@ def _unwrap(
     if isinstance(node, dict):
         own = node.get("source") if isinstance(node.get("source"), str) else None
         src = own or default_src
+        if not node and path and src is not None:  # an empty mapping is a value too
+            prov[path] = (src, None)
         out = {}
         for k, v in node.items():
             sub = f"{path}.{k}" if path else str(k)
             if k == "source" and path:
                 out[k] = v
+                if isinstance(v, str):  # a record's own source key (e.g. a price) is its provenance
+                    prov[sub] = (v, None)
                 continue
             out[k] = _unwrap(v, src, sub, prov, where)
         return out

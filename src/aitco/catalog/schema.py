@@ -69,13 +69,20 @@ class Entry(BaseModel):
 
 
 def flatten(d: Any, prefix: str = "") -> dict[str, Any]:
-    """Flatten nested dicts into dotted keys; lists are kept as leaf values."""
+    """Flatten nested dicts into dotted keys.
+
+    Lists of records (non-empty lists whose items are all dicts, e.g. the prices of an offer) are
+    flattened with their index (``prices.0.usd_per_hour``); other lists are kept as leaf values.
+    """
     out: dict[str, Any] = {}
     if isinstance(d, dict):
         for k, v in d.items():
             key = f"{prefix}.{k}" if prefix else str(k)
             if isinstance(v, dict) and v:
                 out.update(flatten(v, key))
+            elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+                for i, x in enumerate(v):
+                    out.update(flatten(x, f"{key}.{i}"))
             else:
                 out[key] = v
     else:
