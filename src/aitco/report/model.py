@@ -1,0 +1,362 @@
+"""What a report shows, gathered once from the ``decide/`` functions and rendered many ways.
+
+:func:`build_report` calls :func:`aitco.decide.compare.compare` (and :mod:`aitco.decide.roi` when
+ROI inputs are given), and keeps the results in a :class:`ReportData` that the HTML, Markdown,
+plots and the web app all render, so they cannot disagree. Nothing here computes a cost: the
+numbers are the engines' own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aitco.errors import InputError
+
+#: Headline values shown in the comparison table, in order, when an option has them.
+HEADLINE_KEYS: tuple[str, ...] = (
+    "wall_clock_days",
+    "gpu_hours",
+    "usd_per_million_tokens",
+    "usd_per_month",
+    "goodput",
+    "energy_kwh",
+    "kg_co2e",
+    "p99_e2e_latency_s",
+    "e2e_latency_s",
+    "ttft_s",
+)
+
+#: Item names that make up the advertised price of compute (the start of the waterfall).
+RENTAL_ITEM_NAMES: tuple[str, ...] = ("rental", "compute", "on_demand", "reserved", "spot_rental")
+
+#: Latency keys tried, in order, for the cost-vs-latency front of serving options. [s]
+LATENCY_KEYS: tuple[str, ...] = ("p99_e2e_latency_s", "e2e_latency_s", "p99_ttft_s", "ttft_s")
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """One cost line as shown: name, USD, category, share and how it was computed."""
+
+    name: str
+    usd: float
+    category: str
+    share: float = 0.0
+    formula: str = ""
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    sources: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class OptionView:
+    """One compared option: its name, total, items and headline values."""
+
+    name: str
+    total_usd: float
+    items: tuple[ItemView, ...]
+    values: Mapping[str, Any] = field(default_factory=dict)
+    kind: str = ""
+    hardware: str = ""
+    pricing: str = ""
+    gpus: int = 0
+
+    @classmethod
+    def from_any(cls, obj: Any) -> OptionView:
+        """Build from a :class:`aitco.cost.tco.Breakdown` or its ``to_json()`` dict."""
+        d = obj.to_json() if hasattr(obj, "to_json") else dict(obj)
+        items = tuple(
+            ItemView(
+                name=str(i["name"]),
+                usd=float(i["usd"]),
+                category=str(i.get("category", "other")),
+                share=float(i.get("share") or 0.0),
+                formula=str(i.get("formula") or ""),
+                inputs=dict(i.get("inputs") or {}),
+                sources=tuple(i.get("sources") or ()),
+            )
+            for i in d.get("items", [])
+        )
+        skip = {
+            "name",
+            "kind",
+            "hardware",
+            "pricing",
+            "gpus",
+            "total_usd",
+            "items",
+            "stages",
+            "assumptions",
+            "explain",
+        }
+        values = {k: v for k, v in d.items() if k not in skip and not isinstance(v, list | dict)}
+        return cls(
+            name=str(d["name"]),
+            total_usd=float(d["total_usd"]),
+            items=items,
+            values=values,
+            kind=str(d.get("kind", "")),
+            hardware=str(d.get("hardware", "")),
+            pricing=str(d.get("pricing", "")),
+            gpus=int(d.get("gpus") or 0),
+        )
+
+    def by_category(self) -> dict[str, float]:
+        """USD by category, in first-seen order."""
+        out: dict[str, float] = {}
+        for i in self.items:
+            out[i.category] = out.get(i.category, 0.0) + i.usd
+        return out
+
+    def rental_usd(self) -> float:
+        """USD of the advertised compute price (the first bar of the hidden-cost waterfall).
+
+        The items named in :data:`RENTAL_ITEM_NAMES`; when there are none (owned hardware), the
+        ``compute`` category.
+        """
+        named = [i.usd for i in self.items if i.name in RENTAL_ITEM_NAMES]
+        if named:
+            return math.fsum(named)
+        return math.fsum(i.usd for i in self.items if i.category == "compute")
+
+    def hidden_items(self) -> list[ItemView]:
+        """Every item not counted in :meth:`rental_usd`, largest first."""
+        named = any(i.name in RENTAL_ITEM_NAMES for i in self.items)
+        rest = [
+            i
+            for i in self.items
+            if not (i.name in RENTAL_ITEM_NAMES if named else i.category == "compute")
+        ]
+        return sorted(rest, key=lambda i: -abs(i.usd))
+
+    def latency_s(self) -> float | None:
+        """Return the first latency found among :data:`LATENCY_KEYS` [s], or None."""
+        for k in LATENCY_KEYS:
+            v = self.values.get(k)
+            if isinstance(v, int | float) and math.isfinite(v):
+                return float(v)
+        return None
+
+
+@dataclass
+class ReportData:
+    """Everything a report shows.
+
+    Attributes
+    ----------
+    title : str
+        Scenario name.
+    description : str
+        Scenario description.
+    options : list of OptionView
+        Compared options, in the order the comparison gave them.
+    cheapest, fastest : str
+        Names of the cheapest option and of the fastest one ("" when unknown).
+    roi : dict, optional
+        :func:`aitco.decide.roi.roi_series` result, when ROI inputs were given.
+    tornado : list of dict
+        :func:`aitco.decide.roi.tornado` bars.
+    tornado_metric : str
+        Metric of the tornado bars.
+    utilisation : dict, optional
+        ``{"matrix": rows=devices x cols=time bins of utilisation 0-1, "devices": [...],
+        "times": [...], "idle_threshold": float, "source": str}`` where telemetry was ingested.
+    pareto_time : list of dict
+        Points ``{name, x, y, front}`` of the cost-vs-time front (x = days, y = USD).
+    pareto_latency : list of dict
+        Points of the cost-vs-latency front (x = seconds, y = USD).
+    notes : list of str
+        What was left out and why (no ROI inputs, no telemetry...).
+    scenario : dict
+        The scenario as given (for the appendix and the JSON download).
+    """
+
+    title: str
+    description: str = ""
+    options: list[OptionView] = field(default_factory=list)
+    cheapest: str = ""
+    fastest: str = ""
+    roi: dict[str, Any] | None = None
+    tornado: list[dict[str, Any]] = field(default_factory=list)
+    tornado_metric: str = "npv_usd"
+    utilisation: dict[str, Any] | None = None
+    pareto_time: list[dict[str, Any]] = field(default_factory=list)
+    pareto_latency: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    scenario: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict (the web API's and ``report.json``'s shape)."""
+        return {
+            "name": self.title,
+            "description": self.description,
+            "cheapest": self.cheapest,
+            "fastest": self.fastest,
+            "options": [
+                {
+                    "name": o.name,
+                    "kind": o.kind,
+                    "hardware": o.hardware,
+                    "pricing": o.pricing,
+                    "gpus": o.gpus,
+                    "total_usd": o.total_usd,
+                    **dict(o.values),
+                    "items": [
+                        {
+                            "name": i.name,
+                            "usd": i.usd,
+                            "category": i.category,
+                            "share": i.share,
+                            "formula": i.formula,
+                            "inputs": dict(i.inputs),
+                            "sources": list(i.sources),
+                        }
+                        for i in o.items
+                    ],
+                }
+                for o in self.options
+            ],
+            "pareto_time": self.pareto_time,
+            "pareto_latency": self.pareto_latency,
+            "roi": self.roi,
+            "tornado": self.tornado,
+            "notes": self.notes,
+            "scenario": self.scenario,
+        }
+
+
+def pareto_points(points: Iterable[tuple[str, float, float]]) -> list[dict[str, Any]]:
+    r"""Mark the points no other point beats on both axes (lower is better on both).
+
+    Parameters
+    ----------
+    points : iterable of (name, x, y)
+        Candidates; ``x`` and ``y`` are both to be minimised (days or seconds, and USD).
+
+    Returns
+    -------
+    list of dict
+        ``{name, x, y, front}`` for every finite point, ``front`` True on the Pareto front.
+
+    Notes
+    -----
+    Point *p* is dominated when some *q* has :math:`x_q \le x_p`, :math:`y_q \le y_p` and
+    is strictly better on one of them.
+    """
+    pts = [(n, float(x), float(y)) for n, x, y in points if math.isfinite(x) and math.isfinite(y)]
+    out = []
+    for n, x, y in pts:
+        dominated = any((qx <= x and qy <= y) and (qx < x or qy < y) for _m, qx, qy in pts)
+        out.append({"name": n, "x": x, "y": y, "front": not dominated})
+    return out
+
+
+def report_from_options(
+    title: str,
+    options: Sequence[Any],
+    *,
+    description: str = "",
+    cheapest: str = "",
+    fastest: str = "",
+    scenario: Mapping[str, Any] | None = None,
+) -> ReportData:
+    """Gather compared options (Breakdowns or their JSON) into a :class:`ReportData`."""
+    views = [OptionView.from_any(o) for o in options]
+    if not views:
+        raise InputError("options", [], "at least one compared option")
+    if not cheapest:
+        cheapest = min(views, key=lambda o: o.total_usd).name
+    days = [(o, o.values.get("wall_clock_days")) for o in views]
+    timed = [(o, d) for o, d in days if isinstance(d, int | float) and math.isfinite(d)]
+    if not fastest and timed:
+        fastest = min(timed, key=lambda t: t[1])[0].name
+    data = ReportData(
+        title=title,
+        description=description,
+        options=views,
+        cheapest=cheapest,
+        fastest=fastest,
+        scenario=dict(scenario or {}),
+    )
+    if timed:
+        data.pareto_time = pareto_points((o.name, float(d), o.total_usd) for o, d in timed)
+    lat = [(o.name, o.latency_s(), o.total_usd) for o in views]
+    lat_ok = [(n, x, y) for n, x, y in lat if x is not None]
+    if lat_ok:
+        data.pareto_latency = pareto_points(lat_ok)
+    return data
+
+
+def add_roi(data: ReportData, roi_inputs: Any, *, metric: str = "npv_usd") -> None:
+    """Attach the ROI series and tornado of :mod:`aitco.decide.roi` to ``data``."""
+    from aitco.decide import roi
+
+    data.roi = roi.roi_series(roi_inputs)
+    data.tornado = roi.tornado(roi_inputs, metric=metric)
+    data.tornado_metric = metric
+
+
+def build_report(
+    scenario: Any,
+    catalog: Any,
+    *,
+    roi_inputs: Any | None = None,
+    utilisation: Mapping[str, Any] | None = None,
+) -> ReportData:
+    """Compare a scenario's options with :func:`aitco.decide.compare.compare` and gather a report.
+
+    Parameters
+    ----------
+    scenario : aitco.decide.scenario.Scenario
+        The scenario.
+    catalog : aitco.catalog.loader.Catalog
+        The catalog.
+    roi_inputs : aitco.decide.roi.RoiInputs, optional
+        ROI inputs; the ROI curves and the tornado are drawn only when given.
+    utilisation : mapping, optional
+        Ingested telemetry (see :attr:`ReportData.utilisation`).
+
+    Returns
+    -------
+    ReportData
+        What the HTML, Markdown and web views render.
+    """
+    from aitco.decide.compare import compare
+
+    comp = compare(scenario, catalog)
+    options = _comparison_options(comp)
+    data = report_from_options(
+        scenario.name,
+        options,
+        description=scenario.description,
+        cheapest=str(getattr(comp, "cheapest", "") or ""),
+        fastest=str(getattr(comp, "fastest", "") or ""),
+        scenario=scenario.to_dict(),
+    )
+    if roi_inputs is not None:
+        add_roi(data, roi_inputs)
+    else:
+        data.notes.append(
+            "ROI curves and the sensitivity tornado need ROI inputs (aitco report --roi ROI.yaml; "
+            "see examples/roi_support_bot.yaml)."
+        )
+    if utilisation is not None:
+        data.utilisation = dict(utilisation)
+    else:
+        data.notes.append(
+            "No telemetry was ingested, so there is no utilisation heatmap (aitco report "
+            "--telemetry FILE)."
+        )
+    return data
+
+
+def _comparison_options(comp: Any) -> list[Any]:
+    """Return the per-option breakdowns of a comparison (``options`` attribute or key)."""
+    if hasattr(comp, "options"):
+        return list(comp.options)
+    if isinstance(comp, Mapping) and "options" in comp:
+        return list(comp["options"])
+    if isinstance(comp, Sequence):
+        return list(comp)
+    raise InputError("comparison", type(comp).__name__, "a comparison with options")

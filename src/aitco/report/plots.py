@@ -1,0 +1,450 @@
+"""PNG plots of a report: breakdown, hidden-cost waterfall, Pareto fronts, ROI, tornado, heatmap.
+
+Each function takes plain data (from :mod:`aitco.report.model`) and returns PNG bytes. Figures are
+built with :class:`matplotlib.figure.Figure` on the Agg canvas, never through ``pyplot``, so that
+plots are thread-safe in the web app and nothing needs a display. Matplotlib is imported inside
+the functions so that ``aitco --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from aitco.report.model import OptionView
+
+#: Colour of each cost category (colour-blind-safe Okabe-Ito palette), others cycle.
+CATEGORY_COLOURS: dict[str, str] = {
+    "compute": "#0072B2",
+    "reliability": "#D55E00",
+    "power": "#E69F00",
+    "facility": "#F0E442",
+    "people": "#CC79A7",
+    "data": "#009E73",
+    "compliance": "#56B4E9",
+    "carbon": "#999999",
+}
+_EXTRA_COLOURS = ("#8c564b", "#17becf", "#bcbd22", "#7f7f7f")
+
+#: Hidden-cost items smaller than this share of the total are grouped as "other". [fraction]
+WATERFALL_MIN_SHARE = 0.01
+#: Resolution of the PNGs. [dots per inch]
+DPI = 110
+
+
+def _figure(width_in: float, height_in: float) -> tuple[Figure, Axes]:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width_in, height_in), dpi=DPI, layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _png(fig: Figure) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    return buf.getvalue()
+
+
+def _usd_axis(ax: Axes, axis: str = "x") -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    f = FuncFormatter(lambda v, _p: _usd_short(v))
+    (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(f)
+
+
+def _usd_short(v: float) -> str:
+    a = abs(v)
+    if a >= 1e9:
+        return f"${v / 1e9:.3g}B"
+    if a >= 1e6:
+        return f"${v / 1e6:.3g}M"
+    if a >= 1e3:
+        return f"${v / 1e3:.3g}k"
+    return f"${v:.3g}"
+
+
+def _colour(category: str, seen: dict[str, str]) -> str:
+    if category in CATEGORY_COLOURS:
+        return CATEGORY_COLOURS[category]
+    if category not in seen:
+        seen[category] = _EXTRA_COLOURS[len(seen) % len(_EXTRA_COLOURS)]
+    return seen[category]
+
+
+def cost_breakdown_png(options: Sequence[OptionView]) -> bytes:
+    """Horizontal stacked bars: each option's total split by cost category.
+
+    Parameters
+    ----------
+    options : sequence of OptionView
+        The compared options.
+
+    Returns
+    -------
+    bytes
+        PNG image.
+    """
+    cats: list[str] = []
+    for o in options:
+        for c in o.by_category():
+            if c not in cats:
+                cats.append(c)
+    order = [c for c in CATEGORY_COLOURS if c in cats] + [
+        c for c in cats if c not in CATEGORY_COLOURS
+    ]
+    fig, ax = _figure(8.0, 0.55 * len(options) + 1.6)
+    names = [o.name for o in options]
+    left = [0.0] * len(options)
+    extra: dict[str, str] = {}
+    for c in order:
+        w = [o.by_category().get(c, 0.0) for o in options]
+        ax.barh(
+            names, w, left=left, color=_colour(c, extra), label=c, edgecolor="white", linewidth=0.5
+        )
+        left = [a + b for a, b in zip(left, w, strict=True)]
+    for y, o in enumerate(options):
+        ax.text(o.total_usd, y, "  " + _usd_short(o.total_usd), va="center", fontsize=8)
+    ax.invert_yaxis()
+    _usd_axis(ax, "x")
+    ax.set_xlim(0, max((o.total_usd for o in options), default=1.0) * 1.18 or 1.0)
+    ax.set_xlabel("total cost [USD]")
+    ax.set_title("Cost breakdown per option")
+    ax.legend(
+        fontsize=8,
+        ncols=min(4, len(order)),
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.06),
+        frameon=False,
+    )
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def waterfall_png(option: OptionView) -> bytes:
+    """Hidden-cost waterfall: from the advertised compute price to the full TCO.
+
+    Parameters
+    ----------
+    option : OptionView
+        One option.
+
+    Returns
+    -------
+    bytes
+        PNG image.
+
+    Notes
+    -----
+    The first bar is :meth:`OptionView.rental_usd`; each other item is a floating bar starting
+    where the previous one ended (items under :data:`WATERFALL_MIN_SHARE` of the total are
+    grouped); the last bar is the total, equal to the sum of every item.
+    """
+    start = option.rental_usd()
+    steps: list[tuple[str, float, str]] = []
+    small = 0.0
+    for i in option.hidden_items():
+        if option.total_usd and abs(i.usd) < WATERFALL_MIN_SHARE * abs(option.total_usd):
+            small += i.usd
+        else:
+            steps.append((i.name, i.usd, i.category))
+    if small:
+        steps.append(("other (small items)", small, "other"))
+    labels = ["compute price", *[s[0] for s in steps], "full TCO"]
+    fig, ax = _figure(max(6.0, 0.62 * len(labels) + 2), 4.2)
+    extra: dict[str, str] = {}
+    ax.bar(0, start, color=CATEGORY_COLOURS["compute"])
+    level = start
+    for k, (_n, usd, cat) in enumerate(steps, start=1):
+        ax.bar(k, usd, bottom=level, color=_colour(cat, extra))
+        ax.text(k, level + max(usd, 0), _usd_short(usd), ha="center", va="bottom", fontsize=7)
+        level += usd
+    ax.bar(len(labels) - 1, option.total_usd, color="#333333")
+    ax.text(0, start, _usd_short(start), ha="center", va="bottom", fontsize=8)
+    ax.text(
+        len(labels) - 1,
+        option.total_usd,
+        _usd_short(option.total_usd),
+        ha="center",
+        va="bottom",
+        fontsize=8,
+        weight="bold",
+    )
+    ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right", fontsize=8)
+    _usd_axis(ax, "y")
+    ax.set_ylabel("USD")
+    uplift = (option.total_usd / start - 1.0) if start > 0 else math.nan
+    extra_txt = f" (+{uplift:.0%} over the compute price)" if math.isfinite(uplift) else ""
+    ax.set_title(f"{option.name}: compute price to full TCO{extra_txt}", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def pareto_png(points: Sequence[Mapping[str, Any]], *, xlabel: str, title: str) -> bytes:
+    """Scatter of options (x to minimise vs cost) with the Pareto front joined by a step line.
+
+    Parameters
+    ----------
+    points : sequence of mapping
+        ``{name, x, y, front}`` from :func:`aitco.report.model.pareto_points` (y in USD).
+    xlabel : str
+        Label of the x axis, with its unit.
+    title : str
+        Plot title.
+
+    Returns
+    -------
+    bytes
+        PNG image.
+    """
+    fig, ax = _figure(7.0, 4.4)
+    off = [p for p in points if not p["front"]]
+    on = sorted((p for p in points if p["front"]), key=lambda p: p["x"])
+    ax.scatter(
+        [p["x"] for p in off], [p["y"] for p in off], c="#999999", label="dominated", zorder=2
+    )
+    ax.scatter(
+        [p["x"] for p in on], [p["y"] for p in on], c="#D55E00", label="Pareto front", zorder=3
+    )
+    if len(on) > 1:
+        ax.step(
+            [p["x"] for p in on], [p["y"] for p in on], where="post", color="#D55E00", alpha=0.6
+        )
+    for p in points:
+        ax.annotate(
+            p["name"], (p["x"], p["y"]), textcoords="offset points", xytext=(4, 4), fontsize=7
+        )
+    _usd_axis(ax, "y")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("total cost [USD]")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def roi_png(series: Mapping[str, Any]) -> bytes:
+    """Cumulative net cash flow and monthly ROI over the horizon, with the payback month.
+
+    Parameters
+    ----------
+    series : mapping
+        A :func:`aitco.decide.roi.roi_series` result.
+
+    Returns
+    -------
+    bytes
+        PNG image.
+    """
+    months = [r["month"] for r in series["months"]]
+    cum = [r["cumulative_usd"] for r in series["months"]]
+    roi = [r["roi"] for r in series["months"]]
+    fig, ax = _figure(7.5, 4.2)
+    ax.axhline(0, color="#333333", linewidth=0.8)
+    ax.plot(months, cum, color="#0072B2", linewidth=2, label="cumulative net [USD]")
+    ax.fill_between(months, cum, 0, where=[c < 0 for c in cum], color="#D55E00", alpha=0.15)
+    ax.fill_between(months, cum, 0, where=[c >= 0 for c in cum], color="#009E73", alpha=0.15)
+    pb = series.get("payback_months")
+    if isinstance(pb, int | float):
+        ax.axvline(pb, color="#009E73", linestyle="--", linewidth=1)
+        ax.text(
+            pb, ax.get_ylim()[1], f" payback {pb:.1f} months", va="top", fontsize=8, color="#006644"
+        )
+    _usd_axis(ax, "y")
+    ax.set_xlabel("month")
+    ax.set_ylabel("cumulative net [USD]")
+    ax2 = ax.twinx()
+    ax2.plot(months, roi, color="#E69F00", linestyle="--", label="monthly ROI")
+    ax2.set_ylabel("monthly ROI [ratio]")
+    npv = series.get("npv_usd")
+    ax.set_title(
+        f"ROI and payback (NPV {_usd_short(npv)})" if isinstance(npv, int | float) else "ROI"
+    )
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="lower right")
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def tornado_png(bars: Sequence[Mapping[str, Any]], *, metric: str = "npv_usd") -> bytes:
+    """Sensitivity tornado: the metric at each input's low and high value, widest bar on top.
+
+    Parameters
+    ----------
+    bars : sequence of mapping
+        :func:`aitco.decide.roi.tornado` rows (``input``, ``metric_base``, ``metric_low``,
+        ``metric_high``, ``low_value``, ``high_value``).
+    metric : str
+        Name of the metric, for the axis label.
+
+    Returns
+    -------
+    bytes
+        PNG image.
+    """
+    rows = [
+        b
+        for b in bars
+        if isinstance(b.get("metric_low"), int | float)
+        and isinstance(b.get("metric_high"), int | float)
+    ]
+    fig, ax = _figure(7.5, 0.45 * max(len(rows), 1) + 1.6)
+    if not rows:
+        ax.text(0.5, 0.5, "no input moves the metric", ha="center", transform=ax.transAxes)
+        return _png(fig)
+    base = float(rows[0]["metric_base"])
+    names = [b["input"] for b in rows]
+    lo = [float(b["metric_low"]) - base for b in rows]
+    hi = [float(b["metric_high"]) - base for b in rows]
+    ax.barh(names, lo, left=base, color="#56B4E9", label="input -swing")
+    ax.barh(names, hi, left=base, color="#E69F00", label="input +swing")
+    ax.axvline(base, color="#333333", linewidth=1)
+    ax.invert_yaxis()
+    if metric.endswith("_usd"):
+        _usd_axis(ax, "x")
+    ax.set_xlabel(metric)
+    ax.set_title(f"Sensitivity of {metric} (one input at a time)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def utilisation_heatmap_png(
+    matrix: Sequence[Sequence[float]],
+    devices: Sequence[str],
+    times: Sequence[str],
+    *,
+    idle_threshold: float = 0.3,
+    title: str = "Accelerator utilisation",
+) -> bytes:
+    """Heatmap of utilisation per device over time, idle cells (below the threshold) hatched.
+
+    Parameters
+    ----------
+    matrix : sequence of sequence of float
+        Utilisation per device (rows) and time bin (columns); NaN where there is no sample. [0-1]
+    devices : sequence of str
+        Row labels.
+    times : sequence of str
+        Column labels.
+    idle_threshold : float
+        Utilisation below which a device counts as idle. [0-1]
+    title : str
+        Plot title.
+
+    Returns
+    -------
+    bytes
+        PNG image.
+    """
+    import numpy as np
+
+    m = np.asarray(matrix, dtype=float)
+    fig, ax = _figure(8.0, 0.3 * m.shape[0] + 2.0)
+    im = ax.imshow(m, aspect="auto", cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest")
+    idle = np.where(np.isfinite(m) & (m < idle_threshold), 1.0, np.nan)
+    ax.contourf(idle, levels=[0.5, 1.5], hatches=["///"], colors="none", alpha=0)
+    ax.set_yticks(range(len(devices)), devices, fontsize=7)
+    step = max(1, len(times) // 10)
+    ax.set_xticks(
+        range(0, len(times), step),
+        [times[i] for i in range(0, len(times), step)],
+        rotation=30,
+        ha="right",
+        fontsize=7,
+    )
+    cb = fig.colorbar(im, ax=ax)
+    cb.set_label("utilisation [0-1]")
+    finite = m[np.isfinite(m)]
+    idle_share = float((finite < idle_threshold).mean()) if finite.size else math.nan
+    ax.set_title(
+        f"{title} (idle < {idle_threshold:.0%}: {idle_share:.0%} of samples, hatched)", fontsize=10
+    )
+    return _png(fig)
+
+
+def report_figures(data: Any) -> list[tuple[str, str, bytes]]:
+    """Every plot that applies to a report, as ``(file stem, caption, PNG bytes)``.
+
+    Parameters
+    ----------
+    data : aitco.report.model.ReportData
+        The report.
+
+    Returns
+    -------
+    list of tuple
+        The stacked breakdown, one waterfall per option (cheapest first), the cost-vs-time and
+        cost-vs-latency fronts (when two or more options have the values), the ROI curve and
+        tornado (when ROI inputs were given) and the utilisation heatmap (when telemetry was
+        ingested).
+    """
+    figs: list[tuple[str, str, bytes]] = []
+    if data.options:
+        figs.append(
+            (
+                "breakdown",
+                "Cost breakdown per option, by category",
+                cost_breakdown_png(data.options),
+            )
+        )
+        for k, o in enumerate(sorted(data.options, key=lambda o: o.total_usd)):
+            figs.append(
+                (
+                    f"waterfall_{k + 1}",
+                    f"Hidden costs of {o.name}: compute price to full TCO",
+                    waterfall_png(o),
+                )
+            )
+    if len(data.pareto_time) >= 2:
+        figs.append(
+            (
+                "pareto_time",
+                "Cost vs time: the Pareto front",
+                pareto_png(
+                    data.pareto_time, xlabel="wall-clock time [days]", title="Cost vs time to train"
+                ),
+            )
+        )
+    if len(data.pareto_latency) >= 2:
+        figs.append(
+            (
+                "pareto_latency",
+                "Cost vs latency: the Pareto front",
+                pareto_png(data.pareto_latency, xlabel="latency [s]", title="Cost vs latency"),
+            )
+        )
+    if data.roi is not None:
+        figs.append(("roi", "ROI and payback over the horizon", roi_png(data.roi)))
+    if data.tornado:
+        figs.append(
+            (
+                "tornado",
+                f"Sensitivity of {data.tornado_metric} to each input",
+                tornado_png(data.tornado, metric=data.tornado_metric),
+            )
+        )
+    if data.utilisation is not None:
+        u = data.utilisation
+        figs.append(
+            (
+                "utilisation",
+                f"Utilisation from {u.get('source', 'telemetry')}",
+                utilisation_heatmap_png(
+                    u["matrix"],
+                    u["devices"],
+                    u["times"],
+                    idle_threshold=float(u.get("idle_threshold", 0.3)),
+                ),
+            )
+        )
+    return figs

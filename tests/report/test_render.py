@@ -1,0 +1,156 @@
+"""Reports rendered from small explicit breakdowns: model, plots, HTML and Markdown."""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+import pytest
+
+from aitco.cost.tco import Breakdown
+from aitco.errors import InputError
+from aitco.report import html, markdown, model, plots
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _option(name: str, rent: float, days: float, extra: dict[str, tuple[str, float]]) -> Breakdown:
+    b = Breakdown(name=name, hardware=name.split()[0], pricing="on_demand", gpus=8)
+    b.add("rental", rent, "compute", formula="gpus x hours x usd_per_gpu_hour", inputs={"gpus": 8})
+    for item, (cat, usd) in extra.items():
+        b.add(item, usd, cat, formula=f"{item} formula", sources=["factor.x"])
+    b.values["wall_clock_days"] = days
+    return b.finalize()
+
+
+@pytest.fixture
+def options() -> list[Breakdown]:
+    return [
+        _option(
+            "a100 x64 on_demand",
+            100_000.0,
+            20.0,
+            {
+                "failure_rework": ("reliability", 8000.0),
+                "labour": ("people", 12_000.0),
+                "egress": ("data", 300.0),
+            },
+        ),
+        _option(
+            "h100 x32 spot",
+            80_000.0,
+            25.0,
+            {"failure_rework": ("reliability", 15_000.0), "labour": ("people", 9000.0)},
+        ),
+        _option("l40s x48 on_demand", 120_000.0, 30.0, {"labour": ("people", 10_000.0)}),
+    ]
+
+
+def test_option_view_waterfall_adds_up(options: list[Breakdown]) -> None:
+    o = model.OptionView.from_any(options[0])
+    assert o.rental_usd() == 100_000.0
+    assert o.rental_usd() + sum(i.usd for i in o.hidden_items()) == pytest.approx(o.total_usd)
+    assert [i.name for i in o.hidden_items()] == ["labour", "failure_rework", "egress"]
+    assert o.by_category() == {
+        "compute": 100_000.0,
+        "reliability": 8000.0,
+        "people": 12_000.0,
+        "data": 300.0,
+    }
+    # the JSON form gives the same view
+    assert model.OptionView.from_any(options[0].to_json()) == o
+
+
+def test_pareto_points_marks_the_front() -> None:
+    pts = model.pareto_points(
+        [("a", 1, 10), ("b", 2, 5), ("c", 3, 6), ("d", 2, 5), ("e", float("nan"), 1)]
+    )
+    front = {p["name"] for p in pts if p["front"]}
+    assert front == {"a", "b", "d"}  # c is beaten by b on both axes; ties do not dominate
+    assert [p["name"] for p in pts] == ["a", "b", "c", "d"]  # non-finite points are dropped
+
+
+def test_report_from_options(options: list[Breakdown]) -> None:
+    data = model.report_from_options("demo", options)
+    assert data.cheapest == "h100 x32 spot"  # 104,000 < 120,300 < 130,000
+    assert data.fastest == "a100 x64 on_demand"
+    assert {p["name"] for p in data.pareto_time if p["front"]} == {
+        "a100 x64 on_demand",
+        "h100 x32 spot",
+    }
+    j = data.to_json()
+    assert [o["total_usd"] for o in j["options"]] == [120_300.0, 104_000.0, 130_000.0]
+    with pytest.raises(InputError, match="options"):
+        model.report_from_options("empty", [])
+
+
+def test_every_plot_is_a_png(options: list[Breakdown]) -> None:
+    data = model.report_from_options("demo", options)
+    data.roi = {
+        "months": [
+            {"month": m, "cumulative_usd": -1000 + 300 * m, "roi": 0.2} for m in range(1, 13)
+        ],
+        "payback_months": 3.33,
+        "npv_usd": 2000.0,
+    }
+    data.tornado = [
+        {
+            "input": "monthly_savings_usd",
+            "metric_base": 100.0,
+            "metric_low": 50.0,
+            "metric_high": 150.0,
+        },
+        {"input": "discount_rate", "metric_base": 100.0, "metric_low": 104.0, "metric_high": 97.0},
+    ]
+    data.utilisation = {
+        "matrix": [[0.9, 0.1, float("nan")], [0.5, 0.95, 0.2]],
+        "devices": ["gpu0", "gpu1"],
+        "times": ["t0", "t1", "t2"],
+        "idle_threshold": 0.3,
+        "source": "dcgm.csv",
+    }
+    figs = plots.report_figures(data)
+    stems = [s for s, _c, _b in figs]
+    assert stems == [
+        "breakdown",
+        "waterfall_1",
+        "waterfall_2",
+        "waterfall_3",
+        "pareto_time",
+        "roi",
+        "tornado",
+        "utilisation",
+    ]
+    for _s, _c, png in figs:
+        assert png.startswith(PNG) and len(png) > 2000
+
+
+def test_html_is_self_contained(options: list[Breakdown], tmp_path: Path) -> None:
+    data = model.report_from_options("demo <script>", options, scenario={"name": "demo"})
+    text = html.render_html(data)
+    assert "<script" not in text.replace("demo &lt;script&gt;", "")  # autoescaped, and no JS
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', text), (
+        "nothing is fetched from the network"
+    )
+    assert "<link" not in text
+    for o in options:
+        assert o.name in text
+        for i in o.items:
+            assert f">{i.name}<" in text
+    imgs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
+    assert len(imgs) == 5  # breakdown, 3 waterfalls, cost-vs-time
+    assert all(base64.b64decode(b).startswith(PNG) for b in imgs)
+    assert "$130,000" in text and "cheapest" in text
+
+
+def test_markdown_writes_pngs_beside_it(options: list[Breakdown], tmp_path: Path) -> None:
+    data = model.report_from_options("demo", options)
+    files = markdown.write_markdown(data, tmp_path / "report.md")
+    md = (tmp_path / "report.md").read_text()
+    assert files[0] == tmp_path / "report.md"
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert links and all((tmp_path / rel).read_bytes().startswith(PNG) for rel in links)
+    assert "| h100 x32 spot **(cheapest)** | $104,000 |" in md
+    assert "| failure_rework | reliability | $15,000 |" in md
+    assert not list(tmp_path.rglob("*.tmp"))
