@@ -1,0 +1,302 @@
+"""``aitco audit LOG.jsonl --price PROVIDER/MODEL``: where a token-API bill goes to waste.
+
+Also ``aitco api-prices``: the token-API price catalog with dates and sources.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from aitco.audit.audit import AuditOptions, AuditPrice, audit_log
+from aitco.audit.log import iter_lines, parse_response
+from aitco.audit.tokenizers import resolve_tokenizer
+from aitco.catalog.loader import Catalog
+from aitco.catalog.schema import ApiPrice
+from aitco.cli import state
+from aitco.cli.render import console, err_console, fmt, print_explain, print_json, table
+from aitco.errors import InputError, UnknownIdError
+
+#: Lines read to guess the model when ``--price`` is not given.
+_SNIFF_LINES = 1000
+
+
+def _short_model(name: str) -> str:
+    return name.lower().rsplit("/", 1)[-1]
+
+
+_SNAPSHOT_RE = re.compile(r"^[-@](\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest|v\d+(:\d+)?)$")
+
+
+def model_matches(price_model: str, seen_model: str) -> bool:
+    """Whether a model name from a log is the catalog model or a dated snapshot of it.
+
+    ``gpt-4o-2024-08-06`` matches ``gpt-4o``; ``gpt-4o-mini`` and ``claude-sonnet-4-5`` do not
+    match ``gpt-4o`` and ``claude-sonnet-4``.
+    """
+    p, s = _short_model(price_model), _short_model(seen_model)
+    return s == p or (s.startswith(p) and _SNAPSHOT_RE.match(s[len(p) :]) is not None)
+
+
+def resolve_price(cat: Catalog, spec: str) -> ApiPrice:
+    """Find a catalog API price by id (``openai/gpt-4o``) or, failing that, by unique model name."""
+    if spec in cat.apis:
+        return cat.apis[spec]
+    by_model = [a for a in cat.apis.values() if _short_model(a.model) == _short_model(spec)]
+    if len(by_model) == 1:
+        return by_model[0]
+    raise UnknownIdError("API price", spec, cat.apis, field="--price")
+
+
+def infer_price(cat: Catalog, log: Path) -> ApiPrice:
+    """Guess the catalog price from the first model named in the log (longest name match)."""
+    for i, (line_no, raw) in enumerate(iter_lines(log)):
+        if i >= _SNIFF_LINES:
+            break
+        try:
+            rec = parse_response(json.loads(raw), line_no)
+        except Exception:
+            continue
+        if not rec.model:
+            continue
+        hits = [a for a in cat.apis.values() if model_matches(a.model, rec.model)]
+        if hits:
+            return max(hits, key=lambda a: len(a.model))
+        raise InputError(
+            "--price",
+            None,
+            f"a PROVIDER/MODEL id (the log's model {rec.model!r} is not in the API price catalog)",
+            hint="see `aitco api-prices`",
+        )
+    raise InputError(
+        "--price",
+        None,
+        "a PROVIDER/MODEL id (no model named in the log)",
+        hint="see `aitco api-prices`",
+    )
+
+
+def _render(out: dict[str, Any]) -> None:
+    p = out["price"]
+    tok = out["tokenizer"]
+    console.print(
+        f"[bold]Bill audit[/bold] at [cyan]{p['id']}[/cyan] "
+        f"(${fmt(p['input_usd_per_mtok'])} in / ${fmt(p['cached_input_usd_per_mtok'])} cached / "
+        f"${fmt(p['output_usd_per_mtok'])} out per Mtok{', batch' if p['batch'] else ''}; "
+        f"as of {p['as_of']})",
+        highlight=False,
+    )
+    if p.get("source"):
+        console.print(f"  [dim]price source: {p['source']}[/dim]", highlight=False)
+    label = " [yellow](APPROXIMATE)[/yellow]" if tok["approximate"] else ""
+    console.print(
+        f"  [dim]tokenizer: {tok['name']}{label} — {tok['source']}[/dim]", highlight=False
+    )
+    rows = []
+    for c in out["causes"]:
+        rows.append(
+            [
+                c["name"] + ("" if c["tokens_are_waste"] else " *"),
+                c["count"],
+                c["tokens"],
+                f"{c['token_share']:.1%}",
+                f"${c['usd']:,.4f}",
+                f"{c['share']:.1%}",
+            ]
+        )
+    rows.append(
+        [
+            "[bold]total waste[/bold]",
+            "",
+            out["waste_tokens"],
+            "",
+            f"${out['waste_usd']:,.4f}",
+            f"{out['waste_share']:.1%}",
+        ]
+    )
+    console.print(
+        table(
+            f"Billed {fmt(out['billed_tokens'])} tokens (${out['billed_usd']:,.4f}); "
+            f"useful {fmt(out['useful_tokens'])}",
+            ["cause", "requests", "tokens", "of tokens", "USD", "of bill"],
+            rows,
+            caption="* over-priced, not wasted: repeated prefixes billed at full input price "
+            "(not subtracted from useful tokens)",
+        )
+    )
+    rq = out["requests"]
+    console.print(
+        f"Attempts {fmt(rq['attempts'])} for {fmt(rq['logical_requests'])} requests: "
+        f"retry amplification {fmt(rq['retry_amplification'])}x, "
+        f"token amplification {fmt(rq['token_amplification'])}x; "
+        f"failed {fmt(rq['failed'])} (timed out {fmt(rq['timed_out'])}); "
+        f"outputs truncated and kept {fmt(rq['truncated_kept'])}",
+        highlight=False,
+    )
+    worst = sorted(
+        ((c["name"], e) for c in out["causes"] for e in c["examples"]), key=lambda t: -t[1]["usd"]
+    )[:8]
+    if worst:
+        console.print(
+            table(
+                "Worst requests",
+                ["cause", "line", "id", "tokens", "USD"],
+                [[n, e["line"], str(e["id"]), e["tokens"], f"${e['usd']:,.6f}"] for n, e in worst],
+            )
+        )
+    sk = out["skipped_lines"]
+    if sk["malformed"] or sk["without_usage"]:
+        lines = ", ".join(str(m["line"]) for m in sk["malformed_examples"][:10])
+        console.print(
+            f"[yellow]Skipped {sk['malformed']} malformed line(s)[/yellow]"
+            + (f" (lines {lines}{', ...' if sk['malformed'] > 10 else ''})" if lines else "")
+            + f"; {sk['without_usage']} response(s) without usage (billing unknown).",
+            highlight=False,
+        )
+    if out.get("price_model_mismatch"):
+        console.print(
+            f"[yellow]Warning: the log names other models than {p['model']}: "
+            f"{', '.join(out['price_model_mismatch'][:5])}[/yellow]",
+            highlight=False,
+        )
+    ex = out.get("exports")
+    if ex:
+        u = ex["usage_api"]
+        console.print(
+            f"Usage API export: {fmt(u['input_tokens'])} input "
+            f"({fmt(u['input_cached_tokens'])} cached), "
+            f"{fmt(u['output_tokens'])} output tokens, {fmt(u['num_model_requests'])} requests; "
+            f"Costs API: {ex['costs_api']['by_currency']}"
+            + (
+                f"; usage priced ${ex['expected_usd_from_usage']:,.4f}"
+                if "expected_usd_from_usage" in ex
+                else ""
+            ),
+            highlight=False,
+        )
+
+
+def audit_cmd(
+    log: Annotated[
+        Path,
+        typer.Argument(
+            metavar="LOG.jsonl", help="JSONL of API responses (and/or Usage/Costs API pages)."
+        ),
+    ],
+    price: Annotated[
+        str | None,
+        typer.Option(
+            "--price",
+            metavar="PROVIDER/MODEL",
+            help="API price id (see `aitco api-prices`); guessed from the log when absent.",
+        ),
+    ] = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            "--tokenizer",
+            metavar="PATH",
+            help="Local tokenizer.json / .tiktoken file, or o200k_base|cl100k_base|approx.",
+        ),
+    ] = None,
+    batch: Annotated[
+        bool, typer.Option("--batch", help="Price at the batch-API discount.")
+    ] = False,
+    cache_ttl_s: Annotated[
+        float,
+        typer.Option(
+            "--cache-ttl-s",
+            help="Prompt-cache lifetime assumed for missed-cache savings [s]; 0 = no limit.",
+        ),
+    ] = 300.0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show how each cause was priced.")
+    ] = False,
+) -> None:
+    """Audit a token-API bill: billed vs useful tokens and the waste per cause."""
+    if not log.is_file():
+        raise InputError("LOG", str(log), "an existing JSONL file")
+    if cache_ttl_s < 0:
+        raise InputError("--cache-ttl-s", cache_ttl_s, "a non-negative number of seconds")
+    cat = state.catalog()
+    api = resolve_price(cat, price) if price else infer_price(cat, log)
+    ap = AuditPrice.from_api_price(api)
+    tok = resolve_tokenizer(tokenizer, model=api.model)
+    opts = AuditOptions(batch=batch, cache_ttl_s=cache_ttl_s or None)
+    if batch and not api.batch_discount:
+        err_console.print(
+            f"[yellow]{api.id} has no batch discount in the catalog; list prices used[/yellow]"
+        )
+    res = audit_log(log, ap, tok, opts)
+    out = res.to_json()
+    mismatch = [m for m in out["models_seen"] if not model_matches(api.model, m)]
+    if mismatch:
+        out["price_model_mismatch"] = mismatch
+    if json_out:
+        print_json(out)
+        return
+    _render(out)
+    if explain:
+        print_explain(res.to_estimate())
+
+
+def api_prices_cmd(
+    provider: Annotated[str | None, typer.Option("--provider", help="Only this provider.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List token-API prices (per million tokens) with their date and source."""
+    cat = state.catalog()
+    rows = []
+    for a in sorted(cat.apis.values(), key=lambda a: a.id):
+        if provider and a.provider != provider:
+            continue
+        ap = AuditPrice.from_api_price(a)
+        rows.append(
+            {
+                "id": a.id,
+                "provider": a.provider,
+                "model": a.model,
+                "input_usd_per_mtok": a.input_usd_per_mtok,
+                "cached_input_usd_per_mtok": a.cached_input_usd_per_mtok,
+                "output_usd_per_mtok": a.output_usd_per_mtok,
+                "batch_discount": a.batch_discount,
+                "context_window": a.context_window,
+                "as_of": a.as_of.isoformat(),
+                "source": ap.source,
+            }
+        )
+    if provider and not rows:
+        raise UnknownIdError(
+            "API provider", provider, {a.provider for a in cat.apis.values()}, field="--provider"
+        )
+    if json_out:
+        print_json({"count": len(rows), "prices": rows})
+        return
+    cols = [
+        "id",
+        "input_usd_per_mtok",
+        "cached_input_usd_per_mtok",
+        "output_usd_per_mtok",
+        "batch_discount",
+        "context_window",
+        "as_of",
+    ]
+    t = table(
+        f"Token-API prices (USD per million tokens, {len(rows)})",
+        ["id", "input", "cached", "output", "batch off", "context", "as of"],
+        [[r[c] for c in cols] for r in rows],
+        caption="`aitco catalog show ID` prints every value with its source",
+    )
+    t.columns[0].no_wrap = True
+    console.print(t)
+
+
+def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
+    """Add ``audit`` and ``api-prices``."""
+    app.command("audit")(audit_cmd)
+    app.command("api-prices")(api_prices_cmd)
