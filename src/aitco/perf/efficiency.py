@@ -66,6 +66,7 @@ class EfficiencyParams(BaseModel):
     intra_node_link: float = _frac(0.80, "Fraction of scale-up link bandwidth achieved by collectives.")
     scale_out_link: float = _frac(0.80, "Fraction of NIC bandwidth achieved by collectives.")
     dp_overlap: float = Field(default=0.8, ge=0.0, le=1.0, description="Share of DP comm hidden.")
+    attention: float = _frac(0.5, "Fraction of the bf16 dense peak reached by FlashAttention kernels.")
     training_log_ratio_q10: float = Field(
         default=-0.2,
         description="10th percentile of ln(observed/predicted) tokens/s/GPU on the validation rows.",
@@ -82,6 +83,20 @@ class EfficiencyParams(BaseModel):
         le=0.1,
         description="Per-iteration serving-engine overhead (scheduling, sampling, kernel launches "
         "not hidden by CUDA graphs) added to every forward pass. [s]",
+    )
+    serving_overhead_per_seq_s: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=0.001,
+        description="Per-sequence per-iteration host overhead (sampling, detokenisation, scheduler "
+        "bookkeeping in the serving loop). [s]",
+    )
+    lowp_gemm_scale: float = Field(
+        default=0.8,
+        ge=0.3,
+        le=1.0,
+        description="Factor on the GEMM efficiency per halving of the operand width below 16 bit "
+        "(fp8/int8: x s, fp4: x s^2). [0-1]",
     )
 
     def gemm_for(self, family: str) -> float:

@@ -86,8 +86,11 @@ def candidate_plans(
         ok &= d == fx["dp"]
     ok &= d >= 1
     ok &= (d % e == 0) & (d >= e)
-    ok &= (global_batch % np.maximum(b * d, 1) == 0) & (b * d <= global_batch)
-    ok &= (v == 1) | ((p > 1) & (ms.n_layers % np.maximum(p * v, 1) == 0))
+    ok &= b * d <= global_batch
+    if "vp" in fx:  # an explicit interleaving may leave uneven stages
+        ok &= (v == 1) | (p > 1)
+    else:
+        ok &= (v == 1) | ((p > 1) & (ms.n_layers % np.maximum(p * v, 1) == 0))
     return {
         "tp": t[ok],
         "pp": p[ok],
@@ -133,8 +136,8 @@ def search_plans(
         raise PlanError(
             "plan",
             {k: v for k, v in (fixed or {}).items() if v is not None} or "auto",
-            f"a layout of {gpus} devices whose data-parallel size and micro-batch divide the "
-            f"global batch of {global_batch} sequences (tp | n_heads={ms.n_heads}, "
+            f"a layout of {gpus} devices with micro_batch x dp <= the global batch of "
+            f"{global_batch} sequences (tp | n_heads={ms.n_heads}, "
             f"pp <= n_layers={ms.n_layers})",
             hint="change --gpus or --global-batch",
         )

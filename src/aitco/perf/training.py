@@ -73,6 +73,8 @@ BACKWARD_ELEMENTWISE_PASSES = 2.0
 ELEMENTWISE_RW = 2.0
 #: Passes over the fp32 logits in the loss (softmax forward, backward).
 LOSS_LOGIT_PASSES = 3.0
+#: Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element (Transformer Engine).
+FP8_CAST_BYTES = 3.0
 #: Share of a micro-batch's compute in its backward pass (2 of 3 matmul passes), the window in
 #: which data-parallel gradient reduction can overlap.
 BACKWARD_SHARE = 2.0 / 3.0
@@ -184,7 +186,7 @@ def evaluate_plans(
     rc = np.asarray(recompute)
     vp = np.asarray(vp, dtype=float)
     s = float(seq_len)
-    m = global_batch / (mb * dp)
+    m = np.ceil(global_batch / (mb * dp))
     act_b = 4.0 if precision == "fp32" else 2.0
     lps = np.ceil(ms.n_layers / pp)
     tokens = mb * s / cp  # tokens of one micro-batch on one device group member
@@ -203,9 +205,13 @@ def evaluate_plans(
         lp = ms.lora_params if lora_params is None else lora_params
         lora_flops = tokens / tp * 2.0 * lp / ms.n_layers * lps * 3.0
     g = hw.gemm_efficiency
-    compute_mb = (lin_flops + lora_flops) / (hw.peak_linear_tflops * TERA * g) + (
-        head_flops + att_flops
-    ) / (hw.peak_attention_tflops * TERA * g)
+    ga = eff.attention
+    att_time = att_flops / (hw.peak_attention_tflops * TERA * ga)
+    compute_mb = (
+        (lin_flops + lora_flops) / (hw.peak_linear_tflops * TERA * g)
+        + head_flops / (hw.peak_attention_tflops * TERA * g)
+        + att_time
+    )
 
     # ---------------- memory-bound elementwise ops
     q = float(ms.n_heads * ms.head_dim)
@@ -215,6 +221,9 @@ def evaluate_plans(
     elem_bytes = ELEMENTWISE_RW * elem * act_b
     passes = 1.0 + BACKWARD_ELEMENTWISE_PASSES + (rc == 2)
     mem_bytes = tokens / tp * lps * elem_bytes * passes
+    if precision == "fp8":  # quantise the inputs of every linear layer (fwd) and its grads (bwd)
+        gemm_inputs = 2 * h + q + f
+        mem_bytes = mem_bytes + tokens / tp * lps * gemm_inputs * FP8_CAST_BYTES * passes
     mem_bytes = mem_bytes + tokens / tp * ms.vocab_size * LOGIT_BYTES * LOSS_LOGIT_PASSES
     membound_mb = mem_bytes / (hw.hbm_bandwidth_gb_s * GIGA * eff.hbm)
 
@@ -232,7 +241,6 @@ def evaluate_plans(
     )
     kv_block = tokens * 2.0 * kv / tp * act_b
     cp_comm = lps * 3.0 * (cp - 1) * comms.p2p_time_s(kv_block, bw, lat, le)
-    att_time = att_flops / (hw.peak_attention_tflops * TERA * g)
     cp_mb = np.where(cp > 1, np.maximum(cp_comm - att_time, 0.0), 0.0)
 
     moe_lps = lps * (ms.moe_layers / ms.n_layers)
@@ -525,12 +533,11 @@ def estimate_training(
         fixed["zero"] = int(p["zero"])
     if p.get("micro_batch") is not None:
         fixed["micro_batch"] = int(p["micro_batch"])
-        if explicit and global_batch % (fixed["micro_batch"] * fixed["dp"]):
+        if explicit and fixed["micro_batch"] * fixed["dp"] > global_batch:
             raise PlanError(
                 "--micro-batch",
                 fixed["micro_batch"],
-                f"a micro-batch such that micro_batch x dp ({fixed['dp']}) divides the global "
-                f"batch ({global_batch} sequences)",
+                f"micro_batch x dp ({fixed['dp']}) <= the global batch ({global_batch} sequences)",
             )
     if p.get("recompute") is not None:
         rc = p["recompute"]

@@ -1,0 +1,1 @@
+"""Validation of aitco's performance models against published runs (``aitco validate``)."""

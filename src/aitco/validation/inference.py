@@ -1,0 +1,342 @@
+"""Validate the inference model against the published runs in ``data/inference.csv``.
+
+Each row is predicted from the catalog specs, the row's stated setup (hardware, GPUs, parallelism,
+precision, engine, lengths, load) and the globally fitted efficiency parameters only; the measured
+value is never an input. Rows whose model or hardware cannot be mapped to the catalog, or whose
+workload is not stated, are reported with the reason, never dropped silently.
+
+Workload assumptions that are not in the CSV are named constants below (with their status).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aitco.catalog.loader import Catalog, load_catalog
+from aitco.catalog.schema import ModelArch
+from aitco.errors import AitcoError, InputError
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.inference import estimate_inference
+
+#: Catalog id of each ground-truth model name.
+MODEL_IDS: dict[str, str] = {
+    "Llama 2 70B": "llama-2-70b",
+    "Llama 3 70B": "llama-3-70b",
+    "Llama 3.1 8B Instruct": "llama-3.1-8b",
+    "Llama 3.1 70B Instruct": "llama-3.1-70b",
+    "Llama 3.3 70B Instruct": "llama-3.3-70b",
+    "Llama 3.1 405B Instruct": "llama-3.1-405b",
+    "BLOOM-176B": "bloom-176b",
+    "13B GPT-style decoder (kipply benchmark)": "kipply-13b",
+    "TinyLlama 1.1B": "tinyllama-1.1b",
+}
+#: Catalog id of each ground-truth hardware name (variants as stated in the row).
+HARDWARE_IDS: dict[str, str] = {
+    "H100-SXM-80GB": "h100-sxm5-80gb",
+    "H100-80GB": "h100-sxm5-80gb",  # SGLang benchmark: H100 80GB; SXM assumed (HGX nodes)
+    "H200-SXM-141GB": "h200-sxm-141gb",
+    "H200 (HGX, 8 GPUs)": "h200-sxm-141gb",
+    "B200-180GB": "b200",
+    "A100-80GB": "a100-sxm4-80gb",  # SXM assumed (DGX/HGX)
+    "A100-40GB": "a100-sxm4-40gb",
+}
+
+#: MLPerf Inference Llama-2-70B (OpenOrca subset): mean output tokens per sample derived in the
+#: CSV from tokens/s over samples/s (291.9); mean input assumed about equal (~294 tokens; not
+#: verified against the dataset file) with max 1024 each; coefficient of variation assumed 0.8.
+MLPERF_LLAMA2_INPUT_MEAN = 294.0
+MLPERF_LLAMA2_OUTPUT_MEAN = 291.9
+MLPERF_LLAMA2_CV = 0.8
+#: ShareGPT as sampled by ``sglang.bench_serving``: mean output 194 tokens (CSV derived field of
+#: the offline rows); mean input assumed 230 tokens and CV 1.0 for both (heavy-tailed chat
+#: lengths; assumption, not from the source).
+SHAREGPT_INPUT_MEAN = 230.0
+SHAREGPT_OUTPUT_MEAN = 194.0
+SHAREGPT_CV = 1.0
+#: "A few-token prompt" of the BLOOM blog (assumption: 10 tokens).
+BLOOM_PROMPT_TOKENS = 10
+
+#: Engines named in the CSV -> engine limit set (aitco.perf.inference.ENGINES).
+ENGINE_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("tensorrt-llm", "trtllm"),
+    ("sglang", "sglang"),
+    ("vllm", "vllm"),
+)
+
+THROUGHPUT = "throughput"
+LATENCY = "latency"
+
+
+@dataclass
+class Comparison:
+    """One measured figure of one row against its prediction."""
+
+    row_id: str
+    metric: str
+    kind: str
+    measured: float
+    predicted: float
+    setup: str
+
+    @property
+    def ape(self) -> float:
+        """Absolute percentage error. [0-1]"""
+        return abs(self.predicted - self.measured) / abs(self.measured)
+
+    @property
+    def log_ratio(self) -> float:
+        """ln(predicted / measured)."""
+        return math.log(self.predicted / self.measured)
+
+
+@dataclass
+class ValidationReport:
+    """Per-row comparisons, the rows skipped (with reasons) and summary statistics."""
+
+    comparisons: list[Comparison] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def errors(self, kind: str | None = None) -> np.ndarray:
+        """APEs of the comparisons of one kind (all when None). [0-1]"""
+        return np.asarray([c.ape for c in self.comparisons if kind is None or c.kind == kind])
+
+    def summary(self) -> dict[str, Any]:
+        """Median and p90 APE per kind, counts, and ratio quantiles for intervals."""
+        out: dict[str, Any] = {
+            "rows_scored": len({c.row_id for c in self.comparisons}),
+            "rows_skipped": len(self.skipped),
+        }
+        for kind in (THROUGHPUT, LATENCY):
+            e = self.errors(kind)
+            r = np.asarray([c.predicted / c.measured for c in self.comparisons if c.kind == kind])
+            out[kind] = {
+                "n": int(e.size),
+                "median_ape": float(np.median(e)) if e.size else None,
+                "p90_ape": float(np.percentile(e, 90)) if e.size else None,
+                "ratio_p10": float(np.percentile(r, 10)) if r.size else None,
+                "ratio_p90": float(np.percentile(r, 90)) if r.size else None,
+            }
+        return out
+
+
+def default_csv() -> Path:
+    """Path of the bundled ground-truth CSV."""
+    return Path(str(resources.files("aitco.validation").joinpath("data/inference.csv")))
+
+
+def _fallback_model(model_id: str) -> ModelArch | None:
+    p = Path(str(resources.files("aitco.validation").joinpath(f"data/models/{model_id}.yaml")))
+    if not p.is_file():
+        return None
+    from aitco.catalog.loader import _model_from_yaml
+
+    return _model_from_yaml(p)
+
+
+def resolve_model(catalog: Catalog, name: str) -> ModelArch | None:
+    """The catalog model of a CSV model name (fallback YAML when the catalog lacks it), or None."""
+    mid = MODEL_IDS.get(name)
+    if mid is None:
+        return None
+    if mid in catalog.models:
+        return catalog.models[mid]
+    return _fallback_model(mid)
+
+
+def _precision(row: dict[str, str]) -> str:
+    p = (row.get("precision") or "").lower()
+    for key in ("fp4", "fp8", "int8", "bf16", "fp16"):
+        if key in p:
+            return key
+    if "4-bit" in p:
+        return "int4"
+    if "tensorrt-llm" in (row.get("engine") or "").lower():
+        return "fp8"  # MLPerf NVIDIA submissions used FP8 (CSV note)
+    return "fp16"
+
+
+def _parallel(row: dict[str, str]) -> tuple[int | None, int | None]:
+    par = (row.get("parallelism") or "").lower()
+    m = re.search(r"tp(\d+)", par)
+    tp = int(m.group(1)) if m else None
+    if "pipeline" in par:
+        return 1, int(row["num_accelerators"])
+    return tp, None
+
+
+def _engine(row: dict[str, str]) -> str:
+    e = (row.get("engine") or "").lower()
+    for pat, eng in ENGINE_PATTERNS:
+        if pat in e:
+            return eng
+    return "vllm"
+
+
+def _f(row: dict[str, str], key: str) -> float | None:
+    v = row.get(key, "")
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def read_rows(path: str | Path | None = None) -> list[dict[str, str]]:
+    """Rows of the inference ground-truth CSV."""
+    p = Path(path) if path is not None else default_csv()
+    if not p.is_file():
+        raise InputError("CSV", str(p), "an existing inference ground-truth CSV")
+    with open(p, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def validate(
+    path: str | Path | None = None,
+    *,
+    efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
+    catalog: Catalog | None = None,
+) -> ValidationReport:
+    """Predict every row of the ground truth and compare.
+
+    Parameters
+    ----------
+    path : path, optional
+        CSV (default: the bundled ``data/inference.csv``).
+    efficiency : EfficiencyParams
+        Efficiency parameters to evaluate.
+    catalog : Catalog, optional
+        Catalog (default: the built-in one).
+
+    Returns
+    -------
+    ValidationReport
+        Comparisons and skipped rows.
+    """
+    cat = catalog or load_catalog(use_env=False)
+    rep = ValidationReport()
+    for row in read_rows(path):
+        rid = row["id"]
+        try:
+            _predict_row(row, cat, efficiency, rep)
+        except AitcoError as exc:
+            rep.skipped.append((rid, f"prediction failed: {exc}"))
+    return rep
+
+
+def _predict_row(
+    row: dict[str, str], cat: Catalog, eff: EfficiencyParams, rep: ValidationReport
+) -> None:
+    rid = row["id"]
+    model = resolve_model(cat, row["model"])
+    if model is None:
+        rep.skipped.append((rid, f"model {row['model']!r} not in the catalog"))
+        return
+    hw = HARDWARE_IDS.get(row["hardware"])
+    if hw is None or hw not in cat.accelerators:
+        rep.skipped.append((rid, f"hardware {row['hardware']!r} not in the catalog"))
+        return
+    acc, system = cat.hardware(hw)
+    gpus = int(float(row["num_accelerators"]))
+    prec = _precision(row)
+    tp, pp = _parallel(row)
+    eng = _engine(row)
+    scen = (row.get("scenario") or "").lower()
+    wl = (row.get("workload") or "").lower()
+    setup = f"{model.id} {hw}x{gpus} {prec} tp{tp or 'auto'} {eng}"
+    common: dict[str, Any] = {
+        "precision": prec,
+        "tp": tp,
+        "pp": pp,
+        "efficiency": eff,
+        "engine": eng,
+    }
+
+    if "mlperf" in wl:
+        i, o, cv = MLPERF_LLAMA2_INPUT_MEAN, MLPERF_LLAMA2_OUTPUT_MEAN, MLPERF_LLAMA2_CV
+    elif "sharegpt" in wl:
+        i, o, cv = SHAREGPT_INPUT_MEAN, SHAREGPT_OUTPUT_MEAN, SHAREGPT_CV
+    else:
+        il, ol = _f(row, "input_len"), _f(row, "output_len")
+        if ol is not None and il is None and "few-token prompt" in wl:
+            il = BLOOM_PROMPT_TOKENS
+        if il is None or ol is None:
+            rep.skipped.append((rid, "input/output lengths not stated"))
+            return
+        i, o, cv = il, ol, 0.0
+    ii, oo = int(round(i)), int(round(o))
+
+    def add(metric: str, kind: str, measured: float | None, predicted: float | None) -> None:
+        if measured is None or predicted is None or not math.isfinite(predicted):
+            return
+        rep.comparisons.append(Comparison(rid, metric, kind, measured, predicted, setup))
+
+    if "offline" in scen:
+        r = estimate_inference(
+            model, acc, system, gpus, input_tokens=ii, output_tokens=oo, mode="offline", **common
+        )
+        add(
+            "output_tokens_per_s",
+            THROUGHPUT,
+            _f(row, "output_tokens_per_s"),
+            r.values["output_tokens_per_s"],
+        )
+    elif "server" in scen or "poisson" in scen:
+        qps = _f(row, "request_rate_rps") or _f(row, "requests_per_s")
+        n = int(_f(row, "num_requests") or 5000)
+        r = estimate_inference(
+            model,
+            acc,
+            system,
+            gpus,
+            input_tokens=ii,
+            output_tokens=oo,
+            qps=qps,
+            input_cv=cv,
+            output_cv=cv,
+            num_requests=min(n, 5000),
+            **common,
+        )
+        v = r.values
+        add("ttft_ms_median", LATENCY, _f(row, "ttft_ms_median"), _ms(v.get("p50_ttft_s")))
+        add("tpot_ms_median", LATENCY, _f(row, "tpot_ms_median"), _ms(v.get("p50_tpot_s")))
+        add("ttft_ms_p99", LATENCY, _f(row, "ttft_ms_p99"), _ms(v.get("p99_ttft_s")))
+        add("tpot_ms_p99", LATENCY, _f(row, "tpot_ms_p99"), _ms(v.get("p99_tpot_s")))
+        add(
+            "e2e_latency_ms_median",
+            LATENCY,
+            _f(row, "e2e_latency_ms_median"),
+            _ms(v.get("p50_e2e_latency_s")),
+        )
+    elif "static batch" in scen:
+        b = int(_f(row, "concurrency_or_batch") or 1)
+        r = estimate_inference(
+            model, acc, system, gpus, input_tokens=ii, output_tokens=oo, batch=b, **common
+        )
+        add(
+            "output_tokens_per_s",
+            THROUGHPUT,
+            _f(row, "output_tokens_per_s"),
+            r.values["output_tokens_per_s"],
+        )
+    elif "single request" in scen:
+        r = estimate_inference(
+            model, acc, system, gpus, input_tokens=ii, output_tokens=oo, batch=1, **common
+        )
+        add("ttft_ms_mean", LATENCY, _f(row, "ttft_ms_mean"), _ms(r.values["ttft_s"]))
+        add("tpot_ms_mean", LATENCY, _f(row, "tpot_ms_mean"), _ms(r.values["tpot_s"]))
+    else:
+        rep.skipped.append(
+            (rid, f"scenario {row.get('scenario')!r} not scored (workload not stated)")
+        )
+
+
+def _ms(s: float | None) -> float | None:
+    return None if s is None else s * 1000.0

@@ -1,0 +1,476 @@
+"""Predict every row of a training ground-truth CSV and tabulate the errors.
+
+Each row is predicted from the hardware specs (catalog), the architecture and the published
+layout only, with the global efficiency parameters; nothing from the row's measured outcome
+enters the prediction. Rows that cannot be predicted (no device count, no batch, unmapped
+hardware) are reported as skipped with the reason, never dropped.
+
+The published throughput is compared as tokens/s per GPU. Where a source reports TFLOP/s per
+GPU instead, it is converted to tokens/s with **that source's own FLOP convention** (see
+:func:`reference_flops_per_token`), not with aitco's.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from aitco.catalog.loader import Catalog
+from aitco.catalog.schema import MLA, ModelArch, MoE
+from aitco.errors import AitcoError, InputError
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.params import param_counts
+from aitco.perf.training import estimate_training
+
+DATA_CSV = Path(__file__).parent / "data" / "training.csv"
+
+#: Run scopes whose throughput is the model's target (README of the ground truth, caveat 2).
+THROUGHPUT_SCOPES = ("throughput_benchmark", "production_run_segment")
+
+#: Hardware strings of the ground truth -> catalog accelerator id (first match wins). Selene and
+#: DGX A100 rows are the 80 GB SXM part (ground-truth README caveat 6).
+HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"gb200", "gb200"),
+    (r"b200", "b200"),
+    (r"h800", "h800-sxm5-80gb"),
+    (r"h200", "h200-sxm-141gb"),
+    (r"h100", "h100-sxm5-80gb"),
+    (r"a100-40", "a100-sxm4-40gb"),
+    (r"a100", "a100-sxm4-80gb"),
+    (r"v100", "v100-sxm2-32gb"),
+    (r"tpu v4|tpu-v4", "tpu-v4"),
+    (r"gaudi2", "gaudi2"),
+)
+
+#: Megatron-LM 2021 (Narayanan et al., Table 1) head counts by hidden size; vocab 51,200.
+MEGATRON_2021_HEADS = {2304: 24, 3072: 32, 4096: 32, 6144: 48, 8192: 64, 10240: 80, 12288: 96,
+                       16384: 128, 20480: 128, 25600: 160}  # fmt: skip
+MEGATRON_VOCAB = 51200
+MEGATRON_CORE_VOCAB = 131072  # row notes of T064-T073
+MPT_VOCAB = 50368  # llm-foundry MPT tokenizer (EleutherAI gpt-neox-20b, padded)
+
+#: Architectures of the validation models, used when the catalog lacks them. Sources: Llama 3
+#: paper (arXiv 2407.21783, Table 3); Nemotron-4 340B report (arXiv 2406.11704, Table 1);
+#: DeepSeek-V3 report (arXiv 2412.19437, Sec. 4.2); MT-NLG (arXiv 2201.11990, Table 1).
+KNOWN_ARCHS: dict[str, dict[str, Any]] = {
+    "llama-3.1-405b": dict(n_layers=126, d_model=16384, n_heads=128, n_kv_heads=8, d_ff=53248,
+                           vocab_size=128256, max_seq_len=8192),
+    "llama-3-70b": dict(n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, d_ff=28672,
+                        vocab_size=128256, max_seq_len=8192),
+    "nemotron-4-340b": dict(n_layers=96, d_model=18432, n_heads=96, n_kv_heads=8, d_ff=73728,
+                            vocab_size=256000, max_seq_len=4096, ffn_type="relu", norm="layernorm"),
+    "deepseek-v3": dict(n_layers=61, d_model=7168, n_heads=128, d_ff=18432, vocab_size=129280,
+                        max_seq_len=4096, head_dim=128,
+                        moe=MoE(n_experts=256, n_active=8, n_shared=1, d_ff_expert=2048,
+                                first_dense_layers=3),
+                        mla=MLA(q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128,
+                                qk_rope_head_dim=64, v_head_dim=128)),
+    "mt-nlg-530b": dict(n_layers=105, d_model=20480, n_heads=128, d_ff=81920,
+                        vocab_size=MEGATRON_VOCAB, max_seq_len=2048, ffn_type="gelu",
+                        norm="layernorm", position_embedding="learned", attention_bias=True,
+                        mlp_bias=True),
+}  # fmt: skip
+
+#: Row model names -> catalog/known architecture ids.
+MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"llama 3\.1 405b", "llama-3.1-405b"),
+    (r"llama 3(\.1)? 70b", "llama-3-70b"),
+    (r"nemotron-4 340b", "nemotron-4-340b"),
+    (r"deepseek-v3", "deepseek-v3"),
+    (r"megatron-turing nlg 530b", "mt-nlg-530b"),
+)
+
+#: Catalog ids tried first for each known architecture (the catalog is the primary source).
+CATALOG_ALIASES: dict[str, tuple[str, ...]] = {
+    "llama-3.1-405b": ("llama-3.1-405b",),
+    "llama-3-70b": ("llama-3-70b", "llama-3.1-70b"),
+    "nemotron-4-340b": ("nemotron-4-340b",),
+    "deepseek-v3": ("deepseek-v3",),
+}
+
+#: MPT dimensions by size label (llm-foundry ``scripts/train/yamls/pretrain/mpt-*.yaml``).
+MPT_DIMS = {"125m": (12, 768, 12), "350m": (24, 1024, 16), "1b": (24, 2048, 16),
+            "3b": (32, 2560, 20), "7b": (32, 4096, 32), "13b": (40, 5120, 40),
+            "30b": (48, 7168, 56), "70b": (80, 8192, 64)}  # fmt: skip
+
+#: GPT-3 shaped models named by size in the Megatron rows without layers/hidden in the row.
+GPT_BY_SIZE = {"175b": (96, 12288), "177b": (96, 12288), "530b": (105, 20480)}
+
+
+class SkipRow(Exception):
+    """A row that cannot be predicted; the message says why."""
+
+
+@dataclass
+class Case:
+    """Everything needed to predict one row (all from specs and the published layout)."""
+
+    row_id: str
+    model: ModelArch
+    accelerator: str
+    gpus: int
+    seq_len: int
+    global_batch: int
+    precision: str
+    plan: dict[str, Any]
+    target: str  # "tokens_per_s_per_gpu" or "tflops_per_gpu"
+    observed: float
+    flop_basis: str  # "mfu" or "hfu" when the target is TFLOP/s
+    scope: str
+    label: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _num(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def map_hardware(text: str) -> str:
+    """Catalog accelerator id of a ground-truth hardware string (SkipRow if unknown)."""
+    t = str(text).lower()
+    for pat, acc in HARDWARE_PATTERNS:
+        if re.search(pat, t):
+            return acc
+    raise SkipRow(f"hardware {text!r} has no catalog accelerator mapping")
+
+
+def _gpt(name: str, layers: int, hidden: int, vocab: int, seq: int, heads: int | None = None) -> ModelArch:
+    return ModelArch(
+        id=name, n_layers=layers, d_model=hidden, n_heads=heads or MEGATRON_2021_HEADS.get(hidden, hidden // 128),
+        d_ff=4 * hidden, vocab_size=vocab, max_seq_len=seq, ffn_type="gelu", norm="layernorm",
+        position_embedding="learned", attention_bias=True, mlp_bias=True,
+    )  # fmt: skip
+
+
+def row_model(row: pd.Series, catalog: Catalog | None) -> tuple[ModelArch, str]:
+    """The architecture of a row and where it came from (catalog, known table, or row dims)."""
+    name = str(row["model"])
+    low = name.lower()
+    seq = int(_num(row.get("seq_len")) or 2048)
+    for pat, key in MODEL_PATTERNS:
+        if re.search(pat, low):
+            for cid in CATALOG_ALIASES.get(key, ()):
+                if catalog is not None and cid in catalog.models:
+                    return catalog.models[cid], f"catalog:{cid}"
+            return ModelArch(id=key, **KNOWN_ARCHS[key]), f"aitco.validation.KNOWN_ARCHS[{key}]"
+    m = re.search(r"mpt-(\d+[mb])", low)
+    if m and m.group(1) in MPT_DIMS:
+        L, h, a = MPT_DIMS[m.group(1)]
+        arch = ModelArch(
+            id=f"mpt-{m.group(1)}", n_layers=L, d_model=h, n_heads=a, d_ff=4 * h,
+            vocab_size=MPT_VOCAB, max_seq_len=seq, ffn_type="gelu", norm="layernorm",
+            position_embedding="learned", tied_embeddings=True,
+        )  # fmt: skip
+        return arch, "llm-foundry MPT dims (learned positions: params match the row)"
+    layers, hidden = _num(row.get("layers")), _num(row.get("hidden_size"))
+    vocab = MEGATRON_CORE_VOCAB if "megatron-core" in low or "h100" in str(row["hardware"]).lower() else MEGATRON_VOCAB
+    if layers and hidden:
+        heads = None
+        hm = re.search(r"(\d+) heads", str(row.get("notes", "")))
+        if hm:
+            heads = int(hm.group(1))
+        return _gpt(f"gpt-{layers:.0f}l-{hidden:.0f}h", int(layers), int(hidden), vocab, seq, heads), "row layers/hidden_size (GPT)"
+    for size, (L, h) in GPT_BY_SIZE.items():
+        if re.search(rf"\b{size}\b", low) and "gpt" in low:
+            return _gpt(f"gpt-{size}", L, h, vocab, seq), f"GPT-3 shape for {size}"
+    raise SkipRow(f"no architecture for model {name!r} (not in catalog, no layers/hidden_size)")
+
+
+def parse_plan(text: Any, gpus: int) -> dict[str, Any]:
+    """Parallel layout from the row's ``parallelism`` text (empty dict: search it)."""
+    t = "" if text is None or (isinstance(text, float) and math.isnan(text)) else str(text)
+    plan: dict[str, Any] = {}
+    for key, pat in (("tp", r"\bTP(\d+)"), ("pp", r"\bPP(\d+)"), ("cp", r"\bCP(\d+)"),
+                     ("dp", r"\bDP=?(\d+)"), ("ep", r"\bEP(\d+)"), ("vp", r"\bVP(\d+)")):  # fmt: skip
+        m = re.search(pat, t)
+        if m:
+            plan[key] = int(m.group(1))
+    m = re.search(r"model-parallel size (\d+)", t)
+    if m:  # Megatron 2021: TP fills the node (<= 8), PP takes the rest
+        mp = int(m.group(1))
+        plan["tp"] = min(8, mp)
+        plan["pp"] = mp // plan["tp"]
+    m = re.search(r"micro-batch (\d+)", t)
+    if m:
+        plan["micro_batch"] = int(m.group(1))
+    if "ZeRO-3" in t or "FSDP" in t:
+        plan["zero"] = 3
+        plan["fsdp"] = "FSDP" in t
+    m = re.search(r"ZeRO stage (\d)", t)
+    if m:
+        plan["zero"] = int(m.group(1))
+    if "activation checkpointing=True" in t:
+        plan["recompute"] = "full"
+    elif "activation checkpointing=False" in t:
+        plan["recompute"] = "none"
+    elif "selective recompute" in t:
+        plan["recompute"] = "selective"
+    if plan and not any(k in plan for k in ("tp", "pp", "cp", "dp", "ep")) and plan.get("zero") == 3:
+        plan["dp"] = gpus  # FSDP / ZeRO-3 alone: pure data parallel
+    if plan.get("dp") is not None and plan.get("ep"):
+        plan["dp"] = plan["dp"]
+    return plan
+
+
+def parse_precision(text: Any) -> str:
+    """Training data type of a row (bf16 when not stated)."""
+    t = str(text).lower()
+    return "fp8" if "fp8" in t else ("fp16" if "fp16" in t and "bf16" not in t else "bf16")
+
+
+def reference_flops_per_token(model: ModelArch, seq_len: int, basis: str) -> float:
+    """FLOPs per token in the convention of Megatron/PaLM-style TFLOP/s reports [FLOP].
+
+    Notes
+    -----
+    MFU basis: :math:`6 (N_{ne} + V h) + 12 L h s` (Narayanan et al. 2021 eq. 3 without
+    recomputation; PaLM App. B; non-causal attention). HFU basis (Megatron 2021 "TFLOP/s
+    including recomputation"): :math:`8 N_{ne} + 6 V h + 16 L h s`.
+    """
+    pc = param_counts(model)
+    n_ne = pc.non_embedding if model.moe is None else pc.active - pc.embedding - pc.lm_head
+    vh = model.vocab_size * model.d_model
+    lhs = model.n_layers * model.d_model * seq_len
+    if basis == "hfu":
+        return 8 * n_ne + 6 * vh + 16 * lhs
+    return 6 * (n_ne + vh) + 12 * lhs
+
+
+def row_case(row: pd.Series, catalog: Catalog | None) -> Case:
+    """Build the prediction case of one row (SkipRow with the reason when impossible)."""
+    rid = str(row["id"])
+    gpus = _num(row.get("num_accelerators"))
+    if not gpus:
+        raise SkipRow("num_accelerators not given")
+    seq = _num(row.get("seq_len"))
+    if not seq:
+        raise SkipRow("seq_len not given")
+    gbt = _num(row.get("global_batch_tokens"))
+    if not gbt:
+        raise SkipRow("global_batch_tokens not given")
+    acc = map_hardware(row["hardware"])
+    model, src = row_model(row, catalog)
+    gb = max(1, round(gbt / seq))
+    plan = parse_plan(row.get("parallelism"), int(gpus))
+    fw = str(row.get("framework", ""))
+    basis = "mfu"
+    if "Megatron-LM" in fw and ("2021" in str(row["model"]) or "Table 2" in str(row["model"])) or "Megatron-DeepSpeed" in fw or "ZeRO-3" in fw:
+        basis = "hfu"  # TFLOP/s counting recomputation (row notes)
+        plan.setdefault("recompute", "full")  # Megatron 2021 runs recomputed activations
+    tok = _num(row.get("tokens_per_s_per_gpu"))
+    tfl = _num(row.get("tflops_per_gpu"))
+    if tok:
+        target, obs = "tokens_per_s_per_gpu", tok
+    elif tfl:
+        target, obs = "tflops_per_gpu", tfl
+    else:
+        raise SkipRow("neither tokens_per_s_per_gpu nor tflops_per_gpu given")
+    return Case(rid, model, acc, int(gpus), int(seq), gb, parse_precision(row.get("precision")), plan,
+                target, obs, basis, str(row["run_scope"]), str(row["model"]), [f"arch: {src}"])  # fmt: skip
+
+
+@dataclass
+class RowResult:
+    """Prediction and error of one row (or the reason it was skipped)."""
+
+    row_id: str
+    label: str
+    scope: str
+    target: str = ""
+    observed: float = float("nan")
+    predicted: float = float("nan")
+    ape: float = float("nan")
+    log_ratio: float = float("nan")
+    plan: str = ""
+    fits: bool | None = None
+    skipped: str = ""
+    dominant: str = ""
+
+
+def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResult:
+    """Predict a case and compare it with the published figure."""
+    acc, system = catalog.hardware(case.accelerator)
+    res = estimate_training(
+        case.model, acc, system, case.gpus, seq_len=case.seq_len, global_batch=case.global_batch,
+        precision=case.precision, plan=case.plan, efficiency=eff,
+    )  # fmt: skip
+    tps = res.values["tokens_per_s_per_gpu"]
+    if case.target == "tokens_per_s_per_gpu":
+        pred = tps
+    else:
+        pred = tps * reference_flops_per_token(case.model, case.seq_len, case.flop_basis) / 1e12
+    p = res.values["plan"]
+    plan_s = f"tp{p['tp']} pp{p['pp']} cp{p['cp']} ep{p['ep']} dp{p['dp']} z{p['zero']} mb{p['micro_batch']} {p['recompute']}" + (
+        f" vp{p['vp']}" if p["vp"] > 1 else ""
+    )
+    dom = max(res.time_terms_s.items(), key=lambda kv: kv[1])[0]
+    return RowResult(
+        case.row_id, case.label, case.scope, case.target, case.observed, pred,
+        abs(pred - case.observed) / case.observed, math.log(case.observed / pred), plan_s,
+        bool(res.values["fits"]), "", dom,
+    )  # fmt: skip
+
+
+def load_rows(path: str | Path | None = None) -> pd.DataFrame:
+    """Read a ground-truth CSV in the schema of ``shared/groundtruth/training.csv``."""
+    p = Path(path) if path is not None else DATA_CSV
+    if not p.is_file():
+        raise InputError("CSV", str(p), "an existing CSV file in the training ground-truth schema")
+    df = pd.read_csv(p)
+    missing = {"id", "model", "hardware", "run_scope"} - set(df.columns)
+    if missing:
+        raise InputError("CSV", str(p), f"columns {sorted(missing)} (training ground-truth schema)")
+    return df
+
+
+def validate_training(
+    path: str | Path | None = None,
+    catalog: Catalog | None = None,
+    eff: EfficiencyParams = DEFAULT_EFFICIENCY,
+    scopes: tuple[str, ...] | None = THROUGHPUT_SCOPES,
+) -> list[RowResult]:
+    """Predict every row (of the given scopes; ``None`` = all) and return the per-row results."""
+    if catalog is None:
+        from aitco.catalog.loader import load_catalog
+
+        catalog = load_catalog()
+    df = load_rows(path)
+    out: list[RowResult] = []
+    for _, row in df.iterrows():
+        scope = str(row["run_scope"])
+        if scopes is not None and scope not in scopes:
+            continue
+        try:
+            case = row_case(row, catalog)
+            out.append(predict_case(case, catalog, eff))
+        except SkipRow as exc:
+            out.append(RowResult(str(row["id"]), str(row["model"]), scope, skipped=str(exc)))
+        except AitcoError as exc:
+            out.append(RowResult(str(row["id"]), str(row["model"]), scope, skipped=f"model error: {exc}"))
+    return out
+
+
+def summary(results: list[RowResult]) -> dict[str, Any]:
+    """Median / 90th percentile APE, mean log ratio and quantiles over the predicted rows."""
+    done = [r for r in results if not r.skipped]
+    ape = np.array([r.ape for r in done])
+    lr = np.array([r.log_ratio for r in done])
+    if not done:
+        return {"rows": len(results), "predicted": 0, "skipped": len(results)}
+    return {
+        "rows": len(results),
+        "predicted": len(done),
+        "skipped": len(results) - len(done),
+        "median_ape": float(np.median(ape)),
+        "p90_ape": float(np.quantile(ape, 0.9)),
+        "mean_ape": float(np.mean(ape)),
+        "max_ape": float(np.max(ape)),
+        "log_ratio_q10": float(np.quantile(lr, 0.1)),
+        "log_ratio_q90": float(np.quantile(lr, 0.9)),
+        "mean_log_ratio": float(np.mean(lr)),
+    }
+
+
+def results_frame(results: list[RowResult]) -> pd.DataFrame:
+    """The per-row error table as a DataFrame."""
+    return pd.DataFrame([r.__dict__ for r in results])
+
+
+#: Parameters fitted globally by :func:`fit_efficiency`, with their search bounds.
+FIT_BOUNDS: dict[str, tuple[float, float]] = {
+    "gemm.nvidia-ampere": (0.40, 0.95),
+    "gemm.nvidia-hopper": (0.40, 0.95),
+    "gemm.nvidia-blackwell": (0.40, 0.95),
+    "attention": (0.15, 0.90),
+    "hbm": (0.20, 0.95),
+    "intra_node_link": (0.30, 0.95),
+    "scale_out_link": (0.30, 0.95),
+    "dp_overlap": (0.0, 1.0),
+}
+
+
+def _with(eff: EfficiencyParams, key: str, value: float) -> EfficiencyParams:
+    if key.startswith("gemm."):
+        return eff.with_overrides({"gemm": {key.split(".", 1)[1]: value}})
+    return eff.with_overrides({key: value})
+
+
+def _get(eff: EfficiencyParams, key: str) -> float:
+    if key.startswith("gemm."):
+        return eff.gemm_for(key.split(".", 1)[1])
+    return float(getattr(eff, key))
+
+
+def fit_efficiency(
+    path: str | Path | None = None,
+    catalog: Catalog | None = None,
+    start: EfficiencyParams = DEFAULT_EFFICIENCY,
+    sweeps: int = 3,
+    grid: int = 9,
+) -> tuple[EfficiencyParams, dict[str, Any]]:
+    r"""Fit the global efficiency parameters once on the throughput rows.
+
+    Coordinate descent over :data:`FIT_BOUNDS` (a grid per parameter, refined each sweep),
+    minimising the mean absolute log ratio :math:`|\ln(obs/pred)|` over all predicted rows,
+    so that every row weighs the same and no row or model gets its own factor.
+
+    Returns
+    -------
+    eff : EfficiencyParams
+        The fitted parameters, with the 10th/90th percentiles of the residual log ratios.
+    info : dict
+        Objective, summary of the fit and the number of evaluations.
+    """
+    if catalog is None:
+        from aitco.catalog.loader import load_catalog
+
+        catalog = load_catalog()
+    df = load_rows(path)
+    cases = []
+    for _, row in df.iterrows():
+        if str(row["run_scope"]) in THROUGHPUT_SCOPES:
+            try:
+                cases.append(row_case(row, catalog))
+            except SkipRow:
+                continue
+
+    def objective(e: EfficiencyParams) -> float:
+        lr = []
+        for c in cases:
+            try:
+                lr.append(abs(predict_case(c, catalog, e).log_ratio))
+            except AitcoError:
+                lr.append(1.0)
+        return float(np.mean(lr))
+
+    eff = start
+    best = objective(eff)
+    evals = 1
+    width = {k: hi - lo for k, (lo, hi) in FIT_BOUNDS.items()}
+    for _ in range(sweeps):
+        for key, (lo, hi) in FIT_BOUNDS.items():
+            cur = _get(eff, key)
+            a, b = max(lo, cur - width[key] / 2), min(hi, cur + width[key] / 2)
+            for x in np.linspace(a, b, grid):
+                trial = _with(eff, key, float(x))
+                val = objective(trial)
+                evals += 1
+                if val < best - 1e-9:
+                    best, eff = val, trial
+            width[key] /= 2.5
+    results = [predict_case(c, catalog, eff) for c in cases]
+    s = summary(results)
+    eff = eff.with_overrides(
+        {"training_log_ratio_q10": s["log_ratio_q10"], "training_log_ratio_q90": s["log_ratio_q90"]}
+    )
+    return eff, {"objective_mean_abs_log_ratio": best, "evaluations": evals, **s}
