@@ -1,0 +1,1324 @@
+r"""LLM inference: per-iteration roofline (prefill, decode, mixed), memory, batching and latency.
+
+The model has three layers:
+
+1. :class:`IterationModel` - the time of one engine iteration (a forward pass over the tokens
+   scheduled in it) on one model replica, from a roofline per operator group: linear layers
+   (weights streamed once per iteration, FLOPs per token), attention (KV bytes read by decode
+   tokens, FLOPs of prefill token pairs), tensor-parallel all-reduces and pipeline hand-offs on
+   the real topology (:mod:`aitco.perf.comms`), plus a fixed per-iteration framework overhead.
+2. Memory and batching (:mod:`aitco.perf.kvcache`): weights, activations and the KV-cache
+   capacity that bounds the batch; engine limits (``max_num_seqs``).
+3. Serving (:func:`estimate_inference`): static or continuous batching, offline max throughput,
+   closed-loop concurrency, or open-loop arrivals simulated by :mod:`aitco.perf.queueing`.
+
+References
+----------
+.. [1] R. Pope et al., "Efficiently Scaling Transformer Inference," MLSys 2023, arXiv:2211.05102.
+.. [2] W. Kwon et al., "Efficient Memory Management for Large Language Model Serving with
+   PagedAttention," SOSP 2023, doi:10.1145/3600006.3613165.
+.. [3] A. Agrawal et al., "Taming Throughput-Latency Tradeoff in LLM Inference with
+   Sarathi-Serve," OSDI 2024, arXiv:2403.02310 (chunked prefill, stall-free batching).
+.. [4] Z. Yuan et al., "LLM Inference Unveiled: Survey and Roofline Model Insights"
+   (LLM-Viewer), arXiv:2402.16363.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from aitco.catalog.schema import Accelerator, ModelArch, System
+from aitco.errors import InputError, PlanError
+from aitco.explain import Estimate, Term, dominant_term
+from aitco.perf import comms
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.kvcache import KVCapacity, kv_bytes_per_sequence, kv_capacity
+from aitco.perf.params import ParamCounts, param_counts
+from aitco.units import BYTES_PER_DTYPE, GIGA, TERA
+
+F64 = NDArray[np.float64]
+
+# ----------------------------------------------------------------------------- named constants
+#: Per-element overhead of int4 weight-only formats (AWQ/GPTQ): one fp16 scale and one fp16 zero
+#: point per group of 128 weights, i.e. 4 B / 128 (Lin et al., "AWQ", MLSys 2024,
+#: arXiv:2306.00978; default group size 128).
+INT4_GROUP_OVERHEAD_BYTES = 4.0 / 128.0
+#: Per-element overhead of NVFP4: one fp8 scale per block of 16 values (NVIDIA Blackwell
+#: NVFP4 format, TensorRT Model Optimizer docs, 2025).
+FP4_BLOCK_OVERHEAD_BYTES = 1.0 / 16.0
+#: Device memory held by the runtime outside weights, KV and activations (CUDA context, cuBLAS
+#: and NCCL workspaces, CUDA graphs). vLLM's profiler typically reports 1-2 GiB of "non-torch"
+#: memory per GPU (vLLM docs, "Memory profiling", v0.6); 1.5 GB is the assumption used here.
+RUNTIME_RESERVE_GB = 1.5
+#: Bytes of transient activations per scheduled token per unit of model width: the widest live
+#: tensors inside one layer are the FFN up/gate outputs (2 x d_ff) plus residual, normed input and
+#: QKV (about 4 x d_model), in 16-bit. Peak workspace = tokens x (4 d + 2 d_ff / tp) x 2 B.
+ACTIVATION_WIDTH_D_MODEL = 4.0
+ACTIVATION_WIDTH_D_FF = 2.0
+#: Largest weights share of device memory the default tensor-parallel choice accepts, so that
+#: at least ~20 % is left for the KV cache (a sizing rule of thumb, not an engine limit).
+DEFAULT_TP_MAX_WEIGHT_FRACTION = 0.8
+#: Mean prompt and output lengths when a shape is not given (issue #4 CLI defaults).
+DEFAULT_INPUT_TOKENS = 512
+DEFAULT_OUTPUT_TOKENS = 256
+#: Dense FLOPs per multiply-accumulate.
+FLOPS_PER_MAC = 2.0
+#: Attention FLOPs per (query, key) pair per head per head-dimension: QK^T and PV, 2 MACs.
+ATTENTION_MACS_PER_PAIR = 2.0
+#: Fraction of accelerator TDP drawn when idle, used when the catalog has no ``idle_w``
+#: (a common 20-30 % range for datacenter GPUs; see the ``idle-power.fraction-of-tdp`` factor).
+IDLE_POWER_FRACTION_DEFAULT = 0.25
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    """Defaults of a serving engine that bound the batch.
+
+    Attributes
+    ----------
+    name : str
+        Engine id.
+    max_num_seqs : int
+        Most sequences scheduled in one iteration.
+    max_num_tokens : int
+        Most tokens (prefill + decode) scheduled in one iteration.
+    memory_fraction : float
+        Share of memory the engine manages. [0-1]
+    memory_fraction_of : {"total", "free"}
+        Whether ``memory_fraction`` applies to total device memory (vLLM, SGLang) or to the memory
+        free after weights (TensorRT-LLM ``kv_cache_free_gpu_mem_fraction``).
+    reference : str
+        Where the defaults come from.
+    """
+
+    name: str
+    max_num_seqs: int
+    max_num_tokens: int
+    memory_fraction: float
+    memory_fraction_of: str
+    reference: str
+
+
+#: Engine defaults (named, with their documentation).
+ENGINES: dict[str, EngineLimits] = {
+    "vllm": EngineLimits(
+        "vllm",
+        256,
+        8192,
+        0.90,
+        "total",
+        "vLLM EngineArgs defaults: max_num_seqs=256, gpu_memory_utilization=0.9 (v0.6, 2024)",
+    ),
+    "vllm-v1": EngineLimits(
+        "vllm-v1",
+        1024,
+        8192,
+        0.90,
+        "total",
+        "vLLM V1 arg_utils defaults on >=70 GiB GPUs: max_num_seqs=1024, max_num_batched_tokens=8192",
+    ),
+    "sglang": EngineLimits(
+        "sglang",
+        4096,
+        16384,
+        0.88,
+        "total",
+        "SGLang server_args: mem_fraction_static 0.88 (as in the v0.3 benchmark), "
+        "max_running_requests derived from memory (4096 used as the cap), chunked_prefill 8192-16384",
+    ),
+    "trtllm": EngineLimits(
+        "trtllm",
+        2048,
+        8192,
+        0.90,
+        "free",
+        "TensorRT-LLM BuildConfig defaults: max_batch_size=2048, max_num_tokens=8192; "
+        "KvCacheConfig.free_gpu_memory_fraction=0.9",
+    ),
+}
+
+#: Precisions stored weight-only (dequantised to 16-bit before the matmul).
+WEIGHT_ONLY = ("int4",)
+
+
+@dataclass(frozen=True)
+class Precisions:
+    """Resolved data types of one deployment.
+
+    Attributes
+    ----------
+    weights : str
+        Storage type of the linear-layer weights.
+    compute : str
+        Type whose dense peak bounds the matmuls (``bf16`` when weights are dequantised).
+    activations : str
+        Type of activations and all-reduce messages.
+    kv : str
+        KV-cache type.
+    notes : tuple of str
+        Fallbacks taken (e.g. fp8 weights on a GPU without fp8 tensor cores).
+    """
+
+    weights: str
+    compute: str
+    activations: str
+    kv: str
+    notes: tuple[str, ...] = ()
+
+
+def resolve_precisions(acc: Accelerator, precision: str, kv_precision: str | None) -> Precisions:
+    """Choose compute, activation and KV data types for ``precision`` on ``acc``.
+
+    Parameters
+    ----------
+    acc : Accelerator
+        The accelerator (its ``peak_tflops`` keys say which types have tensor-core support).
+    precision : str
+        Weight type requested (bf16, fp16, fp8, int8, int4, fp4).
+    kv_precision : str, optional
+        KV-cache type; default: fp8 for fp8/fp4 weights where the hardware has fp8, else the
+        16-bit activation type.
+
+    Returns
+    -------
+    Precisions
+        The resolved types, with a note for every fallback.
+
+    Notes
+    -----
+    A weight type the hardware cannot multiply natively (int4 always; fp8, int8 or fp4 on
+    hardware without that peak) is *documented fallback*: stored quantised (memory and bandwidth
+    benefit) and dequantised to 16-bit for compute (as AWQ/GPTQ/Marlin kernels do). A type with
+    no 16-bit path at all raises :class:`InputError`.
+    """
+    if precision not in BYTES_PER_DTYPE:
+        raise InputError("--precision", precision, "one of bf16, fp16, fp8, int8, int4, fp4")
+    act = "bf16" if acc.supports("bf16") else "fp16" if acc.supports("fp16") else None
+    notes: list[str] = []
+    if precision in ("fp32", "tf32"):
+        compute = precision if acc.supports(precision) else None
+        act = precision
+    elif precision in ("bf16", "fp16"):
+        compute = precision if acc.supports(precision) else act
+        if compute != precision and compute is not None:
+            notes.append(f"{acc.id} has no {precision} tensor rate; computing in {compute}")
+        act = compute
+    elif precision in WEIGHT_ONLY or not acc.supports(precision):
+        compute = act
+        if precision not in WEIGHT_ONLY:
+            notes.append(
+                f"{acc.id} has no native {precision} rate: weights stored in {precision} and "
+                f"dequantised to {act} for compute (weight-only fallback)"
+            )
+    else:
+        compute = precision
+    if compute is None or act is None:
+        # e.g. an int8-only edge accelerator asked for bf16
+        if acc.supports(precision):
+            compute = precision
+            act = precision
+        else:
+            have = ", ".join(sorted(acc.peak_tflops)) or "none"
+            raise InputError(
+                "--precision",
+                precision,
+                f"a data type {acc.id} supports (has: {have})",
+                hint="quantise the model to a supported type",
+            )
+    if kv_precision is None:
+        kv = "fp8" if precision in ("fp8", "fp4") and acc.supports("fp8") else act
+    else:
+        if kv_precision not in BYTES_PER_DTYPE:
+            raise InputError(
+                "--kv-precision", kv_precision, "one of bf16, fp16, fp8, int8, int4, fp4"
+            )
+        kv = kv_precision
+    return Precisions(precision, compute, act, kv, tuple(notes))
+
+
+def weight_bytes_per_element(precision: str) -> float:
+    """Stored bytes per weight, including quantisation scales. [B]"""
+    b = BYTES_PER_DTYPE[precision]
+    if precision == "int4":
+        return b + INT4_GROUP_OVERHEAD_BYTES
+    if precision == "fp4":
+        return b + FP4_BLOCK_OVERHEAD_BYTES
+    return b
+
+
+def lowp_gemm_efficiency(gemm_16bit: float, dtype: str, lowp_scale: float) -> float:
+    r"""GEMM efficiency of ``dtype`` from the 16-bit one: one factor per halving of the width.
+
+    Notes
+    -----
+    :math:`\eta(b) = \eta_{16}\,s^{\log_2(16/b)}` for :math:`b < 16` bits. Each halving doubles the
+    tensor-core peak but not the work around the matmul (activation quantisation, epilogues,
+    scales), so the achieved fraction falls: measured maximum achievable matmul FLOPS on H200 is
+    80 % of peak in BF16 and 73 % in FP8 (stas00/ml-engineering MAMF table), and serving kernels
+    fall further. ``s`` is fitted globally (``EfficiencyParams.lowp_gemm_scale``).
+    """
+    b = BYTES_PER_DTYPE[dtype]
+    if b >= 2.0:
+        return gemm_16bit
+    return gemm_16bit * lowp_scale ** math.log2(2.0 / b)
+
+
+# ----------------------------------------------------------------------------- weights
+@dataclass(frozen=True)
+class WeightBytes:
+    """Bytes of the weights by role, whole model (one replica copy).
+
+    Attributes
+    ----------
+    embedding : float
+        Input embedding (kept 16-bit, as quantisation recipes do). [B]
+    lm_head : float
+        Output projection (16-bit; 0 if tied). [B]
+    dense : float
+        Quantised weights read by every token: attention, dense FFN, shared experts, router, norms. [B]
+    expert_each : float
+        One routed expert in one MoE layer. [B]
+    n_moe_layers : int
+        Layers with routed experts.
+    """
+
+    embedding: float
+    lm_head: float
+    dense: float
+    expert_each: float
+    n_moe_layers: int
+
+    def total(self, n_experts: int) -> float:
+        """All stored weight bytes. [B]"""
+        return (
+            self.embedding
+            + self.lm_head
+            + self.dense
+            + self.expert_each * n_experts * self.n_moe_layers
+        )
+
+
+def weight_bytes(model: ModelArch, precision: str, act_dtype: str) -> WeightBytes:
+    """Stored weight bytes of ``model`` with linear layers in ``precision``.
+
+    Parameters
+    ----------
+    model : ModelArch
+        The architecture.
+    precision : str
+        Storage type of the linear layers.
+    act_dtype : str
+        16-bit type of the embedding and LM head.
+
+    Returns
+    -------
+    WeightBytes
+        Bytes by role. [B]
+    """
+    pc = param_counts(model)
+    wb = weight_bytes_per_element(precision)
+    ab = BYTES_PER_DTYPE[act_dtype]
+    dense = (pc.attention + pc.ffn_dense + pc.ffn_shared + pc.router + pc.norm) * wb
+    if model.moe is not None:
+        n_moe = model.n_layers - model.moe.first_dense_layers
+        each = pc.ffn_expert / (model.moe.n_experts * n_moe) * wb
+    else:
+        n_moe, each = 0, 0.0
+    return WeightBytes(pc.embedding * ab, pc.lm_head * ab, dense, each, n_moe)
+
+
+def expected_distinct_experts(tokens: ArrayLike, n_experts: int, n_active: int) -> F64:
+    r"""Expected number of distinct routed experts touched by ``tokens`` tokens in one layer.
+
+    Notes
+    -----
+    With uniform routing each token picks :math:`k` of :math:`E` experts, so an expert is missed by
+    one token with probability :math:`1-k/E`:
+    :math:`E_{touched} = E\,[1 - (1 - k/E)^{T}]`. One token touches :math:`k`; large batches touch
+    all :math:`E` (so decode weight traffic grows with batch, unlike a dense model).
+    """
+    t = np.asarray(tokens, dtype=np.float64)
+    return np.asarray(n_experts * (1.0 - (1.0 - n_active / n_experts) ** t), dtype=np.float64)
+
+
+# ----------------------------------------------------------------------------- iteration model
+@dataclass(frozen=True)
+class IterationModel:
+    """Time of one engine iteration on one replica (``tp x pp`` GPUs), as a roofline per op group.
+
+    Build it with :func:`iteration_model`. All per-GPU quantities already include the tp/pp split.
+
+    Attributes
+    ----------
+    tp, pp : int
+        Tensor- and pipeline-parallel degrees.
+    peak_tflops : float
+        Dense peak of the compute type. [TFLOP/s]
+    hbm_bandwidth_gb_s : float
+        Device-memory bandwidth. [GB/s]
+    gemm_efficiency, hbm_efficiency : float
+        Achievable fractions of the two peaks. [0-1]
+    body_flops_per_token : float
+        Linear-layer FLOPs per token per GPU, LM head excluded. [FLOP]
+    head_flops_per_token : float
+        LM-head FLOPs per sampled token per GPU. [FLOP]
+    dense_weight_bytes : float
+        Weights read every iteration per GPU (all but routed experts). [B]
+    expert_bytes_each : float
+        One routed expert of one layer, per GPU. [B]
+    n_moe_layers, n_experts, n_active : int
+        MoE shape (0 for dense models).
+    attn_flops_per_pair : float
+        Attention FLOPs per (query, context) token pair per GPU. [FLOP]
+    kv_bytes_per_token : float
+        KV bytes per cached token per GPU. [B]
+    allreduce_bytes_per_token : float
+        All-reduce payload per token (d_model activations). [B]
+    allreduces_per_iteration : int
+        All-reduces per pipeline stage per iteration (2 per layer with tp > 1).
+    link_bandwidth_gb_s, link_latency_us, link_efficiency : float
+        Link seen by the tensor-parallel group.
+    pp_bandwidth_gb_s, pp_latency_us, pp_efficiency : float
+        Link seen by pipeline hand-offs.
+    overhead_s : float
+        Per-iteration framework overhead (scheduler, sampling, launches). [s]
+    """
+
+    tp: int
+    pp: int
+    peak_tflops: float
+    hbm_bandwidth_gb_s: float
+    gemm_efficiency: float
+    hbm_efficiency: float
+    body_flops_per_token: float
+    head_flops_per_token: float
+    dense_weight_bytes: float
+    expert_bytes_each: float
+    n_moe_layers: int
+    n_experts: int
+    n_active: int
+    attn_flops_per_pair: float
+    kv_bytes_per_token: float
+    allreduce_bytes_per_token: float
+    allreduces_per_iteration: int
+    link_bandwidth_gb_s: float
+    link_latency_us: float
+    link_efficiency: float
+    pp_bandwidth_gb_s: float
+    pp_latency_us: float
+    pp_efficiency: float
+    overhead_s: float
+    overhead_per_seq_s: float = 0.0
+    head_peak_tflops: float = 0.0
+    attn_peak_tflops: float = 0.0
+    attn_gemm_efficiency: float = 0.0
+
+    # --- components ------------------------------------------------------------------------
+    def _flops_rate(self) -> float:
+        return self.gemm_efficiency * self.peak_tflops * TERA
+
+    def _attn_rate(self) -> float:
+        eff = self.attn_gemm_efficiency or self.gemm_efficiency
+        return eff * (self.attn_peak_tflops or self.peak_tflops) * TERA
+
+    def _byte_rate(self) -> float:
+        return self.hbm_efficiency * self.hbm_bandwidth_gb_s * GIGA
+
+    def linear_s(self, tokens: ArrayLike, sampled: ArrayLike | None = None) -> F64:
+        """Linear layers + collectives + overhead for ``tokens`` scheduled tokens. [s]
+
+        Parameters
+        ----------
+        tokens : array_like
+            Tokens in the iteration (decode + prefill). [tokens]
+        sampled : array_like, optional
+            Tokens that go through the LM head (default: all). [tokens]
+
+        Returns
+        -------
+        ndarray
+            Time of the linear part of the iteration, with tp/pp communication and overhead. [s]
+
+        Notes
+        -----
+        With pipeline parallelism the batch is cut in ``pp`` micro-batches that each stage
+        processes in turn; one iteration of all tokens then lasts ``pp`` stage-times of a
+        micro-batch, and every micro-batch re-reads the stage's weights (PP adds capacity, not
+        decode bandwidth).
+        """
+        t = np.asarray(tokens, dtype=np.float64)
+        s = t if sampled is None else np.asarray(sampled, dtype=np.float64)
+        mb = t / self.pp
+        head_rate = self.gemm_efficiency * (self.head_peak_tflops or self.peak_tflops) * TERA
+        compute = (self.body_flops_per_token * mb) / self._flops_rate() + (
+            self.head_flops_per_token * s / self.pp
+        ) / head_rate
+        wbytes = self.dense_weight_bytes
+        if self.n_moe_layers:
+            wbytes = (
+                wbytes
+                + self.expert_bytes_each
+                * self.n_moe_layers
+                * expected_distinct_experts(mb, self.n_experts, self.n_active)
+            )
+        stage = np.maximum(compute, wbytes / self._byte_rate())
+        comm = self.comm_s(mb)
+        p2p = (
+            np.asarray(
+                comms.p2p_time_s(
+                    mb * self.allreduce_bytes_per_token,
+                    self.pp_bandwidth_gb_s,
+                    self.pp_latency_us,
+                    self.pp_efficiency,
+                ),
+                dtype=np.float64,
+            )
+            if self.pp > 1
+            else 0.0
+        )
+        return np.asarray(
+            self.pp * (stage + comm + p2p) + self.overhead_s + self.overhead_per_seq_s * s,
+            dtype=np.float64,
+        )
+
+    def comm_s(self, tokens_per_microbatch: ArrayLike) -> F64:
+        """Tensor-parallel all-reduces of one stage for a micro-batch. [s]"""
+        if self.tp <= 1:
+            return np.zeros_like(np.asarray(tokens_per_microbatch, dtype=np.float64))
+        msg = np.asarray(tokens_per_microbatch, dtype=np.float64) * self.allreduce_bytes_per_token
+        one = comms.allreduce_time_s(
+            msg,
+            self.tp,
+            self.link_bandwidth_gb_s,
+            self.link_latency_us,
+            self.link_efficiency,
+            algorithm="tree",
+        )
+        return np.asarray(self.allreduces_per_iteration * one, dtype=np.float64)
+
+    @property
+    def decode_attention_s_per_context_token(self) -> float:
+        """Decode attention time per cached context token read (all stages). [s]"""
+        return max(
+            self.kv_bytes_per_token / self._byte_rate(),
+            self.attn_flops_per_pair / self._attn_rate(),
+        )
+
+    @property
+    def prefill_attention_s_per_pair(self) -> float:
+        """Prefill attention time per (query, key) pair, compute-bound (flash attention). [s]"""
+        return self.attn_flops_per_pair / self._attn_rate()
+
+    def iteration_s(
+        self,
+        decode_seqs: ArrayLike,
+        decode_context_tokens: ArrayLike,
+        prefill_tokens: ArrayLike = 0.0,
+        prefill_pairs: ArrayLike = 0.0,
+        prefill_seqs: ArrayLike = 0.0,
+    ) -> F64:
+        r"""Time of one iteration. [s]
+
+        Parameters
+        ----------
+        decode_seqs : array_like
+            Sequences generating one token each. [count]
+        decode_context_tokens : array_like
+            Sum of their context lengths (KV tokens read). [tokens]
+        prefill_tokens : array_like
+            Prompt tokens processed (whole prompts or chunks). [tokens]
+        prefill_pairs : array_like
+            Causal (query, key) pairs of those prompt tokens. [pairs]
+        prefill_seqs : array_like
+            Prompts finishing their prefill (they sample one token). [count]
+
+        Returns
+        -------
+        ndarray
+            Iteration time. [s]
+
+        Notes
+        -----
+        .. math:: t = p\,[\max(F_{lin}/\eta_F P, W/\eta_B B) + t_{AR}] + \max(K/\eta_B B, F_{att}/\eta_F P)
+                      + X_{pf}/\eta_F P + t_0
+        """
+        b = np.asarray(decode_seqs, dtype=np.float64)
+        pf = np.asarray(prefill_tokens, dtype=np.float64)
+        lin = self.linear_s(b + pf, b + np.asarray(prefill_seqs, dtype=np.float64))
+        attn = self.decode_attention_s_per_context_token * np.asarray(
+            decode_context_tokens, dtype=np.float64
+        )
+        pre = self.prefill_attention_s_per_pair * np.asarray(prefill_pairs, dtype=np.float64)
+        return np.asarray(lin + attn + pre, dtype=np.float64)
+
+    def decode_step_s(self, batch: ArrayLike, context_tokens: ArrayLike) -> F64:
+        """Time of one decode iteration of ``batch`` sequences of mean context ``context_tokens``. [s]"""
+        b = np.asarray(batch, dtype=np.float64)
+        return self.iteration_s(b, b * np.asarray(context_tokens, dtype=np.float64))
+
+    def prefill_s(self, prompt_tokens: ArrayLike, n_prompts: ArrayLike = 1.0) -> F64:
+        """Time to prefill ``n_prompts`` prompts of ``prompt_tokens`` in one iteration. [s]"""
+        n = np.asarray(n_prompts, dtype=np.float64)
+        s = np.asarray(prompt_tokens, dtype=np.float64)
+        return self.iteration_s(0.0, 0.0, n * s, n * s * (s + 1) / 2.0, n)
+
+
+def iteration_model(
+    model: ModelArch,
+    acc: Accelerator,
+    system: System,
+    *,
+    tp: int = 1,
+    pp: int = 1,
+    precisions: Precisions,
+    efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
+) -> IterationModel:
+    """Build the :class:`IterationModel` of one replica.
+
+    Parameters
+    ----------
+    model : ModelArch
+        The architecture.
+    acc : Accelerator
+        The accelerator.
+    system : System
+        The node / pod (topology for the collectives).
+    tp, pp : int
+        Tensor- and pipeline-parallel degrees of one replica.
+    precisions : Precisions
+        Resolved data types (:func:`resolve_precisions`).
+    efficiency : EfficiencyParams
+        Efficiency parameters (fitted globally).
+
+    Returns
+    -------
+    IterationModel
+        The per-iteration model.
+    """
+    pc: ParamCounts = param_counts(model)
+    wb = weight_bytes(model, precisions.weights, precisions.activations)
+    shard = tp * pp
+    d = model.d_model
+    head_params = model.vocab_size * d
+    body_params = pc.active - pc.embedding - pc.lm_head
+    if model.mla is not None:
+        a = model.mla
+        pair_macs = model.n_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
+    else:
+        pair_macs = model.n_heads * model.dim_head * ATTENTION_MACS_PER_PAIR
+    attn_flops_pair = FLOPS_PER_MAC * pair_macs * model.n_layers / tp
+    kv_tok = float(kv_bytes_per_sequence(model, 1.0, precisions.kv, tp))  # all layers, per rank
+    act_b = BYTES_PER_DTYPE[precisions.activations]
+    bw, lat, eff = comms.group_link(
+        system, tp, 1, efficiency.intra_node_link, efficiency.scale_out_link
+    )
+    pbw, plat, peff = comms.group_link(
+        system, 2, tp, efficiency.intra_node_link, efficiency.scale_out_link
+    )
+    gemm_16 = efficiency.gemm_for(acc.family)
+    n_experts = model.moe.n_experts if model.moe else 0
+    attn_dtype = (
+        precisions.kv
+        if (acc.supports(precisions.kv) and BYTES_PER_DTYPE[precisions.kv] >= 1)
+        else precisions.activations
+    )
+    n_active = model.moe.n_active if model.moe else 0
+    return IterationModel(
+        tp=tp,
+        pp=pp,
+        peak_tflops=float(acc.peak_tflops[precisions.compute]),
+        hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
+        gemm_efficiency=lowp_gemm_efficiency(
+            gemm_16, precisions.compute, efficiency.lowp_gemm_scale
+        ),
+        hbm_efficiency=efficiency.hbm,
+        body_flops_per_token=FLOPS_PER_MAC * body_params / shard,
+        head_flops_per_token=FLOPS_PER_MAC * head_params / tp,
+        dense_weight_bytes=(wb.dense + wb.lm_head) / shard,
+        expert_bytes_each=wb.expert_each / shard,
+        n_moe_layers=wb.n_moe_layers // 1,
+        n_experts=n_experts,
+        n_active=n_active,
+        attn_flops_per_pair=attn_flops_pair,
+        kv_bytes_per_token=kv_tok,
+        allreduce_bytes_per_token=d * act_b,
+        allreduces_per_iteration=(2 * math.ceil(model.n_layers / pp)) if tp > 1 else 0,
+        link_bandwidth_gb_s=float(bw),
+        link_latency_us=float(lat),
+        link_efficiency=float(eff),
+        pp_bandwidth_gb_s=float(pbw),
+        pp_latency_us=float(plat),
+        pp_efficiency=float(peff),
+        overhead_s=efficiency.serving_overhead_s,
+        overhead_per_seq_s=efficiency.serving_overhead_per_seq_s,
+        head_peak_tflops=float(acc.peak_tflops[precisions.activations]),
+        attn_peak_tflops=float(acc.peak_tflops[attn_dtype]),
+        attn_gemm_efficiency=lowp_gemm_efficiency(gemm_16, attn_dtype, efficiency.lowp_gemm_scale),
+    )
+
+
+# ----------------------------------------------------------------------------- memory plan
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Per-GPU memory of one replica and the KV capacity left.
+
+    Attributes
+    ----------
+    device_gb : float
+        Device memory. [GB]
+    usable_gb : float
+        Memory the engine manages. [GB]
+    weights_gb : float
+        Weights per GPU. [GB]
+    activations_gb : float
+        Transient activation workspace per GPU. [GB]
+    reserve_gb : float
+        Runtime reserve. [GB]
+    kv_gb : float
+        KV-cache memory per GPU. [GB]
+    fits : bool
+        Whether the weights fit with room for at least one sequence.
+    """
+
+    device_gb: float
+    usable_gb: float
+    weights_gb: float
+    activations_gb: float
+    reserve_gb: float
+    kv_gb: float
+    fits: bool
+
+
+def memory_plan(
+    model: ModelArch,
+    acc: Accelerator,
+    *,
+    tp: int,
+    pp: int,
+    precisions: Precisions,
+    engine: EngineLimits,
+    max_num_tokens: int | None = None,
+) -> MemoryPlan:
+    """Memory of one GPU of a replica: weights, activations, reserve, and what is left for KV.
+
+    Notes
+    -----
+    ``usable = f M`` (vLLM, SGLang) or ``usable = W + A + R + f (M - W - A - R)`` (TensorRT-LLM,
+    fraction of free memory); ``kv = usable - W - A - R``.
+    """
+    wb = weight_bytes(model, precisions.weights, precisions.activations)
+    n_exp = model.moe.n_experts if model.moe else 0
+    w_gb = wb.total(n_exp) / (tp * pp) / GIGA
+    tokens = max_num_tokens or engine.max_num_tokens
+    act_per_tok = (
+        ACTIVATION_WIDTH_D_MODEL * model.d_model + ACTIVATION_WIDTH_D_FF * model.d_ff / tp
+    ) * BYTES_PER_DTYPE[precisions.activations]
+    a_gb = tokens * act_per_tok / GIGA
+    m = float(acc.memory_gb)
+    fixed = w_gb + a_gb + RUNTIME_RESERVE_GB
+    if engine.memory_fraction_of == "free":
+        usable = fixed + engine.memory_fraction * max(m - fixed, 0.0)
+    else:
+        usable = engine.memory_fraction * m
+    kv = usable - fixed
+    return MemoryPlan(m, usable, w_gb, a_gb, RUNTIME_RESERVE_GB, max(kv, 0.0), kv > 0)
+
+
+def default_tp(
+    model: ModelArch, acc: Accelerator, system: System, gpus: int, precision: str, pp: int = 1
+) -> int:
+    """Smallest power-of-two tp (within the node, dividing ``gpus / pp``) whose weights leave room.
+
+    The weights per GPU must stay under ``DEFAULT_TP_MAX_WEIGHT_FRACTION`` of device memory; if
+    none does, the largest candidate is returned (and the fit check reports the shortfall).
+    """
+    act = "bf16" if acc.supports("bf16") else "fp16"
+    wb = weight_bytes(model, precision, act)
+    total = wb.total(model.moe.n_experts if model.moe else 0) / GIGA
+    cands = [
+        t
+        for t in (1, 2, 4, 8, 16, 32, 64)
+        if t <= max(system.devices_per_node, system.scale_up_domain)
+        and (gpus // pp) % t == 0
+        and t <= gpus // pp
+    ]
+    if not cands:
+        return 1
+    for t in cands:
+        if total / (t * pp) <= DEFAULT_TP_MAX_WEIGHT_FRACTION * acc.memory_gb:
+            return t
+    return cands[-1]
+
+
+# ----------------------------------------------------------------------------- steady states
+def continuous_batching_step(
+    it: IterationModel, batch: ArrayLike, input_tokens: ArrayLike, output_tokens: ArrayLike
+) -> F64:
+    r"""Mean iteration time of stall-free continuous batching at a steady running batch. [s]
+
+    Parameters
+    ----------
+    it : IterationModel
+        The per-iteration model.
+    batch : array_like
+        Sequences running (each generating one token per iteration). [count]
+    input_tokens, output_tokens : array_like
+        Mean prompt and output lengths. [tokens]
+
+    Returns
+    -------
+    ndarray
+        Mean iteration time. [s]
+
+    Notes
+    -----
+    In steady state :math:`B/O` requests finish per iteration and as many start, so every
+    iteration carries :math:`B` decode tokens at mean context :math:`I + O/2` plus
+    :math:`B I / O` prompt tokens (chunked prefill piggy-backed on decode, Sarathi-Serve [3]_),
+    whose causal pairs are :math:`(B/O)\,I(I+1)/2`.
+    """
+    b = np.asarray(batch, dtype=np.float64)
+    i = np.asarray(input_tokens, dtype=np.float64)
+    o = np.maximum(np.asarray(output_tokens, dtype=np.float64), 1.0)
+    starts = b / o
+    return it.iteration_s(b, b * (i + o / 2.0), starts * i, starts * i * (i + 1) / 2.0, starts)
+
+
+# ----------------------------------------------------------------------------- result
+#: Validation error quantiles of predicted/measured ratios used for intervals (see
+#: ``aitco validate inference``; updated when the fit changes, checked by
+#: tests/validation/test_inference_validation.py).
+THROUGHPUT_RATIO_P10 = 0.85
+THROUGHPUT_RATIO_P90 = 1.18
+LATENCY_RATIO_P10 = 0.75
+LATENCY_RATIO_P90 = 1.35
+
+
+@dataclass
+class InferenceResult:
+    """Result of :func:`estimate_inference`.
+
+    Attributes
+    ----------
+    values : dict
+        Headline values keyed by the public JSON names (``ttft_s``, ``tpot_s``, ...).
+    interval : dict
+        ``{name: (low, high)}`` for the headline figures, from the validation error quantiles.
+    terms : list of Term
+        Itemised terms (for ``--explain``).
+    assumptions : list of str
+        Assumptions and fallbacks, in words.
+    iteration : IterationModel
+        The per-iteration model used (for further what-ifs).
+    """
+
+    values: dict[str, Any]
+    interval: dict[str, tuple[float, float]]
+    terms: list[Term]
+    assumptions: list[str]
+    iteration: IterationModel | None = None
+    dominant: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_estimate(self) -> Estimate:
+        """The result as an :class:`aitco.explain.Estimate`."""
+        vals = dict(self.values)
+        vals["interval"] = {k: list(v) for k, v in self.interval.items()}
+        return Estimate(
+            kind="inference",
+            values=vals,
+            terms=self.terms,
+            dominant=self.dominant,
+            assumptions=self.assumptions,
+        )
+
+
+def _interval(v: float | None, lo: float, hi: float) -> tuple[float, float] | None:
+    if v is None or not math.isfinite(v):
+        return None
+    return (v / hi, v / lo)
+
+
+def _check_positive(name: str, v: float | int | None, *, integer: bool = False) -> None:
+    if v is None:
+        return
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, int | float)
+        or not math.isfinite(float(v))
+        or v <= 0
+    ):
+        raise InputError(name, v, "a positive integer" if integer else "a positive number")
+    if integer and int(v) != v:
+        raise InputError(name, v, "a positive integer")
+
+
+def smallest_fitting_tp(
+    model: ModelArch,
+    acc: Accelerator,
+    system: System,
+    precisions: Precisions,
+    engine: EngineLimits,
+    pp: int,
+) -> int | None:
+    """Smallest tp (power of two within the scale-up domain) whose weights and KV fit, or None."""
+    for t in (1, 2, 4, 8, 16, 32, 64, 128):
+        if t > max(system.devices_per_node, system.scale_up_domain):
+            break
+        mp = memory_plan(model, acc, tp=t, pp=pp, precisions=precisions, engine=engine)
+        if mp.fits:
+            return t
+    return None
+
+
+def _not_fit_message(
+    model: ModelArch,
+    acc: Accelerator,
+    system: System,
+    mp: MemoryPlan,
+    precisions: Precisions,
+    engine: EngineLimits,
+    tp: int,
+    pp: int,
+) -> str:
+    hint = []
+    t = smallest_fitting_tp(model, acc, system, precisions, engine, pp)
+    if t is not None and t > tp:
+        hint.append(f"smallest tp that fits: {t} (x pp {pp} = {t * pp} GPUs per replica)")
+    for p in ("fp8", "int8", "int4", "fp4"):
+        if BYTES_PER_DTYPE[p] < BYTES_PER_DTYPE[precisions.weights]:
+            try:
+                pr = resolve_precisions(acc, p, None)
+            except InputError:
+                continue
+            if memory_plan(model, acc, tp=tp, pp=pp, precisions=pr, engine=engine).fits:
+                hint.append(f"or --precision {p} fits at tp {tp}")
+                break
+    return (
+        f"weights need {mp.weights_gb:.1f} GB per GPU (+{mp.activations_gb:.1f} GB activations, "
+        f"{mp.reserve_gb:.1f} GB reserve) but only {mp.usable_gb:.1f} GB of {mp.device_gb:.0f} GB is usable"
+        + (f"; {'; '.join(hint)}" if hint else "; no tp within the node fits: use pp or more GPUs")
+    )
+
+
+def estimate_inference(
+    model: ModelArch,
+    acc: Accelerator,
+    system: System,
+    gpus: int,
+    *,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+    input_tokens: int = DEFAULT_INPUT_TOKENS,
+    output_tokens: int = DEFAULT_OUTPUT_TOKENS,
+    batch: int | None = None,
+    concurrency: int | None = None,
+    qps: float | None = None,
+    mode: str = "online",
+    tp: int | None = None,
+    pp: int | None = None,
+    slo_ttft_ms: float | None = None,
+    slo_tpot_ms: float | None = None,
+    efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
+    engine: str = "vllm",
+    allocation: str = "paged",
+    input_cv: float = 0.0,
+    output_cv: float = 0.0,
+    num_requests: int = 5000,
+    seed: int = 0,
+    max_batch: int | None = None,
+) -> InferenceResult:
+    r"""Predict throughput, TTFT, TPOT, tail latency and memory of serving ``model``.
+
+    Parameters
+    ----------
+    model, acc, system : ModelArch, Accelerator, System
+        What runs, on what.
+    gpus : int
+        Accelerators in total (``replicas = gpus / (tp pp)``).
+    precision : str
+        Weight type (bf16, fp16, fp8, int8, int4, fp4); see :func:`resolve_precisions`.
+    kv_precision : str, optional
+        KV-cache type.
+    input_tokens, output_tokens : int
+        Mean prompt and output lengths. [tokens]
+    batch : int, optional
+        Static batching: ``batch`` prompts prefilled together then decoded together.
+    concurrency : int, optional
+        Closed loop: ``concurrency`` requests in flight per deployment (continuous batching).
+    qps : float, optional
+        Open loop: Poisson arrivals at ``qps`` requests/s over the deployment (simulated).
+    mode : {"online", "offline"}
+        ``offline``: the batch as large as memory and the engine allow (max throughput).
+    tp, pp : int, optional
+        Parallel degrees of one replica (default: :func:`default_tp`, pp 1).
+    slo_ttft_ms, slo_tpot_ms : float, optional
+        P99 objectives: with ``qps``, ``replicas_for_slo`` and goodput are reported.
+    efficiency : EfficiencyParams
+        Efficiency parameters.
+    engine : str
+        Engine whose limits apply (:data:`ENGINES`).
+    allocation : {"paged", "contiguous"}
+        KV allocation.
+    input_cv, output_cv : float
+        Coefficients of variation of the lengths for the simulation (0 = fixed).
+    num_requests : int
+        Requests simulated with ``qps``.
+    seed : int
+        Random seed of the simulation.
+    max_batch : int, optional
+        Override of the engine's ``max_num_seqs``.
+
+    Returns
+    -------
+    InferenceResult
+        ``.values`` with ttft_s, tpot_s, e2e_latency_s, output_tokens_per_s, total_tokens_per_s,
+        requests_per_s, max_concurrency, kv_cache_gb, weights_gb, fits, (p50/p90/p99 with qps,
+        replicas_for_slo with an SLO), energy and efficiency figures; ``.interval``;
+        ``.to_estimate()``.
+
+    Raises
+    ------
+    InputError
+        Bad values, or weights that do not fit (with the numbers and the smallest tp or a lower
+        precision that fits).
+    """
+    from aitco.perf import queueing, serving  # local: queueing imports this module
+
+    _check_positive("--gpus", gpus, integer=True)
+    for name, v in (
+        ("--tp", tp),
+        ("--pp", pp),
+        ("--batch", batch),
+        ("--concurrency", concurrency),
+        ("--input-tokens", input_tokens),
+        ("--output-tokens", output_tokens),
+        ("--max-batch", max_batch),
+        ("--num-requests", num_requests),
+    ):
+        _check_positive(name, v, integer=True)
+    for name, fv in (
+        ("--qps", qps),
+        ("--slo-ttft-ms", slo_ttft_ms),
+        ("--slo-tpot-ms", slo_tpot_ms),
+    ):
+        _check_positive(name, fv)
+    if mode not in ("online", "offline"):
+        raise InputError("--mode", mode, "'online' or 'offline'")
+    given = [
+        n
+        for n, v in (("--batch", batch), ("--concurrency", concurrency), ("--qps", qps))
+        if v is not None
+    ]
+    if len(given) > 1 or (given and mode == "offline"):
+        raise InputError(
+            "load",
+            " + ".join(given + (["--mode offline"] if mode == "offline" else [])),
+            "only one of --batch, --concurrency, --qps, --mode offline",
+        )
+    if engine not in ENGINES:
+        raise InputError("--engine", engine, f"one of {', '.join(ENGINES)}")
+    eng = ENGINES[engine]
+    prec = resolve_precisions(acc, precision, kv_precision)
+    pp_ = pp or 1
+    tp_ = tp or default_tp(model, acc, system, gpus, precision, pp_)
+    if gpus % (tp_ * pp_):
+        raise PlanError("--gpus", gpus, f"a multiple of tp x pp = {tp_} x {pp_} = {tp_ * pp_}")
+    if model.mla is None and model.n_heads % tp_:
+        raise PlanError(
+            "--tp", tp_, f"a divisor of the {model.n_heads} attention heads of {model.id}"
+        )
+    if pp_ > model.n_layers:
+        raise PlanError("--pp", pp_, f"at most the {model.n_layers} layers of {model.id}")
+    replicas = gpus // (tp_ * pp_)
+    assumptions = list(prec.notes)
+
+    mp = memory_plan(model, acc, tp=tp_, pp=pp_, precisions=prec, engine=eng)
+    cap: KVCapacity = kv_capacity(
+        model,
+        mp.kv_gb,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        kv_precision=prec.kv,
+        tp=tp_,
+        pp=pp_,
+        allocation=allocation,
+    )
+    if not mp.fits or cap.max_sequences < 1:
+        raise InputError(
+            "--model",
+            model.id,
+            f"a model that fits on {acc.id} at tp {tp_} pp {pp_} in {precision}",
+            hint=_not_fit_message(model, acc, system, mp, prec, eng, tp_, pp_),
+        )
+    it = iteration_model(model, acc, system, tp=tp_, pp=pp_, precisions=prec, efficiency=efficiency)
+    engine_cap = max_batch or eng.max_num_seqs
+    b_max = int(min(cap.max_sequences, engine_cap))
+    i, o = float(input_tokens), float(output_tokens)
+
+    vals: dict[str, Any] = {}
+    sim: queueing.SimulationResult | None = None
+    if batch is not None:
+        b = int(batch)
+        if b > cap.max_sequences:
+            raise InputError(
+                "--batch", b, f"at most {cap.max_sequences} sequences (KV capacity per replica)"
+            )
+        ttft = float(it.prefill_s(i, b))
+        tpot = float(it.decode_step_s(b, i + o / 2.0))
+        e2e = ttft + (o - 1.0) * tpot
+        out_tps = replicas * b * o / e2e
+        batch_used = b
+        regime = "static batch"
+    elif qps is None:
+        if mode == "offline" or concurrency is None:
+            b = b_max if mode == "offline" else 1
+            regime = "offline max-throughput" if mode == "offline" else "single request"
+        else:
+            per = concurrency / replicas
+            b = int(min(max(per, 1.0), b_max))
+            regime = "closed-loop concurrency"
+            if per > b_max:
+                assumptions.append(
+                    f"concurrency {concurrency} exceeds {b_max * replicas} running sequences; the rest queue"
+                )
+        if b == 1 and regime == "single request":
+            ttft = float(it.prefill_s(i))
+            tpot = float(it.decode_step_s(1, i + o / 2.0))
+            out_tps = replicas * o / (ttft + (o - 1) * tpot)
+        else:
+            tpot = float(continuous_batching_step(it, b, i, o))
+            out_tps = replicas * b / tpot
+            # a prompt joins as a chunk of the next iteration(s): its prefill plus one mixed step
+            ttft = float(it.iteration_s(b, b * (i + o / 2.0), i, i * (i + 1) / 2.0, 1))
+        e2e = ttft + (o - 1.0) * tpot
+        batch_used = b
+        if concurrency is not None and concurrency / replicas > b_max:
+            wait = (concurrency / replicas - b_max) / (b_max / (o * tpot))
+            ttft += wait
+            e2e += wait
+    else:
+        regime = "open-loop Poisson arrivals (simulated)"
+        per_replica = qps / replicas
+        sim = queueing.simulate_poisson(
+            it,
+            per_replica,
+            input_tokens,
+            output_tokens,
+            input_cv=input_cv,
+            output_cv=output_cv,
+            max_num_seqs=b_max,
+            kv_capacity_tokens=cap.max_tokens,
+            max_num_tokens=eng.max_num_tokens,
+            num_requests=num_requests,
+            seed=seed,
+            slo_ttft_s=None if slo_ttft_ms is None else slo_ttft_ms / 1000.0,
+            slo_tpot_s=None if slo_tpot_ms is None else slo_tpot_ms / 1000.0,
+        )
+        cap_rps = serving.max_request_rate(it, i, o, b_max)
+        vals["utilization"] = per_replica / cap_rps
+        vals["saturated"] = bool(per_replica >= cap_rps)
+        vals["max_qps"] = cap_rps * replicas
+        if vals["saturated"]:
+            assumptions.append(
+                f"arrival rate {qps:g}/s exceeds the capacity {cap_rps * replicas:.3g}/s: the queue grows "
+                "without bound; latencies are reported as null (saturated), throughput at capacity"
+            )
+            ttft = tpot = e2e = float("nan")
+            out_tps = cap_rps * replicas * o
+        else:
+            ttft, tpot, e2e = sim.mean_ttft_s, sim.mean_tpot_s, sim.mean_e2e_s
+            out_tps = qps * o
+        batch_used = sim.mean_batch
+        for k, v in sim.percentiles().items():
+            vals[k] = None if vals["saturated"] else v
+        vals["goodput_requests_per_s"] = None if vals["saturated"] else sim.goodput_fraction * qps
+        if slo_ttft_ms is not None or slo_tpot_ms is not None:
+            vals["replicas_for_slo"] = serving.replicas_for_slo(
+                it,
+                qps,
+                input_tokens,
+                output_tokens,
+                max_num_seqs=b_max,
+                kv_capacity_tokens=cap.max_tokens,
+                max_num_tokens=eng.max_num_tokens,
+                slo_ttft_s=None if slo_ttft_ms is None else slo_ttft_ms / 1e3,
+                slo_tpot_s=None if slo_tpot_ms is None else slo_tpot_ms / 1e3,
+                input_cv=input_cv,
+                output_cv=output_cv,
+                seed=seed,
+            )
+            vals["gpus_for_slo"] = (
+                None if vals["replicas_for_slo"] is None else vals["replicas_for_slo"] * tp_ * pp_
+            )
+
+    req_s = out_tps / o
+    # decomposition of one decode iteration at the batch used, for --explain and energy
+    b_e = max(float(batch_used), 1.0)
+    mb = b_e / pp_
+    lin_compute = pp_ * it.body_flops_per_token * mb / it._flops_rate()
+    w_bytes = it.dense_weight_bytes + (
+        it.expert_bytes_each
+        * it.n_moe_layers
+        * float(expected_distinct_experts(mb, it.n_experts, it.n_active))
+        if it.n_moe_layers
+        else 0.0
+    )
+    lin_memory = pp_ * w_bytes / it._byte_rate()
+    attn = it.decode_attention_s_per_context_token * b_e * (i + o / 2.0)
+    comm = float(pp_ * it.comm_s(mb))
+    step = max(lin_compute, lin_memory) + attn + comm + it.overhead_s
+    busy = (max(lin_compute, lin_memory) + attn) / step if step > 0 else 0.0
+    energy = serving.energy_per_token(acc, gpus, out_tps, utilization=busy)
+
+    weights_total_gb = mp.weights_gb * tp_ * pp_
+    vals.update(
+        {
+            "ttft_s": ttft,
+            "tpot_s": tpot,
+            "e2e_latency_s": e2e,
+            "output_tokens_per_s": out_tps,
+            "total_tokens_per_s": req_s * (i + o),
+            "requests_per_s": req_s,
+            "output_tokens_per_s_per_gpu": out_tps / gpus,
+            "max_concurrency": cap.max_sequences * replicas,
+            "max_batch_per_replica": b_max,
+            "batch_per_replica": batch_used,
+            "kv_cache_gb": mp.kv_gb * tp_ * pp_,
+            "kv_cache_per_gpu_gb": mp.kv_gb,
+            "kv_capacity_tokens": cap.max_tokens,
+            "kv_waste_fraction": cap.waste_fraction,
+            "weights_gb": weights_total_gb,
+            "weights_per_gpu_gb": mp.weights_gb,
+            "memory_per_gpu_gb": mp.weights_gb + mp.activations_gb + mp.reserve_gb + mp.kv_gb,
+            "fits": True,
+            "tp": tp_,
+            "pp": pp_,
+            "replicas": replicas,
+            "precision": prec.weights,
+            "compute_precision": prec.compute,
+            "kv_precision": prec.kv,
+            "engine": eng.name,
+            "regime": regime,
+            **energy,
+        }
+    )
+    if sim is None:
+        for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s"):
+            vals.setdefault(k, None)
+    interval: dict[str, tuple[float, float]] = {}
+    for k in ("output_tokens_per_s", "requests_per_s", "total_tokens_per_s"):
+        iv = _interval(vals[k], THROUGHPUT_RATIO_P10, THROUGHPUT_RATIO_P90)
+        if iv:
+            interval[k] = iv
+    for k in ("ttft_s", "tpot_s", "e2e_latency_s"):
+        iv = _interval(vals[k], LATENCY_RATIO_P10, LATENCY_RATIO_P90)
+        if iv:
+            interval[k] = iv
+
+    terms_d = {
+        "linear_compute_s": lin_compute,
+        "weights_read_s": lin_memory,
+        "kv_read_s": attn,
+        "tp_comm_s": comm,
+        "overhead_s": it.overhead_s,
+    }
+    terms = [
+        Term(
+            name="linear_compute_s",
+            value=lin_compute,
+            unit="s",
+            formula="pp * body_flops_per_token * (B/pp) / (gemm_eff * peak)",
+            inputs={
+                "batch": b_e,
+                "peak_tflops": it.peak_tflops,
+                "gemm_efficiency": it.gemm_efficiency,
+                "compute_precision": prec.compute,
+            },
+        ),
+        Term(
+            name="weights_read_s",
+            value=lin_memory,
+            unit="s",
+            formula="pp * weight_bytes_per_gpu(read) / (hbm_eff * hbm_bw)",
+            inputs={
+                "weight_bytes_read": w_bytes,
+                "hbm_bandwidth_gb_s": it.hbm_bandwidth_gb_s,
+                "hbm_efficiency": it.hbm_efficiency,
+            },
+        ),
+        Term(
+            name="kv_read_s",
+            value=attn,
+            unit="s",
+            formula="B * (I + O/2) * max(kv_bytes_per_token/(hbm_eff*bw), attn_flops_per_pair/(gemm_eff*peak))",
+            inputs={"kv_bytes_per_token": it.kv_bytes_per_token, "kv_precision": prec.kv},
+        ),
+        Term(
+            name="tp_comm_s",
+            value=comm,
+            unit="s",
+            formula="2 * layers/pp * allreduce(B/pp * d_model * act_bytes, tp) (tree, alpha-beta)",
+            inputs={
+                "tp": tp_,
+                "link_bandwidth_gb_s": it.link_bandwidth_gb_s,
+                "link_latency_us": it.link_latency_us,
+            },
+        ),
+        Term(
+            name="overhead_s",
+            value=it.overhead_s,
+            unit="s",
+            formula="serving_overhead_s (fitted)",
+            inputs={},
+        ),
+        Term(
+            name="decode_step_s",
+            value=step,
+            unit="s",
+            formula="max(linear_compute_s, weights_read_s) + kv_read_s + tp_comm_s + overhead_s",
+            inputs={"batch": b_e},
+        ),
+        Term(
+            name="kv_cache_gb",
+            value=mp.kv_gb,
+            unit="GB",
+            formula="usable - weights - activations - reserve (per GPU)",
+            inputs={
+                "device_gb": mp.device_gb,
+                "usable_gb": mp.usable_gb,
+                "weights_gb": mp.weights_gb,
+                "activations_gb": mp.activations_gb,
+                "reserve_gb": mp.reserve_gb,
+            },
+        ),
+        Term(
+            name="max_batch_per_replica",
+            value=float(b_max),
+            unit="sequences",
+            formula="min(kv_cache / kv_bytes(I+O), engine max_num_seqs)",
+            inputs={
+                "kv_sequences": cap.max_sequences,
+                "engine_max_num_seqs": engine_cap,
+                "engine": eng.reference,
+            },
+        ),
+    ]
+    assumptions.append(f"regime: {regime}; engine limits: {eng.reference}")
+    assumptions.append(
+        "power = TDP x (idle fraction + (1 - idle fraction) x busy fraction of the decode step); "
+        "busy = roofline-bound share of the iteration"
+    )
+    return InferenceResult(
+        values=vals,
+        interval=interval,
+        terms=terms,
+        assumptions=assumptions,
+        iteration=it,
+        dominant=dominant_term(terms_d),
+    )
