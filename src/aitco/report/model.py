@@ -303,6 +303,7 @@ def build_report(
     *,
     roi_inputs: Any | None = None,
     utilisation: Mapping[str, Any] | None = None,
+    compare: Any | None = None,
 ) -> ReportData:
     """Compare a scenario's options with :func:`aitco.decide.compare.compare` and gather a report.
 
@@ -316,15 +317,19 @@ def build_report(
         ROI inputs; the ROI curves and the tornado are drawn only when given.
     utilisation : mapping, optional
         Ingested telemetry (see :attr:`ReportData.utilisation`).
+    compare : callable, optional
+        ``compare(scenario, catalog) -> Comparison``; default :func:`aitco.decide.compare.compare`.
 
     Returns
     -------
     ReportData
         What the HTML, Markdown and web views render.
     """
-    from aitco.decide.compare import compare
-
-    comp = compare(scenario, catalog)
+    if compare is None:
+        from aitco.decide.compare import compare as compare_fn
+    else:
+        compare_fn = compare
+    comp = compare_fn(scenario, catalog)
     options = _comparison_options(comp)
     data = report_from_options(
         scenario.name,

@@ -1,0 +1,156 @@
+"""``aitco report``, ``aitco roi-template`` and ``aitco web``: reports, ROI workbook, web app.
+
+Thin: each parses its flags, calls :mod:`aitco.report` (which calls :mod:`aitco.decide`) and
+writes files atomically. Heavy imports (matplotlib, xlsxwriter, fastapi) happen inside the
+commands so that ``aitco --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from aitco.cli import state
+from aitco.cli.render import console
+from aitco.errors import AitcoError, InputError
+
+#: Default address of ``aitco web``: localhost only.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+
+class EngineMissingError(AitcoError):
+    """A ``decide`` engine this command needs is not installed."""
+
+
+def _roi_inputs(roi_file: str | None) -> Any:
+    if roi_file is None:
+        return None
+    from aitco.decide.roi import RoiInputs
+
+    return RoiInputs.from_yaml(roi_file)
+
+
+def _build(scenario_path: str, roi_file: str | None) -> Any:
+    from aitco.decide.scenario import Scenario
+
+    scen = Scenario.from_yaml(scenario_path)
+    roi_in = _roi_inputs(roi_file)
+    try:
+        from aitco.report.model import build_report
+
+        return build_report(scen, state.catalog(), roi_inputs=roi_in)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("aitco."):
+            raise EngineMissingError(f"{exc.name} is not available in this install") from exc
+        raise
+
+
+def report_cmd(
+    scenario: Annotated[str, typer.Argument(metavar="SCENARIO.yaml", help="Scenario to compare.")],
+    output: Annotated[
+        str,
+        typer.Option("-o", "--output", help="report.html (self-contained) or report.md (+ PNGs)."),
+    ],
+    roi: Annotated[
+        str | None,
+        typer.Option("--roi", help="ROI YAML (examples/roi_*.yaml) for ROI curves and tornado."),
+    ] = None,
+) -> None:
+    """Write a report: comparison, itemised breakdown and plots (HTML or Markdown)."""
+    out = Path(output)
+    suffix = out.suffix.lower()
+    if suffix not in (".html", ".htm", ".md", ".markdown"):
+        raise InputError("-o", output, "a path ending in .html or .md")
+    data = _build(scenario, roi)
+    if suffix in (".html", ".htm"):
+        from aitco.decide.scenario import write_atomic
+        from aitco.report.html import render_html
+
+        write_atomic(out, render_html(data))
+        written = [out]
+    else:
+        from aitco.report.markdown import write_markdown
+
+        written = write_markdown(data, out)
+    console.print(
+        f"wrote {written[0]}" + (f" and {len(written) - 1} plots" if len(written) > 1 else "")
+    )
+
+
+def roi_template_cmd(
+    output: Annotated[str, typer.Option("-o", "--output", help="Workbook path (.xlsx).")],
+    scenario: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[SCENARIO]", help="Scenario whose cheapest option fills the running cost."
+        ),
+    ] = None,
+    roi: Annotated[
+        str | None, typer.Option("--roi", help="ROI YAML with the inputs to fill in.")
+    ] = None,
+) -> None:
+    """Write the ROI workbook: inputs, live monthly ROI, payback, NPV, IRR, break-even, chart."""
+    from aitco.report.xlsx import WorkbookInputs, write_roi_workbook
+
+    inputs = WorkbookInputs(notes=["Example inputs: replace the yellow cells with your own."])
+    roi_in = _roi_inputs(roi)
+    if roi_in is not None:
+        inputs = WorkbookInputs.from_roi_inputs(roi_in, notes=[f"inputs from {roi}"])
+    if scenario is not None:
+        data = _build(scenario, None)
+        cheap = next(o for o in data.options if o.name == data.cheapest)
+        fill_from_option(inputs, cheap, data.scenario)
+    path = write_roi_workbook(output, inputs)
+    console.print(f"wrote {path}")
+
+
+def fill_from_option(inputs: Any, option: Any, scenario: dict[str, Any]) -> None:
+    """Fill the running or up-front cost of ``inputs`` from a compared option.
+
+    A serving workload priced over ``months`` becomes a monthly running cost
+    (``total_usd / months``); a training run becomes the up-front investment.
+    """
+    wl = scenario.get("workload") or {}
+    if wl.get("kind") == "inference":
+        months = float(wl.get("months", 1.0))
+        inputs.monthly_cost_usd = option.total_usd / months
+        inputs.notes.append(
+            f"monthly_cost_usd = total {option.total_usd:,.0f} USD / {months:g} months of "
+            f"{option.name} "
+            "(cheapest option of the scenario, aitco compare)"
+        )
+    else:
+        inputs.upfront_usd = option.total_usd
+        inputs.notes.append(
+            f"upfront_usd = total {option.total_usd:,.0f} USD of {option.name} "
+            "(cheapest option of the scenario, aitco compare)"
+        )
+
+
+def web_cmd(
+    host: Annotated[
+        str, typer.Option(help="Address to bind (localhost by default).")
+    ] = DEFAULT_HOST,
+    port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = DEFAULT_PORT,
+) -> None:
+    """Serve the web app (scenario builder, comparison, charts, downloads) on HOST:PORT."""
+    import uvicorn
+
+    from aitco.web.app import create_app
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        console.print(
+            f"[yellow]warning:[/yellow] binding to {host}: the app is reachable from other hosts"
+        )
+    console.print(f"aitco web on http://{host}:{port}/ (Ctrl-C to stop)")
+    uvicorn.run(create_app(overlays=state.overlays()), host=host, port=port, log_level="warning")
+
+
+def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
+    """Add ``report``, ``roi-template`` and ``web`` to the ``aitco`` command."""
+    app.command("report")(report_cmd)
+    app.command("roi-template")(roi_template_cmd)
+    app.command("web")(web_cmd)

@@ -1,0 +1,429 @@
+"""The aitco web app: a scenario builder, the comparison, charts and downloads (FastAPI + htmx).
+
+The page is a thin client of the JSON API below (``/api/v1/...``, described by ``/openapi.json``):
+its form is sent as a scenario JSON to ``POST /api/v1/compare``, which answers JSON, or, for
+htmx requests, the HTML fragment rendered from the very same result. Validation is the CLI's:
+the body goes through :meth:`aitco.decide.scenario.Scenario.from_dict`, and every
+:class:`aitco.errors.AitcoError` becomes a 422 JSON ``{"error": {field, value, expected, ...}}``.
+
+Nothing is fetched from a CDN: htmx is vendored under ``static/`` with its licence. Request
+bodies are limited to :data:`MAX_BODY_BYTES`; ``aitco web`` binds to 127.0.0.1 by default.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from aitco import __version__
+from aitco.catalog.loader import Catalog, load_catalog
+from aitco.decide.scenario import Precision, PricingMode, Scenario
+from aitco.errors import AitcoError, InputError
+from aitco.report.html import environment, headline_keys
+from aitco.report.model import ReportData
+
+#: Largest request body accepted. [bytes]
+MAX_BODY_BYTES = 64 * 1024
+#: Comparisons kept in memory (keyed by the canonical scenario JSON).
+CACHE_SIZE = 64
+#: Option rows offered by the page's scenario builder.
+FORM_OPTION_ROWS = 3
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; img-src 'self' data: blob:; script-src 'self'; "
+        "style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
+
+
+class BodyLimitMiddleware:
+    """Refuse request bodies over ``max_bytes`` with 413, by header and while streaming."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, counting the body bytes."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for k, v in scope.get("headers", []):
+            if k == b"content-length":
+                try:
+                    too_big = int(v) > self.max_bytes
+                except ValueError:
+                    too_big = True
+                if too_big:
+                    await self._refuse(scope, send)
+                    return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLargeError
+            return msg
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLargeError:
+            await self._refuse(scope, send)
+
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        body = json.dumps(
+            {
+                "error": {
+                    "field": "body",
+                    "value": "...",
+                    "expected": f"at most {self.max_bytes} bytes",
+                    "message": f"request body larger than {self.max_bytes} bytes",
+                }
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+class _TooLargeError(Exception):
+    pass
+
+
+def error_json(exc: AitcoError) -> dict[str, Any]:
+    """Return the 422 body of an error: the field, value and expectation of the CLI line."""
+    err: dict[str, Any] = {"message": str(exc), "type": type(exc).__name__}
+    if isinstance(exc, InputError):
+        value = exc.value
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            value = repr(value)
+        err.update(field=exc.field, value=value, expected=exc.expected)
+        if exc.hint:
+            err["hint"] = exc.hint
+    return {"error": err}
+
+
+class _Engine:
+    """Scenario -> ReportData with a small LRU cache, and figures rendered under a lock."""
+
+    def __init__(self, catalog: Catalog, compare: Any | None = None) -> None:
+        self.catalog = catalog
+        self.compare = compare
+        self._cache: OrderedDict[str, ReportData] = OrderedDict()
+        self._figs: OrderedDict[str, list[tuple[str, str, bytes]]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._plot_lock = threading.Lock()
+
+    def report(self, body: Any) -> tuple[str, ReportData]:
+        from aitco.report.model import build_report
+
+        scen = Scenario.from_dict(body, file=None)
+        key = json.dumps(scen.to_dict(), sort_keys=True)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return key, hit
+        data = build_report(scen, self.catalog, compare=self.compare)
+        with self._lock:
+            self._cache[key] = data
+            while len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return key, data
+
+    def figures(self, key: str, data: ReportData) -> list[tuple[str, str, bytes]]:
+        from aitco.report.plots import report_figures
+
+        with self._lock:
+            hit = self._figs.get(key)
+        if hit is not None:
+            return hit
+        with self._plot_lock:
+            figs = report_figures(data)
+        with self._lock:
+            self._figs[key] = figs
+            while len(self._figs) > CACHE_SIZE:
+                self._figs.popitem(last=False)
+        return figs
+
+
+def _scenario_schema() -> tuple[dict[str, Any], dict[str, Any]]:
+    s = Scenario.model_json_schema(ref_template="#/components/schemas/{model}")
+    defs = s.pop("$defs", {})
+    return s, defs
+
+
+_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Scenario"}}},
+    }
+}
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    422: {"description": "Invalid input: the field, the value and what was expected."},
+    413: {"description": "Request body too large."},
+}
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    try:
+        return json.loads(raw or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(
+            "body", raw[:40].decode("utf-8", "replace"), "a JSON scenario object"
+        ) from exc
+
+
+def _is_htmx(request: Request) -> bool:
+    return request.headers.get("hx-request", "").lower() == "true"
+
+
+def create_app(
+    overlays: Sequence[str] = (),
+    *,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    compare: Callable[[Scenario, Catalog], Any] | None = None,
+) -> FastAPI:
+    """Build the web app.
+
+    Parameters
+    ----------
+    overlays : sequence of str
+        Catalog overlay files (as ``--catalog``).
+    max_body_bytes : int
+        Largest request body accepted. [bytes]
+    compare : callable, optional
+        ``compare(scenario, catalog) -> Comparison``; default :func:`aitco.decide.compare.compare`
+        (tests pass their own to check the wiring on explicit data).
+
+    Returns
+    -------
+    fastapi.FastAPI
+        The ASGI app (``uvicorn.run(create_app(), host="127.0.0.1")``).
+    """
+    catalog = load_catalog(list(overlays))
+    engine = _Engine(catalog, compare)
+    here = Path(str(resources.files("aitco.web")))
+    env = environment([here / "templates"])
+
+    app = FastAPI(
+        title="aitco",
+        version=__version__,
+        description="What will this AI workload really cost, on which hardware, is it worth it?",
+    )
+    app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
+    app.mount("/static", StaticFiles(directory=here / "static"), name="static")
+
+    @app.middleware("http")
+    async def _headers(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        resp = await call_next(request)
+        for k, v in _SECURITY_HEADERS.items():
+            resp.headers.setdefault(k, v)
+        return resp
+
+    @app.exception_handler(AitcoError)
+    async def _aitco_error(request: Request, exc: AitcoError) -> Response:
+        if _is_htmx(request):
+            html = env.get_template("error.html.j2").render(error=error_json(exc)["error"])
+            return HTMLResponse(html, status_code=422)
+        return JSONResponse(error_json(exc), status_code=422)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        scen, defs = _scenario_schema()
+        comps = schema.setdefault("components", {}).setdefault("schemas", {})
+        comps.update(defs)
+        comps["Scenario"] = scen
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+    # ------------------------------------------------------------------ JSON API
+    @app.get("/api/v1/health", tags=["meta"])
+    def health() -> dict[str, str]:
+        """Liveness probe."""
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/api/v1/catalog", tags=["catalog"])
+    def catalog_lists() -> dict[str, Any]:
+        """Pick-lists of the scenario builder: hardware, models, pricing modes, precisions."""
+        return pick_lists(catalog)
+
+    @app.post("/api/v1/compare", tags=["compare"], openapi_extra=_BODY, responses=_ERRORS)
+    async def compare_api(request: Request) -> Response:
+        """Compare the options of a scenario: totals, itemised breakdown, Pareto points.
+
+        Same result as ``aitco compare --json``; htmx requests get the HTML fragment instead.
+        """
+        body = await _json_body(request)
+        key, data = await _run(engine.report, body)
+        if _is_htmx(request):
+            figs = await _run(engine.figures, key, data)
+            return HTMLResponse(_fragment(env, data, figs))
+        return JSONResponse(_finite(data.to_json()))
+
+    @app.post("/api/v1/report", tags=["report"], openapi_extra=_BODY, responses=_ERRORS)
+    async def report_api(
+        request: Request,
+        format: str = Query(
+            "html", pattern="^(html|json|xlsx)$", description="html, json or xlsx."
+        ),
+    ) -> Response:
+        """Download the report (self-contained HTML), the comparison JSON or the ROI workbook."""
+        body = await _json_body(request)
+        key, data = await _run(engine.report, body)
+        stem = _safe_stem(data.title)
+        if format == "json":
+            content = json.dumps(_finite(data.to_json()), indent=2).encode()
+            return Response(content, media_type="application/json", headers=_attach(f"{stem}.json"))
+        if format == "xlsx":
+            content = await _run(_workbook, data)
+            return Response(
+                content,
+                media_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                headers=_attach(f"{stem}_roi.xlsx"),
+            )
+        from aitco.report.html import render_html
+
+        figs = await _run(engine.figures, key, data)
+        text = await _run(render_html, data, figs)
+        return Response(
+            text.encode(), media_type="text/html; charset=utf-8", headers=_attach(f"{stem}.html")
+        )
+
+    # ------------------------------------------------------------------ page
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> HTMLResponse:
+        lists = pick_lists(catalog)
+        html = env.get_template("index.html.j2").render(
+            lists=lists, rows=FORM_OPTION_ROWS, version=__version__, defaults=_form_defaults(lists)
+        )
+        return HTMLResponse(html)
+
+    return app
+
+
+async def _run(fn: Callable[..., Any], *args: Any) -> Any:
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(fn, *args)
+
+
+def _workbook(data: ReportData) -> bytes:
+    from aitco.cli.report_cmd import fill_from_option
+    from aitco.report.xlsx import WorkbookInputs, roi_workbook_bytes
+
+    inputs = WorkbookInputs(
+        notes=["Savings, prices and margins are yours to fill in (yellow cells)."]
+    )
+    cheap = next((o for o in data.options if o.name == data.cheapest), data.options[0])
+    fill_from_option(inputs, cheap, data.scenario)
+    return roi_workbook_bytes(inputs)
+
+
+def _fragment(env: Any, data: ReportData, figs: list[tuple[str, str, bytes]]) -> str:
+    wanted = ("breakdown", "waterfall_1", "pareto_time", "pareto_latency")
+    shown = [(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs if s in wanted]
+    return str(
+        env.get_template("results.html.j2").render(
+            data=data, headline=headline_keys(data), figures=shown
+        )
+    )
+
+
+def _finite(o: Any) -> Any:
+    """Replace NaN and infinities by None so that the JSON is strict."""
+    if isinstance(o, float):
+        return o if o == o and o not in (float("inf"), float("-inf")) else None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_finite(v) for v in o]
+    return o
+
+
+def _safe_stem(name: str) -> str:
+    s = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)[:60].strip("_")
+    return s or "aitco_report"
+
+
+def _attach(filename: str) -> dict[str, str]:
+    return {"content-disposition": f'attachment; filename="{filename}"'}
+
+
+def pick_lists(catalog: Catalog) -> dict[str, Any]:
+    """Ids the scenario builder offers, from the catalog and the scenario schema."""
+    from typing import get_args
+
+    hw = [
+        {"id": a.id, "name": a.name or a.id, "memory_gb": a.memory_gb}
+        for a in sorted(catalog.accelerators.values(), key=lambda a: a.id)
+    ]
+    return {
+        "hardware": hw,
+        "systems": sorted(catalog.systems),
+        "models": sorted(catalog.models),
+        "pricing": list(get_args(PricingMode)),
+        "precisions": list(get_args(Precision)),
+        "workloads": ["training", "inference"],
+    }
+
+
+def _form_defaults(lists: dict[str, Any]) -> dict[str, Any]:
+    ids = [h["id"] for h in lists["hardware"]]
+
+    def pick(*cands: str) -> str:
+        return next((c for c in cands if c in ids), ids[0] if ids else "")
+
+    models = lists["models"]
+    model = next(
+        (m for m in ("gpt2-1.02b", "gpt2-xl", "llama-3-8b") if m in models),
+        models[0] if models else "",
+    )
+    return {
+        "model": model,
+        "hardware": [pick("a100-sxm4-80gb"), pick("h100-sxm5-80gb"), pick("l40s")],
+        "gpus": [64, 32, 48],
+        "pricing": ["on_demand", "on_demand", "on_demand"],
+    }
