@@ -230,7 +230,292 @@ def breakeven_cmd(
         print_explain(est)
 
 
+# --------------------------------------------------------------------------- sweep / optimize
+def _parse_grid(items: list[str] | None) -> dict[str, list[Any]]:
+    """``key=v1,v2`` flags -> grid entries (numbers parsed, 'none' -> None)."""
+    grid: dict[str, list[Any]] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise InputError("--grid", item, "KEY=V1,V2,... (e.g. gpus=8,16,32)")
+        key, raw = item.split("=", 1)
+        vals: list[Any] = []
+        for tok in raw.split(","):
+            tok = tok.strip()
+            if tok == "":
+                continue
+            if tok.lower() in ("none", "null"):
+                vals.append(None)
+                continue
+            try:
+                num = float(tok)
+                vals.append(
+                    int(num) if num.is_integer() and "." not in tok and "e" not in tok else num
+                )
+            except ValueError:
+                vals.append(tok)
+        grid[key.strip()] = vals
+    return grid
+
+
+def _load_spec(spec_file: str | None, grid: list[str] | None, overrides: dict[str, Any]) -> Any:
+    from aitco.decide.sweep import SweepSpec
+
+    if spec_file is None:
+        raise InputError("SWEEP_FILE", None, "a sweep YAML (see examples/sweep_*.yaml)")
+    spec = SweepSpec.from_yaml(spec_file)
+    g = _parse_grid(grid)
+    upd = {k: v for k, v in overrides.items() if v is not None}
+    if g:
+        upd["grid"] = {**spec.grid, **g}
+    if upd:
+        spec = SweepSpec.from_dict({**spec.model_dump(), **upd}, file=spec_file)
+    return spec
+
+
+def _progress(enabled: bool) -> Any:
+    from contextlib import nullcontext
+
+    if not enabled:
+        return nullcontext(None)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from aitco.cli.render import err_console
+
+    return Progress(
+        TextColumn("[bold]sweep[/bold]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("chunks"),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    )
+
+
+def _run_sweep(
+    spec: Any,
+    backend: str,
+    scheduler: str | None,
+    workers: int | None,
+    parquet: str | None,
+    show_progress: bool,
+    optimize: bool,
+) -> Any:
+    from aitco.cli import state
+    from aitco.decide import optimize as opt
+    from aitco.decide import sweep as sw
+
+    cat = state.catalog()
+    if backend not in ("local", "dask"):
+        raise InputError("--backend", backend, "local or dask")
+    with _progress(show_progress) as prog:
+        cb = None
+        if prog is not None:
+            task = prog.add_task("sweep", total=None)
+
+            def cb(done: int, total: int) -> None:
+                prog.update(task, completed=done, total=total)
+
+        kw: dict[str, Any] = {
+            "backend": backend,
+            "scheduler": scheduler,
+            "workers": workers,
+            "progress": cb,
+        }
+        if optimize:
+            return opt.optimize(spec, cat, **kw)
+        return sw.sweep(spec, cat, parquet_dir=parquet, **kw)
+
+
+def _show_rows(
+    title: str, rows: list[dict[str, Any]], swept: list[str], metrics: list[str]
+) -> None:
+    if not rows:
+        console.print(f"{title}: none")
+        return
+    cols = [c.rsplit(".", 1)[-1] for c in swept] + metrics
+    console.print(
+        table(
+            title,
+            cols,
+            [
+                [r.get(c) if isinstance(r.get(c), int | float) else str(r.get(c)) for c in cols]
+                for r in rows
+            ],
+        )
+    )
+
+
+SweepFile = Annotated[
+    str | None, typer.Argument(metavar="SWEEP_FILE", help="Sweep YAML (examples/sweep_*.yaml).")
+]
+GridOpt = Annotated[
+    list[str] | None,
+    typer.Option("--grid", help="Override/add a swept key: KEY=V1,V2 (repeatable)."),
+]
+BackendOpt = Annotated[str, typer.Option("--backend", help="local or dask.")]
+SchedOpt = Annotated[
+    str | None, typer.Option("--scheduler", help="Dask scheduler address (tcp://host:8786).")
+]
+WorkersOpt = Annotated[
+    int | None, typer.Option("--workers", help="Dask LocalCluster workers (default 2).")
+]
+ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")]
+
+
+def sweep_cmd(
+    spec_file: SweepFile = None,
+    grid: GridOpt = None,
+    sample: Annotated[int | None, typer.Option(help="Random sample of N configurations.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the random sample.")] = None,
+    top_k: Annotated[int | None, typer.Option(help="Rows kept.")] = None,
+    objective: Annotated[
+        str | None, typer.Option(help="Metric minimised ('-' prefix maximises).")
+    ] = None,
+    chunk_size: Annotated[int | None, typer.Option(help="Configurations per chunk.")] = None,
+    backend: BackendOpt = "local",
+    scheduler: SchedOpt = None,
+    workers: WorkersOpt = None,
+    parquet: Annotated[
+        str | None, typer.Option(help="Write every row to DIR/part-*.parquet.")
+    ] = None,
+    csv: Annotated[str | None, typer.Option(help="Write the top-K table to a CSV file.")] = None,
+    show_progress: ProgressOpt = True,
+    json_out: JsonOpt = False,
+) -> None:
+    """Sweep a grid (or a random sample) of plans with the vectorised models; top-K and Pareto."""
+    spec = _load_spec(
+        spec_file,
+        grid,
+        {
+            "sample": sample,
+            "seed": seed,
+            "top_k": top_k,
+            "objective": objective,
+            "chunk_size": chunk_size,
+        },
+    )
+    res = _run_sweep(
+        spec, backend, scheduler, workers, parquet, show_progress and not json_out, False
+    )
+    if csv:
+        from pathlib import Path
+
+        from aitco.decide.scenario import write_atomic
+
+        write_atomic(Path(csv), res.top.to_csv(index=False))
+    out = res.to_json()
+    if json_out:
+        print_json(out)
+        return
+    swept = out["swept_keys"]
+    metric_cols = [out["objective"].lstrip("-"), *[m.lstrip("-") for m in out["pareto_metrics"]]]
+    metric_cols = list(dict.fromkeys(metric_cols))
+    console.print(
+        f"{out['evaluated']:,} configurations ({out['valid']:,} valid, "
+        f"{out['feasible']:,} feasible) "
+        f"in {out['elapsed_s']:.2f} s on {out['backend']} "
+        f"({fmt(out['configs_per_s'])} configs/s)",
+        highlight=False,
+    )
+    for reason, n in out["invalid_reasons"].items():
+        console.print(f"  [dim]{n:,} × {reason}[/dim]", highlight=False)
+    _show_rows(f"Top {len(out['top'])} by {out['objective']}", out["top"], swept, metric_cols)
+    _show_rows(
+        f"Pareto front ({' vs '.join(out['pareto_metrics'])})", out["pareto"], swept, metric_cols
+    )
+
+
+def optimize_cmd(
+    spec_file: SweepFile = None,
+    grid: GridOpt = None,
+    deadline_h: Annotated[float | None, typer.Option(help="Max wall clock (training). [h]")] = None,
+    budget_usd: Annotated[
+        float | None, typer.Option(help="Max total cost (training). [USD]")
+    ] = None,
+    max_gpus: Annotated[int | None, typer.Option(help="Max accelerators in use.")] = None,
+    max_ttft_s: Annotated[float | None, typer.Option(help="Max TTFT (serving). [s]")] = None,
+    max_tpot_s: Annotated[float | None, typer.Option(help="Max TPOT (serving). [s]")] = None,
+    max_usd_per_million_tokens: Annotated[
+        float | None, typer.Option(help="Max $/Mtok (serving).")
+    ] = None,
+    allowed_clouds: Annotated[
+        str | None, typer.Option(help="Comma-separated providers allowed.")
+    ] = None,
+    allowed_regions: Annotated[
+        str | None, typer.Option(help="Comma-separated regions allowed.")
+    ] = None,
+    allowed_pricing: Annotated[
+        str | None, typer.Option(help="Comma-separated pricing modes allowed.")
+    ] = None,
+    backend: BackendOpt = "local",
+    scheduler: SchedOpt = None,
+    workers: WorkersOpt = None,
+    show_progress: ProgressOpt = True,
+    json_out: JsonOpt = False,
+) -> None:
+    """Cheapest plan meeting the constraints, and the cost-vs-time (or cost-vs-latency) front."""
+    from aitco.decide import optimize as opt
+
+    spec = _load_spec(spec_file, grid, {})
+
+    def split(x: str | None) -> list[str] | None:
+        return None if x is None else [t.strip() for t in x.split(",") if t.strip()]
+
+    spec = opt.with_constraints(
+        spec,
+        max_wall_clock_h=deadline_h,
+        max_total_usd=budget_usd,
+        max_gpus=max_gpus,
+        max_ttft_s=max_ttft_s,
+        max_tpot_s=max_tpot_s,
+        max_usd_per_million_tokens=max_usd_per_million_tokens,
+        allowed_providers=split(allowed_clouds),
+        allowed_regions=split(allowed_regions),
+        allowed_pricing=split(allowed_pricing),
+    )
+    out = _run_sweep(spec, backend, scheduler, workers, None, show_progress and not json_out, True)
+    if json_out:
+        print_json(out)
+        if out["status"] != "optimal":
+            raise typer.Exit(2)
+        return
+    if out["status"] != "optimal":
+        from aitco.cli.render import err_console
+
+        err_console.print(
+            f"[bold red]infeasible:[/bold red] {opt.infeasible_message(out)}", highlight=False
+        )
+        _show_rows(
+            "Closest plan",
+            out.get("closest", []),
+            out["swept_keys"],
+            [b["metric"] for b in out.get("binding", []) if "metric" in b],
+        )
+        raise typer.Exit(2)
+    metric_cols = list(
+        dict.fromkeys(
+            [out["objective"].lstrip("-"), *[m.lstrip("-") for m in out["pareto_metrics"]]]
+        )
+    )
+    _show_rows("Cheapest feasible plan", [out["best"]], out["swept_keys"], metric_cols)
+    _show_rows(
+        f"Pareto front ({' vs '.join(out['pareto_metrics'])})",
+        out["pareto"],
+        out["swept_keys"],
+        metric_cols,
+    )
+
+
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add the decision commands to the ``aitco`` app."""
     app.command("roi")(roi_cmd)
     app.command("breakeven")(breakeven_cmd)
+    app.command("sweep")(sweep_cmd)
+    app.command("optimize")(optimize_cmd)

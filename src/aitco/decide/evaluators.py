@@ -1,0 +1,654 @@
+"""Vectorised evaluators of sweep configurations: hardware/price tables and array models.
+
+A sweep turns every configuration into integer *codes* (one per swept key) and hands whole
+chunks of codes to an evaluator. The evaluator gathers per-configuration inputs from small lookup
+tables (hardware specs per accelerator, prices per accelerator x pricing mode x region, model
+shapes per model) with numpy fancy indexing and evaluates the performance and cost formulas on
+the arrays at once: there is no Python loop per configuration.
+
+Two evaluators are built in: :class:`TrainingEvaluator` (step time, MFU, memory fit, wall clock,
+GPU-hours, total cost) and :class:`ServingEvaluator` (TTFT, TPOT, throughput, $/Mtok). They are
+deliberately compact analytic models (roofline + alpha-beta collectives, from
+:mod:`aitco.perf.roofline` and :mod:`aitco.perf.comms`) for ranking millions of plans; the
+winning plans can be re-estimated with the full engines (``aitco train`` / ``aitco infer``).
+Any object with ``keys``, ``metrics`` and ``evaluate(codes) -> dict`` can be plugged in instead
+(see :class:`Evaluator`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from aitco.catalog.loader import Catalog
+from aitco.catalog.schema import Accelerator, ModelArch, System
+from aitco.errors import InputError
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.params import param_counts
+from aitco.units import BYTES_PER_DTYPE, DTYPES, GIGA, HOURS_PER_YEAR, SECONDS_PER_HOUR, TERA
+
+# ----------------------------------------------------------------------------- named constants
+#: Bytes of model state per parameter for mixed-precision Adam: bf16 weights (2) + bf16
+#: gradients (2) + fp32 master weights, momentum and variance (12). Rajbhandari et al., "ZeRO:
+#: memory optimizations toward training trillion parameter models", SC20, sec. 3.1 (16 psi).
+ADAM_STATE_BYTES_PER_PARAM = 12.0
+WEIGHT_BYTES_TRAINING = 2.0
+GRAD_BYTES_TRAINING = 2.0
+#: Activation bytes per token per layer per unit of d_model without recomputation, with tensor
+#: and sequence parallelism: 34 (Korthikanti et al., arXiv:2205.05198, eq. 2, sbh(34 + 5as/h)).
+ACT_BYTES_COEFF = 34.0
+#: Attention-score term of the same equation (5 a s / h), dropped by selective recomputation.
+ACT_ATTN_COEFF = 5.0
+#: Full recomputation keeps only the layer input: 2 bytes per token per d_model (ibid., sec. 5).
+ACT_FULL_RECOMPUTE_COEFF = 2.0
+#: Training FLOPs per parameter per token (forward 2 + backward 4); Kaplan et al. 2020.
+TRAIN_FLOPS_PER_PARAM = 6.0
+#: Attention FLOPs per token per layer per (seq_len x d_model), forward+backward (PaLM App. B:
+#: 6 * n_layers * seq * d_attn * 2, halved for causal masking -> 6).
+ATTN_FLOPS_COEFF = 6.0
+#: Extra forward pass under full recomputation: 2 of the 6 FLOPs per parameter again.
+FULL_RECOMPUTE_EXTRA = 2.0 / 6.0
+#: Tensor-parallel all-reduces per layer per micro-batch (2 forward + 2 backward), Megatron-LM
+#: (Shoeybi et al., arXiv:1909.08053, fig. 4).
+TP_ALLREDUCES_PER_LAYER = 4.0
+#: Fraction of device memory usable by the model (framework, CUDA context and fragmentation take
+#: the rest); PyTorch/NCCL reserve a few GB on an 80 GB device.
+USABLE_MEMORY_FRACTION = 0.9
+#: Inference FLOPs per active parameter per token (one forward pass).
+INFER_FLOPS_PER_PARAM = 2.0
+#: KV tensors per layer (keys and values).
+KV_TENSORS = 2.0
+
+# Defaults for owned hardware when the catalog has no factor (cost-factors.md sections cited).
+#: Server, network and storage cost over the accelerator price (Epoch AI default 1.64x). [-]
+DEFAULT_SERVER_OVERHEAD_FRACTION = 0.64
+#: Economic life of an owned accelerator (cost-factors.md 7.3: 3-5 years common). [years]
+DEFAULT_USEFUL_LIFE_YEARS = 4.0
+#: PUE of an air-cooled colocation hall (cost-factors.md 2, suggested default 1.5). [-]
+DEFAULT_PUE = 1.5
+#: Average training draw as a fraction of TDP (Latif et al. 2025: 8.4/10.2 kW = 0.82). [0-1]
+DEFAULT_UTILIZATION_POWER_FRACTION = 0.82
+#: PSU/PDU/UPS conversion loss (Tailpipe x1.04 PSU overhead). [0-1]
+DEFAULT_CONVERSION_LOSS = 0.04
+#: US industrial electricity price 2023 (EIA via Statista, cost-factors.md 1). [USD/kWh]
+DEFAULT_USD_PER_KWH = 0.0806
+#: Spot preemptions per instance-hour: AWS Spot Advisor bands 5-20 % of instances interrupted
+#: per month -> 10 % / 730 h (cost-factors.md 5). [1/h]
+DEFAULT_SPOT_INTERRUPTIONS_PER_H = 0.10 / (HOURS_PER_YEAR / 12)
+#: Work lost per preemption: restart (~0.25 h) plus half of a 1 h checkpoint interval. [h]
+DEFAULT_SPOT_LOST_H_PER_INTERRUPTION = 0.75
+
+PRICING_MODES: tuple[str, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y", "owned")
+
+#: Invalid-configuration reasons (bit flags), reported by the sweep with counts.
+REASONS: dict[int, str] = {
+    1: "plan: gpus not divisible by tp x pp",
+    2: "plan: tp larger than the scale-up domain",
+    4: "plan: pp larger than n_layers",
+    8: "plan: global batch not divisible by dp x micro_batch",
+    16: "memory: does not fit in device memory",
+    32: "price: no price for this hardware / pricing mode / region",
+    64: "precision: not supported by the accelerator",
+}
+
+
+class Evaluator(Protocol):
+    """What a sweep needs from an evaluator.
+
+    Attributes
+    ----------
+    keys : dict of str to list
+        Canonical dotted keys the evaluator understands, with their default value lists.
+    metrics : tuple of str
+        Names of the float metric arrays :meth:`evaluate` returns.
+    """
+
+    keys: dict[str, list[Any]]
+    metrics: tuple[str, ...]
+
+    def evaluate(self, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Evaluate a chunk of configurations.
+
+        ``values`` maps each key to per-configuration values (codes for categorical keys).
+        Returns the metrics plus ``reason`` (int bit flags, 0 = valid).
+        """
+        ...
+
+
+# ----------------------------------------------------------------------------- hardware tables
+@dataclass
+class HardwareTable:
+    """Per-accelerator arrays (index = position in ``ids``) and a price cube.
+
+    ``price[h, p, r]`` is the price per accelerator-hour of hardware *h* under pricing mode *p*
+    (``PRICING_MODES``) in region *r* (``regions``); NaN where none is known.
+    """
+
+    ids: list[str]
+    peak_tflops: np.ndarray  # (H, len(DTYPES)), NaN where unsupported
+    memory_gb: np.ndarray
+    hbm_bandwidth_gb_s: np.ndarray
+    intra_bw_gb_s: np.ndarray
+    inter_bw_gb_s: np.ndarray
+    intra_latency_us: np.ndarray
+    inter_latency_us: np.ndarray
+    devices_per_node: np.ndarray
+    scale_up_domain: np.ndarray
+    gemm_eff: np.ndarray
+    tdp_w: np.ndarray
+    regions: list[str | None]
+    price: np.ndarray  # (H, P, R)
+    price_source: dict[str, str] = field(default_factory=dict)
+
+
+def _factor(cat: Catalog | None, fid: str, default: float) -> float:
+    if cat is not None and fid in cat.factors:
+        try:
+            return cat.factor_value(fid)
+        except InputError:
+            return default
+    return default
+
+
+def owned_usd_per_gpu_hour(
+    acc: Accelerator, sysm: System, cat: Catalog | None, region: str | None = None
+) -> float | None:
+    r"""Cost of one owned accelerator-hour: amortised capex plus facility energy.
+
+    Notes
+    -----
+    .. math::
+
+        c = \frac{P (1 + o)}{Y \cdot 8766} +
+            \frac{(W_{acc} u + W_{node}/n)}{1000} (1 + \ell)\, \mathrm{PUE}\, e
+
+    with *P* the accelerator price, *o* the server overhead, *Y* the useful life in years, *u*
+    the training draw as a fraction of TDP, :math:`\ell` the conversion loss and *e* the
+    electricity price. Factors come from the catalog when present (``server.overhead-fraction``,
+    ``useful-life.years``, ``pue.air``, ``utilization-power.training-fraction-of-tdp``,
+    ``power-conversion.loss``, ``electricity.usd-per-kwh.<region>``) and otherwise from the
+    named defaults of this module.
+    """
+    if acc.price is None:
+        return None
+    over = _factor(cat, "server.overhead-fraction", DEFAULT_SERVER_OVERHEAD_FRACTION)
+    life = _factor(cat, "useful-life.years", DEFAULT_USEFUL_LIFE_YEARS)
+    pue = _factor(cat, "pue.liquid" if sysm.cooling == "liquid" else "pue.air", DEFAULT_PUE)
+    util = _factor(
+        cat, "utilization-power.training-fraction-of-tdp", DEFAULT_UTILIZATION_POWER_FRACTION
+    )
+    loss = _factor(cat, "power-conversion.loss", DEFAULT_CONVERSION_LOSS)
+    kwh = _factor(cat, f"electricity.usd-per-kwh.{region or 'us'}", DEFAULT_USD_PER_KWH)
+    capex_h = acc.price.usd * (1.0 + over) / (life * HOURS_PER_YEAR)
+    it_w = (acc.tdp_w or 0.0) * util + sysm.node_power_w / sysm.devices_per_node
+    energy_h = it_w / 1000.0 * (1.0 + loss) * pue * kwh
+    return capex_h + energy_h
+
+
+def hardware_table(
+    cat: Catalog,
+    hw_ids: list[str],
+    regions: list[str | None],
+    *,
+    prices: dict[str, dict[str, float]] | None = None,
+    efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
+    field_name: str = "option.hardware",
+) -> HardwareTable:
+    """Build the per-accelerator arrays and the price cube for the swept hardware ids.
+
+    Parameters
+    ----------
+    cat : Catalog
+        Catalog (accelerators, systems, offers, factors).
+    hw_ids : list of str
+        Accelerator or system ids.
+    regions : list of str or None
+        Regions swept (``[None]`` = cheapest offer in any region).
+    prices : dict, optional
+        Overrides ``{hardware_id: {pricing_mode: usd_per_gpu_hour}}``.
+    efficiency : EfficiencyParams
+        GEMM efficiency per family.
+    field_name : str
+        Field named in errors.
+    """
+    n = len(hw_ids)
+    peak = np.full((n, len(DTYPES)), np.nan)
+    cols: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "memory_gb",
+            "hbm",
+            "intra",
+            "inter",
+            "intra_lat",
+            "inter_lat",
+            "dpn",
+            "sud",
+            "gemm",
+            "tdp",
+        )
+    }
+    price = np.full((n, len(PRICING_MODES), len(regions)), np.nan)
+    src: dict[str, str] = {}
+    for h, hw in enumerate(hw_ids):
+        acc, sysm = cat.hardware(hw, field=field_name)
+        for j, dt in enumerate(DTYPES):
+            if dt in acc.peak_tflops:
+                peak[h, j] = acc.peak_tflops[dt]
+        cols["memory_gb"].append(acc.memory_gb)
+        cols["hbm"].append(acc.hbm_bandwidth_gb_s)
+        cols["intra"].append(sysm.intra_node_bandwidth_gb_s)
+        # a single-node system has no scale-out link: use PCIe-class host bandwidth floor
+        cols["inter"].append(sysm.scale_out_bandwidth_gb_s or sysm.intra_node_bandwidth_gb_s / 8.0)
+        cols["intra_lat"].append(sysm.intra_node_latency_us)
+        cols["inter_lat"].append(sysm.scale_out_latency_us)
+        cols["dpn"].append(sysm.devices_per_node)
+        cols["sud"].append(max(sysm.scale_up_domain, sysm.devices_per_node))
+        cols["gemm"].append(efficiency.gemm_for(acc.family))
+        cols["tdp"].append(acc.tdp_w or 0.0)
+        offers = cat.offers_for(acc.id)
+        for p, mode in enumerate(PRICING_MODES):
+            for r, reg in enumerate(regions):
+                val: float | None = None
+                if prices and hw in prices and mode in prices[hw]:
+                    val = float(prices[hw][mode])
+                    src[f"{hw}/{mode}"] = "sweep spec"
+                elif mode == "owned":
+                    val = owned_usd_per_gpu_hour(acc, sysm, cat, reg)
+                    if val is not None:
+                        src[f"{hw}/{mode}"] = "catalog price + factors (amortised)"
+                else:
+                    cands = [o.usd_per_accel_hour(mode, reg) for o in offers]
+                    got = [c for c in cands if c is not None]
+                    if got:
+                        val = min(got)
+                        src[f"{hw}/{mode}"] = "catalog offers"
+                if val is not None:
+                    price[h, p, r] = val
+    arr = {k: np.asarray(v, dtype=float) for k, v in cols.items()}
+    return HardwareTable(
+        ids=list(hw_ids),
+        peak_tflops=peak,
+        memory_gb=arr["memory_gb"],
+        hbm_bandwidth_gb_s=arr["hbm"],
+        intra_bw_gb_s=arr["intra"],
+        inter_bw_gb_s=arr["inter"],
+        intra_latency_us=arr["intra_lat"],
+        inter_latency_us=arr["inter_lat"],
+        devices_per_node=arr["dpn"],
+        scale_up_domain=arr["sud"],
+        gemm_eff=arr["gemm"],
+        tdp_w=arr["tdp"],
+        regions=list(regions),
+        price=price,
+        price_source=src,
+    )
+
+
+@dataclass
+class ModelTable:
+    """Per-model arrays (index = position in ``ids``)."""
+
+    ids: list[str]
+    total_params: np.ndarray
+    active_params: np.ndarray
+    n_layers: np.ndarray
+    d_model: np.ndarray
+    n_heads: np.ndarray
+    kv_width: np.ndarray  # n_kv_heads * head_dim (per K or V tensor)
+
+
+def model_table(models: list[ModelArch]) -> ModelTable:
+    """Per-model arrays from architectures."""
+    pcs = [param_counts(m) for m in models]
+    return ModelTable(
+        ids=[m.id for m in models],
+        total_params=np.array([p.total for p in pcs], dtype=float),
+        active_params=np.array([p.active for p in pcs], dtype=float),
+        n_layers=np.array([m.n_layers for m in models], dtype=float),
+        d_model=np.array([m.d_model for m in models], dtype=float),
+        n_heads=np.array([m.n_heads for m in models], dtype=float),
+        kv_width=np.array(
+            [
+                (m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) / KV_TENSORS
+                if m.mla is not None
+                else m.kv_heads * m.dim_head
+                for m in models
+            ],
+            dtype=float,
+        ),
+    )
+
+
+_DTYPE_BYTES = np.array([BYTES_PER_DTYPE[d] for d in DTYPES])
+
+
+def _ring_allreduce_s(
+    msg_bytes: np.ndarray, n: np.ndarray, bw_gb_s: np.ndarray, lat_us: np.ndarray, eff: float
+) -> np.ndarray:
+    r"""Ring all-reduce time, :math:`2\frac{n-1}{n}\frac{M}{\eta B} + 2(n-1)\alpha`.
+
+    Same formula as :func:`aitco.perf.comms.allreduce_time_s` (ring); inlined so that the sweep
+    needs no per-call argument validation on million-element arrays.
+    """
+    frac = np.where(n > 1, (n - 1.0) / n, 0.0)
+    return (
+        2.0 * frac * msg_bytes / (eff * bw_gb_s * GIGA)
+        + 2.0 * np.maximum(n - 1.0, 0.0) * lat_us * 1e-6
+    )
+
+
+# ----------------------------------------------------------------------------- training
+TRAINING_KEYS: dict[str, list[Any]] = {
+    "option.hardware": [],
+    "option.gpus": [],
+    "option.pricing": ["on_demand"],
+    "option.region": [None],
+    "workload.model": [],
+    "workload.precision": ["bf16"],
+    "workload.seq_len": [],
+    "workload.global_batch": [],
+    "workload.plan.tp": [1],
+    "workload.plan.pp": [1],
+    "workload.plan.micro_batch": [1],
+    "workload.plan.zero": [1],
+    "workload.plan.recompute": ["selective"],
+}
+TRAINING_METRICS: tuple[str, ...] = (
+    "step_time_s",
+    "tokens_per_s",
+    "mfu",
+    "memory_per_gpu_gb",
+    "wall_clock_h",
+    "gpu_hours",
+    "usd_per_gpu_hour",
+    "total_usd",
+    "dp",
+    "total_gpus",
+)
+RECOMPUTE = ("none", "selective", "full")
+
+
+@dataclass
+class TrainingEvaluator:
+    r"""Vectorised training plan model: step time, memory, wall clock and cost per configuration.
+
+    Parameters
+    ----------
+    hw : HardwareTable
+        Hardware arrays and price cube.
+    models : ModelTable
+        Model arrays.
+    tokens : float
+        Tokens to train on. [tokens]
+    efficiency : EfficiencyParams
+        Link and overlap efficiencies.
+    spot_interruptions_per_h, spot_lost_h : float
+        Spot preemption rate per instance-hour and work lost per preemption. [1/h], [h]
+
+    Notes
+    -----
+    Per configuration (arrays), with :math:`d = g/(t p)` data-parallel replicas,
+    :math:`m = B/(d\,b)` micro-batches per step and :math:`T = B s` tokens per step:
+
+    .. math::
+
+        F &= T\,(6 N_a + 6 L s d_{model}) (1 + \rho) \\
+        t_{comp} &= F / (g\, \eta_{gemm} P) \\
+        t_{tp} &= m \frac{L}{p}\, 4\, AR_{ring}(b s d_{model} \beta, t) \\
+        t_{step} &= (t_{comp}/g \cdot g + t_{tp})(1 + (p-1)/m)
+                    + (1 - \eta_{ov}) AR_{ring}(2 N / (t p), d) \\
+        M &= \frac{N}{t p}(2 + 2 [z<2 \to 1, /d] + 12 [z<1 \to 1, /d])
+             + \frac{L}{p} p\, s\, b\, d_{model} \frac{c_{act}}{t}
+
+    with :math:`\rho` = 1/3 under full recomputation, ZeRO stage *z* sharding optimizer states
+    (z>=1), gradients (z>=2) and weights (z=3) over *d*, and the activation coefficient
+    :math:`c_{act}` = 34 + 5 a s / d_model (none), 34 (selective) or 2 (full). Wall clock =
+    steps x step time (x spot overhead), GPU-hours = g x wall clock, cost = GPU-hours x price.
+    """
+
+    hw: HardwareTable
+    models: ModelTable
+    tokens: float
+    efficiency: EfficiencyParams = DEFAULT_EFFICIENCY
+    spot_interruptions_per_h: float = DEFAULT_SPOT_INTERRUPTIONS_PER_H
+    spot_lost_h: float = DEFAULT_SPOT_LOST_H_PER_INTERRUPTION
+    keys: dict[str, list[Any]] = field(default_factory=lambda: dict(TRAINING_KEYS))
+    metrics: tuple[str, ...] = TRAINING_METRICS
+
+    def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Evaluate a chunk of training configurations (see the class Notes)."""
+        hw = v["option.hardware"]
+        mdl = v["workload.model"]
+        prec = v["workload.precision"]
+        g = v["option.gpus"].astype(float)
+        tp = v["workload.plan.tp"].astype(float)
+        pp = v["workload.plan.pp"].astype(float)
+        b = v["workload.plan.micro_batch"].astype(float)
+        zero = v["workload.plan.zero"]
+        rec = v["workload.plan.recompute"]
+        s = v["workload.seq_len"].astype(float)
+        gb = v["workload.global_batch"].astype(float)
+        m = self.models
+        n_tot = m.total_params[mdl]
+        n_act = m.active_params[mdl]
+        layers = m.n_layers[mdl]
+        dm = m.d_model[mdl]
+        heads = m.n_heads[mdl]
+        h = self.hw
+        peak = h.peak_tflops[hw, prec]
+        reason = np.zeros(hw.shape, dtype=np.int64)
+        reason |= np.where(np.isnan(peak), 64, 0)
+        peak = np.where(np.isnan(peak), 1.0, peak)
+        mp = tp * pp
+        dp = np.floor(g / mp)
+        reason |= np.where((np.mod(g, mp) != 0) | (dp < 1), 1, 0)
+        reason |= np.where(tp > h.scale_up_domain[hw], 2, 0)
+        reason |= np.where(pp > layers, 4, 0)
+        dp = np.maximum(dp, 1.0)
+        mb_per_step = gb / (dp * b)
+        reason |= np.where((np.mod(gb, dp * b) != 0) | (mb_per_step < 1), 8, 0)
+        mb_per_step = np.maximum(mb_per_step, 1.0)
+        # compute
+        tokens_step = gb * s
+        flops_tok = TRAIN_FLOPS_PER_PARAM * n_act + ATTN_FLOPS_COEFF * layers * s * dm
+        rho = np.where(rec == 2, FULL_RECOMPUTE_EXTRA, 0.0)
+        flops = tokens_step * flops_tok * (1.0 + rho)
+        t_comp = flops / (g * h.gemm_eff[hw] * peak * TERA)
+        # tensor-parallel all-reduces over the scale-up fabric
+        act_bytes = b * s * dm * WEIGHT_BYTES_TRAINING
+        ar_tp = _ring_allreduce_s(
+            act_bytes,
+            tp,
+            h.intra_bw_gb_s[hw],
+            h.intra_latency_us[hw],
+            self.efficiency.intra_node_link,
+        )
+        t_tp = mb_per_step * (layers / pp) * TP_ALLREDUCES_PER_LAYER * ar_tp
+        bubble = (pp - 1.0) / mb_per_step
+        # data-parallel gradient all-reduce: inter-node when the replicas span nodes
+        dpn = h.devices_per_node[hw]
+        spans = g > dpn
+        bw_dp = np.where(spans, h.inter_bw_gb_s[hw], h.intra_bw_gb_s[hw])
+        lat_dp = np.where(spans, h.inter_latency_us[hw], h.intra_latency_us[hw])
+        eff_dp = np.where(spans, self.efficiency.scale_out_link, self.efficiency.intra_node_link)
+        grad_bytes = n_tot / mp * GRAD_BYTES_TRAINING
+        t_dp = _ring_allreduce_s(grad_bytes, dp, bw_dp, lat_dp, 1.0) / eff_dp
+        step = (t_comp + t_tp) * (1.0 + bubble) + (1.0 - self.efficiency.dp_overlap) * t_dp
+        # memory per GPU
+        shard = n_tot / mp
+        w = shard * WEIGHT_BYTES_TRAINING * np.where(zero >= 3, 1.0 / dp, 1.0)
+        gr = shard * GRAD_BYTES_TRAINING * np.where(zero >= 2, 1.0 / dp, 1.0)
+        opt = shard * ADAM_STATE_BYTES_PER_PARAM * np.where(zero >= 1, 1.0 / dp, 1.0)
+        coeff = np.where(
+            rec == 0,
+            ACT_BYTES_COEFF + ACT_ATTN_COEFF * heads * s / dm,
+            np.where(rec == 1, ACT_BYTES_COEFF, ACT_FULL_RECOMPUTE_COEFF),
+        )
+        # 1F1B: the first stage holds pp micro-batches of its L/pp layers
+        act = layers * s * b * dm * coeff / tp
+        mem_gb = (w + gr + opt + act) / GIGA
+        reason |= np.where(mem_gb > h.memory_gb[hw] * USABLE_MEMORY_FRACTION, 16, 0)
+        # time and money
+        tps = tokens_step / step
+        mfu = TRAIN_FLOPS_PER_PARAM * n_act * tps / (g * peak * TERA)
+        wall_h = self.tokens / tps / SECONDS_PER_HOUR
+        pricing = v["option.pricing"]
+        spot = pricing == PRICING_MODES.index("spot")
+        nodes = np.ceil(g / dpn)
+        wall_h = wall_h * np.where(
+            spot, 1.0 + self.spot_interruptions_per_h * nodes * self.spot_lost_h, 1.0
+        )
+        price = h.price[hw, pricing, v["option.region"]]
+        reason |= np.where(np.isnan(price), 32, 0)
+        gpu_h = g * wall_h
+        return {
+            "step_time_s": step,
+            "tokens_per_s": tps,
+            "mfu": mfu,
+            "memory_per_gpu_gb": mem_gb,
+            "wall_clock_h": wall_h,
+            "gpu_hours": gpu_h,
+            "usd_per_gpu_hour": price,
+            "total_usd": gpu_h * price,
+            "dp": dp,
+            "total_gpus": g,
+            "reason": reason,
+        }
+
+
+# ----------------------------------------------------------------------------- serving
+SERVING_KEYS: dict[str, list[Any]] = {
+    "option.hardware": [],
+    "option.gpus": [1],
+    "option.pricing": ["on_demand"],
+    "option.region": [None],
+    "workload.model": [],
+    "workload.precision": ["bf16"],
+    "workload.kv_precision": [None],
+    "workload.batch": [1, 8, 32, 128],
+    "workload.input_tokens": [],
+    "workload.output_tokens": [],
+}
+SERVING_METRICS: tuple[str, ...] = (
+    "ttft_s",
+    "tpot_s",
+    "e2e_latency_s",
+    "output_tokens_per_s",
+    "requests_per_s",
+    "replicas",
+    "total_gpus",
+    "usd_per_hour",
+    "usd_per_million_tokens",
+    "memory_per_gpu_gb",
+)
+
+
+@dataclass
+class ServingEvaluator:
+    r"""Vectorised serving model: a replica of ``gpus`` accelerators (tensor parallel) at a batch.
+
+    Parameters
+    ----------
+    hw, models : HardwareTable, ModelTable
+        Lookup tables.
+    qps : float, optional
+        Arrival rate to serve; sets the replica count. [requests/s]
+    efficiency : EfficiencyParams
+        GEMM (per family), HBM and link efficiencies.
+
+    Notes
+    -----
+    With *W* weight bytes, :math:`k` KV bytes per token, batch *B*, mean context
+    :math:`c = i + o/2`, *g* devices of peak *P* and bandwidth *H* per replica:
+
+    .. math::
+
+        t_{pre} &= \max(2 N_a i / (g \eta P),\; W / (g \eta_H H)) \\
+        \mathrm{TPOT} &= \max(2 N_a B / (g \eta P),\; (W + B c k)/(g \eta_H H))
+                        + 2 L\, AR(B d \beta, g) \\
+        \mathrm{TTFT} &= t_{pre} + \mathrm{TPOT} \\
+        \text{tokens/s} &= B o / (B t_{pre} + o\,\mathrm{TPOT})
+
+    (continuous batching: each admitted request's prefill stalls the batch once). Replicas =
+    ceil(qps x o / tokens/s); $/Mtok = price x g x replicas / (3600 x qps x o) x 1e6 when a QPS
+    is given, else price x g / (3600 x tokens/s) x 1e6 (a saturated replica). Memory must hold
+    :math:`W/g + B (i+o) k / g` within the usable fraction. Latencies are unloaded (no queueing);
+    use ``aitco infer`` for percentiles under load.
+    """
+
+    hw: HardwareTable
+    models: ModelTable
+    qps: float | None = None
+    efficiency: EfficiencyParams = DEFAULT_EFFICIENCY
+    keys: dict[str, list[Any]] = field(default_factory=lambda: dict(SERVING_KEYS))
+    metrics: tuple[str, ...] = SERVING_METRICS
+
+    def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Evaluate a chunk of serving configurations (see the class Notes)."""
+        hw = v["option.hardware"]
+        mdl = v["workload.model"]
+        prec = v["workload.precision"]
+        kvp = v["workload.kv_precision"]
+        kvp = np.where(kvp < 0, prec, kvp)
+        g = v["option.gpus"].astype(float)
+        bsz = v["workload.batch"].astype(float)
+        i = v["workload.input_tokens"].astype(float)
+        o = v["workload.output_tokens"].astype(float)
+        h, m = self.hw, self.models
+        peak = h.peak_tflops[hw, prec]
+        reason = np.where(np.isnan(peak), 64, 0).astype(np.int64)
+        peak = np.where(np.isnan(peak), 1.0, peak)
+        reason |= np.where(g > h.scale_up_domain[hw], 2, 0)
+        eff = h.gemm_eff[hw]
+        hbm = h.hbm_bandwidth_gb_s[hw] * GIGA * self.efficiency.hbm
+        w_bytes = m.total_params[mdl] * _DTYPE_BYTES[prec]
+        kv_tok = KV_TENSORS * m.n_layers[mdl] * m.kv_width[mdl] * _DTYPE_BYTES[kvp]
+        flops_tok = INFER_FLOPS_PER_PARAM * m.active_params[mdl]
+        t_pre = np.maximum(flops_tok * i / (g * eff * peak * TERA), w_bytes / (g * hbm))
+        ctx = i + o / 2.0
+        ar = _ring_allreduce_s(
+            bsz * m.d_model[mdl] * _DTYPE_BYTES[prec],
+            g,
+            h.intra_bw_gb_s[hw],
+            h.intra_latency_us[hw],
+            self.efficiency.intra_node_link,
+        )
+        tpot = np.maximum(
+            flops_tok * bsz / (g * eff * peak * TERA), (w_bytes + bsz * ctx * kv_tok) / (g * hbm)
+        )
+        tpot = tpot + 2.0 * m.n_layers[mdl] * ar
+        ttft = t_pre + tpot
+        tok_s = bsz * o / (bsz * t_pre + o * tpot)
+        mem_gb = (w_bytes + bsz * (i + o) * kv_tok) / g / GIGA
+        reason |= np.where(mem_gb > h.memory_gb[hw] * USABLE_MEMORY_FRACTION, 16, 0)
+        price = h.price[hw, v["option.pricing"], v["option.region"]]
+        reason |= np.where(np.isnan(price), 32, 0)
+        usd_h = price * g
+        if self.qps is not None:
+            replicas = np.ceil(self.qps * o / tok_s)
+            served_tok_s = self.qps * o
+        else:
+            replicas = np.ones_like(tok_s)
+            served_tok_s = tok_s
+        usd_h_total = usd_h * replicas
+        return {
+            "ttft_s": ttft,
+            "tpot_s": tpot,
+            "e2e_latency_s": ttft + (o - 1.0) * tpot,
+            "output_tokens_per_s": tok_s,
+            "requests_per_s": tok_s / o,
+            "replicas": replicas,
+            "total_gpus": g * replicas,
+            "usd_per_hour": usd_h_total,
+            "usd_per_million_tokens": usd_h_total / (SECONDS_PER_HOUR * served_tok_s) * 1e6,
+            "memory_per_gpu_gb": mem_gb,
+            "reason": reason,
+        }
+
+
+def describe_reasons(counts: dict[int, int]) -> dict[str, int]:
+    """Turn per-bit counts into ``{reason text: count}``."""
+    return {REASONS[k]: int(c) for k, c in sorted(counts.items()) if c}

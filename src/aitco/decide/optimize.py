@@ -1,0 +1,99 @@
+r"""Optimise: the cheapest plan meeting constraints, and the Pareto fronts.
+
+``optimize`` is a constrained sweep (:mod:`aitco.decide.sweep`): the constraints (deadline,
+budget, P99 TTFT/TPOT, max GPUs, allowed clouds/regions/pricing modes) mask the evaluated
+configurations chunk by chunk, the objective ranks what is left, and the Pareto front is cost vs
+time for training and cost vs latency for serving. When no plan meets every constraint, the
+result says which constraint binds (the one that alone rules out the most otherwise-valid plans)
+and which plan comes closest (least total relative violation
+:math:`\sum_c \max(0, x_c / \ell_c - 1)`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aitco.catalog.loader import Catalog
+from aitco.decide.sweep import Constraints, SweepResult, SweepSpec, sweep
+from aitco.errors import InputError
+
+
+def with_constraints(spec: SweepSpec, **limits: Any) -> SweepSpec:
+    """Return ``spec`` with constraint fields replaced where a limit is given (not None)."""
+    given = {k: v for k, v in limits.items() if v is not None}
+    if not given:
+        return spec
+    unknown = set(given) - set(Constraints.model_fields)
+    if unknown:
+        raise InputError(
+            "constraints", sorted(unknown), f"one of {', '.join(Constraints.model_fields)}"
+        )
+    cons = Constraints.model_validate({**spec.constraints.model_dump(), **given})
+    return spec.model_copy(update={"constraints": cons})
+
+
+def optimize(spec: SweepSpec, catalog: Catalog, **kwargs: Any) -> dict[str, Any]:
+    """Find the cheapest feasible plan and the Pareto front under ``spec.constraints``.
+
+    Parameters
+    ----------
+    spec : SweepSpec
+        The search space, objective and constraints.
+    catalog : Catalog
+        Hardware, prices, models.
+    **kwargs
+        Passed to :func:`aitco.decide.sweep.sweep` (backend, scheduler, workers, progress).
+
+    Returns
+    -------
+    dict
+        ``status`` ("optimal" or "infeasible"), ``best`` (the cheapest feasible plan or None),
+        ``pareto`` (the front), ``binding`` (constraints ranked by the plans they alone exclude),
+        ``closest`` (the least-violating valid plan when infeasible), and the sweep counters.
+    """
+    res: SweepResult = sweep(spec, catalog, **kwargs)
+    out = res.to_json()
+    top = out["top"]
+    out["constraints"] = {k: v for k, v in spec.constraints.model_dump().items() if v is not None}
+    if res.partial.feasible > 0:
+        out["status"] = "optimal"
+        out["best"] = top[0]
+        out["closest"] = []
+    else:
+        out["status"] = "infeasible"
+        out["best"] = None
+        closest = out.get("closest") or []
+        if closest:
+            c = closest[0]
+            out["closest_violations"] = {
+                name: {"metric": metric, "limit": lim, "value": c.get(metric)}
+                for name, (metric, lim) in res.plan.bounds.items()
+                if c.get(metric) is not None and c[metric] > lim
+            }
+        if res.partial.valid == 0:
+            out["binding"] = [
+                {"constraint": reason, "plans_failing": n}
+                for reason, n in out["invalid_reasons"].items()
+            ]
+    return out
+
+
+def infeasible_message(out: dict[str, Any]) -> str:
+    """One line saying which constraint binds and what the closest plan reaches."""
+    if out.get("valid", 0) == 0:
+        reasons = ", ".join(f"{k} ({v})" for k, v in out.get("invalid_reasons", {}).items())
+        return f"no valid plan in the search space: {reasons or 'empty'}"
+    b = out["binding"][0] if out.get("binding") else None
+    msg = "no plan meets every constraint"
+    if b:
+        msg += (
+            f"; binding: {b['constraint']} <= {b['limit']:g} ({b['metric']}) rules out "
+            f"{b['plans_failing']:,} of {out['valid']:,} valid plans"
+        )
+    if out.get("closest"):
+        c = out["closest"][0]
+        parts = [f"{k}={c[k]}" for k in ("hardware", "gpus", "pricing") if k in c]
+        viol = out.get("closest_violations", {})
+        vtxt = ", ".join(f"{v['metric']}={v['value']:.4g} > {v['limit']:g}" for v in viol.values())
+        msg += f"; closest plan: {' '.join(parts)} ({vtxt})"
+    return msg

@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+
+import numpy as np
+import pytest
+
+from aitco.cli.app import main
+from aitco.decide.optimize import infeasible_message, optimize, with_constraints
+from aitco.decide.sweep import SweepSpec, build_plan, decode
+
+SPEC = {
+    "kind": "training",
+    "workload": {"model": "gpt2-124m", "tokens": 1e10, "seq_len": 1024, "global_batch": 512},
+    "grid": {
+        "hardware": ["h100-sxm5-80gb", "a100-sxm4-80gb", "l40s"],
+        "gpus": [8, 16, 32, 64, 128],
+        "pricing": ["on_demand", "spot", "owned"],
+        "tp": [1, 2, 4],
+        "pp": [1, 2],
+        "recompute": ["selective", "full"],
+    },
+    "chunk_size": 500,
+}
+
+
+def _brute(catalog, spec):
+    plan = build_plan(spec, catalog)
+    idx = np.arange(plan.n_configs)
+    m = plan.evaluator.evaluate(decode(plan, idx))
+    return plan, idx, m
+
+
+def test_cheapest_feasible_matches_brute_force(catalog):
+    spec = with_constraints(SweepSpec.from_dict(SPEC), max_wall_clock_h=0.3, max_gpus=64)
+    out = optimize(spec, catalog)
+    assert out["status"] == "optimal"
+    _, idx, m = _brute(catalog, spec)
+    ok = (m["reason"] == 0) & (m["wall_clock_h"] <= 0.3) & (m["total_gpus"] <= 64)
+    cost = np.where(ok, m["total_usd"], np.inf)
+    best = int(np.lexsort((idx, cost))[0])
+    assert out["best"]["config"] == best
+    assert out["best"]["wall_clock_h"] <= 0.3
+    assert out["best"]["gpus"] <= 64
+    # the front is sorted by cost with strictly falling time
+    front = out["pareto"]
+    assert all(a["total_usd"] <= b["total_usd"] for a, b in pairwise(front))
+    assert all(
+        a["wall_clock_h"] > b["wall_clock_h"] for a, b in pairwise(front)
+    )
+
+
+def test_allowed_pricing_filters(catalog):
+    spec = with_constraints(SweepSpec.from_dict(SPEC), allowed_pricing=["on_demand"])
+    out = optimize(spec, catalog)
+    assert out["status"] == "optimal"
+    assert {r["pricing"] for r in out["top"]} == {"on_demand"}
+
+
+def test_infeasible_names_binding_constraint_and_closest(catalog):
+    spec = with_constraints(SweepSpec.from_dict(SPEC), max_wall_clock_h=1e-4, max_total_usd=1e6)
+    out = optimize(spec, catalog)
+    assert out["status"] == "infeasible"
+    assert out["best"] is None
+    assert out["binding"][0]["constraint"] == "max_wall_clock_h"
+    assert out["binding"][0]["plans_failing_only_this"] == out["valid"]
+    assert out["closest"]
+    c = out["closest"][0]
+    _, _, m = _brute(catalog, spec)
+    ok = m["reason"] == 0
+    assert c["wall_clock_h"] == pytest.approx(m["wall_clock_h"][ok].min())
+    msg = infeasible_message(out)
+    assert "max_wall_clock_h" in msg
+    assert "closest plan" in msg
+
+
+def test_optimize_cli_infeasible_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["optimize", "examples/sweep_training.yaml", "--deadline-h", "0.0001", "--json"])
+    out, _ = capsys.readouterr()
+    assert exc.value.code == 2
+    d = json.loads(out)
+    assert d["status"] == "infeasible"
+    assert d["binding"][0]["constraint"] == "max_wall_clock_h"
+    with pytest.raises(SystemExit) as exc:
+        main(["optimize", "examples/sweep_training.yaml", "--deadline-h", "1", "--json"])
+    out, _ = capsys.readouterr()
+    assert exc.value.code == 0
+    assert json.loads(out)["status"] == "optimal"

@@ -1,0 +1,222 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aitco.cli.app import main
+from aitco.decide import evaluators as ev
+from aitco.decide.sweep import SweepSpec, build_plan, decode, pareto_mask, sweep
+from aitco.errors import InputError
+
+GRID = {
+    "hardware": ["h100-sxm5-80gb", "a100-sxm4-80gb", "mi300x"],
+    "gpus": [8, 16, 32, 64],
+    "pricing": ["on_demand", "spot", "owned"],
+    "precision": ["bf16", "fp8"],
+    "tp": [1, 2, 4, 8],
+    "pp": [1, 2],
+    "micro_batch": [1, 4],
+    "zero": [0, 1, 3],
+    "recompute": ["none", "full"],
+}
+
+
+def _spec(**kw):
+    d = {
+        "kind": "training",
+        "workload": {"model": "gpt2-124m", "tokens": 1e10, "seq_len": 1024, "global_batch": 512},
+        "grid": GRID,
+        "top_k": 7,
+        "chunk_size": 1000,
+    }
+    d.update(kw)
+    return SweepSpec.from_dict(d)
+
+
+def run(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_grid_decoding_is_the_full_product(catalog):
+    plan = build_plan(_spec(), catalog)
+    n = int(np.prod([len(v) for v in GRID.values()]))
+    assert plan.n_configs == n
+    v = decode(plan, np.arange(n))
+    hw = plan.dims[0]
+    seen = set(
+        zip(
+            v["option.hardware"].tolist(),
+            v["option.gpus"].tolist(),
+            v["workload.plan.tp"].tolist(),
+            v["workload.plan.recompute"].tolist(),
+            v["option.pricing"].tolist(),
+            strict=True,
+        )
+    )
+    assert len(seen) == 3 * 4 * 4 * 2 * 3
+    assert hw.labels == GRID["hardware"]
+
+
+def test_vectorised_matches_per_configuration_loop(catalog):
+    """Evaluating one configuration at a time gives the same numbers as the whole chunk."""
+    plan = build_plan(_spec(), catalog)
+    idx = np.arange(0, plan.n_configs, 97)
+    vals = decode(plan, idx)
+    full = plan.evaluator.evaluate(vals)
+    for j in range(40):
+        one = plan.evaluator.evaluate({k: np.asarray(v)[j : j + 1] for k, v in vals.items()})
+        for k in ("total_usd", "step_time_s", "memory_per_gpu_gb", "reason"):
+            np.testing.assert_allclose(np.asarray(one[k])[0], np.asarray(full[k])[j], rtol=1e-12)
+
+
+def test_top_k_and_pareto_match_brute_force(catalog):
+    spec = _spec()
+    res = sweep(spec, catalog)
+    plan = res.plan
+    idx = np.arange(plan.n_configs)
+    m = plan.evaluator.evaluate(decode(plan, idx))
+    ok = m["reason"] == 0
+    cost = np.where(ok, m["total_usd"], np.inf)
+    order = np.lexsort((idx, cost))[: spec.top_k]
+    assert res.top["config"].tolist() == order.tolist()
+    # Pareto by brute force: not dominated by any valid point
+    fi = np.flatnonzero(ok)
+    x, y = m["total_usd"][fi], m["wall_clock_h"][fi]
+    front = set(fi[pareto_mask(x, y, fi)].tolist())
+    for j in fi[:: max(1, fi.size // 300)]:
+        dominated = np.any(
+            (x <= m["total_usd"][j])
+            & (y <= m["wall_clock_h"][j])
+            & ((x < m["total_usd"][j]) | (y < m["wall_clock_h"][j]))
+        )
+        if dominated:
+            assert j not in front
+    fx = m["total_usd"][list(front)]
+    fy = m["wall_clock_h"][list(front)]
+    o = np.argsort(fx)
+    assert np.all(np.diff(fy[o]) < 0)  # along the front, more money buys less time
+    assert set(res.pareto["config"].tolist()) == front
+
+
+def test_chunking_does_not_change_the_result(catalog):
+    a = sweep(_spec(chunk_size=1000), catalog)
+    b = sweep(_spec(chunk_size=100_000), catalog)
+    pd.testing.assert_frame_equal(a.top, b.top)
+    pd.testing.assert_frame_equal(a.pareto, b.pareto)
+    assert a.partial.valid == b.partial.valid
+
+
+def test_dask_backend_identical_to_local(catalog):
+    pytest.importorskip("dask.distributed")
+    spec = _spec(chunk_size=3000)
+    loc = sweep(spec, catalog, backend="local")
+    dsk = sweep(spec, catalog, backend="dask", workers=2)
+    pd.testing.assert_frame_equal(loc.top, dsk.top)
+    pd.testing.assert_frame_equal(loc.pareto, dsk.pareto)
+    assert loc.partial.evaluated == dsk.partial.evaluated
+    assert loc.partial.reasons == dsk.partial.reasons
+
+
+def test_random_sample_is_seeded(catalog):
+    a = sweep(_spec(sample=5000, seed=3), catalog)
+    b = sweep(_spec(sample=5000, seed=3), catalog)
+    c = sweep(_spec(sample=5000, seed=4), catalog)
+    assert a.partial.evaluated == 5000
+    pd.testing.assert_frame_equal(a.top, b.top)
+    assert (
+        a.top["config"].tolist() != c.top["config"].tolist() or a.partial.valid != c.partial.valid
+    )
+
+
+def test_parquet_all_rows(catalog, tmp_path):
+    res = sweep(_spec(chunk_size=5000), catalog, parquet_dir=str(tmp_path / "rows"))
+    df = pd.read_parquet(tmp_path / "rows")
+    assert len(df) == res.plan.n_configs
+    assert int(df["valid"].sum()) == res.partial.valid
+    best = df[df["valid"]].sort_values(["total_usd", "config"]).iloc[0]
+    assert best["config"] == res.top["config"].iloc[0]
+
+
+def test_more_gpus_never_cheaper_per_token_on_same_plan(catalog):
+    """Physics sanity: same plan, same price -> doubling GPUs never lowers step time x GPUs."""
+    res = sweep(_spec(), catalog)
+    plan = res.plan
+    m = plan.evaluator.evaluate(decode(plan, np.arange(plan.n_configs)))
+    gh = m["gpu_hours"]
+    assert np.all(gh[m["reason"] == 0] > 0)
+
+
+def test_unknown_key_did_you_mean(catalog):
+    with pytest.raises(InputError) as exc:
+        build_plan(_spec(grid={**GRID, "gpu": [8]}), catalog)
+    assert "did you mean" in str(exc.value)
+    assert "option.gpus" in str(exc.value)
+    with pytest.raises(InputError, match="did you mean"):
+        build_plan(_spec(grid={**GRID, "option.hardwre": ["l4"]}), catalog)
+
+
+def test_empty_grid_and_bad_values(catalog):
+    with pytest.raises(InputError, match="empty"):
+        build_plan(_spec(grid={**GRID, "gpus": []}), catalog)
+    with pytest.raises(InputError, match="h100-sxm5-80gb"):
+        build_plan(_spec(grid={**GRID, "hardware": ["h100-sxm5"]}), catalog)
+    with pytest.raises(InputError, match="pricing"):
+        build_plan(_spec(grid={**GRID, "pricing": ["cheap"]}), catalog)
+    with pytest.raises(InputError, match="metric"):
+        build_plan(_spec(objective="total_dollars"), catalog)
+
+
+def test_sweep_cli_json_and_progress_off(capsys):
+    code, out, _ = run(
+        ["sweep", "examples/sweep_training.yaml", "--json", "--grid", "gpus=8,16"], capsys
+    )
+    assert code == 0
+    d = json.loads(out)
+    assert d["top"]
+    assert d["pareto"]
+    assert d["evaluated"] == d["n_configs"]
+    assert all(r["gpus"] in (8, 16) for r in d["top"])
+    code, _, err = run(["sweep", "examples/sweep_training.yaml", "--grid", "gpuz=8"], capsys)
+    assert code == 2
+    assert "did you mean" in err
+
+
+def test_serving_sweep(catalog):
+    spec = SweepSpec.from_dict(
+        {
+            "kind": "serving",
+            "workload": {
+                "model": "gpt2-124m",
+                "input_tokens": 512,
+                "output_tokens": 256,
+                "qps": 20,
+            },
+            "grid": {
+                "hardware": ["h100-sxm5-80gb", "l4", "l40s"],
+                "gpus": [1, 2, 4],
+                "batch": [1, 8, 32, 128],
+                "precision": ["bf16", "fp8"],
+            },
+        }
+    )
+    res = sweep(spec, catalog)
+    assert res.partial.valid > 0
+    top = res.top
+    assert (top["usd_per_million_tokens"].diff().dropna() >= 0).all()
+    # larger batches raise TPOT (more KV traffic) on the same hardware
+    plan = res.plan
+    m = plan.evaluator.evaluate(decode(plan, np.arange(plan.n_configs)))
+    v = decode(plan, np.arange(plan.n_configs))
+    sel = (
+        (v["option.hardware"] == 0)
+        & (v["option.gpus"] == 1)
+        & (v["workload.precision"] == ev.DTYPES.index("bf16"))
+    )
+    tp = m["tpot_s"][sel]
+    assert np.all(np.diff(tp) >= 0)
