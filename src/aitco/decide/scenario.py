@@ -111,6 +111,7 @@ class HardwareOption(BaseModel):
     region: str | None = None
     usd_per_gpu_hour: float | None = Field(default=None, ge=0, description="Override of the rental price.")
     cooling: Literal["air", "liquid"] | None = None
+    provider: str | None = Field(default=None, description="Cloud provider to take offers from.")
 
     @property
     def label(self) -> str:
@@ -126,6 +127,63 @@ class Stage(BaseModel):
     name: str
     workload: Workload
     option: HardwareOption
+
+
+class OpsAssumptions(BaseModel):
+    """Operations choices that change the reliability and people items of a TCO.
+
+    Attributes
+    ----------
+    checkpointing : {"optimal", "fixed", "none"}
+        ``optimal``: the Young/Daly interval for the job's interruption rate; ``fixed``: the
+        workload's ``checkpoint_interval_h``; ``none``: no checkpoints (an error whenever the
+        job can be interrupted, e.g. on spot).
+    checkpoint_async : bool
+        Asynchronous checkpointing (the job stalls only for the snapshot, not the write).
+    checkpoints_kept : int
+        Checkpoints kept in storage during the run.
+    depreciation : {"straight_line", "declining"}
+        Book-depreciation schedule of owned hardware.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    checkpointing: Literal["optimal", "fixed", "none"] = "optimal"
+    checkpoint_async: bool = False
+    checkpoints_kept: int = Field(default=2, ge=0)
+    depreciation: Literal["straight_line", "declining"] = "straight_line"
+
+
+class DataCosts(BaseModel):
+    """Data costs of a workload (all optional, zero by default). Prices in USD."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    acquisition_usd: float = Field(default=0.0, ge=0, description="Licences/purchases. [USD]")
+    raw_tb: float = Field(default=0.0, ge=0, description="Raw data cleaned. [TB]")
+    cleaning_usd_per_tb: float = Field(default=0.0, ge=0, description="[USD/TB]")
+    labeled_items: float = Field(default=0.0, ge=0, description="[items]")
+    labeling_usd_per_item: float = Field(default=0.0, ge=0, description="[USD/item]")
+    stored_gb: float | None = Field(
+        default=None, ge=0, description="Dataset stored; default: tokens x bytes per token. [GB]"
+    )
+    storage_tier: str = Field(default="s3-standard", description="storage.usd-per-gb-month.<tier>")
+    egress_gb: float = Field(default=0.0, ge=0, description="Internet egress. [GB]")
+    egress_kind: str = Field(
+        default="internet-egress-aws", description="transfer.usd-per-gb.<kind>"
+    )
+    cross_zone_gb: float = Field(default=0.0, ge=0, description="Cross-zone transfer. [GB]")
+    cross_zone_kind: str = Field(default="cross-az-aws", description="transfer.usd-per-gb.<kind>")
+
+
+class ComplianceCosts(BaseModel):
+    """Audit-log and data retention: GB/day kept ``retention_days`` at a storage tier."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gb_per_day: float = Field(default=0.0, ge=0, description="[GB/day]")
+    retention_days: float = Field(default=0.0, ge=0, description="[days]")
+    storage_tier: str = Field(default="s3-ia", description="storage.usd-per-gb-month.<tier>")
 
 
 class Scenario(BaseModel):
@@ -145,6 +203,10 @@ class Scenario(BaseModel):
         Named assumption preset from the catalog.
     assumptions : dict
         Factor overrides (factor id -> value) applied on top of the preset.
+    ops : OpsAssumptions
+        Checkpointing and depreciation choices.
+    data, compliance : DataCosts, ComplianceCosts
+        Data and retention costs (zero unless given).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -157,6 +219,9 @@ class Scenario(BaseModel):
     preset: str | None = None
     assumptions: dict[str, float | list[float]] = Field(default_factory=dict)
     calibration: str | None = Field(default=None, description="Calibration profile YAML path.")
+    ops: OpsAssumptions = Field(default_factory=OpsAssumptions)
+    data: DataCosts = Field(default_factory=DataCosts)
+    compliance: ComplianceCosts = Field(default_factory=ComplianceCosts)
 
     @model_validator(mode="after")
     def _something_to_do(self) -> Scenario:

@@ -1,0 +1,1232 @@
+"""Compare options of a scenario: the itemised TCO of each hardware x pricing-mode option.
+
+``compare(scenario, catalog)`` resolves ids and factors (catalog values, then the preset, then the
+scenario's ``assumptions``), asks the performance engines for throughput
+(:func:`aitco.perf.training.estimate_training`, :func:`aitco.perf.inference.estimate_inference`),
+and prices every cost item with the pure functions of :mod:`aitco.cost`. It never models
+throughput itself.
+
+Pricing modes: ``on_demand``, ``reserved_1y``, ``reserved_3y`` and ``spot`` are rented at the
+catalog offer price (or ``usd_per_gpu_hour``); ``owned`` prices capex (accelerators, servers,
+network, storage, installation) by its equivalent annual cost over the holding period, split
+into depreciation, technology-iteration risk and financing, plus electricity at the site's PUE;
+``colocation`` is owned hardware in rented space (adds the colocation fee per kW-month).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aitco.catalog.loader import Catalog
+from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System
+from aitco.cost import carbon, cloud, data, finance, people, power, reliability
+from aitco.cost.tco import Breakdown, add_stages
+from aitco.decide.scenario import (
+    HardwareOption,
+    InferenceWorkload,
+    Scenario,
+    TrainingWorkload,
+)
+from aitco.errors import AitcoError, CatalogError, InputError, UnknownIdError
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.units import (
+    GIGA,
+    HOURS_PER_DAY,
+    HOURS_PER_MONTH,
+    HOURS_PER_YEAR,
+    KG_PER_TONNE,
+    MEGA,
+    SECONDS_PER_HOUR,
+    WATTS_PER_KILOWATT,
+)
+
+RENTED = ("on_demand", "spot", "reserved_1y", "reserved_3y")
+OWNED = ("owned", "colocation")
+#: Modes that hold capacity whether or not it is busy, so scheduling fragmentation costs money.
+HELD = ("owned", "colocation", "reserved_1y", "reserved_3y")
+DEFAULT_REGION = "us"
+
+
+class Comparison(BaseModel):
+    """The options of one scenario (or one multi-stage plan), priced item by item.
+
+    Attributes
+    ----------
+    name : str
+        Scenario name.
+    kind : str
+        ``"training"``, ``"inference"`` or ``"plan"``.
+    options : list of Breakdown
+        One breakdown per option.
+    cheapest, fastest : str or None
+        Names of the cheapest option and of the fastest (shortest wall clock for training,
+        lowest latency for inference), among those that fit in memory.
+    preset : str or None
+        Assumption preset applied.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: str
+    options: list[Breakdown] = Field(default_factory=list)
+    cheapest: str | None = None
+    fastest: str | None = None
+    preset: str | None = None
+    assumptions: list[str] = Field(default_factory=list)
+
+    def option(self, name: str) -> Breakdown:
+        """Return the option called ``name`` (KeyError if absent)."""
+        for o in self.options:
+            if o.name == name:
+                return o
+        raise KeyError(name)
+
+    def to_json(self, *, explain: bool = True) -> dict[str, Any]:
+        """JSON-ready dict: ``options[]`` with name, total_usd, values and items."""
+        return {
+            "scenario": self.name,
+            "kind": self.kind,
+            "preset": self.preset,
+            "cheapest": self.cheapest,
+            "fastest": self.fastest,
+            "options": [o.to_json(explain=explain) for o in self.options],
+            "assumptions": self.assumptions,
+        }
+
+
+# --------------------------------------------------------------------------- factors
+@dataclass
+class Factors:
+    """Factor values: catalog, then preset overrides, then scenario overrides.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The catalog.
+    preset : str, optional
+        Preset id (its ``overrides`` apply on top of the catalog).
+    overrides : dict
+        Scenario ``assumptions`` (factor id -> value), applied last.
+    """
+
+    catalog: Catalog
+    preset: str | None = None
+    overrides: dict[str, float | list[float]] = field(default_factory=dict)
+    used: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._preset_over: dict[str, float | list[float]] = {}
+        if self.preset:
+            if self.preset not in self.catalog.presets:
+                raise UnknownIdError("preset", self.preset, self.catalog.presets, field="preset")
+            self._preset_over = dict(self.catalog.presets[self.preset].overrides)
+
+    def has(self, fid: str) -> bool:
+        """Whether ``fid`` has a value anywhere."""
+        return fid in self.overrides or fid in self._preset_over or fid in self.catalog.factors
+
+    def raw(self, fid: str, field_name: str | None = None) -> float | list[float]:
+        """Value of ``fid`` (scalar or curve) and remember where it came from."""
+        if fid in self.overrides:
+            self.used[fid] = "scenario assumptions"
+            return self.overrides[fid]
+        if fid in self._preset_over:
+            self.used[fid] = f"preset {self.preset}"
+            return self._preset_over[fid]
+        if fid in self.catalog.factors:
+            f = self.catalog.factors[fid]
+            prov = f.provenance.get("value")
+            self.used[fid] = prov.source.cite() if prov else "catalog"
+            return f.value
+        raise UnknownIdError("factor", fid, self.catalog.factors, field=field_name or fid)
+
+    def value(self, fid: str, field_name: str | None = None) -> float:
+        """Scalar value of ``fid``."""
+        v = self.raw(fid, field_name)
+        if isinstance(v, list):
+            raise CatalogError(fid, v, "a scalar factor value")
+        return float(v)
+
+    def curve(self, fid: str) -> list[float]:
+        """Curve value of ``fid`` (a scalar becomes a one-point curve)."""
+        v = self.raw(fid)
+        return [float(x) for x in v] if isinstance(v, list) else [float(v)]
+
+    def first(self, fids: list[str], field_name: str) -> tuple[str, float]:
+        """Return the first of ``fids`` that has a value, as ``(id, value)``."""
+        for fid in fids:
+            if self.has(fid):
+                return fid, self.value(fid)
+        raise CatalogError(
+            field_name, fids[0], f"one of the factors {', '.join(fids)} in the catalog"
+        )
+
+    def region_value(self, prefix: str, region: str, field_name: str) -> tuple[str, float]:
+        """Return ``<prefix>.<region>``, else the region's first part (``us-east-1`` -> ``us``)."""
+        cands = [f"{prefix}.{region}", f"{prefix}.{region.split('-')[0]}"]
+        return self.first(cands, field_name)
+
+    def sources(self, *fids: str) -> list[str]:
+        """Citations of the factors ``fids`` as used."""
+        return [f"{f}: {self.used[f]}" for f in fids if f in self.used]
+
+
+# --------------------------------------------------------------------------- public API
+def compare(
+    scenario: Scenario,
+    catalog: Catalog,
+    *,
+    preset: str | None = None,
+    efficiency: EfficiencyParams | None = None,
+) -> Comparison:
+    """Price every option of a scenario item by item.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        Workload and options, or a multi-stage plan.
+    catalog : Catalog
+        Catalog to resolve ids and factors from.
+    preset : str, optional
+        Assumption preset; overrides ``scenario.preset``.
+    efficiency : EfficiencyParams, optional
+        Efficiency parameters for the engines (default: the globally fitted ones, or the
+        scenario's calibration profile).
+
+    Returns
+    -------
+    Comparison
+        One :class:`~aitco.cost.tco.Breakdown` per option, cheapest and fastest marked.
+    """
+    preset_id = preset or scenario.preset
+    eff = efficiency or _efficiency(scenario)
+    fac = Factors(catalog, preset_id, dict(scenario.assumptions))
+    if scenario.stages:
+        parts = []
+        for i, st in enumerate(scenario.stages):
+            b = _price(scenario, st.workload, st.option, catalog, fac, eff, where=f"stages[{i}]")
+            b.name = st.name
+            parts.append(b)
+        plan = add_stages(scenario.name, parts)
+        plan.assumptions = _assumption_lines(fac)
+        comp = Comparison(name=scenario.name, kind="plan", options=[plan], preset=preset_id)
+    else:
+        assert scenario.workload is not None  # guaranteed by Scenario validation
+        opts = [
+            _price(scenario, scenario.workload, opt, catalog, fac, eff, where=f"options[{i}]")
+            for i, opt in enumerate(scenario.options)
+        ]
+        _unique_names(opts)
+        comp = Comparison(
+            name=scenario.name, kind=scenario.workload.kind, options=opts, preset=preset_id
+        )
+    comp.assumptions = _assumption_lines(fac)
+    _mark(comp)
+    return comp
+
+
+def tco(scenario: Scenario, catalog: Catalog, **kw: Any) -> Comparison:
+    """Alias of :func:`compare` for one scenario (``aitco tco``)."""
+    return compare(scenario, catalog, **kw)
+
+
+# --------------------------------------------------------------------------- internals
+def _efficiency(scenario: Scenario) -> EfficiencyParams:
+    if scenario.calibration:
+        from aitco.calibrate.profile import load_profile
+
+        return load_profile(scenario.calibration).efficiency
+    return DEFAULT_EFFICIENCY
+
+
+def _unique_names(opts: list[Breakdown]) -> None:
+    seen: dict[str, int] = {}
+    for o in opts:
+        if o.name in seen:
+            seen[o.name] += 1
+            o.name = f"{o.name} #{seen[o.name]}"
+        else:
+            seen[o.name] = 1
+
+
+def _mark(comp: Comparison) -> None:
+    ok = [o for o in comp.options if o.values.get("fits", True)]
+    if not ok:
+        return
+    comp.cheapest = min(ok, key=lambda o: o.total_usd).name
+    if comp.kind == "inference":
+        lat = [o for o in ok if isinstance(o.values.get("e2e_latency_s"), int | float)]
+        if lat:
+            comp.fastest = min(lat, key=lambda o: o.values["e2e_latency_s"]).name
+    else:
+        comp.fastest = min(ok, key=lambda o: o.values.get("wall_clock_h", math.inf)).name
+
+
+def _assumption_lines(fac: Factors) -> list[str]:
+    return [f"{fid} = {fac.raw(fid)!r} ({src})" for fid, src in sorted(fac.used.items())]
+
+
+def _option_name(opt: HardwareOption) -> str:
+    return opt.name or f"{opt.hardware} x{opt.gpus} {opt.pricing}"
+
+
+@dataclass
+class _Price:
+    """Price of an accelerator-hour, and what it is made of."""
+
+    usd_per_gpu_h: float
+    parts: dict[str, float]
+    inputs: dict[str, Any]
+    sources: list[str]
+    provider: str | None = None
+    gpus_per_instance: int = 1
+    offer: str | None = None
+    capex: dict[str, float] = field(default_factory=dict)
+
+
+def _rental_price(cat: Catalog, acc: Accelerator, opt: HardwareOption, where: str) -> _Price:
+    term = opt.pricing
+    if opt.usd_per_gpu_hour is not None:
+        return _Price(
+            opt.usd_per_gpu_hour,
+            {"rental": opt.usd_per_gpu_hour},
+            {"usd_per_gpu_hour": opt.usd_per_gpu_hour},
+            [f"{where}.usd_per_gpu_hour (scenario)"],
+            provider=opt.provider,
+        )
+    offers: list[CloudOffer] = cat.offers_for(acc.id)
+    if opt.offer:
+        offers = [cat.offers[opt.offer]] if opt.offer in cat.offers else []
+        if not offers:
+            raise UnknownIdError("offer", opt.offer, cat.offers, field=f"{where}.offer")
+    if opt.provider:
+        offers = [o for o in offers if o.provider == opt.provider]
+    best: tuple[float, CloudOffer, Any] | None = None
+    for o in offers:
+        for p in o.prices:
+            if p.term != term:
+                continue
+            if opt.region and not (p.region.startswith(opt.region) or p.region == "all"):
+                continue
+            per = p.usd_per_hour / o.accelerators_per_instance
+            if best is None or per < best[0]:
+                best = (per, o, p)
+    if best is None:
+        have = sorted({f"{o.id}:{p.term}" for o in cat.offers_for(acc.id) for p in o.prices})
+        raise CatalogError(
+            f"{where}.pricing",
+            term,
+            f"a {term} price for {acc.id} in the offers (have: {', '.join(have) or 'none'})",
+            hint=f"give {where}.usd_per_gpu_hour, or another pricing mode",
+        )
+    per, o, p = best
+    prov = o.provenance.get("prices")
+    src = [f"offer {o.id} {p.term} {p.region} ${p.usd_per_hour}/h as of {p.as_of}"]
+    if prov:
+        src.append(prov.source.cite())
+    return _Price(
+        per,
+        {"rental": per},
+        {
+            "offer": o.id,
+            "usd_per_instance_hour": p.usd_per_hour,
+            "accelerators_per_instance": o.accelerators_per_instance,
+            "region": p.region,
+        },
+        src,
+        provider=o.provider,
+        gpus_per_instance=o.accelerators_per_instance,
+        offer=o.id,
+    )
+
+
+def _owned_price(
+    acc: Accelerator, sysm: System, opt: HardwareOption, fac: Factors, method: str, where: str
+) -> _Price:
+    if acc.price is None:
+        raise CatalogError(
+            f"accelerators.{acc.id}.price",
+            None,
+            "a purchase price to price owned hardware",
+            hint="add price: {usd: ..., as_of: ...} in a --catalog overlay",
+        )
+    chip = acc.price.usd
+    server_frac = fac.value("server.overhead-fraction")
+    net_frac = fac.value("network.capex-fraction")
+    sto_frac = fac.value("storage.capex-fraction")
+    inst_frac = fac.value("installation.fraction-of-capex")
+    for fid, v in (
+        ("server.overhead-fraction", server_frac),
+        ("network.capex-fraction", net_frac),
+        ("storage.capex-fraction", sto_frac),
+        ("installation.fraction-of-capex", inst_frac),
+    ):
+        if v < 0:
+            raise InputError(fid, v, "a value >= 0")
+    server = chip * server_frac
+    network = (chip + server) * net_frac
+    storage = (chip + server) * sto_frac
+    install = (chip + server + network + storage) * inst_frac
+    capex = chip + server + network + storage + install
+    horizon = fac.value("ownership.horizon-years")
+    life = fac.value("useful-life.years")
+    rate = fac.value("finance.discount-rate")
+    curve_id = (
+        f"residual-value.{acc.id}"
+        if fac.has(f"residual-value.{acc.id}")
+        else f"residual-value.{acc.residual_class}"
+    )
+    curve = fac.curve(curve_id)
+    book = float(finance.book_value_fraction(horizon, life, method=method))
+    market = float(finance.residual_fraction(curve, horizon))
+    split = finance.ownership_split_usd(capex, book, market, rate, horizon)
+    hours = horizon * HOURS_PER_YEAR
+    parts = {
+        "depreciation": float(split["depreciation_usd"]) / hours,
+        "tech_iteration_risk": float(split["tech_iteration_risk_usd"]) / hours,
+        "financing": float(split["financing_usd"]) / hours,
+    }
+    sources = fac.sources(
+        "server.overhead-fraction",
+        "network.capex-fraction",
+        "storage.capex-fraction",
+        "installation.fraction-of-capex",
+        "ownership.horizon-years",
+        "useful-life.years",
+        "finance.discount-rate",
+        curve_id,
+    )
+    prov = acc.provenance.get("price")
+    if prov:
+        sources.insert(0, f"accelerators.{acc.id}.price: {prov.source.cite()}")
+    return _Price(
+        float(split["total_usd"]) / hours,
+        parts,
+        {
+            "accelerator_usd": chip,
+            "server_usd": server,
+            "network_usd": network,
+            "storage_usd": storage,
+            "installation_usd": install,
+            "capex_usd_per_gpu": capex,
+            "horizon_years": horizon,
+            "useful_life_years": life,
+            "discount_rate": rate,
+            "book_value_fraction_end": book,
+            "market_value_fraction_end": market,
+            "depreciation": method,
+        },
+        sources,
+        capex={
+            "capex_usd": capex * opt.gpus,
+            "book_value_end_usd": capex * book * opt.gpus,
+            "market_value_end_usd": capex * market * opt.gpus,
+            "tech_iteration_risk_usd": capex * (book - market) * opt.gpus,
+        },
+    )
+
+
+def _price_per_gpu_h(
+    cat: Catalog,
+    acc: Accelerator,
+    sysm: System,
+    opt: HardwareOption,
+    fac: Factors,
+    scn: Scenario,
+    where: str,
+) -> _Price:
+    if opt.pricing in RENTED:
+        return _rental_price(cat, acc, opt, where)
+    return _owned_price(acc, sysm, opt, fac, scn.ops.depreciation, where)
+
+
+def _engine(kind: str) -> Any:
+    """Return the performance engine function (imported late, at call time)."""
+    try:
+        if kind == "training":
+            from aitco.perf.training import estimate_training
+
+            return estimate_training
+        from aitco.perf.inference import estimate_inference
+
+        return estimate_inference
+    except ImportError as exc:  # pragma: no cover - only before the engines land
+        raise AitcoError(
+            f"the {kind} performance engine (aitco.perf.{kind}) is not available: {exc}"
+        ) from exc
+
+
+def _checkpoint_bytes(model: ModelArch, w: TrainingWorkload) -> float:
+    from aitco.perf.params import param_counts
+
+    if w.method == "full":
+        trainable = float(param_counts(model).total)
+    else:
+        # LoRA adapters (A and B, rank r) on the four attention projections of every layer
+        trainable = 2.0 * w.lora_rank * model.d_model * 4 * model.n_layers
+    return trainable * reliability.CHECKPOINT_BYTES_PER_PARAM_ADAM
+
+
+def _price(
+    scn: Scenario,
+    w: TrainingWorkload | InferenceWorkload,
+    opt: HardwareOption,
+    cat: Catalog,
+    fac: Factors,
+    eff: EfficiencyParams,
+    *,
+    where: str,
+) -> Breakdown:
+    acc, sysm = cat.hardware(opt.hardware, field=f"{where}.hardware")
+    model = cat.resolve_model(w.model, field="workload.model")
+    price = _price_per_gpu_h(cat, acc, sysm, opt, fac, scn, where)
+    if isinstance(w, TrainingWorkload):
+        return _training(scn, w, opt, acc, sysm, model, price, fac, eff, where)
+    return _inference(scn, w, opt, acc, sysm, model, price, fac, eff, where)
+
+
+@dataclass
+class _Run:
+    """Hours of a run or service period, as the items need them."""
+
+    gpus: int
+    productive_h: float
+    wall_h: float
+    overhead: dict[str, float]
+    interruptions: float
+    failure_share: float
+    busy_fraction: float
+    busy_h: float = 0.0
+
+
+def _spot_rate(fac: Factors, price: _Price, opt: HardwareOption, where: str) -> tuple[str, float]:
+    prov = price.provider or opt.provider or "default"
+    return fac.first(
+        [f"spot-interruption.per-hour.{prov.lower()}", "spot-interruption.per-hour.default"],
+        f"{where}.pricing",
+    )
+
+
+def _training(
+    scn: Scenario,
+    w: TrainingWorkload,
+    opt: HardwareOption,
+    acc: Accelerator,
+    sysm: System,
+    model: ModelArch,
+    price: _Price,
+    fac: Factors,
+    eff: EfficiencyParams,
+    where: str,
+) -> Breakdown:
+    est = _engine("training")
+    plan = w.plan.model_dump(exclude_none=True, exclude_defaults=True) or None
+    res = est(
+        model,
+        acc,
+        sysm,
+        opt.gpus,
+        seq_len=w.seq_len,
+        global_batch=w.batch_sequences,
+        tokens=w.tokens,
+        precision=w.precision,
+        method=w.method,
+        plan=plan,
+        efficiency=eff,
+        lora_rank=w.lora_rank,
+    )
+    v = res.values
+    productive_h = float(v["wall_clock_h"])
+    n = opt.gpus
+    nodes = math.ceil(n / sysm.devices_per_node)
+    instances = (
+        math.ceil(n / price.gpus_per_instance) if opt.pricing in RENTED and price.offer else nodes
+    )
+
+    lam_id = "failure.interruptions-per-gpu-hour"
+    lam = fac.value(lam_id)
+    rate_fail = float(reliability.job_interruption_rate_per_h(lam, n))
+    rate_spot = 0.0
+    spot_id = None
+    if opt.pricing == "spot":
+        spot_id, sigma = _spot_rate(fac, price, opt, where)
+        rate_spot = float(reliability.job_interruption_rate_per_h(0.0, 0, sigma, instances))
+    rate = rate_fail + rate_spot
+
+    ckpt_bytes = _checkpoint_bytes(model, w)
+    bw = fac.value("checkpoint.write-gb-s-per-node")
+    save_h = _checkpoint_save_h(model, w, ckpt_bytes, bw, nodes)
+    if w.checkpoint_interval_h is not None and scn.ops.checkpointing != "none":
+        tau = w.checkpoint_interval_h
+        tau_how = "workload.checkpoint_interval_h"
+    elif scn.ops.checkpointing == "fixed":
+        raise InputError(
+            "workload.checkpoint_interval_h",
+            None,
+            "an interval in hours when ops.checkpointing is 'fixed'",
+        )
+    elif scn.ops.checkpointing == "none":
+        tau = math.nan
+        tau_how = "no checkpoints"
+        field = (
+            f"{where}.pricing (spot) with ops.checkpointing" if rate_spot else "ops.checkpointing"
+        )
+        reliability.require_checkpoint_interval(tau, rate, field)
+    else:
+        mtbf = 1.0 / rate if rate > 0 else math.inf
+        tau = float(reliability.optimal_checkpoint_interval_h(save_h, mtbf))
+        tau_how = "Young/Daly optimum sqrt(2 delta M) - delta"
+    async_frac = fac.value("checkpoint.async-stall-fraction") if scn.ops.checkpoint_async else 1.0
+    restart_id = "restart.hours"
+    restart_h = fac.value(restart_id)
+    fw_id = "firmware.downtime-hours-per-year"
+    phi = float(reliability.firmware_downtime_fraction(fac.value(fw_id)))
+    o = reliability.goodput_overheads(productive_h, rate, tau, save_h, restart_h, phi, async_frac)
+    wall_h = float(o["wall_clock_h"])
+    run = _Run(
+        gpus=n,
+        productive_h=productive_h,
+        wall_h=wall_h,
+        overhead={
+            k: float(o[k]) for k in ("rework_h", "restart_h", "checkpoint_stall_h", "firmware_h")
+        },
+        interruptions=float(o["interruptions"]),
+        failure_share=rate_fail / rate if rate > 0 else 1.0,
+        busy_fraction=productive_h / wall_h if wall_h > 0 else 1.0,
+        busy_h=productive_h,
+    )
+    b = Breakdown(
+        name=_option_name(opt), kind="training", hardware=opt.hardware, pricing=opt.pricing, gpus=n
+    )
+    _compute_items(b, run, price, opt)
+    net_id = "failure.network-interruption-fraction"
+    _reliability_items(
+        b,
+        run,
+        price,
+        opt,
+        fac,
+        spot_id=spot_id,
+        restart_h=restart_h,
+        extra_inputs={
+            "checkpoint_interval_h": tau,
+            "checkpoint_interval_rule": tau_how,
+            "checkpoint_save_s": save_h * SECONDS_PER_HOUR,
+            "checkpoint_bytes": ckpt_bytes,
+            "interruptions_per_h": rate,
+            "async_stall_fraction": async_frac,
+        },
+        ids=[lam_id, net_id, restart_id, fw_id, "checkpoint.write-gb-s-per-node"],
+    )
+    kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, nodes)
+    _people_items(b, run, price, opt, fac)
+    tokens = float(w.tokens)
+    months = wall_h / HOURS_PER_MONTH
+    dataset_gb = scn.data.stored_gb
+    if dataset_gb is None:
+        dataset_gb = tokens * fac.value("data.bytes-per-token") / GIGA
+    _data_items(b, scn, fac, months, dataset_gb, ckpt_bytes * scn.ops.checkpoints_kept / GIGA)
+    _compliance_items(b, scn, fac, wall_h / HOURS_PER_DAY)
+    _carbon_items(b, fac, kg)
+    b.finalize()
+    gpu_hours = n * wall_h
+    b.values = {
+        "fits": bool(v.get("fits", True)),
+        "wall_clock_h": wall_h,
+        "wall_clock_days": wall_h / HOURS_PER_DAY,
+        "productive_h": productive_h,
+        "goodput": float(o["goodput"]),
+        "gpu_hours": gpu_hours,
+        "tokens": tokens,
+        "tokens_per_s": _f(v.get("tokens_per_s")),
+        "tokens_per_s_per_gpu": _f(v.get("tokens_per_s_per_gpu")),
+        "mfu": _f(v.get("mfu")),
+        "interruptions": run.interruptions,
+        "checkpoint_interval_h": tau,
+        "price_usd_per_gpu_hour": price.usd_per_gpu_h,
+        "usd_per_gpu_hour_effective": b.total_usd / gpu_hours if gpu_hours else math.nan,
+        "usd_per_million_tokens": b.total_usd / tokens * MEGA,
+        "energy_kwh": kwh,
+        "kg_co2e": kg,
+        "energy_per_token_j": float(carbon.energy_per_token_j(kwh, tokens)),
+        "offer": price.offer,
+        **price.capex,
+    }
+    b.assumptions = [f"throughput from aitco.perf.training ({res.__class__.__name__})"]
+    return b
+
+
+def _checkpoint_save_h(
+    model: ModelArch, w: TrainingWorkload, ckpt_bytes: float, bw_gb_s_per_node: float, nodes: int
+) -> float:
+    """Return the synchronous checkpoint save time in hours (nodes write in parallel).
+
+    Full training uses :func:`aitco.perf.training.checkpoint_save_time_s` (parameters x 14 B over
+    the aggregate bandwidth); LoRA uses the adapter bytes over the same bandwidth.
+    """
+    if w.method == "full":
+        from aitco.perf.params import param_counts
+        from aitco.perf.training import checkpoint_save_time_s
+
+        total = float(param_counts(model).total)
+        return float(checkpoint_save_time_s(total, bw_gb_s_per_node * nodes)) / SECONDS_PER_HOUR
+    return float(reliability.checkpoint_save_time_h(ckpt_bytes, bw_gb_s_per_node, nodes))
+
+
+def _f(x: Any) -> float | None:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def _compute_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption) -> None:
+    gh = run.gpus * run.productive_h
+    for part, per_h in price.parts.items():
+        formula = "gpus x productive hours x price per GPU-hour"
+        if part != "rental":
+            formula = f"gpus x productive hours x ({part} over the holding period / holding hours)"
+        b.add(
+            part if part != "rental" else f"rental_{opt.pricing}",
+            # the technology-iteration risk can be negative (market value above book value)
+            float(cloud.rental_usd(gh, per_h)) if part == "rental" else gh * per_h,
+            "compute",
+            formula,
+            {
+                "gpus": run.gpus,
+                "productive_h": run.productive_h,
+                "usd_per_gpu_hour": per_h,
+                **price.inputs,
+            },
+            price.sources,
+        )
+
+
+def _reliability_items(
+    b: Breakdown,
+    run: _Run,
+    price: _Price,
+    opt: HardwareOption,
+    fac: Factors,
+    *,
+    spot_id: str | None,
+    restart_h: float,
+    extra_inputs: dict[str, Any],
+    ids: list[str],
+) -> None:
+    p = price.usd_per_gpu_h
+    n = run.gpus
+    net = fac.value("failure.network-interruption-fraction") if run.failure_share > 0 else 0.0
+    rework = run.overhead.get("rework_h", 0.0)
+    src = fac.sources(*ids)
+    common = {"gpus": n, "usd_per_gpu_hour": p, **extra_inputs}
+    fs = run.failure_share
+    b.add(
+        "failure_rework",
+        n * rework * fs * (1 - net) * p,
+        "reliability",
+        "gpus x interruptions(non-network failures) x checkpoint_interval/2 x price",
+        {**common, "rework_h": rework, "failure_share": fs, "network_fraction": net},
+        src,
+    )
+    b.add(
+        "network_rework",
+        n * rework * fs * net * p,
+        "reliability",
+        "gpus x interruptions(network/topology) x checkpoint_interval/2 x price",
+        {**common, "rework_h": rework, "network_fraction": net},
+        src,
+    )
+    if spot_id is not None:
+        b.add(
+            "spot_preemption_rework",
+            n * rework * (1 - fs) * p,
+            "reliability",
+            "gpus x spot preemptions x checkpoint_interval/2 x price",
+            {**common, "rework_h": rework, "spot_share": 1 - fs},
+            [*fac.sources(spot_id), *src],
+        )
+    b.add(
+        "restart_requeue",
+        n * run.overhead.get("restart_h", 0.0) * p,
+        "reliability",
+        "gpus x interruptions x restart hours x price",
+        {**common, "interruptions": run.interruptions, "restart_h_each": restart_h},
+        src,
+    )
+    if "checkpoint_stall_h" in run.overhead:
+        b.add(
+            "checkpoint_stall",
+            n * run.overhead["checkpoint_stall_h"] * p,
+            "reliability",
+            "gpus x (productive hours / interval) x save time x stall fraction x price",
+            {**common, "stall_h": run.overhead["checkpoint_stall_h"]},
+            [*src, *fac.sources("checkpoint.async-stall-fraction")],
+        )
+    b.add(
+        "firmware_downtime",
+        n * run.overhead.get("firmware_h", 0.0) * p,
+        "reliability",
+        "gpus x wall clock x (firmware downtime hours per year / hours per year) x price",
+        {**common, "firmware_h": run.overhead.get("firmware_h", 0.0)},
+        src,
+    )
+    if opt.pricing in HELD:
+        f = fac.value("fragmentation.idle-fraction")
+        idle = float(reliability.fragmentation_idle_h(n * run.wall_h, f))
+        run.overhead["fragmentation_idle_gpu_h"] = idle
+        b.add(
+            "fragmentation_idle",
+            idle * p,
+            "reliability",
+            "held GPU-hours x f/(1-f) x price (capacity idle from scheduling fragmentation)",
+            {"held_gpu_h": n * run.wall_h, "idle_fraction": f, "usd_per_gpu_hour": p},
+            fac.sources("fragmentation.idle-fraction"),
+        )
+
+
+def _pue_id(sysm: System, opt: HardwareOption) -> str:
+    if opt.pricing in RENTED:
+        return "pue.hyperscale"
+    return f"pue.{opt.cooling or sysm.cooling}"
+
+
+def _power_items(
+    b: Breakdown,
+    run: _Run,
+    acc: Accelerator,
+    sysm: System,
+    price: _Price,
+    opt: HardwareOption,
+    fac: Factors,
+    nodes: int,
+) -> tuple[float, float]:
+    """Energy items (owned/colocation) and the energy and emissions of every mode."""
+    if acc.tdp_w is None:
+        raise CatalogError(f"accelerators.{acc.id}.tdp_w", None, "a TDP to compute power")
+    fa = fac.value("utilization-power.training-fraction-of-tdp")
+    fi = fac.value("idle-power.fraction-of-tdp")
+    sw = fac.value("network.switch-power-w-per-gpu")
+    loss = fac.value("power-conversion.loss")
+    pue_id = _pue_id(sysm, opt)
+    pue_v = fac.value(pue_id)
+    region = opt.region or DEFAULT_REGION
+    n = run.gpus
+    busy_it_w = float(power.it_power_w(n, acc.tdp_w, 1.0, fa, fi, nodes, sysm.node_power_w, sw))
+    idle_it_w = float(power.it_power_w(n, acc.tdp_w, 0.0, fa, fi, nodes, sysm.node_power_w, sw))
+    frag_h = run.overhead.get("fragmentation_idle_gpu_h", 0.0) / n if n else 0.0
+    busy_h = run.busy_h
+    idle_h = run.wall_h - busy_h + frag_h
+    it_active_kwh = float(power.energy_kwh(busy_it_w, busy_h))
+    it_idle_kwh = float(power.energy_kwh(idle_it_w, idle_h))
+    it_kwh = it_active_kwh + it_idle_kwh
+    input_kwh = float(power.facility_power_w(it_kwh, loss, 1.0))
+    meter_kwh = float(power.facility_power_w(it_kwh, loss, pue_v))
+    ci_id, ci = fac.region_value("carbon.kg-per-kwh", region, "carbon region")
+    kg = float(carbon.emissions_kg_co2e(meter_kwh, ci))
+    inputs = {
+        "gpus": n,
+        "tdp_w": acc.tdp_w,
+        "active_fraction_of_tdp": fa,
+        "idle_fraction_of_tdp": fi,
+        "nodes": nodes,
+        "node_power_w": sysm.node_power_w,
+        "switch_w_per_gpu": sw,
+        "busy_h": busy_h,
+        "idle_h": idle_h,
+        "conversion_loss": loss,
+        "pue": pue_v,
+        "pue_factor": pue_id,
+    }
+    ids = [
+        "utilization-power.training-fraction-of-tdp",
+        "idle-power.fraction-of-tdp",
+        "network.switch-power-w-per-gpu",
+        "power-conversion.loss",
+        pue_id,
+    ]
+    if opt.pricing in OWNED:
+        el_id, usd_kwh = fac.region_value(
+            "electricity.usd-per-kwh", region, f"{opt.pricing} region"
+        )
+        src = fac.sources(*ids, el_id)
+        inp = {**inputs, "usd_per_kwh": usd_kwh}
+        b.add(
+            "electricity_it_active",
+            float(power.electricity_usd(it_active_kwh, usd_kwh)),
+            "power",
+            "gpus x TDP x active fraction x busy hours (+ node and switch power) x $/kWh",
+            {**inp, "kwh": it_active_kwh},
+            src,
+        )
+        b.add(
+            "electricity_it_idle",
+            float(power.electricity_usd(it_idle_kwh, usd_kwh)),
+            "power",
+            "gpus x TDP x idle fraction x idle hours (restarts, stalls, fragmentation) x $/kWh",
+            {**inp, "kwh": it_idle_kwh},
+            src,
+        )
+        b.add(
+            "power_conversion_loss",
+            float(power.electricity_usd(input_kwh - it_kwh, usd_kwh)),
+            "power",
+            "IT kWh x (1/(1 - loss) - 1) x $/kWh (PSU/UPS/PDU)",
+            {**inp, "kwh": input_kwh - it_kwh},
+            src,
+        )
+        b.add(
+            "cooling_pue_overhead",
+            float(power.electricity_usd(meter_kwh - input_kwh, usd_kwh)),
+            "power",
+            "IT input kWh x (PUE - 1) x $/kWh",
+            {**inp, "kwh": meter_kwh - input_kwh},
+            src,
+        )
+        if opt.pricing == "colocation":
+            colo_id = "facility.colocation-usd-per-kw-month"
+            colo = fac.value(colo_id)
+            kw = busy_it_w / WATTS_PER_KILOWATT
+            months = (run.wall_h + frag_h) / HOURS_PER_MONTH
+            b.add(
+                "colocation",
+                kw * colo * months,
+                "facility",
+                "IT capacity kW x colocation $/kW-month x months held",
+                {"it_kw": kw, "usd_per_kw_month": colo, "months": months},
+                fac.sources(colo_id),
+            )
+    b.assumptions.append(
+        f"energy at the meter {meter_kwh:,.0f} kWh; carbon intensity {ci} kg/kWh ({ci_id})"
+    )
+    return meter_kwh, kg
+
+
+def _people_items(
+    b: Breakdown, run: _Run, price: _Price, opt: HardwareOption, fac: Factors
+) -> None:
+    fte_id = (
+        "ops.fte-per-1000-gpus.owned" if opt.pricing in OWNED else "ops.fte-per-1000-gpus.cloud"
+    )
+    role_id = "labour.usd-per-hour.sre"
+    fte = fac.value(fte_id)
+    w = fac.value(role_id)
+    b.add(
+        "ops_staff",
+        float(people.ops_staff_usd(run.gpus, run.wall_h, fte, w)),
+        "people",
+        "gpus/1000 x FTE per 1000 GPUs x (hours/8766) x 2080 h x loaded $/h",
+        {"gpus": run.gpus, "hours": run.wall_h, "fte_per_1000_gpus": fte, "usd_per_hour": w},
+        fac.sources(fte_id, role_id),
+    )
+    mttr_id = "ops.mttr-staff-hours"
+    mttr = fac.value(mttr_id)
+    b.add(
+        "incident_response",
+        float(people.incident_usd(run.interruptions, mttr, w)),
+        "people",
+        "interruptions x staff hours per incident x loaded $/h",
+        {"interruptions": run.interruptions, "mttr_staff_h": mttr, "usd_per_hour": w},
+        fac.sources(mttr_id, role_id),
+    )
+    if opt.pricing in RENTED:
+        prov = (price.provider or "default").lower()
+        if fac.has(f"support.fraction-of-spend.{prov}") or fac.has(
+            "support.fraction-of-spend.default"
+        ):
+            sid, frac = fac.first(
+                [f"support.fraction-of-spend.{prov}", "support.fraction-of-spend.default"],
+                "support",
+            )
+            spend = sum(i.usd for i in b.items if i.category in ("compute", "reliability"))
+            b.add(
+                "cloud_support",
+                float(people.support_usd(spend, frac)),
+                "people",
+                "support fee share x compute spend",
+                {"spend_usd": spend, "fraction": frac},
+                fac.sources(sid),
+            )
+
+
+def _data_items(
+    b: Breakdown,
+    scn: Scenario,
+    fac: Factors,
+    months: float,
+    dataset_gb: float,
+    checkpoint_gb: float,
+) -> None:
+    d = scn.data
+    tier_id = f"storage.usd-per-gb-month.{d.storage_tier}"
+    price = fac.value(tier_id, "data.storage_tier")
+    if d.acquisition_usd:
+        b.add(
+            "data_acquisition",
+            d.acquisition_usd,
+            "data",
+            "given",
+            {"acquisition_usd": d.acquisition_usd},
+        )
+    if d.raw_tb:
+        b.add(
+            "data_cleaning",
+            float(data.per_unit_usd(d.raw_tb, d.cleaning_usd_per_tb, "data.cleaning_usd_per_tb")),
+            "data",
+            "raw TB x $/TB",
+            {"raw_tb": d.raw_tb, "usd_per_tb": d.cleaning_usd_per_tb},
+        )
+    if d.labeled_items:
+        b.add(
+            "data_labeling",
+            float(
+                data.per_unit_usd(
+                    d.labeled_items, d.labeling_usd_per_item, "data.labeling_usd_per_item"
+                )
+            ),
+            "data",
+            "items x $/item",
+            {"items": d.labeled_items, "usd_per_item": d.labeling_usd_per_item},
+        )
+    if dataset_gb:
+        b.add(
+            "dataset_storage",
+            float(data.storage_usd(dataset_gb, months, price)),
+            "data",
+            "dataset GB x months x $/GB-month",
+            {"gb": dataset_gb, "months": months, "usd_per_gb_month": price},
+            fac.sources(tier_id, "data.bytes-per-token"),
+        )
+    if checkpoint_gb:
+        b.add(
+            "checkpoint_storage",
+            float(data.storage_usd(checkpoint_gb, months, price)),
+            "data",
+            "checkpoints kept x checkpoint GB x months x $/GB-month",
+            {"gb": checkpoint_gb, "months": months, "usd_per_gb_month": price},
+            fac.sources(tier_id),
+        )
+    if d.egress_gb:
+        eid = f"transfer.usd-per-gb.{d.egress_kind}"
+        p = fac.value(eid, "data.egress_kind")
+        b.add(
+            "egress",
+            float(data.per_unit_usd(d.egress_gb, p, eid)),
+            "data",
+            "GB x $/GB",
+            {"gb": d.egress_gb, "usd_per_gb": p},
+            fac.sources(eid),
+        )
+    if d.cross_zone_gb:
+        cid = f"transfer.usd-per-gb.{d.cross_zone_kind}"
+        p = fac.value(cid, "data.cross_zone_kind")
+        b.add(
+            "cross_zone_transfer",
+            float(data.per_unit_usd(d.cross_zone_gb, p, cid)),
+            "data",
+            "GB x $/GB",
+            {"gb": d.cross_zone_gb, "usd_per_gb": p},
+            fac.sources(cid),
+        )
+
+
+def _compliance_items(b: Breakdown, scn: Scenario, fac: Factors, period_days: float) -> None:
+    c = scn.compliance
+    if not (c.gb_per_day and c.retention_days):
+        return
+    tid = f"storage.usd-per-gb-month.{c.storage_tier}"
+    p = fac.value(tid, "compliance.storage_tier")
+    b.add(
+        "retention",
+        float(data.retention_usd(c.gb_per_day, c.retention_days, period_days, p)),
+        "compliance",
+        "GB/day x retention ramp (GB-days) / days per month x $/GB-month",
+        {
+            "gb_per_day": c.gb_per_day,
+            "retention_days": c.retention_days,
+            "period_days": period_days,
+            "usd_per_gb_month": p,
+        },
+        fac.sources(tid),
+    )
+
+
+def _carbon_items(b: Breakdown, fac: Factors, kg: float) -> None:
+    cid = "carbon.usd-per-tonne"
+    if fac.has(cid):
+        p = fac.value(cid)
+        if p < 0:
+            raise InputError(cid, p, "a carbon price >= 0")
+        if p > 0:
+            b.add(
+                "carbon_price",
+                kg / KG_PER_TONNE * p,
+                "carbon",
+                "t CO2e x $/t",
+                {"kg_co2e": kg, "usd_per_tonne": p},
+                fac.sources(cid),
+            )
+
+
+def _inference(
+    scn: Scenario,
+    w: InferenceWorkload,
+    opt: HardwareOption,
+    acc: Accelerator,
+    sysm: System,
+    model: ModelArch,
+    price: _Price,
+    fac: Factors,
+    eff: EfficiencyParams,
+    where: str,
+) -> Breakdown:
+    est = _engine("inference")
+
+    def run_engine(gpus: int) -> Any:
+        return est(
+            model,
+            acc,
+            sysm,
+            gpus,
+            precision=w.precision,
+            kv_precision=w.kv_precision,
+            input_tokens=w.input_tokens,
+            output_tokens=w.output_tokens,
+            batch=w.batch,
+            concurrency=w.concurrency,
+            qps=w.qps,
+            mode=w.mode,
+            tp=w.tp,
+            pp=w.pp,
+            slo_ttft_ms=w.slo_ttft_ms,
+            slo_tpot_ms=w.slo_tpot_ms,
+            efficiency=eff,
+        )
+
+    res = run_engine(opt.gpus)
+    v = res.values
+    n = opt.gpus
+    scaled = ""
+    per_replica = int(v.get("tp", 1) or 1) * int(v.get("pp", 1) or 1)
+    g_slo = v.get("gpus_for_slo")
+    if w.qps and isinstance(g_slo, int | float) and g_slo > n:
+        n = int(g_slo)
+        scaled = f"scaled from {opt.gpus} to {n} GPUs to meet the SLO at {w.qps:g} req/s"
+    elif w.qps and v.get("saturated") and _f(v.get("max_qps")):
+        cap_per_replica = float(v["max_qps"]) / max(int(v.get("replicas", 1) or 1), 1)
+        n = math.ceil(w.qps / cap_per_replica) * per_replica
+        scaled = f"scaled from {opt.gpus} to {n} GPUs: {w.qps:g} req/s exceeds the capacity"
+    if n != opt.gpus:
+        res = run_engine(n)
+        v = res.values
+    replicas = int(v.get("replicas", 1) or 1)
+    hours = w.months * HOURS_PER_MONTH
+    rps_capacity = _f(v.get("max_qps")) or _f(v.get("requests_per_s")) or 0.0
+    qps = w.qps if w.qps else (_f(v.get("requests_per_s")) or 0.0)
+    util = _f(v.get("utilization"))
+    busy = min(1.0, util) if util is not None else 1.0
+    nodes = max(1, math.ceil(n / sysm.devices_per_node))
+    lam_id = "failure.interruptions-per-gpu-hour"
+    lam = fac.value(lam_id)
+    restart_h = fac.value("restart.hours")
+    phi = float(
+        reliability.firmware_downtime_fraction(fac.value("firmware.downtime-hours-per-year"))
+    )
+    interruptions = lam * n * hours
+    # a failed replica is down for the restart time; its GPUs are paid for while it restarts
+    restart_gpu_h = interruptions * per_replica * restart_h
+    run = _Run(
+        gpus=n,
+        productive_h=hours,
+        wall_h=hours,
+        overhead={"restart_h": restart_gpu_h / n, "firmware_h": phi * hours},
+        interruptions=interruptions,
+        failure_share=1.0,
+        busy_fraction=busy,
+        busy_h=hours * busy,
+    )
+    b = Breakdown(
+        name=_option_name(opt), kind="inference", hardware=opt.hardware, pricing=opt.pricing, gpus=n
+    )
+    # the service holds its GPUs the whole period; restarts and firmware downtime are shown as
+    # the share of those paid hours that served nothing
+    lost_h = run.overhead["restart_h"] + run.overhead["firmware_h"]
+    serving = _Run(n, hours - lost_h, hours, {}, interruptions, 1.0, busy)
+    _compute_items(b, serving, price, opt)
+    p = price.usd_per_gpu_h
+    src = fac.sources(lam_id, "restart.hours", "firmware.downtime-hours-per-year")
+    b.add(
+        "restart_requeue",
+        restart_gpu_h * p,
+        "reliability",
+        "failures (rate x GPU-hours) x GPUs per replica x restart hours x price",
+        {
+            "interruptions": interruptions,
+            "gpus_per_replica": opt.gpus,
+            "restart_h": restart_h,
+            "usd_per_gpu_hour": p,
+        },
+        src,
+    )
+    b.add(
+        "firmware_downtime",
+        n * phi * hours * p,
+        "reliability",
+        "gpus x hours x firmware downtime share x price",
+        {"gpus": n, "hours": hours, "downtime_fraction": phi, "usd_per_gpu_hour": p},
+        src,
+    )
+    if opt.pricing in HELD:
+        f = fac.value("fragmentation.idle-fraction")
+        idle = float(reliability.fragmentation_idle_h(n * hours, f))
+        run.overhead["fragmentation_idle_gpu_h"] = idle
+        b.add(
+            "fragmentation_idle",
+            idle * p,
+            "reliability",
+            "held GPU-hours x f/(1-f) x price",
+            {"held_gpu_h": n * hours, "idle_fraction": f, "usd_per_gpu_hour": p},
+            fac.sources("fragmentation.idle-fraction"),
+        )
+    kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, nodes)
+    _people_items(b, run, price, opt, fac)
+    months = w.months
+    _data_items(b, scn, fac, months, scn.data.stored_gb or 0.0, 0.0)
+    _compliance_items(b, scn, fac, hours / HOURS_PER_DAY)
+    _carbon_items(b, fac, kg)
+    b.finalize()
+    seconds = hours * SECONDS_PER_HOUR
+    tokens = qps * (w.input_tokens + w.output_tokens) * seconds
+    out_tokens = qps * w.output_tokens * seconds
+    b.values = {
+        "fits": bool(v.get("fits", True)),
+        "replicas": replicas,
+        "gpus_total": n,
+        "months": w.months,
+        "qps": qps,
+        "requests_per_s_capacity": rps_capacity,
+        "scaled": scaled or None,
+        "utilization": busy,
+        "ttft_s": _f(v.get("ttft_s")),
+        "tpot_s": _f(v.get("tpot_s")),
+        "e2e_latency_s": _f(v.get("e2e_latency_s")),
+        "tokens": tokens,
+        "usd_per_month": b.total_usd / months,
+        "usd_per_million_tokens": b.total_usd / tokens * MEGA if tokens else None,
+        "usd_per_million_output_tokens": b.total_usd / out_tokens * MEGA if out_tokens else None,
+        "price_usd_per_gpu_hour": price.usd_per_gpu_h,
+        "usd_per_gpu_hour_effective": b.total_usd / (n * hours),
+        "gpu_hours": n * hours,
+        "goodput": (hours - lost_h) / hours,
+        "energy_kwh": kwh,
+        "kg_co2e": kg,
+        "energy_per_token_j": float(carbon.energy_per_token_j(kwh, tokens)) if tokens else None,
+        "offer": price.offer,
+        **price.capex,
+    }
+    return b
