@@ -44,4 +44,4 @@ def open_text(path: str | Path) -> IO[str]:
         raise ParseError(str(p), "is a directory, expected a file")
     if p.suffix == ".gz":
         return gzip.open(p, "rt", encoding="utf-8", errors="replace", newline="")
-    return open(p, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115 - caller closes
+    return open(p, encoding="utf-8", errors="replace", newline="")

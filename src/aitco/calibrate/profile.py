@@ -85,7 +85,8 @@ class ProbeResult(BaseModel):
     matmul_size: int | None = None
     copy_bytes: int | None = None
     gemm_fraction: dict[str, float] = Field(
-        default_factory=dict, description="Achieved / catalog peak per data type, when the peak is known."
+        default_factory=dict,
+        description="Achieved / catalog peak per data type, when the peak is known.",
     )
     hbm_fraction: float | None = None
 

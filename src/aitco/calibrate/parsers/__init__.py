@@ -1,0 +1,1 @@
+"""One parser per input format; :mod:`~aitco.calibrate.parsers.detect` picks one."""

@@ -1,0 +1,147 @@
+"""What every parser returns: records, a summary, the detected format version, skipped lines.
+
+Parsers never crash on bad input. A line that looks like it belongs to the format but cannot be
+read is *skipped* and counted with its line number (:class:`SkipLog`); a line that belongs to no
+known shape (banner text, other log output) is *ignored* and only counted. When nothing usable is
+found in the whole file the parser raises :class:`aitco.errors.ParseError`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+#: How many skipped lines are kept with their text; the rest are only counted.
+MAX_SKIPS_KEPT = 50
+#: Longest excerpt of a skipped line kept for the report. [characters]
+SKIP_EXCERPT_CHARS = 120
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_NUM = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
+@dataclass
+class SkipLog:
+    """Count of skipped lines, with the first :data:`MAX_SKIPS_KEPT` kept (line, reason, text)."""
+
+    count: int = 0
+    first: list[tuple[int, str, str]] = field(default_factory=list)
+
+    def add(self, line_no: int, reason: str, text: str = "") -> None:
+        """Record one skipped line (1-based ``line_no``)."""
+        self.count += 1
+        if len(self.first) < MAX_SKIPS_KEPT:
+            self.first.append((line_no, reason, text.strip()[:SKIP_EXCERPT_CHARS]))
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready summary: count and the kept lines."""
+        return {
+            "count": self.count,
+            "lines": [{"line": n, "reason": r, "text": t} for n, r, t in self.first],
+        }
+
+
+@dataclass
+class ParseResult:
+    """The output of one parser on one file.
+
+    Attributes
+    ----------
+    kind : str
+        Parser kind (``"nccl"``, ``"dcgm"``, ``"nvidia-smi"``, ``"trainlog"``, ``"vllm"``,
+        ``"sglang"``, ``"focus"``, ``"codecarbon"``, ``"kineto"``).
+    path : str
+        The file parsed.
+    format : str
+        Detected format (``"nccl-tests-stdout"``, ``"megatron-lm"``, ...).
+    format_version : str
+        Detected version or layout of that format.
+    records : list of dict
+        Normalised records (rows, steps, runs); telemetry parsers keep aggregates instead.
+    summary : dict
+        Headline values, keys with unit suffixes.
+    lines_read : int
+        Lines (or rows) read.
+    lines_ignored : int
+        Lines that belong to no known shape (banners, unrelated log output).
+    skipped : SkipLog
+        Lines that looked like data but could not be read.
+    """
+
+    kind: str
+    path: str
+    format: str
+    format_version: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    lines_read: int = 0
+    lines_ignored: int = 0
+    skipped: SkipLog = field(default_factory=SkipLog)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self, *, with_records: bool = True) -> dict[str, Any]:
+        """JSON-ready dict (non-finite floats become ``None``)."""
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "path": self.path,
+            "format": self.format,
+            "format_version": self.format_version,
+            "lines_read": self.lines_read,
+            "lines_ignored": self.lines_ignored,
+            "skipped_lines": self.skipped.to_json(),
+            "summary": self.summary,
+            "meta": self.meta,
+        }
+        if with_records:
+            out["records"] = self.records
+        return clean_json(out)
+
+
+def clean_json(v: Any) -> Any:
+    """Replace non-finite floats by ``None`` recursively."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: clean_json(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [clean_json(x) for x in v]
+    return v
+
+
+def strip_ansi(s: str) -> str:
+    """Remove ANSI colour escapes (terminal logs)."""
+    return _ANSI.sub("", s) if "\x1b" in s else s
+
+
+def to_float(s: Any) -> float | None:
+    """Parse a number that may carry thousands separators, a unit or a percent sign.
+
+    Returns ``None`` for missing markers (``N/A``, ``[N/A]``, ``[Not Supported]``, ``NULL``,
+    empty) and for anything that is not a finite number.
+    """
+    if s is None:
+        return None
+    if isinstance(s, bool):
+        return None
+    if isinstance(s, int | float):
+        x = float(s)
+        return x if math.isfinite(x) else None
+    t = str(s).strip().replace(",", "")
+    if not t:
+        return None
+    # drop a trailing unit ("16.48 W", "40960 MiB", "13.99%", "112.9TFLOPS", "66.91GiB")
+    m = re.match(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*[A-Za-z%/()]*$", t)
+    if not m:
+        return None
+    try:
+        x = float(m.group(1))
+    except ValueError:  # pragma: no cover - the regex only lets numbers through
+        return None
+    return x if math.isfinite(x) else None
+
+
+def is_number(tok: str) -> bool:
+    """Whether ``tok`` is a plain decimal or scientific number."""
+    return bool(_NUM.match(tok))
