@@ -280,6 +280,11 @@ class ModelArch(Entry):
         default=None, gt=0, description="Published total parameter count, in billions."
     )
     published_active_params_b: float | None = Field(default=None, gt=0)
+    published_params_resolution_b: float | None = Field(
+        default=None,
+        gt=0,
+        description="Unit of the last digit of the published counts as printed (0.1 for '1.7B').",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelArch:
