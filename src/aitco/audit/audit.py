@@ -65,6 +65,8 @@ PADDING_MIN_RUN = 64
 #: Share of printable characters a decoded payload needs to count as text (else it is binary,
 #: e.g. an image, which providers bill as image tokens, not text).
 TEXT_PRINTABLE_MIN = 0.95
+#: Token counts of matched prefixes remembered (LRU), so a shared prefix is tokenised once.
+MAX_MEMO_COUNTS = 10_000
 #: Worst requests kept as examples per cause.
 EXAMPLES_PER_CAUSE = 5
 
@@ -275,6 +277,8 @@ def _decode_text(s: str) -> str | None:
         return None
     if not text:
         return None
+    if text.isprintable():
+        return text
     printable = sum(1 for ch in text if ch.isprintable() or ch in "\n\r\t")
     if printable / len(text) < TEXT_PRINTABLE_MIN:
         return None
@@ -305,13 +309,18 @@ def encoding_overhead_tokens(segments: Iterable[str], tok: TokenCounter) -> tupl
     +1/3; real BPEs, which split base64 into short pieces, see far more.
     """
     b64 = pad = 0
+    pad_probes = [ch * PADDING_MIN_RUN for ch in " \t\x00"]
     for seg in segments:
         if len(seg) >= BASE64_MIN_CHARS:
-            for m in _B64_RE.finditer(seg):
-                text = _decode_text(m.group(0))
-                if text is not None:
-                    b64 += max(0, tok.count(m.group(0)) - tok.count(text))
-        if len(seg) >= PADDING_MIN_RUN:
+            # base64 runs hold no whitespace: test only the long words (str.split runs in C)
+            for word in seg.split():
+                if len(word) < BASE64_MIN_CHARS:
+                    continue
+                for m in _B64_RE.finditer(word):
+                    text = _decode_text(m.group(0))
+                    if text is not None:
+                        b64 += max(0, tok.count(m.group(0)) - tok.count(text))
+        if len(seg) >= PADDING_MIN_RUN and any(probe in seg for probe in pad_probes):
             for m in _PAD_RE.finditer(seg):
                 run = m.group(0)
                 pad += max(0, tok.count(run) - tok.count(run[0]))
@@ -330,6 +339,7 @@ class PrefixCache:
         self.max_entries = max_entries
         self.ttl_s = ttl_s
         self._seen: OrderedDict[tuple[str, bytes], float] = OrderedDict()
+        self._counts: OrderedDict[bytes, int] = OrderedDict()
 
     def _hashes(self, text: str) -> list[bytes]:
         out: list[bytes] = []
@@ -341,13 +351,15 @@ class PrefixCache:
             out.append(h)
         return out
 
-    def match_and_insert(self, model: str, text: str, now_s: float | None) -> int:
-        """Characters of the longest prefix of ``text`` already sent (and alive); then remember it.
+    def match_and_insert(self, model: str, text: str, now_s: float | None) -> tuple[int, bytes]:
+        """Find the longest prefix of ``text`` already sent (and alive); then remember ``text``.
 
         Returns
         -------
-        int
+        matched_chars : int
             Length of the matched prefix, a multiple of the chunk size. [characters]
+        matched_hash : bytes
+            Hash of that prefix (``b""`` when nothing matched), a key for memoised counts.
         """
         hashes = self._hashes(text)
         matched = 0
@@ -366,7 +378,17 @@ class PrefixCache:
             self._seen.move_to_end(key)
         while len(self._seen) > self.max_entries:
             self._seen.popitem(last=False)
-        return min(len(text), matched * self.chunk_chars)
+        return min(len(text), matched * self.chunk_chars), hashes[matched - 1] if matched else b""
+
+    def prefix_tokens(self, key: bytes, prefix: str, tok: TokenCounter) -> int:
+        """Token count of a matched prefix, memoised by its hash (repeated prefixes repeat)."""
+        n = self._counts.get(key)
+        if n is None:
+            n = tok.count(prefix)
+            self._counts[key] = n
+            if len(self._counts) > MAX_MEMO_COUNTS:
+                self._counts.popitem(last=False)
+        return n
 
 
 # --------------------------------------------------------------------------- result
@@ -654,10 +676,12 @@ def audit_log(
         useful = not superseded and not rec.failed
         # ---- the prefix cache sees every call that reached the provider
         missed_chars = 0
+        missed_key = b""
         text = ""
-        if cache_on and rec.request is not None and rec.prompt_tokens >= opts.cache_min_tokens:
-            text = "\n".join(prompt_segments(rec.request))
-            missed_chars = cache.match_and_insert(rec.model or "", text, rec.created_s)
+        segs = prompt_segments(rec.request) if rec.request is not None else []
+        if cache_on and segs and rec.prompt_tokens >= opts.cache_min_tokens:
+            text = "\n".join(segs)
+            missed_chars, missed_key = cache.match_and_insert(rec.model or "", text, rec.created_s)
         if superseded:
             assert rec.id is not None
             seen_retried.add(rec.id)
@@ -701,8 +725,7 @@ def audit_log(
             res.truncated_kept += 1
         uncached = rec.prompt_tokens - rec.cached_tokens
         enc_tokens = 0
-        if rec.request is not None and uncached > 0:
-            segs = prompt_segments(rec.request)
+        if segs and uncached > 0:
             b64, pad = encoding_overhead_tokens(segs, tok)
             enc_tokens = min(b64 + pad, uncached)
             if enc_tokens > 0:
@@ -726,7 +749,7 @@ def audit_log(
                     k,
                 )
         if missed_chars > 0:
-            prefix_tokens = tok.count(text[:missed_chars])
+            prefix_tokens = cache.prefix_tokens(missed_key, text[:missed_chars], tok)
             eligible = 0
             if prefix_tokens >= opts.cache_min_tokens:
                 eligible = (prefix_tokens // opts.cache_block_tokens) * opts.cache_block_tokens
