@@ -55,24 +55,47 @@ class EfficiencyParams(BaseModel):
         Achievable fraction of the scale-out NIC bandwidth for collectives. [0-1]
     dp_overlap : float
         Fraction of data-parallel gradient/parameter traffic hidden behind compute. [0-1]
+    attention : float
+        Fraction of the bf16 dense peak reached by FlashAttention in training. [0-1]
+    elementwise_hbm : float
+        Fraction of HBM bandwidth reached by training's memory-bound kernels. [0-1]
+    training_log_ratio_q10, training_log_ratio_q90 : float
+        10th/90th percentiles of ln(observed/predicted) tokens/s/GPU on the validation rows,
+        giving the 80% interval of training estimates.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # ---- training engine (issue #3) ----------------------------------------------------------
-    gemm: dict[str, float] = Field(default_factory=dict)
+    # Defaults fitted ONCE, globally, on the 51 predictable throughput rows of
+    # aitco/validation/data/training.csv by aitco.validation.training.fit_efficiency (coordinate
+    # descent minimising the mean |ln(observed/predicted)| tokens/s/GPU; docs/efficiency.md).
+    gemm: dict[str, float] = Field(
+        default_factory=lambda: {
+            "nvidia-ampere": 0.649375,
+            "nvidia-hopper": 0.660375,
+            "nvidia-blackwell": 0.854,  # only 3 GB200 rows: weakly constrained
+        }
+    )
     gemm_default: float = _frac(0.70, "GEMM fraction of dense peak where no family value exists.")
     hbm: float = _frac(0.80, "Fraction of HBM bandwidth achieved by memory-bound kernels.")
-    intra_node_link: float = _frac(0.80, "Fraction of scale-up link bandwidth achieved by collectives.")
-    scale_out_link: float = _frac(0.80, "Fraction of NIC bandwidth achieved by collectives.")
-    dp_overlap: float = Field(default=0.8, ge=0.0, le=1.0, description="Share of DP comm hidden.")
-    attention: float = _frac(0.5, "Fraction of the bf16 dense peak reached by FlashAttention kernels.")
+    intra_node_link: float = _frac(0.95, "Fraction of scale-up link bandwidth achieved by collectives.")
+    scale_out_link: float = _frac(0.6345, "Fraction of NIC bandwidth achieved by collectives.")
+    dp_overlap: float = Field(default=0.971, ge=0.0, le=1.0, description="Share of DP comm hidden.")
+    attention: float = _frac(
+        0.30875, "Fraction of the bf16 dense peak reached by FlashAttention kernels (training)."
+    )
+    elementwise_hbm: float = _frac(
+        0.438125,
+        "Fraction of HBM bandwidth reached by training's elementwise, normalisation, loss and "
+        "optimizer kernels (many small, partly unfused kernels; weight streaming uses `hbm`).",
+    )
     training_log_ratio_q10: float = Field(
-        default=-0.2,
+        default=-0.170,
         description="10th percentile of ln(observed/predicted) tokens/s/GPU on the validation rows.",
     )
     training_log_ratio_q90: float = Field(
-        default=0.2,
+        default=0.167,
         description="90th percentile of ln(observed/predicted) tokens/s/GPU on the validation rows.",
     )
 

@@ -49,6 +49,7 @@ class ModelShape:
     n_heads: int
     kv_heads: int
     head_dim: int
+    qk_head_dim: int  # width of the query-key product per head (MLA: nope + rope)
     d_ff: int
     vocab_size: int
     gated: bool
@@ -118,7 +119,10 @@ def model_shape(m: ModelArch, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
         d_model=m.d_model,
         n_heads=m.n_heads,
         kv_heads=m.kv_heads,
-        head_dim=hd,
+        head_dim=(m.mla.v_head_dim if m.mla is not None else hd),
+        qk_head_dim=(
+            m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim if m.mla is not None else hd
+        ),
         d_ff=m.d_ff,
         vocab_size=m.vocab_size,
         gated=m.gated_ffn,
@@ -164,14 +168,14 @@ def attention_flops_per_token(ms: ModelShape, seq_len: ArrayLike, causal: bool =
 
     Notes
     -----
-    :math:`F = 2 \cdot 2\, s\, n_h d_h \cdot c` with :math:`c = 1/2` for causal masking
+    :math:`F = 2\, s\, n_h (d_{qk} + d_v) \cdot c` with :math:`c = 1/2` for causal masking
     (QK^T and AV products); a sliding window caps the attended length.
     """
     s = np.asarray(seq_len, dtype=float)
     if ms.window is not None:
         s = np.minimum(s, float(ms.window))
     frac = CAUSAL_FRACTION if causal else 1.0
-    return FLOPS_PER_MAC * 2.0 * s * ms.n_heads * ms.head_dim * frac
+    return FLOPS_PER_MAC * s * ms.n_heads * (ms.qk_head_dim + ms.head_dim) * frac
 
 
 def lm_head_flops_per_token(ms: ModelShape) -> float:

@@ -221,11 +221,15 @@ def evaluate_plans(
     elem_bytes = ELEMENTWISE_RW * elem * act_b
     passes = 1.0 + BACKWARD_ELEMENTWISE_PASSES + (rc == 2)
     mem_bytes = tokens / tp * lps * elem_bytes * passes
+    if ms.moe_layers:  # token permutation to/from experts: copy k rows out and back, 3 passes
+        moe_lps_mem = lps * (ms.moe_layers / ms.n_layers)
+        perm = ELEMENTWISE_RW * 2.0 * ms.n_active_experts * h * act_b * passes
+        mem_bytes = mem_bytes + tokens / tp * moe_lps_mem * perm
     if precision == "fp8":  # quantise the inputs of every linear layer (fwd) and its grads (bwd)
         gemm_inputs = 2 * h + q + f
         mem_bytes = mem_bytes + tokens / tp * lps * gemm_inputs * FP8_CAST_BYTES * passes
     mem_bytes = mem_bytes + tokens / tp * ms.vocab_size * LOGIT_BYTES * LOSS_LOGIT_PASSES
-    membound_mb = mem_bytes / (hw.hbm_bandwidth_gb_s * GIGA * eff.hbm)
+    membound_mb = mem_bytes / (hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm)
 
     # ---------------- communication inside the micro-batch
     strides = group_strides(tp, cp, dp)
@@ -304,7 +308,7 @@ def evaluate_plans(
 
     bub = bubble_fraction(pp, m, vp)
     opt_params = np.where(zero >= 1, trainable / dp, trainable)
-    opt_s = opt_params * ADAM_STEP_BYTES_PER_PARAM / (hw.hbm_bandwidth_gb_s * GIGA * eff.hbm)
+    opt_s = opt_params * ADAM_STEP_BYTES_PER_PARAM / (hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm)
 
     step = m * t_mb * (1.0 + bub) + pp_comm + dp_exposed + opt_s
     tokens_per_s = global_batch * s / step
@@ -526,7 +530,10 @@ def estimate_training(
         if p.get("dp") is None and gpus % tpc:
             raise PlanError("plan", f"tp x pp x cp = {tpc}", f"a divisor of --gpus ({gpus})")
         _check_plan(ms, gpus, seq_len, fixed)
-        fixed["vp"] = int(p.get("vp") or 1)
+        if p.get("vp") is not None:
+            fixed["vp"] = int(p["vp"])
+        elif fixed["pp"] == 1:
+            fixed["vp"] = 1
     if p.get("fsdp"):
         fixed["zero"] = 3
     elif p.get("zero") is not None:
@@ -617,7 +624,7 @@ def estimate_training(
         "precision": precision,
         "method": method,
         "gemm_efficiency": hw.gemm_efficiency,
-        "hbm_efficiency": efficiency.hbm,
+        "elementwise_hbm_efficiency": efficiency.elementwise_hbm,
         "peak_tflops": hw.peak_linear_tflops,
     }
     return TrainingResult(values, interval, time_terms, mem_terms, inputs, n)

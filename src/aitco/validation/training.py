@@ -392,7 +392,7 @@ FIT_BOUNDS: dict[str, tuple[float, float]] = {
     "gemm.nvidia-hopper": (0.40, 0.95),
     "gemm.nvidia-blackwell": (0.40, 0.95),
     "attention": (0.15, 0.90),
-    "hbm": (0.20, 0.95),
+    "elementwise_hbm": (0.20, 0.95),
     "intra_node_link": (0.30, 0.95),
     "scale_out_link": (0.30, 0.95),
     "dp_overlap": (0.0, 1.0),
