@@ -419,10 +419,43 @@ class TrainingEvaluator:
     metrics: tuple[str, ...] = TRAINING_METRICS
 
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Evaluate a chunk of training configurations (see the class Notes)."""
-        hw = v["option.hardware"]
-        mdl = v["workload.model"]
-        prec = v["workload.precision"]
+        """Evaluate a chunk of training configurations (see the class Notes).
+
+        The cheap plan checks (divisibility, scale-up domain, precision, price) run on the whole
+        chunk; the model runs only on the configurations that pass them, whose positions are
+        returned as ``rows`` (the metrics have one value per row).
+        """
+        n = _chunk_len(v)
+        h, m = self.hw, self.models
+        hw, mdl, prec = v["option.hardware"], v["workload.model"], v["workload.precision"]
+        g, tp, pp = v["option.gpus"], v["workload.plan.tp"], v["workload.plan.pp"]
+        b, gb = v["workload.plan.micro_batch"], v["workload.global_batch"]
+        pricing, region = v["option.pricing"], v["option.region"]
+        peak = h.peak_tflops[hw, prec]
+        price = h.price[hw, pricing, region]
+        mp = tp * pp
+        dpb = (g // mp) * b
+        reason = np.zeros(n, dtype=np.int64)
+        reason |= np.where(np.isnan(peak), 64, 0)
+        reason |= np.where(np.mod(g, mp) != 0, 1, 0)
+        reason |= np.where(tp > h.scale_up_domain[hw], 2, 0)
+        reason |= np.where(pp > m.n_layers[mdl], 4, 0)
+        reason |= np.where((dpb < 1) | (np.mod(gb, np.maximum(dpb, 1)) != 0), 8, 0)
+        reason |= np.where(np.isnan(price), 32, 0)
+        rows = np.flatnonzero(reason == 0)
+        sub = {k: _gather(a, rows) for k, a in v.items()}
+        met = self._model(sub, _gather(peak, rows), _gather(price, rows))
+        reason[rows] |= np.where(met.pop("fits") > 0, 0, 16)
+        met["rows"] = rows
+        met["reason"] = reason
+        return met
+
+    def _model(
+        self, v: dict[str, np.ndarray], peak: np.ndarray, price: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Apply the step-time, memory and cost formulas to configurations that passed."""
+        h, m = self.hw, self.models
+        hw, mdl = v["option.hardware"], v["workload.model"]
         g = v["option.gpus"].astype(float)
         tp = v["workload.plan.tp"].astype(float)
         pp = v["workload.plan.pp"].astype(float)
@@ -431,36 +464,21 @@ class TrainingEvaluator:
         rec = v["workload.plan.recompute"]
         s = v["workload.seq_len"].astype(float)
         gb = v["workload.global_batch"].astype(float)
-        m = self.models
         n_tot = m.total_params[mdl]
         n_act = m.active_params[mdl]
         layers = m.n_layers[mdl]
         dm = m.d_model[mdl]
-        heads = m.n_heads[mdl]
-        h = self.hw
-        peak = h.peak_tflops[hw, prec]
-        reason = np.zeros(hw.shape, dtype=np.int64)
-        reason |= np.where(np.isnan(peak), 64, 0)
-        peak = np.where(np.isnan(peak), 1.0, peak)
         mp = tp * pp
-        dp = np.floor(g / mp)
-        reason |= np.where((np.mod(g, mp) != 0) | (dp < 1), 1, 0)
-        reason |= np.where(tp > h.scale_up_domain[hw], 2, 0)
-        reason |= np.where(pp > layers, 4, 0)
-        dp = np.maximum(dp, 1.0)
+        dp = g / mp
         mb_per_step = gb / (dp * b)
-        reason |= np.where((np.mod(gb, dp * b) != 0) | (mb_per_step < 1), 8, 0)
-        mb_per_step = np.maximum(mb_per_step, 1.0)
         # compute
         tokens_step = gb * s
         flops_tok = TRAIN_FLOPS_PER_PARAM * n_act + ATTN_FLOPS_COEFF * layers * s * dm
         rho = np.where(rec == 2, FULL_RECOMPUTE_EXTRA, 0.0)
-        flops = tokens_step * flops_tok * (1.0 + rho)
-        t_comp = flops / (g * h.gemm_eff[hw] * peak * TERA)
+        t_comp = tokens_step * flops_tok * (1.0 + rho) / (g * h.gemm_eff[hw] * peak * TERA)
         # tensor-parallel all-reduces over the scale-up fabric
-        act_bytes = b * s * dm * WEIGHT_BYTES_TRAINING
         ar_tp = _ring_allreduce_s(
-            act_bytes,
+            b * s * dm * WEIGHT_BYTES_TRAINING,
             tp,
             h.intra_bw_gb_s[hw],
             h.intra_latency_us[hw],
@@ -474,40 +492,34 @@ class TrainingEvaluator:
         bw_dp = np.where(spans, h.inter_bw_gb_s[hw], h.intra_bw_gb_s[hw])
         lat_dp = np.where(spans, h.inter_latency_us[hw], h.intra_latency_us[hw])
         eff_dp = np.where(spans, self.efficiency.scale_out_link, self.efficiency.intra_node_link)
-        grad_bytes = n_tot / mp * GRAD_BYTES_TRAINING
-        t_dp = _ring_allreduce_s(grad_bytes, dp, bw_dp, lat_dp, 1.0) / eff_dp
-        step = (t_comp + t_tp) * (1.0 + bubble) + (1.0 - self.efficiency.dp_overlap) * t_dp
-        # memory per GPU
         shard = n_tot / mp
-        w = shard * WEIGHT_BYTES_TRAINING * np.where(zero >= 3, 1.0 / dp, 1.0)
-        gr = shard * GRAD_BYTES_TRAINING * np.where(zero >= 2, 1.0 / dp, 1.0)
-        opt = shard * ADAM_STATE_BYTES_PER_PARAM * np.where(zero >= 1, 1.0 / dp, 1.0)
+        t_dp = _ring_allreduce_s(shard * GRAD_BYTES_TRAINING, dp, bw_dp, lat_dp, 1.0) / eff_dp
+        step = (t_comp + t_tp) * (1.0 + bubble) + (1.0 - self.efficiency.dp_overlap) * t_dp
+        # memory per GPU: model states sharded by TP x PP and (ZeRO stage) by DP
+        inv_dp = 1.0 / dp
+        w = shard * WEIGHT_BYTES_TRAINING * np.where(zero >= 3, inv_dp, 1.0)
+        gr = shard * GRAD_BYTES_TRAINING * np.where(zero >= 2, inv_dp, 1.0)
+        opt = shard * ADAM_STATE_BYTES_PER_PARAM * np.where(zero >= 1, inv_dp, 1.0)
         coeff = np.where(
             rec == 0,
-            ACT_BYTES_COEFF + ACT_ATTN_COEFF * heads * s / dm,
+            ACT_BYTES_COEFF + ACT_ATTN_COEFF * m.n_heads[mdl] * s / dm,
             np.where(rec == 1, ACT_BYTES_COEFF, ACT_FULL_RECOMPUTE_COEFF),
         )
         # 1F1B: the first stage holds pp micro-batches of its L/pp layers
-        act = layers * s * b * dm * coeff / tp
-        mem_gb = (w + gr + opt + act) / GIGA
-        reason |= np.where(mem_gb > h.memory_gb[hw] * USABLE_MEMORY_FRACTION, 16, 0)
+        mem_gb = (w + gr + opt + layers * s * b * dm * coeff / tp) / GIGA
         # time and money
         tps = tokens_step / step
-        mfu = TRAIN_FLOPS_PER_PARAM * n_act * tps / (g * peak * TERA)
         wall_h = self.tokens / tps / SECONDS_PER_HOUR
-        pricing = v["option.pricing"]
-        spot = pricing == PRICING_MODES.index("spot")
+        spot = v["option.pricing"] == PRICING_MODES.index("spot")
         nodes = np.ceil(g / dpn)
         wall_h = wall_h * np.where(
             spot, 1.0 + self.spot_interruptions_per_h * nodes * self.spot_lost_h, 1.0
         )
-        price = h.price[hw, pricing, v["option.region"]]
-        reason |= np.where(np.isnan(price), 32, 0)
         gpu_h = g * wall_h
         return {
             "step_time_s": step,
             "tokens_per_s": tps,
-            "mfu": mfu,
+            "mfu": TRAIN_FLOPS_PER_PARAM * n_act * tps / (g * peak * TERA),
             "memory_per_gpu_gb": mem_gb,
             "wall_clock_h": wall_h,
             "gpu_hours": gpu_h,
@@ -515,8 +527,19 @@ class TrainingEvaluator:
             "total_usd": gpu_h * price,
             "dp": dp,
             "total_gpus": g,
-            "reason": reason,
+            "fits": (mem_gb <= h.memory_gb[hw] * USABLE_MEMORY_FRACTION).astype(np.int8),
         }
+
+
+def _chunk_len(v: dict[str, np.ndarray]) -> int:
+    """Count the configurations of a chunk (constant keys may be length-1 arrays)."""
+    return max(int(np.shape(a)[0]) if np.ndim(a) else 1 for a in v.values())
+
+
+def _gather(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Rows of a per-configuration array; length-1 (constant) arrays are kept as they are."""
+    a = np.asarray(a)
+    return a if a.ndim == 0 or a.shape[0] == 1 else a[rows]
 
 
 # ----------------------------------------------------------------------------- serving

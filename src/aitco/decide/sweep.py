@@ -490,9 +490,28 @@ def decode(plan: SweepPlan, idx: np.ndarray) -> dict[str, np.ndarray]:
     out = {}
     for d, stride in zip(plan.dims, plan.strides, strict=True):
         if d.size == 1:
-            out[d.key] = np.broadcast_to(d.codes[:1], idx.shape)
+            out[d.key] = d.codes[:1]  # constant: broadcast by the evaluator
         else:
             out[d.key] = d.codes[(idx // stride) % d.size]
+    return out
+
+
+def evaluate_all(plan: SweepPlan, idx: np.ndarray) -> dict[str, np.ndarray]:
+    """Evaluate configurations ``idx`` and return full-length arrays (NaN where not evaluated).
+
+    For inspection and tests; the sweep itself keeps the evaluator's compressed ``rows``.
+    """
+    res = dict(plan.evaluator.evaluate(decode(plan, idx)))
+    reason = np.asarray(res.pop("reason"))
+    rows = res.pop("rows", None)
+    out: dict[str, np.ndarray] = {"reason": reason}
+    for k, v in res.items():
+        if rows is None:
+            out[k] = np.broadcast_to(np.asarray(v, dtype=float), idx.shape).copy()
+        else:
+            full = np.full(idx.shape, np.nan)
+            full[rows] = v
+            out[k] = full
     return out
 
 
@@ -532,16 +551,23 @@ def _cat(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, np.nda
 
 
 def evaluate_chunk(plan: SweepPlan, chunk: int) -> Partial:
-    """Evaluate one chunk and reduce it to a :class:`Partial`."""
-    idx = chunk_indices(plan, chunk)
-    vals = decode(plan, idx)
-    res = plan.evaluator.evaluate(vals)
-    reason = res.pop("reason")
+    """Evaluate one chunk and reduce it to a :class:`Partial`.
+
+    The evaluator may return ``rows`` (positions in the chunk of the configurations it
+    evaluated, all the others being invalid); the metrics then have one value per row.
+    """
+    all_idx = chunk_indices(plan, chunk)
+    res = dict(plan.evaluator.evaluate(decode(plan, all_idx)))
+    reason = np.asarray(res.pop("reason"))
+    rows = res.pop("rows", None)
+    if rows is None:
+        rows = np.arange(all_idx.size)
+    idx = all_idx[rows]
     metrics = {k: np.broadcast_to(np.asarray(v, dtype=float), idx.shape) for k, v in res.items()}
     if plan.parquet_dir is not None:
-        _write_part(plan, chunk, idx, metrics, reason)
-    valid = reason == 0
+        _write_part(plan, chunk, all_idx, rows, metrics, reason)
     reasons = {bit: int(np.count_nonzero(reason & bit)) for bit in ev.REASONS}
+    valid = reason[rows] == 0
     fails: dict[str, int] = {}
     only: dict[str, int] = {}
     feasible = valid.copy()
@@ -590,7 +616,7 @@ def evaluate_chunk(plan: SweepPlan, chunk: int) -> Partial:
         front=_take(metrics, fr),
         closest_idx=idx[closest_sel],
         closest=closest_m,
-        evaluated=int(idx.size),
+        evaluated=int(all_idx.size),
         valid=int(np.count_nonzero(valid)),
         feasible=int(np.count_nonzero(feasible)),
         reasons=reasons,
@@ -639,7 +665,12 @@ def merge(plan: SweepPlan, a: Partial | None, b: Partial) -> Partial:
 
 
 def _write_part(
-    plan: SweepPlan, chunk: int, idx: np.ndarray, metrics: dict[str, np.ndarray], reason: np.ndarray
+    plan: SweepPlan,
+    chunk: int,
+    idx: np.ndarray,
+    rows: np.ndarray,
+    metrics: dict[str, np.ndarray],
+    reason: np.ndarray,
 ) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -656,7 +687,9 @@ def _write_part(
                 pa.array(dg[d.key].astype(np.int32)), pa.array(labels)
             )
     for k, v in metrics.items():
-        cols[k] = pa.array(np.ascontiguousarray(v))
+        full = np.full(idx.shape, np.nan)
+        full[rows] = v
+        cols[k] = pa.array(full)
     cols["valid"] = pa.array(reason == 0)
     table = pa.table(cols)
     out = Path(plan.parquet_dir)
