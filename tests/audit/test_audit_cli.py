@@ -120,3 +120,169 @@ def test_model_matches_snapshots_only():
     assert model_matches("claude-sonnet-4-5", "claude-sonnet-4-5-20250929")
     assert not model_matches("gpt-4o", "gpt-4o-mini")
     assert not model_matches("claude-sonnet-4", "claude-sonnet-4-5")
+
+
+# --------------------------------------------------------------------------- self-hosting
+def _timed_log(tmp_path, n=200, step_s=30):
+    rows = [
+        {
+            "id": f"c{i}",
+            "model": "gpt-4o-2024-08-06",
+            "created": 1_700_000_000 + i * step_s,
+            "choices": [{"finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1200, "completion_tokens": 300},
+        }
+        for i in range(n)
+    ]
+    p = tmp_path / "timed.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return p
+
+
+def test_traffic_from_created_times(tmp_path):
+    from aitco.audit.audit import AuditPrice, audit_log
+    from aitco.audit.tokenizers import ApproxTokenizer
+
+    price = AuditPrice(
+        id="t/m", provider="t", model="m", input_usd_per_mtok=2.5, output_usd_per_mtok=10.0
+    )
+    res = audit_log(_timed_log(tmp_path), price, ApproxTokenizer())
+    tr = res.traffic()
+    assert tr["span_s"] == 199 * 30
+    assert tr["requests_per_s"] == pytest.approx(200 / (199 * 30))
+    assert tr["mean_input_tokens"] == 1200
+    assert tr["mean_output_tokens"] == 300
+    billed = 200 * (1200 * 2.5 + 300 * 10.0) / 1e6
+    assert tr["billed_usd_per_month"] == pytest.approx(billed / (199 * 30) * 365.25 / 12 * 86400)
+
+
+def test_self_host_wiring_with_a_known_breakdown(tmp_path, monkeypatch):
+    """The comparison arithmetic, with the TCO engine replaced by a known breakdown."""
+    import aitco.decide.compare as cmp
+    from aitco.audit.audit import AuditPrice, audit_log
+    from aitco.audit.tokenizers import ApproxTokenizer
+    from aitco.catalog.loader import load_catalog
+    from aitco.cli.audit_cmd import self_host_comparison
+    from aitco.cost.tco import Breakdown
+
+    seen = {}
+
+    class FakeComparison:
+        def __init__(self, b):
+            self.options = [b]
+
+    def fake_compare(scn, cat):
+        seen["workload"] = scn.workload
+        seen["option"] = scn.options[0]
+        b = Breakdown(name="x", kind="inference", gpus=8)
+        b.add("compute_rent", 1000.0, "compute")
+        b.finalize()
+        b.values = {"usd_per_million_tokens": 2.0, "fits": True}
+        return FakeComparison(b)
+
+    monkeypatch.setattr(cmp, "compare", fake_compare)
+    price = AuditPrice(
+        id="t/m", provider="t", model="m", input_usd_per_mtok=2.5, output_usd_per_mtok=10.0
+    )
+    res = audit_log(_timed_log(tmp_path), price, ApproxTokenizer())
+    cat = load_catalog(use_env=False)
+    out = self_host_comparison(cat, res, "h100-sxm5-80gb", "llama-3.3-70b")
+    w = seen["workload"]
+    assert (w.input_tokens, w.output_tokens, w.months) == (1200, 300, 1.0)
+    assert w.qps == pytest.approx(200 / (199 * 30))
+    assert seen["option"].gpus == 8  # one node of the default system
+    api_month = res.traffic()["billed_usd_per_month"]
+    assert out["self_host_usd_per_month"] == pytest.approx(1000.0)
+    assert out["api_usd_per_month"] == pytest.approx(api_month)
+    assert out["self_host_to_api_ratio"] == pytest.approx(1000.0 / api_month)
+    assert out["cheaper"] == ("self_host" if api_month > 1000.0 else "api")
+    assert out["api_usd_per_million_tokens"] == pytest.approx((1200 * 2.5 + 300 * 10.0) / 1500)
+
+
+def test_self_host_needs_model_and_span(tmp_path, capsys):
+    code, _, err = run(
+        [
+            "audit",
+            str(_timed_log(tmp_path)),
+            "--price",
+            "openai/gpt-4o",
+            "--tokenizer",
+            "approx",
+            "--self-host",
+            "h100-sxm5-80gb",
+        ],
+        capsys,
+    )
+    assert code == 2
+    assert "--model" in err
+    code, _, err = run(
+        [
+            "audit",
+            str(_log(tmp_path)),
+            "--price",
+            "openai/gpt-4o",
+            "--tokenizer",
+            "approx",
+            "--self-host",
+            "h100-sxm5-80gb",
+            "--model",
+            "llama-3.3-70b",
+        ],
+        capsys,
+    )
+    assert code == 2
+    assert "--period-days" in err
+    code, _, err = run(
+        [
+            "audit",
+            str(_timed_log(tmp_path)),
+            "--price",
+            "openai/gpt-4o",
+            "--tokenizer",
+            "approx",
+            "--self-host",
+            "h100-sxm",
+            "--model",
+            "llama-3.3-70b",
+        ],
+        capsys,
+    )
+    assert code == 2
+    assert "h100-sxm5-80gb" in err
+
+
+def test_self_host_end_to_end(tmp_path, capsys):
+    """Real inference + TCO engines; skipped while the factor catalog lacks what they need."""
+    from aitco.catalog.loader import load_catalog
+
+    cat = load_catalog(use_env=False)
+    needed = [
+        "failure.interruptions-per-gpu-hour",
+        "restart.hours",
+        "power-conversion.loss",
+        "pue.hyperscale",
+    ]
+    missing = [f for f in needed if f not in cat.factors]
+    if missing:
+        pytest.skip(f"factor catalog incomplete: {missing}")
+    code, out, err = run(
+        [
+            "audit",
+            str(_timed_log(tmp_path)),
+            "--price",
+            "openai/gpt-4o",
+            "--tokenizer",
+            "approx",
+            "--self-host",
+            "h100-sxm5-80gb",
+            "--model",
+            "llama-3.3-70b",
+            "--json",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    sh = json.loads(out)["self_host"]
+    assert sh["self_host_usd_per_month"] > 0
+    assert sh["api_usd_per_month"] > 0
+    assert sh["cheaper"] in ("api", "self_host")

@@ -43,7 +43,9 @@ from aitco.audit.log import LineStats, UsageRecord, read_log, scan_retries
 from aitco.audit.tokenizers import ApproxTokenizer, TokenCounter
 from aitco.catalog.schema import ApiPrice
 from aitco.explain import Estimate, Term, dominant_term
-from aitco.units import MEGA
+from aitco.units import DAYS_PER_MONTH, MEGA, SECONDS_PER_DAY
+
+SECONDS_PER_MONTH = DAYS_PER_MONTH * SECONDS_PER_DAY
 
 #: Shortest prompt the provider caches (OpenAI prompt-caching guide: "prompts of 1024 tokens or
 #: longer"; Anthropic: 1024 tokens minimum cacheable prompt for Sonnet/Opus models).
@@ -416,6 +418,38 @@ class AuditResult:
     with_request: int = 0
     models_seen: dict[str, int] = field(default_factory=dict)
     options: AuditOptions = field(default_factory=AuditOptions)
+    first_created_s: float | None = None
+    last_created_s: float | None = None
+
+    def traffic(self, period_s: float | None = None) -> dict[str, Any]:
+        """Mean shape and rate of the billed traffic, for a self-hosting comparison.
+
+        Parameters
+        ----------
+        period_s : float, optional
+            Period the log covers. [s] Default: last minus first ``created`` time.
+
+        Returns
+        -------
+        dict
+            ``span_s``, ``requests_per_s`` (attempts / span), ``mean_input_tokens``,
+            ``mean_output_tokens``, ``billed_usd_per_month`` (``None`` without a span).
+        """
+        span = period_s
+        if span is None and self.first_created_s is not None and self.last_created_s is not None:
+            span = self.last_created_s - self.first_created_s
+        n = self.attempts
+        ok = span is not None and span > 0
+        return {
+            "span_s": span,
+            "attempts": n,
+            "requests_per_s": n / span if ok and span else None,
+            "mean_input_tokens": self.prompt_tokens / n if n else None,
+            "mean_output_tokens": self.output_tokens / n if n else None,
+            "billed_usd_per_month": self.billed_usd / span * SECONDS_PER_MONTH
+            if ok and span
+            else None,
+        }
 
     @property
     def billed_tokens(self) -> int:
@@ -522,6 +556,7 @@ class AuditResult:
                 "source_url": p.source_url,
             },
             "models_seen": dict(sorted(self.models_seen.items(), key=lambda kv: -kv[1])),
+            "traffic": self.traffic(),
             "tokenizer": self.tokenizer,
             "skipped_lines": self.stats.to_json(),
             "assumptions": {
@@ -666,6 +701,11 @@ def audit_log(
         res.cache_write_tokens += rec.cache_write_tokens
         res.output_tokens += rec.output_tokens
         res.reasoning_tokens += rec.reasoning_tokens
+        if rec.created_s is not None:
+            if res.first_created_s is None or rec.created_s < res.first_created_s:
+                res.first_created_s = rec.created_s
+            if res.last_created_s is None or rec.created_s > res.last_created_s:
+                res.last_created_s = rec.created_s
         if rec.model is not None and (rec.model in res.models_seen or len(res.models_seen) < 50):
             res.models_seen[rec.model] = res.models_seen.get(rec.model, 0) + 1
         res.failed += rec.failed

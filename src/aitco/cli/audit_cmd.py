@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from aitco.audit.audit import AuditOptions, AuditPrice, audit_log
+from aitco.audit.audit import AuditOptions, AuditPrice, AuditResult, audit_log
 from aitco.audit.log import iter_lines, parse_response
 from aitco.audit.tokenizers import resolve_tokenizer
 from aitco.catalog.loader import Catalog
@@ -20,6 +20,7 @@ from aitco.catalog.schema import ApiPrice
 from aitco.cli import state
 from aitco.cli.render import console, err_console, fmt, print_explain, print_json, table
 from aitco.errors import InputError, UnknownIdError
+from aitco.units import MEGA, SECONDS_PER_DAY
 
 #: Lines read to guess the model when ``--price`` is not given.
 _SNIFF_LINES = 1000
@@ -163,6 +164,25 @@ def _render(out: dict[str, Any]) -> None:
             f"{', '.join(out['price_model_mismatch'][:5])}[/yellow]",
             highlight=False,
         )
+    sh = out.get("self_host")
+    if sh:
+        console.print(
+            table(
+                f"Self-hosting {sh['model']} on {sh['gpus_total']} x {sh['accelerator']} "
+                f"({sh['pricing']})",
+                ["", "API (billed)", "self-hosted"],
+                [
+                    ["USD per month", sh["api_usd_per_month"], sh["self_host_usd_per_month"]],
+                    [
+                        "USD per million tokens",
+                        sh["api_usd_per_million_tokens"],
+                        sh["self_host_usd_per_million_tokens"],
+                    ],
+                ],
+                caption=f"{sh['note']}; cheaper: {sh['cheaper']}"
+                + (f"; {sh['scaled']}" if sh.get("scaled") else ""),
+            )
+        )
     ex = out.get("exports")
     if ex:
         u = ex["usage_api"]
@@ -213,6 +233,35 @@ def audit_cmd(
             help="Prompt-cache lifetime assumed for missed-cache savings [s]; 0 = no limit.",
         ),
     ] = 300.0,
+    self_host: Annotated[
+        str | None,
+        typer.Option(
+            "--self-host",
+            metavar="HARDWARE",
+            help="Also price serving the same traffic on this accelerator/system id.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Open model to self-host (catalog id or config.json)."),
+    ] = None,
+    gpus: Annotated[
+        int | None,
+        typer.Option("--gpus", min=1, help="GPUs to self-host on (default: one node)."),
+    ] = None,
+    pricing: Annotated[
+        str,
+        typer.Option(
+            "--pricing",
+            help="on_demand, spot, reserved_1y, reserved_3y, owned or colocation.",
+        ),
+    ] = "on_demand",
+    period_days: Annotated[
+        float | None,
+        typer.Option(
+            "--period-days", help="Period the log covers [days] (default: created times)."
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     explain: Annotated[
         bool, typer.Option("--explain", help="Show how each cause was priced.")
@@ -237,12 +286,102 @@ def audit_cmd(
     mismatch = [m for m in out["models_seen"] if not model_matches(api.model, m)]
     if mismatch:
         out["price_model_mismatch"] = mismatch
+    if self_host:
+        if period_days is not None and period_days <= 0:
+            raise InputError("--period-days", period_days, "a positive number of days")
+        period_s = period_days * SECONDS_PER_DAY if period_days is not None else None
+        out["self_host"] = self_host_comparison(
+            cat, res, self_host, model, gpus=gpus, pricing=pricing, period_s=period_s
+        )
     if json_out:
         print_json(out)
         return
     _render(out)
     if explain:
         print_explain(res.to_estimate())
+
+
+#: Shortest log span a request rate is derived from (a shorter log needs --period-days).
+MIN_SPAN_S = 60.0
+
+
+def self_host_comparison(
+    cat: Catalog,
+    res: AuditResult,
+    hardware: str,
+    model: str | None,
+    *,
+    gpus: int | None = None,
+    pricing: str = "on_demand",
+    period_s: float | None = None,
+) -> dict[str, Any]:
+    """Price serving the log's billed traffic on ``hardware`` against the API bill, per month.
+
+    The traffic is the billed one (every attempt, at the mean prompt and output lengths of the
+    log, at attempts / span requests per second): the client's retries and truncations happen
+    whoever serves it. The self-hosted side is priced by :func:`aitco.decide.compare.compare`
+    (inference engine + TCO items) for one month; prefix caching on the self-hosted side is not
+    modelled, so its cost is an upper bound in that respect.
+    """
+    if model is None:
+        raise InputError(
+            "--model",
+            None,
+            "an open model to serve with --self-host (catalog id or config.json)",
+            hint="e.g. --model llama-3.3-70b",
+        )
+    tr = res.traffic(period_s)
+    if tr["span_s"] is None or tr["span_s"] < MIN_SPAN_S or not tr["requests_per_s"]:
+        raise InputError(
+            "--period-days",
+            None,
+            "the period the log covers (the log's created times span "
+            f"{tr['span_s'] or 0:.0f} s, too short to derive a request rate)",
+        )
+    from aitco.decide.compare import compare
+    from aitco.decide.scenario import HardwareOption, InferenceWorkload, Scenario
+
+    acc, sysm = cat.hardware(hardware, field="--self-host")
+    cat.resolve_model(model, field="--model")
+    n = gpus or sysm.devices_per_node
+    scn = Scenario(
+        name="self-host",
+        workload=InferenceWorkload(
+            model=model,
+            input_tokens=max(1, round(tr["mean_input_tokens"])),
+            output_tokens=max(1, round(tr["mean_output_tokens"])),
+            qps=tr["requests_per_s"],
+            months=1.0,
+        ),
+        options=[HardwareOption(hardware=hardware, gpus=n, pricing=pricing)],
+    )
+    b = compare(scn, cat).options[0]
+    api_month = tr["billed_usd_per_month"]
+    useful_month = api_month * (1 - res.to_json()["waste_share"]) if api_month else None
+    host_month = b.total_usd
+    top = sorted(b.items, key=lambda i: -i.usd)[:6]
+    return {
+        "hardware": hardware,
+        "accelerator": acc.id,
+        "model": model,
+        "pricing": pricing,
+        "gpus_total": b.gpus,
+        "fits": b.values.get("fits"),
+        "scaled": b.values.get("scaled"),
+        "utilization": b.values.get("utilization"),
+        "traffic": tr,
+        "self_host_usd_per_month": host_month,
+        "api_usd_per_month": api_month,
+        "api_useful_usd_per_month": useful_month,
+        "self_host_usd_per_million_tokens": b.values.get("usd_per_million_tokens"),
+        "api_usd_per_million_tokens": res.billed_usd / res.billed_tokens * MEGA
+        if res.billed_tokens
+        else None,
+        "cheaper": "self_host" if api_month and host_month < api_month else "api",
+        "self_host_to_api_ratio": host_month / api_month if api_month else None,
+        "top_items": [{"name": i.name, "usd": i.usd, "category": i.category} for i in top],
+        "note": "same billed traffic, one month; self-hosted prefix caching not modelled",
+    }
 
 
 def api_prices_cmd(
