@@ -120,9 +120,7 @@ def model_shape(m: ModelArch, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
         n_heads=m.n_heads,
         kv_heads=m.kv_heads,
         head_dim=(m.mla.v_head_dim if m.mla is not None else hd),
-        qk_head_dim=(
-            m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim if m.mla is not None else hd
-        ),
+        qk_head_dim=(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim if m.mla is not None else hd),
         d_ff=m.d_ff,
         vocab_size=m.vocab_size,
         gated=m.gated_ffn,

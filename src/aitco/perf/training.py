@@ -75,6 +75,12 @@ ELEMENTWISE_RW = 2.0
 LOSS_LOGIT_PASSES = 3.0
 #: Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element (Transformer Engine).
 FP8_CAST_BYTES = 3.0
+#: Launch and tail latency of one GPU kernel (CUDA launch overhead is a few microseconds;
+#: NVIDIA, "Getting started with CUDA graphs", 2019). [s]
+KERNEL_OVERHEAD_S = 4e-6
+#: Kernels one layer launches per pass (norms, QKV, rotary, attention, projection, residuals,
+#: FFN matmuls and activation); the backward pass launches about twice as many.
+KERNELS_PER_LAYER_PASS = 12
 #: Share of a micro-batch's compute in its backward pass (2 of 3 matmul passes), the window in
 #: which data-parallel gradient reduction can overlap.
 BACKWARD_SHARE = 2.0 / 3.0
@@ -230,6 +236,9 @@ def evaluate_plans(
         mem_bytes = mem_bytes + tokens / tp * lps * gemm_inputs * FP8_CAST_BYTES * passes
     mem_bytes = mem_bytes + tokens / tp * ms.vocab_size * LOGIT_BYTES * LOSS_LOGIT_PASSES
     membound_mb = mem_bytes / (hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm)
+    # fixed per-kernel latency: what makes many small micro-batches slower than few large ones
+    launches = lps * KERNELS_PER_LAYER_PASS * (1.0 + BACKWARD_ELEMENTWISE_PASSES + (rc == 2))
+    membound_mb = membound_mb + launches * KERNEL_OVERHEAD_S
 
     # ---------------- communication inside the micro-batch
     strides = group_strides(tp, cp, dp)
@@ -308,7 +317,11 @@ def evaluate_plans(
 
     bub = bubble_fraction(pp, m, vp)
     opt_params = np.where(zero >= 1, trainable / dp, trainable)
-    opt_s = opt_params * ADAM_STEP_BYTES_PER_PARAM / (hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm)
+    opt_s = (
+        opt_params
+        * ADAM_STEP_BYTES_PER_PARAM
+        / (hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm)
+    )
 
     step = m * t_mb * (1.0 + bub) + pp_comm + dp_exposed + opt_s
     tokens_per_s = global_batch * s / step
@@ -391,11 +404,19 @@ class TrainingResult:
     memory_terms_gb: dict[str, float]
     inputs: dict[str, Any] = field(default_factory=dict)
     candidates: int = 1
+    term_inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_estimate(self) -> Estimate:
         """Return the result as an :class:`aitco.explain.Estimate` (what ``--explain`` prints)."""
+        step = sum(self.time_terms_s.values()) or 1.0
         terms = [
-            Term(name=k, value=v, unit="s", formula=TIME_TERMS[k], inputs=self.inputs)
+            Term(
+                name=k,
+                value=v,
+                unit="s",
+                formula=f"{TIME_TERMS[k]} [{v / step:.0%} of step]",
+                inputs=self.term_inputs.get(k, {}),
+            )
             for k, v in self.time_terms_s.items()
         ]
         terms += [
@@ -517,11 +538,21 @@ def estimate_training(
         raise InputError("--tokens", tokens, "a positive number of tokens")
     ms = model_shape(model, lora_rank)
     hw = hardware_shape(acc, precision, efficiency)
-    p: dict[str, Any] = dict(plan.model_dump()) if hasattr(plan, "model_dump") else dict(plan or {})
-    p.pop("auto", None)
+    p: dict[str, Any]
+    if plan is None:
+        p = {}
+    elif isinstance(plan, dict):
+        p = dict(plan)
+    else:
+        p = dict(plan.model_dump())
+    auto = bool(p.pop("auto", False))
     degrees = ("tp", "pp", "cp", "ep", "dp")
-    explicit = any(p.get(k) is not None for k in degrees)
+    explicit = not auto and any(p.get(k) is not None for k in degrees)
     fixed: dict[str, Any] = {}
+    if auto:  # search, holding the degrees that were given
+        for k in (*degrees, "vp"):
+            if p.get(k) is not None:
+                fixed[k] = int(p[k])
     if explicit:
         for k in ("tp", "pp", "cp", "ep"):
             fixed[k] = int(p.get(k) or 1)
@@ -627,7 +658,37 @@ def estimate_training(
         "elementwise_hbm_efficiency": efficiency.elementwise_hbm,
         "peak_tflops": hw.peak_linear_tflops,
     }
-    return TrainingResult(values, interval, time_terms, mem_terms, inputs, n)
+    pl = values["plan"]
+    e = efficiency
+    term_inputs: dict[str, dict[str, Any]] = {
+        "compute_s": {
+            "peak_tflops": hw.peak_linear_tflops,
+            "gemm_efficiency": hw.gemm_efficiency,
+            "attention_efficiency": e.attention,
+            "recompute": pl["recompute"],
+        },
+        "memory_bound_s": {
+            "hbm_bandwidth_gb_s": hw.hbm_bandwidth_gb_s,
+            "elementwise_hbm": e.elementwise_hbm,
+        },
+        "tp_comm_s": {"tp": pl["tp"], "intra_node_link": e.intra_node_link},
+        "cp_comm_s": {"cp": pl["cp"]},
+        "ep_comm_s": {"ep": pl["ep"]},
+        "zero3_comm_s": {"zero": pl["zero"], "dp": pl["dp"], "dp_overlap": e.dp_overlap},
+        "dp_comm_s": {
+            "dp": pl["dp"],
+            "dp_overlap": e.dp_overlap,
+            "scale_out_link": e.scale_out_link,
+        },
+        "pp_comm_s": {"pp": pl["pp"], "vp": pl["vp"]},
+        "bubble_s": {
+            "pp": pl["pp"],
+            "vp": pl["vp"],
+            "micro_batches": values["gradient_accumulation"],
+        },
+        "optimizer_s": {"zero": pl["zero"], "optimizer": optimizer},
+    }
+    return TrainingResult(values, interval, time_terms, mem_terms, inputs, n, term_inputs)
 
 
 def training_interval(values: dict[str, Any], eff: EfficiencyParams) -> dict[str, list[float]]:

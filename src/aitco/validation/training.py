@@ -27,6 +27,7 @@ from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.params import param_counts
 from aitco.perf.training import estimate_training
+from aitco.units import TERA
 
 DATA_CSV = Path(__file__).parent / "data" / "training.csv"
 
@@ -144,16 +145,19 @@ def map_hardware(text: str) -> str:
     raise SkipRow(f"hardware {text!r} has no catalog accelerator mapping")
 
 
-def _gpt(name: str, layers: int, hidden: int, vocab: int, seq: int, heads: int | None = None) -> ModelArch:
+def _gpt(
+    name: str, layers: int, hidden: int, vocab: int, seq: int, heads: int | None = None
+) -> ModelArch:
     return ModelArch(
-        id=name, n_layers=layers, d_model=hidden, n_heads=heads or MEGATRON_2021_HEADS.get(hidden, hidden // 128),
+        id=name, n_layers=layers, d_model=hidden,
+        n_heads=heads or MEGATRON_2021_HEADS.get(hidden, hidden // 128),
         d_ff=4 * hidden, vocab_size=vocab, max_seq_len=seq, ffn_type="gelu", norm="layernorm",
         position_embedding="learned", attention_bias=True, mlp_bias=True,
     )  # fmt: skip
 
 
 def row_model(row: pd.Series, catalog: Catalog | None) -> tuple[ModelArch, str]:
-    """The architecture of a row and where it came from (catalog, known table, or row dims)."""
+    """Return the architecture of a row and its origin (catalog, known table, or row dims)."""
     name = str(row["model"])
     low = name.lower()
     seq = int(_num(row.get("seq_len")) or 2048)
@@ -173,13 +177,19 @@ def row_model(row: pd.Series, catalog: Catalog | None) -> tuple[ModelArch, str]:
         )  # fmt: skip
         return arch, "llm-foundry MPT dims (learned positions: params match the row)"
     layers, hidden = _num(row.get("layers")), _num(row.get("hidden_size"))
-    vocab = MEGATRON_CORE_VOCAB if "megatron-core" in low or "h100" in str(row["hardware"]).lower() else MEGATRON_VOCAB
+    vocab = (
+        MEGATRON_CORE_VOCAB
+        if "megatron-core" in low or "h100" in str(row["hardware"]).lower()
+        else MEGATRON_VOCAB
+    )
     if layers and hidden:
         heads = None
         hm = re.search(r"(\d+) heads", str(row.get("notes", "")))
         if hm:
             heads = int(hm.group(1))
-        return _gpt(f"gpt-{layers:.0f}l-{hidden:.0f}h", int(layers), int(hidden), vocab, seq, heads), "row layers/hidden_size (GPT)"
+        return _gpt(
+            f"gpt-{layers:.0f}l-{hidden:.0f}h", int(layers), int(hidden), vocab, seq, heads
+        ), "row layers/hidden_size (GPT)"
     for size, (L, h) in GPT_BY_SIZE.items():
         if re.search(rf"\b{size}\b", low) and "gpt" in low:
             return _gpt(f"gpt-{size}", L, h, vocab, seq), f"GPT-3 shape for {size}"
@@ -190,8 +200,9 @@ def parse_plan(text: Any, gpus: int) -> dict[str, Any]:
     """Parallel layout from the row's ``parallelism`` text (empty dict: search it)."""
     t = "" if text is None or (isinstance(text, float) and math.isnan(text)) else str(text)
     plan: dict[str, Any] = {}
-    for key, pat in (("tp", r"\bTP(\d+)"), ("pp", r"\bPP(\d+)"), ("cp", r"\bCP(\d+)"),
-                     ("dp", r"\bDP=?(\d+)"), ("ep", r"\bEP(\d+)"), ("vp", r"\bVP(\d+)")):  # fmt: skip
+    pats = (("tp", r"\bTP(\d+)"), ("pp", r"\bPP(\d+)"), ("cp", r"\bCP(\d+)"),
+            ("dp", r"\bDP=?(\d+)"), ("ep", r"\bEP(\d+)"), ("vp", r"\bVP(\d+)"))  # fmt: skip
+    for key, pat in pats:
         m = re.search(pat, t)
         if m:
             plan[key] = int(m.group(1))
@@ -215,7 +226,11 @@ def parse_plan(text: Any, gpus: int) -> dict[str, Any]:
         plan["recompute"] = "none"
     elif "selective recompute" in t:
         plan["recompute"] = "selective"
-    if plan and not any(k in plan for k in ("tp", "pp", "cp", "dp", "ep")) and plan.get("zero") == 3:
+    if (
+        plan
+        and not any(k in plan for k in ("tp", "pp", "cp", "dp", "ep"))
+        and plan.get("zero") == 3
+    ):
         plan["dp"] = gpus  # FSDP / ZeRO-3 alone: pure data parallel
     if plan.get("dp") is not None and plan.get("ep"):
         plan["dp"] = plan["dp"]
@@ -264,7 +279,9 @@ def row_case(row: pd.Series, catalog: Catalog | None) -> Case:
     plan = parse_plan(row.get("parallelism"), int(gpus))
     fw = str(row.get("framework", ""))
     basis = "mfu"
-    if "Megatron-LM" in fw and ("2021" in str(row["model"]) or "Table 2" in str(row["model"])) or "Megatron-DeepSpeed" in fw or "ZeRO-3" in fw:
+    label = str(row["model"])
+    megatron_2021 = "Megatron-LM" in fw and ("2021" in label or "Table 2" in label)
+    if megatron_2021 or "Megatron-DeepSpeed" in fw or "ZeRO-3" in fw:
         basis = "hfu"  # TFLOP/s counting recomputation (row notes)
         plan.setdefault("recompute", "full")  # Megatron 2021 runs recomputed activations
     tok = _num(row.get("tokens_per_s_per_gpu"))
@@ -275,8 +292,10 @@ def row_case(row: pd.Series, catalog: Catalog | None) -> Case:
         target, obs = "tflops_per_gpu", tfl
     else:
         raise SkipRow("neither tokens_per_s_per_gpu nor tflops_per_gpu given")
-    return Case(rid, model, acc, int(gpus), int(seq), gb, parse_precision(row.get("precision")), plan,
-                target, obs, basis, str(row["run_scope"]), str(row["model"]), [f"arch: {src}"])  # fmt: skip
+    return Case(
+        rid, model, acc, int(gpus), int(seq), gb, parse_precision(row.get("precision")), plan,
+        target, obs, basis, str(row["run_scope"]), label, [f"arch: {src}"],
+    )  # fmt: skip
 
 
 @dataclass
@@ -308,10 +327,11 @@ def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResu
     if case.target == "tokens_per_s_per_gpu":
         pred = tps
     else:
-        pred = tps * reference_flops_per_token(case.model, case.seq_len, case.flop_basis) / 1e12
+        pred = tps * reference_flops_per_token(case.model, case.seq_len, case.flop_basis) / TERA
     p = res.values["plan"]
-    plan_s = f"tp{p['tp']} pp{p['pp']} cp{p['cp']} ep{p['ep']} dp{p['dp']} z{p['zero']} mb{p['micro_batch']} {p['recompute']}" + (
-        f" vp{p['vp']}" if p["vp"] > 1 else ""
+    plan_s = (
+        f"tp{p['tp']} pp{p['pp']} cp{p['cp']} ep{p['ep']} dp{p['dp']} z{p['zero']} "
+        f"mb{p['micro_batch']} {p['recompute']}" + (f" vp{p['vp']}" if p["vp"] > 1 else "")
     )
     dom = max(res.time_terms_s.items(), key=lambda kv: kv[1])[0]
     return RowResult(
@@ -356,7 +376,9 @@ def validate_training(
         except SkipRow as exc:
             out.append(RowResult(str(row["id"]), str(row["model"]), scope, skipped=str(exc)))
         except AitcoError as exc:
-            out.append(RowResult(str(row["id"]), str(row["model"]), scope, skipped=f"model error: {exc}"))
+            out.append(
+                RowResult(str(row["id"]), str(row["model"]), scope, skipped=f"model error: {exc}")
+            )
     return out
 
 
@@ -382,7 +404,7 @@ def summary(results: list[RowResult]) -> dict[str, Any]:
 
 
 def results_frame(results: list[RowResult]) -> pd.DataFrame:
-    """The per-row error table as a DataFrame."""
+    """Return the per-row error table as a DataFrame."""
     return pd.DataFrame([r.__dict__ for r in results])
 
 

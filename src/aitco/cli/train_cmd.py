@@ -1,0 +1,242 @@
+"""``aitco train`` (training estimate and plan search) and ``aitco validate training``.
+
+Thin: parse the flags, resolve the catalog entries, call
+:func:`aitco.perf.training.estimate_training` or
+:func:`aitco.validation.training.validate_training`, render. ``--json`` prints one object
+with the keys of issue 3 (``step_time_s``, ``tokens_per_s``,
+``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``, ``hardware_tflops_per_gpu``, ``mfu``, ``hfu``,
+``memory_per_gpu_gb``, ``fits``, ``gpu_hours``, ``wall_clock_h``, ``plan``, ``interval``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from aitco.cli import state
+from aitco.cli.render import console, fmt, print_explain, print_json, table
+from aitco.errors import InputError
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+
+
+class Precision(StrEnum):
+    """Training data types."""
+
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+    fp32 = "fp32"
+
+
+class Recompute(StrEnum):
+    """Activation recomputation modes."""
+
+    none = "none"
+    selective = "selective"
+    full = "full"
+
+
+class Method(StrEnum):
+    """Training methods."""
+
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"
+
+
+class Optimizer(StrEnum):
+    """Optimizer state formats."""
+
+    adam = "adam"
+    adam8bit = "adam8bit"
+
+
+#: Default global batch when none is given: about one million tokens (as TrainingWorkload).
+DEFAULT_BATCH_TOKENS = 2**20
+
+
+def _efficiency(path: str | None) -> EfficiencyParams:
+    if not path:
+        return DEFAULT_EFFICIENCY
+    from aitco.calibrate.profile import load_profile
+
+    return load_profile(path).efficiency
+
+
+def _range(values: dict[str, Any], key: str) -> str:
+    iv = values.get("interval", {}).get(key)
+    if not iv:
+        return ""
+    return f"{fmt(iv[0])} - {fmt(iv[1])}"
+
+
+def train(
+    model: Annotated[str, typer.Option("--model", help="Catalog id, config.json or model YAML.")],
+    hardware: Annotated[str, typer.Option("--hardware", help="Accelerator or system id.")],
+    gpus: Annotated[int, typer.Option("--gpus", help="Accelerators.", min=1)],
+    tokens: Annotated[float | None, typer.Option("--tokens", help="Tokens to train on.")] = None,
+    seq_len: Annotated[int, typer.Option("--seq-len", help="Sequence length.", min=1)] = 2048,
+    global_batch: Annotated[
+        int | None, typer.Option("--global-batch", help="Global batch in sequences.", min=1)
+    ] = None,
+    global_batch_tokens: Annotated[
+        int | None, typer.Option("--global-batch-tokens", help="Global batch in tokens.", min=1)
+    ] = None,
+    micro_batch: Annotated[
+        int | None, typer.Option("--micro-batch", help="Sequences per micro-batch.", min=1)
+    ] = None,
+    precision: Annotated[Precision, typer.Option("--precision")] = Precision.bf16,
+    tp: Annotated[int | None, typer.Option("--tp", help="Tensor parallel degree.", min=1)] = None,
+    pp: Annotated[int | None, typer.Option("--pp", help="Pipeline parallel degree.", min=1)] = None,
+    cp: Annotated[int | None, typer.Option("--cp", help="Context parallel degree.", min=1)] = None,
+    ep: Annotated[int | None, typer.Option("--ep", help="Expert parallel degree.", min=1)] = None,
+    dp: Annotated[int | None, typer.Option("--dp", help="Data parallel degree.", min=1)] = None,
+    zero: Annotated[
+        int | None, typer.Option("--zero", help="ZeRO stage 0-3.", min=0, max=3)
+    ] = None,
+    fsdp: Annotated[bool, typer.Option("--fsdp", help="FSDP full shard (= ZeRO-3).")] = False,
+    recompute: Annotated[Recompute | None, typer.Option("--recompute")] = None,
+    method: Annotated[Method, typer.Option("--method")] = Method.full,
+    lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA/QLoRA rank.", min=1)] = 16,
+    optimizer: Annotated[Optimizer, typer.Option("--optimizer")] = Optimizer.adam,
+    plan: Annotated[
+        str | None,
+        typer.Option("--plan", help="'auto': search the plan (given degrees are held)."),
+    ] = None,
+    calibration: Annotated[
+        str | None, typer.Option("--calibration", help="Calibration profile YAML.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show the time split and terms.")
+    ] = False,
+) -> None:
+    """Estimate a training run: step time, MFU, memory, GPU-hours; search the parallel plan."""
+    from aitco.perf.training import estimate_training
+
+    if plan is not None and plan != "auto":
+        raise InputError("--plan", plan, "'auto' (or leave it out and give --tp/--pp/...)")
+    if global_batch is not None and global_batch_tokens is not None:
+        raise InputError(
+            "--global-batch",
+            global_batch,
+            "either --global-batch or --global-batch-tokens, not both",
+        )
+    if tokens is not None and not tokens > 0:
+        raise InputError("--tokens", tokens, "a positive number of tokens")
+    cat = state.catalog()
+    arch = cat.resolve_model(model, field="--model")
+    acc, system = cat.hardware(hardware, field="--hardware")
+    if global_batch is None:
+        bt = global_batch_tokens if global_batch_tokens is not None else DEFAULT_BATCH_TOKENS
+        global_batch = max(1, round(bt / seq_len))
+    plan_d: dict[str, Any] = {
+        "tp": tp, "pp": pp, "cp": cp, "ep": ep, "dp": dp, "zero": zero, "fsdp": fsdp,
+        "micro_batch": micro_batch, "recompute": recompute.value if recompute else None,
+        "auto": plan == "auto",
+    }  # fmt: skip
+    res = estimate_training(
+        arch, acc, system, gpus, seq_len=seq_len, global_batch=global_batch, tokens=tokens,
+        precision=precision.value, method=method.value, plan=plan_d,
+        efficiency=_efficiency(calibration), lora_rank=lora_rank, optimizer=optimizer.value,
+    )  # fmt: skip
+    v = res.values
+    if json_out:
+        out = dict(v)
+        out["time_split_s"] = res.time_terms_s
+        out["memory_split_gb"] = res.memory_terms_gb
+        out["dominant"] = res.to_estimate().dominant
+        out["candidates"] = res.candidates
+        out["model"] = arch.id
+        out["hardware"] = acc.id
+        out["system"] = system.id
+        print_json(out)
+        return
+    p = v["plan"]
+    plan_s = (
+        f"tp={p['tp']} pp={p['pp']} cp={p['cp']} ep={p['ep']} dp={p['dp']} zero={p['zero']} "
+        f"micro_batch={p['micro_batch']} recompute={p['recompute']}"
+        + (f" vp={p['vp']}" if p["vp"] > 1 else "")
+        + f"  (grad. accumulation {v['gradient_accumulation']})"
+    )
+    rows = [
+        ("step time (s)", v["step_time_s"], _range(v, "step_time_s")),
+        ("tokens/s", v["tokens_per_s"], _range(v, "tokens_per_s")),
+        ("tokens/s per GPU", v["tokens_per_s_per_gpu"], _range(v, "tokens_per_s_per_gpu")),
+        ("model TFLOP/s per GPU", v["model_tflops_per_gpu"], _range(v, "model_tflops_per_gpu")),
+        ("hardware TFLOP/s per GPU", v["hardware_tflops_per_gpu"], ""),
+        ("MFU", v["mfu"], _range(v, "mfu")),
+        ("HFU", v["hfu"], ""),
+        ("memory per GPU (GB)", v["memory_per_gpu_gb"], f"of {fmt(v['memory_capacity_gb'])}"),
+    ]
+    if "gpu_hours" in v:
+        rows.append(("GPU-hours", v["gpu_hours"], _range(v, "gpu_hours")))
+        rows.append(("wall clock (h)", v["wall_clock_h"], _range(v, "wall_clock_h")))
+    title = f"Training {arch.id} on {gpus} x {acc.id} ({precision.value}, {method.value})"
+    console.print(table(title, ["", "estimate", "80% range"], rows, caption=f"plan: {plan_s}"))
+    if res.candidates > 1:
+        console.print(f"plan searched over {res.candidates:,} candidates")
+    if not v["fits"]:
+        console.print(
+            f"[bold red]does not fit:[/bold red] needs {fmt(v['memory_per_gpu_gb'])} GB per GPU, "
+            f"{fmt(v['over_by_gb'])} GB over the {fmt(v['memory_capacity_gb'])} GB available"
+        )
+    if explain:
+        print_explain(res.to_estimate())
+
+
+def validate_training_cmd(
+    csv: Annotated[str | None, typer.Argument(help="Ground-truth CSV (default: bundled).")] = None,
+    all_scopes: Annotated[
+        bool, typer.Option("--all-scopes", help="Also rows that are not throughput measurements.")
+    ] = False,
+    calibration: Annotated[
+        str | None, typer.Option("--calibration", help="Calibration profile YAML.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Predict every row of a training ground-truth CSV; print the per-row errors and APE."""
+    from aitco.validation.training import (
+        THROUGHPUT_SCOPES,
+        results_frame,
+        summary,
+        validate_training,
+    )
+
+    res = validate_training(
+        csv, state.catalog(), _efficiency(calibration), None if all_scopes else THROUGHPUT_SCOPES
+    )
+    s = summary(res)
+    if json_out:
+        df = results_frame(res)
+        print_json({**s, "rows_table": df.to_dict(orient="records")})
+        return
+    rows: list[tuple[Any, ...]] = []
+    for r in res:
+        if r.skipped:
+            rows.append((r.row_id, r.label[:40], "-", "-", "-", "-", f"skipped: {r.skipped}"))
+        else:
+            rows.append(
+                (r.row_id, r.label[:40], r.target.replace("_per_gpu", "/GPU"), r.observed,
+                 r.predicted, f"{r.ape:.1%}", r.plan)
+            )  # fmt: skip
+    console.print(
+        table(
+            "Training validation",
+            ["id", "model", "metric", "published", "predicted", "APE", "plan"],
+            rows,
+        )
+    )
+    if s.get("predicted"):
+        console.print(
+            f"rows {s['rows']}, predicted {s['predicted']}, skipped {s['skipped']}: "
+            f"median APE {s['median_ape']:.1%}, p90 APE {s['p90_ape']:.1%}, max {s['max_ape']:.1%}"
+        )
+
+
+def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
+    """Add ``aitco train`` and ``aitco validate training``."""
+    app.command("train")(train)
+    groups["validate"].command("training")(validate_training_cmd)
