@@ -123,7 +123,8 @@ def test_every_plot_is_a_png(options: list[Breakdown]) -> None:
         "utilisation",
     ]
     for _s, _c, png in figs:
-        assert png.startswith(PNG) and len(png) > 2000
+        assert png.startswith(PNG)
+        assert len(png) > 2000
 
 
 def test_html_is_self_contained(options: list[Breakdown], tmp_path: Path) -> None:
@@ -141,7 +142,8 @@ def test_html_is_self_contained(options: list[Breakdown], tmp_path: Path) -> Non
     imgs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
     assert len(imgs) == 5  # breakdown, 3 waterfalls, cost-vs-time
     assert all(base64.b64decode(b).startswith(PNG) for b in imgs)
-    assert "$130,000" in text and "cheapest" in text
+    assert "$130,000" in text
+    assert "cheapest" in text
 
 
 def test_markdown_writes_pngs_beside_it(options: list[Breakdown], tmp_path: Path) -> None:
@@ -150,7 +152,8 @@ def test_markdown_writes_pngs_beside_it(options: list[Breakdown], tmp_path: Path
     md = (tmp_path / "report.md").read_text()
     assert files[0] == tmp_path / "report.md"
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
-    assert links and all((tmp_path / rel).read_bytes().startswith(PNG) for rel in links)
+    assert links
+    assert all((tmp_path / rel).read_bytes().startswith(PNG) for rel in links)
     assert "| h100 x32 spot **(cheapest)** | $104,000 |" in md
     assert "| failure_rework | reliability | $15,000 |" in md
     assert not list(tmp_path.rglob("*.tmp"))

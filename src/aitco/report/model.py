@@ -349,10 +349,7 @@ def build_report(
     if utilisation is not None:
         data.utilisation = dict(utilisation)
     else:
-        data.notes.append(
-            "No telemetry was ingested, so there is no utilisation heatmap (aitco report "
-            "--telemetry FILE)."
-        )
+        data.notes.append("No telemetry was ingested, so there is no utilisation heatmap.")
     return data
 
 

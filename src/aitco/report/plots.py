@@ -117,7 +117,7 @@ def cost_breakdown_png(options: Sequence[OptionView]) -> bytes:
     _usd_axis(ax, "x")
     ax.set_xlim(0, max((o.total_usd for o in options), default=1.0) * 1.18 or 1.0)
     ax.set_xlabel("total cost [USD]")
-    ax.set_title("Cost breakdown per option")
+    ax.set_title("Cost breakdown per option", pad=28)
     ax.legend(
         fontsize=8,
         ncols=min(4, len(order)),

@@ -1,0 +1,111 @@
+"""The JSON API and the page, through FastAPI's TestClient."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from tests.web.conftest import BODY, explicit_compare
+
+from aitco.decide.scenario import Scenario
+from aitco.errors import InputError
+
+
+def test_page_is_served_without_cdn(client: Any) -> None:
+    r = client.get("/")
+    assert r.status_code == 200
+    html = r.text
+    assert 'src="/static/htmx.min.js"' in html
+    assert "https://" not in html.split("<body>")[0], "no CDN in the head"
+    assert 'hx-post="/api/v1/compare"' in html, "the page uses the JSON API"
+    js = client.get("/static/htmx.min.js")
+    assert js.status_code == 200
+    assert js.text.startswith("/*! htmx.org 2.0.11 | Zero-Clause BSD")
+    assert "content-security-policy" in r.headers
+
+
+def test_compare_json_matches_the_engine(client: Any, catalog: Any) -> None:
+    r = client.post("/api/v1/compare", json=BODY)
+    assert r.status_code == 200, r.text
+    j = r.json()
+    comp = explicit_compare(Scenario.from_dict(copy.deepcopy(BODY)), catalog)
+    assert [o["name"] for o in j["options"]] == [o.name for o in comp.options]
+    assert [o["total_usd"] for o in j["options"]] == [o.total_usd for o in comp.options]
+    assert j["options"][0]["items"][0] == {
+        "name": "rental",
+        "usd": 8000.0,
+        "category": "compute",
+        "share": pytest.approx(8000 / 13400),
+        "formula": "gpus x 1000",
+        "inputs": {},
+        "sources": [],
+    }
+    assert j["cheapest"] == "h100-sxm5-80gb x16 spot"  # 6400 + 5000 + 800 < 8000 + 5000 + 400
+    assert j["fastest"] == "h100-sxm5-80gb x16 spot"
+
+
+def test_compare_htmx_fragment(client: Any) -> None:
+    r = client.post("/api/v1/compare", json=BODY, headers={"HX-Request": "true"})
+    assert r.status_code == 200
+    assert 'id="comparison-table"' in r.text
+    assert "$13,400" in r.text
+    assert "$12,200" in r.text
+    assert r.text.count("data:image/png;base64,") >= 2
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({**BODY, "workload": {**BODY["workload"], "tokens": -1}}, "workload.tokens"),
+        ({**BODY, "options": [{"hardware": "h100", "gpus": 8}]}, "options[0].hardware"),
+        ({**BODY, "options": [{"hardware": "l4", "gpus": 0}]}, "options.0.gpus"),
+        ({**BODY, "bogus": 1}, "bogus"),
+        ([1, 2], "scenario"),
+    ],
+)
+def test_errors_are_the_cli_errors(client: Any, catalog: Any, body: Any, field: str) -> None:
+    r = client.post("/api/v1/compare", json=body)
+    assert r.status_code == 422
+    err = r.json()["error"]
+    assert err["field"] == field
+    # the same message the CLI prints (Scenario.from_dict / the catalog raise it)
+    with pytest.raises(InputError) as exc:
+        explicit_compare(Scenario.from_dict(copy.deepcopy(body)), catalog)
+    assert err["message"] == str(exc.value)
+    assert {"value", "expected"} <= set(err)
+
+
+def test_invalid_json_and_oversized_bodies(client: Any) -> None:
+    r = client.post(
+        "/api/v1/compare", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == "body"
+    r = client.post("/api/v1/compare", content=b"x" * (70 * 1024))
+    assert r.status_code == 413
+
+
+def test_downloads(client: Any) -> None:
+    r = client.post("/api/v1/report?format=json", json=BODY)
+    assert r.status_code == 200
+    assert r.headers["content-disposition"] == 'attachment; filename="web_test.json"'
+    assert r.json()["options"][1]["total_usd"] == 12200.0
+    r = client.post("/api/v1/report?format=xlsx", json=BODY)
+    assert r.status_code == 200
+    assert r.content[:2] == b"PK"
+    r = client.post("/api/v1/report?format=html", json=BODY)
+    assert r.status_code == 200
+    assert "<script" not in r.text
+    assert "data:image/png;base64," in r.text
+    assert client.post("/api/v1/report?format=exe", json=BODY).status_code == 422
+
+
+def test_openapi_documents_the_scenario(client: Any) -> None:
+    spec = client.get("/openapi.json").json()
+    body = spec["paths"]["/api/v1/compare"]["post"]["requestBody"]["content"]["application/json"]
+    assert body["schema"] == {"$ref": "#/components/schemas/Scenario"}
+    assert {"Scenario", "HardwareOption", "TrainingWorkload"} <= set(spec["components"]["schemas"])
+    lists = client.get("/api/v1/catalog").json()
+    assert "h100-sxm5-80gb" in [h["id"] for h in lists["hardware"]]
+    assert "owned" in lists["pricing"]
