@@ -357,3 +357,19 @@ def test_json_contract_keys(tmp_path):
         assert {"name", "tokens", "usd", "share", "count", "examples"} <= set(c)
     assert out["tokenizer"]["approximate"] is True
     assert out["price"]["as_of"] == "2026-01-01"
+
+
+def test_export_only_json_file_is_billed_from_usage(tmp_path, shared_dir):
+    pages = [
+        json.loads(line)
+        for line in (shared_dir / "fixtures" / "openai_usage.jsonl").read_text().splitlines()[2:]
+    ]
+    f = tmp_path / "usage_export.json"
+    f.write_text(json.dumps(pages, indent=2))  # pretty-printed, as saved from the API
+    out = audit_log(f, PRICE, TOK).to_json()
+    assert out["basis"] == "usage_api"
+    assert out["billed_tokens"] == 1000 + 500
+    assert out["billed_usd"] == pytest.approx(usd(600, 400, 500), rel=1e-12)
+    assert out["waste_usd"] == 0
+    assert out["skipped_lines"]["malformed"] == 0
+    assert out["exports"]["costs_api"]["by_currency"] == {"usd": 0.06}

@@ -197,6 +197,10 @@ def test_self_host_wiring_with_a_known_breakdown(tmp_path, monkeypatch):
     assert out["self_host_to_api_ratio"] == pytest.approx(1000.0 / api_month)
     assert out["cheaper"] == ("self_host" if api_month > 1000.0 else "api")
     assert out["api_usd_per_million_tokens"] == pytest.approx((1200 * 2.5 + 300 * 10.0) / 1500)
+    usd_per_request = (1200 * 2.5 + 300 * 10.0) / 1e6
+    assert out["breakeven_requests_per_s"] == pytest.approx(
+        1000.0 / (usd_per_request * 365.25 / 12 * 86400)
+    )
 
 
 def test_self_host_needs_model_and_span(tmp_path, capsys):

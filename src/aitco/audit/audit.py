@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from aitco.audit.exports import ExportTotals
-from aitco.audit.log import LineStats, UsageRecord, read_log, scan_retries
+from aitco.audit.log import LineStats, UsageRecord, is_export_page, read_log, scan_retries
 from aitco.audit.tokenizers import ApproxTokenizer, TokenCounter
 from aitco.catalog.schema import ApiPrice
 from aitco.explain import Estimate, Term, dominant_term
@@ -420,6 +420,7 @@ class AuditResult:
     options: AuditOptions = field(default_factory=AuditOptions)
     first_created_s: float | None = None
     last_created_s: float | None = None
+    basis: str = "requests"
 
     def traffic(self, period_s: float | None = None) -> dict[str, Any]:
         """Mean shape and rate of the billed traffic, for a self-hosting comparison.
@@ -520,6 +521,7 @@ class AuditResult:
             "waste_share": self.waste_usd / billed_usd if billed_usd > 0 else 0.0,
             "causes": causes,
             "precedence": PRECEDENCE,
+            "basis": self.basis,
             "tokens": {
                 "prompt_tokens": self.prompt_tokens,
                 "cached_tokens": self.cached_tokens,
@@ -688,7 +690,11 @@ def audit_log(
             k,
         )
 
-    for _line_no, item in read_log(path, stats):
+    doc = _json_document(path, stats)
+    items: Iterable[tuple[int, dict[str, Any] | UsageRecord]] = (
+        doc if doc is not None else read_log(path, stats)
+    )
+    for _line_no, item in items:
         if isinstance(item, dict):
             exports.add_page(item)
             continue
@@ -814,4 +820,39 @@ def audit_log(
                     k,
                 )
     res.orphan_retries = len(set(retried) - seen_retried)
+    if res.attempts == 0 and exports.usage_results:
+        # no per-request lines: bill the Usage API totals (no causes can be computed from them)
+        tot = exports.usage_total()
+        res.prompt_tokens = tot.input_tokens
+        res.cached_tokens = tot.input_cached_tokens
+        res.cache_write_tokens = tot.input_cache_write_tokens
+        res.output_tokens = tot.output_tokens
+        res.basis = "usage_api"
     return res
+
+
+#: Largest whole-JSON export read in one piece (a page list, not a log). [bytes]
+MAX_JSON_DOCUMENT_BYTES = 256 * 2**20
+
+
+def _json_document(
+    path: str | Path, stats: LineStats
+) -> list[tuple[int, dict[str, Any] | UsageRecord]] | None:
+    """Read a ``.json`` file holding one export page or a list of pages; ``None`` otherwise.
+
+    A pretty-printed Usage/Costs API response saved as ``.json`` spans many lines, so it is read
+    whole (it is small: aggregated buckets). Anything else is left to the JSONL reader.
+    """
+    p = Path(path)
+    if p.suffix.lower() != ".json" or not p.is_file() or p.stat().st_size > MAX_JSON_DOCUMENT_BYTES:
+        return None
+    try:
+        doc = json.loads(p.read_bytes())
+    except ValueError:
+        return None
+    pages = doc if isinstance(doc, list) else [doc]
+    if not pages or not all(is_export_page(x) for x in pages):
+        return None
+    stats.lines = len(p.read_text(encoding="utf-8", errors="replace").splitlines())
+    stats.pages = len(pages)
+    return [(1, x) for x in pages]

@@ -12,7 +12,13 @@ from typing import Annotated, Any
 
 import typer
 
-from aitco.audit.audit import AuditOptions, AuditPrice, AuditResult, audit_log
+from aitco.audit.audit import (
+    SECONDS_PER_MONTH,
+    AuditOptions,
+    AuditPrice,
+    AuditResult,
+    audit_log,
+)
 from aitco.audit.log import iter_lines, parse_response
 from aitco.audit.tokenizers import resolve_tokenizer
 from aitco.catalog.loader import Catalog
@@ -179,7 +185,9 @@ def _render(out: dict[str, Any]) -> None:
                         sh["self_host_usd_per_million_tokens"],
                     ],
                 ],
-                caption=f"{sh['note']}; cheaper: {sh['cheaper']}"
+                caption=f"{sh['note']}; cheaper: {sh['cheaper']}; break-even at "
+                f"{fmt(sh['breakeven_requests_per_s'])} req/s (capacity "
+                f"{fmt(sh['requests_per_s_capacity'])} req/s)"
                 + (f"; {sh['scaled']}" if sh.get("scaled") else ""),
             )
         )
@@ -360,6 +368,10 @@ def self_host_comparison(
     useful_month = api_month * (1 - res.to_json()["waste_share"]) if api_month else None
     host_month = b.total_usd
     top = sorted(b.items, key=lambda i: -i.usd)[:6]
+    # request rate at which the API bill would equal this self-hosted month (same GPUs)
+    usd_per_request = res.billed_usd / res.attempts if res.attempts else None
+    capacity = b.values.get("requests_per_s_capacity")
+    breakeven = host_month / (usd_per_request * SECONDS_PER_MONTH) if usd_per_request else None
     return {
         "hardware": hardware,
         "accelerator": acc.id,
@@ -379,6 +391,11 @@ def self_host_comparison(
         else None,
         "cheaper": "self_host" if api_month and host_month < api_month else "api",
         "self_host_to_api_ratio": host_month / api_month if api_month else None,
+        "breakeven_requests_per_s": breakeven,
+        "requests_per_s_capacity": capacity,
+        "breakeven_within_capacity": (breakeven <= capacity)
+        if breakeven is not None and isinstance(capacity, int | float)
+        else None,
         "top_items": [{"name": i.name, "usd": i.usd, "category": i.category} for i in top],
         "note": "same billed traffic, one month; self-hosted prefix caching not modelled",
     }
