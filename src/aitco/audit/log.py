@@ -367,7 +367,7 @@ def scan_retries(path: str | Path) -> tuple[dict[str, int], int]:
             rec = parse_response(obj, line_no)
         except (ValueError, MalformedLine):
             continue
-        if rec.retry_of is None:
+        if rec.retry_of is None or rec.retry_of == rec.id:  # a self-reference repeats nothing
             continue
         n += 1
         p = rec.prompt_tokens if rec.has_usage else -1
