@@ -1,0 +1,250 @@
+"""Training engine: hand-computed FLOPs, memory, bubble, plan errors, fits, LoRA, checkpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aitco.catalog.schema import Accelerator, ModelArch, MoE, System
+from aitco.errors import InputError, PlanError
+from aitco.perf import flops, memory
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY
+from aitco.perf.parallelism import bubble_fraction
+from aitco.perf.params import param_counts
+from aitco.perf.plan_search import candidate_plans, divisors
+from aitco.perf.training import (
+    checkpoint_bytes,
+    checkpoint_save_time_s,
+    estimate_training,
+    model_shape,
+)
+
+ACC = Accelerator(
+    id="test-gpu",
+    vendor="test",
+    family="nvidia-hopper",
+    peak_tflops={"bf16": 1000.0, "fp16": 1000.0, "fp8": 2000.0, "fp32": 60.0},
+    memory_gb=80.0,
+    hbm_bandwidth_gb_s=3000.0,
+    launch_year=2023,
+)
+ACC_NO_FP8 = ACC.model_copy(update={"id": "old-gpu", "peak_tflops": {"bf16": 300.0, "fp32": 20.0}})
+SYS = System(
+    id="test-node",
+    accelerator="test-gpu",
+    devices_per_node=8,
+    intra_node_fabric="nvswitch",
+    intra_node_bandwidth_gb_s=450.0,
+    scale_up_domain=8,
+    scale_out_bandwidth_gb_s=50.0,
+)
+# A Llama-like 8-layer model small enough to compute by hand.
+M = ModelArch(
+    id="tiny", n_layers=8, d_model=1024, n_heads=16, n_kv_heads=4, d_ff=4096, vocab_size=32000
+)
+
+
+def _est(gpus: int = 8, **kw: object):  # noqa: ANN202
+    args: dict[str, object] = dict(seq_len=2048, global_batch=64)
+    args.update(kw)
+    return estimate_training(M, ACC, SYS, gpus, **args)  # type: ignore[arg-type]
+
+
+def test_flops_per_token_is_6n_plus_causal_attention() -> None:
+    ms = model_shape(M)
+    pc = param_counts(M)
+    non_emb_matmul = pc.non_embedding - 8 * (2 * 1024) - 1024  # minus norm weights
+    head = 32000 * 1024
+    att = 8 * 2 * 2048 * 16 * 64 * 2 * 0.5  # 2 FLOP x s x heads x (dqk + dv) x causal 1/2
+    expected = 3 * (2 * (non_emb_matmul + head) + att)
+    assert float(flops.training_flops_per_token(ms, 2048)) == pytest.approx(expected, rel=1e-9)
+
+
+def test_lora_skips_weight_gradients() -> None:
+    ms = model_shape(M)
+    full = float(flops.training_flops_per_token(ms, 2048, "full"))
+    lora = float(flops.training_flops_per_token(ms, 2048, "lora", lora_params=0.0))
+    att = 8 * float(flops.attention_flops_per_token(ms, 2048))
+    # frozen matmuls: 2x forward instead of 3x; attention still 3x
+    assert lora == pytest.approx((full - 3 * att) * 2 / 3 + 3 * att)
+
+
+def test_recompute_flops() -> None:
+    ms = model_shape(M)
+    r = flops.recompute_flops_per_token(ms, 2048, np.array([0, 1, 2]))
+    att = 8 * float(flops.attention_flops_per_token(ms, 2048))
+    assert r[0] == 0.0
+    assert r[1] == pytest.approx(att)
+    assert r[2] == pytest.approx(8 * flops.layer_matmul_flops_per_token(ms) + att)
+
+
+def test_zero_stages_shard_states_by_dp() -> None:
+    ms = model_shape(M)
+    kw = dict(seq_len=2048.0, precision="bf16", method="full", optimizer_bytes=12.0, tp=1, pp=1,
+              cp=1, ep=1, dp=8, micro_batch=1, recompute=0, n_micro=1)  # fmt: skip
+    p = ms.total_params
+    m0 = memory.training_memory_bytes(ms, zero=0, **kw)  # type: ignore[arg-type]
+    m1 = memory.training_memory_bytes(ms, zero=1, **kw)  # type: ignore[arg-type]
+    m2 = memory.training_memory_bytes(ms, zero=2, **kw)  # type: ignore[arg-type]
+    assert float(m0["weights"]) == pytest.approx(2 * p)
+    assert float(m0["gradients"]) == pytest.approx(2 * p)
+    assert float(m0["optimizer"]) == pytest.approx(12 * p)
+    assert float(m1["optimizer"]) == pytest.approx(12 * p / 8)
+    assert float(m2["gradients"]) == pytest.approx(2 * p / 8)
+
+
+def test_full_recompute_keeps_only_layer_inputs() -> None:
+    ms = model_shape(M)
+    a = memory.activation_elements_per_token_layer(ms, np.array([0, 2]))
+    assert a[1] == 1024
+    # input, Q, K, V, attention output; FFN input, gate+up, act; two norm inputs
+    assert a[0] == (1024 + 1024 + 2 * 256 + 1024) + (1024 + 2 * 4096 + 4096) + 2 * 1024
+
+
+def test_qlora_uses_4bit_base() -> None:
+    assert memory.weight_bytes_per_param("bf16", "qlora") == pytest.approx((4 + 0.127) / 8)
+    full = _est(gpus=1, plan={"tp": 1, "micro_batch": 1, "recompute": "full"})
+    ql = _est(gpus=1, method="qlora", plan={"tp": 1, "micro_batch": 1, "recompute": "full"})
+    assert ql.memory_terms_gb["weights"] < full.memory_terms_gb["weights"] / 3
+    assert ql.memory_terms_gb["optimizer"] < full.memory_terms_gb["optimizer"] / 50
+
+
+def test_bubble() -> None:
+    assert float(bubble_fraction(4, 8)) == pytest.approx(3 / 8)
+    assert float(bubble_fraction(4, 8, 2)) == pytest.approx(3 / 16)
+    assert float(bubble_fraction(1, 8)) == 0.0
+
+
+def test_pipeline_adds_bubble_term() -> None:
+    r = _est(
+        plan={"tp": 1, "pp": 4, "dp": 2, "micro_batch": 1, "recompute": "none", "zero": 0, "vp": 1}
+    )
+    m = r.values["gradient_accumulation"]
+    assert m == 32
+    work = r.time_terms_s["bubble_s"] / (3 / 32)
+    assert work == pytest.approx(
+        sum(r.time_terms_s[k] for k in ("compute_s", "memory_bound_s", "tp_comm_s", "cp_comm_s",
+                                         "ep_comm_s", "zero3_comm_s")), rel=1e-6)  # fmt: skip
+
+
+def test_values_have_issue_keys_and_interval() -> None:
+    r = _est(tokens=1e9)
+    for k in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu",
+              "hardware_tflops_per_gpu", "mfu", "hfu", "memory_per_gpu_gb", "fits", "gpu_hours",
+              "wall_clock_h", "plan", "interval"):  # fmt: skip
+        assert k in r.values
+    assert set(r.values["plan"]) >= {
+        "tp",
+        "pp",
+        "cp",
+        "ep",
+        "dp",
+        "zero",
+        "micro_batch",
+        "recompute",
+    }
+    lo, hi = r.interval["tokens_per_s_per_gpu"]
+    assert lo < r.values["tokens_per_s_per_gpu"] < hi
+    assert r.values["gpu_hours"] == pytest.approx(1e9 / r.values["tokens_per_s"] / 3600 * 8)
+    assert 0 < r.values["mfu"] <= r.values["hfu"] < 1
+    est = r.to_estimate()
+    assert est.dominant in r.time_terms_s
+
+
+def test_step_time_is_sum_of_terms() -> None:
+    r = _est(
+        plan={"tp": 2, "pp": 2, "dp": 2, "micro_batch": 2, "zero": 1, "recompute": "selective"}
+    )
+    assert r.values["step_time_s"] == pytest.approx(sum(r.time_terms_s.values()), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("plan", "gpus", "match"),
+    [
+        ({"tp": 3}, 6, "attention heads"),
+        ({"pp": 16}, 16, "number of layers"),
+        ({"tp": 2, "pp": 2, "dp": 4}, 8, "equal to --gpus"),
+        ({"ep": 2}, 8, "dense model"),
+        ({"tp": 3, "dp": 1}, 8, "attention heads"),
+    ],
+)
+def test_impossible_plans_name_the_constraint(plan: dict, gpus: int, match: str) -> None:
+    with pytest.raises(PlanError, match=match):
+        _est(gpus=gpus, plan=plan)
+
+
+def test_unsupported_dtype() -> None:
+    with pytest.raises(PlanError, match="fp8"):
+        estimate_training(M, ACC_NO_FP8, SYS, 8, seq_len=2048, global_batch=64, precision="fp8")
+
+
+def test_bad_inputs() -> None:
+    with pytest.raises(InputError):
+        _est(gpus=0)
+    with pytest.raises(InputError):
+        _est(method="dora")
+    with pytest.raises(InputError):
+        _est(plan={"recompute": "sometimes"})
+
+
+def test_non_fitting_plan_says_by_how_much() -> None:
+    big = ModelArch(id="big", n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, d_ff=28672,
+                    vocab_size=128256)  # fmt: skip
+    r = estimate_training(big, ACC, SYS, 8, seq_len=4096, global_batch=64,
+                          plan={"tp": 1, "dp": 8, "zero": 0, "micro_batch": 1})  # fmt: skip
+    assert r.values["fits"] is False
+    assert r.values["over_by_gb"] == pytest.approx(r.values["memory_per_gpu_gb"] - 80.0)
+    assert r.values["over_by_gb"] > 500  # 70B x 16 B/param unsharded is over 1 TB
+
+
+def test_auto_plan_fits_and_beats_naive() -> None:
+    big = ModelArch(id="big", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_ff=14336,
+                    vocab_size=128256)  # fmt: skip
+    auto = estimate_training(big, ACC, SYS, 64, seq_len=4096, global_batch=256)
+    assert auto.values["fits"]
+    assert auto.candidates > 100
+    naive = estimate_training(big, ACC, SYS, 64, seq_len=4096, global_batch=256,
+                              plan={"tp": 8, "pp": 8, "dp": 1})  # fmt: skip
+    assert auto.values["step_time_s"] <= naive.values["step_time_s"]
+
+
+def test_auto_holds_given_degrees() -> None:
+    r = _est(gpus=8, plan={"tp": 2, "auto": True})
+    assert r.values["plan"]["tp"] == 2
+    assert r.candidates > 1
+
+
+def test_moe_expert_parallel_runs() -> None:
+    moe = ModelArch(id="moe", n_layers=8, d_model=1024, n_heads=16, d_ff=4096, vocab_size=32000,
+                    moe=MoE(n_experts=8, n_active=2, d_ff_expert=1024))  # fmt: skip
+    r1 = estimate_training(moe, ACC, SYS, 8, seq_len=2048, global_batch=64, plan={"dp": 8, "ep": 1})
+    r8 = estimate_training(moe, ACC, SYS, 8, seq_len=2048, global_batch=64, plan={"dp": 8, "ep": 8})
+    assert r8.time_terms_s["ep_comm_s"] > 0 == r1.time_terms_s["ep_comm_s"]
+    assert r8.memory_terms_gb["weights"] < r1.memory_terms_gb["weights"]
+
+
+def test_candidate_plans_are_valid() -> None:
+    ms = model_shape(M)
+    c = candidate_plans(ms, 64, 2048, 256)
+    assert (c["tp"] * c["pp"] * c["cp"] * c["dp"] == 64).all()
+    assert (ms.n_heads % c["tp"] == 0).all()
+    assert (c["pp"] <= ms.n_layers).all()
+    assert (c["micro_batch"] * c["dp"] <= 256).all()
+    assert divisors(12) == [1, 2, 3, 4, 6, 12]
+
+
+def test_checkpoint() -> None:
+    assert float(checkpoint_bytes(1e9)) == 14e9
+    assert float(checkpoint_bytes(1e9, include_optimizer=False)) == 2e9
+    assert float(checkpoint_save_time_s(1e9, 7.0)) == pytest.approx(2.0)
+    t = checkpoint_save_time_s(np.array([1e9, 2e9]), 14.0, blocking_fraction=0.5)
+    assert t.tolist() == pytest.approx([0.5, 1.0])
+
+
+def test_efficiency_scales_compute() -> None:
+    slow = DEFAULT_EFFICIENCY.with_overrides({"gemm": {"nvidia-hopper": 0.3}})
+    a = _est(plan={"tp": 1, "dp": 8, "micro_batch": 1, "recompute": "none", "zero": 1})
+    b = _est(
+        plan={"tp": 1, "dp": 8, "micro_batch": 1, "recompute": "none", "zero": 1}, efficiency=slow
+    )
+    assert b.time_terms_s["compute_s"] > a.time_terms_s["compute_s"]

@@ -1,0 +1,113 @@
+"""``aitco train`` and ``aitco validate training``: the public JSON contract and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aitco.cli.app import main
+
+ISSUE_KEYS = ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu",
+              "hardware_tflops_per_gpu", "mfu", "hfu", "memory_per_gpu_gb", "fits", "gpu_hours",
+              "wall_clock_h", "plan", "interval")  # fmt: skip
+BASE = ["train", "--model", "gpt2-124m", "--hardware", "h100-sxm5-80gb", "--gpus", "8"]
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out, err = capsys.readouterr()
+    code = exc.value.code if isinstance(exc.value.code, int) else 0
+    return code, out, err
+
+
+def test_train_json_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([*BASE, "--tokens", "1e9", "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    for k in ISSUE_KEYS:
+        assert k in d, k
+    assert set(d["plan"]) >= {"tp", "pp", "cp", "ep", "dp", "zero", "micro_batch", "recompute"}
+    assert 0 < d["mfu"] < 1 and d["fits"] is True
+    lo, hi = d["interval"]["tokens_per_s_per_gpu"]
+    assert lo < d["tokens_per_s_per_gpu"] < hi
+
+
+def test_train_explicit_plan_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([*BASE, "--tp", "2", "--pp", "2", "--micro-batch", "4", "--zero", "1",
+                        "--recompute", "selective", "--global-batch-tokens", "1048576",
+                        "--explain"], capsys)  # fmt: skip
+    assert code == 0
+    assert "Dominant term" in out
+    assert "bubble_s" in out and "tp_comm_s" in out
+    assert "80% range" in out
+
+
+def test_train_explicit_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([*BASE, "--tp", "4", "--seq-len", "1024", "--global-batch", "64",
+                        "--json"], capsys)  # fmt: skip
+    assert code == 0
+    d = json.loads(out)
+    assert d["plan"]["tp"] == 4 and d["plan"]["dp"] == 2 and d["plan"]["pp"] == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--tp", "5", "--dp", "1"], "attention heads"),
+        (["--tp", "2", "--pp", "2", "--dp", "4"], "equal to --gpus"),
+        (["--pp", "64", "--dp", "1", "--gpus", "64"], "number of layers"),
+        (["--plan", "manual"], "--plan"),
+        (["--global-batch", "8", "--global-batch-tokens", "100"], "not both"),
+    ],
+)
+def test_train_bad_plans_exit_2(
+    extra: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run([*BASE, *extra], capsys)
+    assert code == 2
+    assert "Traceback" not in err
+    assert needle in err.replace("\n", " ")
+
+
+def test_train_dtype_the_hardware_lacks(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["train", "--model", "gpt2-124m", "--hardware", "a100-sxm4-80gb", "--gpus", "8",
+            "--precision", "fp8"]  # fmt: skip
+    code, _, err = run(args, capsys)
+    assert code == 2 and "fp8" in err
+
+
+def test_train_not_fitting_says_by_how_much(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([*BASE, "--gpus", "1", "--micro-batch", "512", "--global-batch", "512",
+                        "--dp", "1", "--recompute", "none"], capsys)  # fmt: skip
+    assert code == 0
+    assert "does not fit" in out and "GB over" in out
+
+
+def test_validate_training_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["validate", "training", "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    assert d["predicted"] >= 45
+    assert d["rows"] == d["predicted"] + d["skipped"]
+    assert all(r["skipped"] or r["ape"] >= 0 for r in d["rows_table"])
+
+
+def test_validate_training_custom_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aitco.validation.training import DATA_CSV
+
+    lines = DATA_CSV.read_text(encoding="utf-8").splitlines()
+    header = lines[0]
+    keep = [ln for ln in lines[1:] if ln.startswith(("T092,", "T104,"))]
+    f = tmp_path / "two.csv"
+    f.write_text("\n".join([header, *keep]) + "\n", encoding="utf-8")
+    code, out, _ = run(["validate", "training", str(f)], capsys)
+    assert code == 0
+    assert "T092" in out and "T104" in out and "median APE" in out
+
+
+def test_validate_training_missing_csv(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["validate", "training", "/nonexistent.csv"], capsys)
+    assert code == 2 and "CSV" in err

@@ -1,0 +1,82 @@
+"""Training model against published runs (ground truth copied into aitco/validation/data).
+
+Budgets: the issue's targets are 10% median and 25% p90 absolute percentage error on
+tokens/s/GPU over the throughput rows. The assertions below hold the model to what it reaches
+today with a small margin (a regression guard); docs/training.md reports the exact figures
+and the worst rows. The predictions use only specs, the published layout and the global
+efficiencies: the last test changes every published outcome and checks the predictions do not
+move.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from aitco.validation.training import (
+    DATA_CSV,
+    THROUGHPUT_SCOPES,
+    results_frame,
+    summary,
+    validate_training,
+)
+
+#: Regression budgets (see module docstring); measured 2026-12-02: median ~10%, p90 ~25%.
+MEDIAN_APE_BUDGET = 0.12
+P90_APE_BUDGET = 0.30
+#: Rows that cannot be predicted must stay few and must each say why.
+MAX_SKIPPED = 3
+
+
+@pytest.fixture(scope="module")
+def results(catalog):  # noqa: ANN001, ANN201
+    return validate_training(catalog=catalog)
+
+
+def test_error_budget(results, tmp_path: Path) -> None:  # noqa: ANN001
+    s = summary(results)
+    results_frame(results).to_csv(tmp_path / "training_errors.csv", index=False)
+    assert s["median_ape"] <= MEDIAN_APE_BUDGET, s
+    assert s["p90_ape"] <= P90_APE_BUDGET, s
+    # no bias hiding behind a symmetric error: the mean log ratio is near zero
+    assert abs(s["mean_log_ratio"]) < 0.05
+
+
+def test_every_row_is_accounted_for(results) -> None:  # noqa: ANN001
+    df = pd.read_csv(DATA_CSV)
+    want = set(df[df.run_scope.isin(THROUGHPUT_SCOPES)].id)
+    assert {r.row_id for r in results} == want
+    skipped = [r for r in results if r.skipped]
+    assert len(skipped) <= MAX_SKIPPED
+    assert all(r.skipped.strip() for r in skipped)
+    for r in results:
+        if not r.skipped:
+            assert math.isfinite(r.predicted) and r.predicted > 0
+
+
+def test_interval_covers_about_80_percent(results) -> None:  # noqa: ANN001
+    from aitco.perf.efficiency import DEFAULT_EFFICIENCY as E
+
+    done = [r for r in results if not r.skipped]
+    inside = [E.training_log_ratio_q10 <= r.log_ratio <= E.training_log_ratio_q90 for r in done]
+    assert 0.65 <= sum(inside) / len(inside) <= 0.95
+
+
+def test_published_outcomes_do_not_feed_the_prediction(catalog, tmp_path: Path) -> None:  # noqa: ANN001
+    df = pd.read_csv(DATA_CSV)
+    keep = df[df.id.isin(["T052", "T064", "T082", "T092", "T109"])].copy()
+    a = tmp_path / "a.csv"
+    b = tmp_path / "b.csv"
+    keep.to_csv(a, index=False)
+    changed = keep.copy()
+    for col in ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu_pct", "hfu_pct", "step_time_s",
+                "gpu_hours", "wall_clock_hours"):  # fmt: skip
+        changed[col] = changed[col] * 1.37
+    changed.to_csv(b, index=False)
+    ra = {r.row_id: r.predicted for r in validate_training(a, catalog)}
+    rb = {r.row_id: r.predicted for r in validate_training(b, catalog)}
+    assert ra == pytest.approx(rb, rel=1e-12)
+    assert len(ra) == 5
