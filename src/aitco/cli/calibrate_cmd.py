@@ -9,7 +9,7 @@ import typer
 
 from aitco.calibrate.parsers.base import ParseResult
 from aitco.calibrate.parsers.detect import KINDS, parse_any
-from aitco.cli.render import console, err_console, fmt, print_json, table
+from aitco.cli.render import console, err_console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
 
 #: Summary keys shown in the human-readable ingest table, per kind (all are in ``--json``).
@@ -170,6 +170,354 @@ def ingest(
         _print_result(r)
 
 
+def _parse_all(files: list[Path]) -> list[ParseResult]:
+    from aitco.calibrate.parsers.detect import detect_kind
+
+    out = []
+    for f in files:
+        kind, _, path = (
+            str(f).partition(":")
+            if ":" in str(f) and str(f).split(":", 1)[0] in KINDS
+            else ("auto", "", str(f))
+        )
+        p = Path(path)
+        out.append(parse_any(p, detect_kind(p) if kind == "auto" else kind))
+    return out
+
+
+def _plan(**degrees: int | None) -> dict[str, Any] | None:
+    given = {k: v for k, v in degrees.items() if v is not None}
+    return given or None
+
+
+def _resolve_hardware(
+    cat: Any, hardware: str | None, results: list[ParseResult]
+) -> tuple[Any, Any, str]:
+    from aitco.calibrate.observations import guess_accelerator
+
+    if hardware:
+        acc, system = cat.hardware(hardware, field="--hardware")
+        return acc, system, f"--hardware {hardware}"
+    names = [
+        str(r.summary.get("gpu_model") or (r.records[0].get("extra") or {}).get("gpu") or "")
+        for r in results
+        if r.records or r.summary
+    ]
+    accs = list(cat.kind("accelerators").values())
+    for n in names:
+        acc = guess_accelerator(n, accs) if n else None
+        if acc is not None:
+            acc, system = cat.hardware(acc.id, field="--hardware")
+            return acc, system, f"inferred from device name {n!r}"
+    raise InputError(
+        "--hardware", None, "an accelerator or system id", hint="the logs do not name a known GPU"
+    )
+
+
+def calibrate(
+    files: Annotated[list[Path], typer.Argument(help="Logs (auto-detected; or KIND:FILE).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Profile YAML to write.")],
+    hardware: Annotated[
+        str | None, typer.Option("--hardware", help="Accelerator or system id (else inferred).")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model of the training logs.")
+    ] = None,
+    gpus: Annotated[
+        int | None, typer.Option("--gpus", help="Accelerators of the training run.", min=1)
+    ] = None,
+    seq_len: Annotated[
+        int | None, typer.Option("--seq-len", help="Sequence length.", min=1)
+    ] = None,
+    global_batch: Annotated[
+        int | None, typer.Option("--global-batch", help="Global batch (sequences).", min=1)
+    ] = None,
+    tp: Annotated[int | None, typer.Option("--tp", min=1)] = None,
+    pp: Annotated[int | None, typer.Option("--pp", min=1)] = None,
+    cp: Annotated[int | None, typer.Option("--cp", min=1)] = None,
+    ep: Annotated[int | None, typer.Option("--ep", min=1)] = None,
+    dp: Annotated[int | None, typer.Option("--dp", min=1)] = None,
+    zero: Annotated[int | None, typer.Option("--zero", min=0, max=3)] = None,
+    precision: Annotated[str, typer.Option("--precision")] = "bf16",
+    params: Annotated[
+        str, typer.Option("--params", help="Comma-separated parameters to fit.")
+    ] = "gemm,hbm,intra_node_link,scale_out_link",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Fit the efficiency parameters to your logs and write a calibration profile."""
+    from aitco.calibrate import measurements as meas
+    from aitco.calibrate.fit import EfficiencyFit, profile_from_fit
+    from aitco.calibrate.observations import from_nccl, from_trainlog
+    from aitco.calibrate.profile import save_profile
+    from aitco.cli import state
+
+    results = _parse_all(files)
+    cat = state.catalog()
+    acc, system, how = _resolve_hardware(cat, hardware, results)
+    obs = []
+    measured: dict[str, float] = {}
+    notes = [f"accelerator {acc.id} ({how}), system {system.id}"]
+    for r in results:
+        if r.kind == "nccl":
+            obs += from_nccl(r, acc, system)
+            bb = meas.bus_bandwidth(r.summary, system)
+            measured["bus_bandwidth_plateau_gb_s"] = bb["bus_bandwidth_plateau_gb_s"]
+            measured["comm_amplification"] = bb["comm_amplification"]
+            measured["link_fraction"] = bb["link_fraction"]
+        elif r.kind == "trainlog":
+            if not (model and gpus and seq_len):
+                raise InputError(
+                    "--model/--gpus/--seq-len",
+                    None,
+                    "the run's model, GPU count and sequence length",
+                    file=r.path,
+                    hint="needed to fit step times from a training log",
+                )
+            arch = cat.resolve_model(model, field="--model")
+            obs += from_trainlog(
+                r,
+                arch,
+                acc,
+                system,
+                gpus=gpus,
+                seq_len=seq_len,
+                global_batch=global_batch,
+                plan=_plan(tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, zero=zero),
+                precision=precision,
+            )
+            tt = meas.training_throughput(
+                r.summary,
+                gpus=gpus,
+                seq_len=seq_len,
+                global_batch=global_batch,
+                model=arch,
+                acc=acc,
+                precision=precision,
+            )
+            for k in ("step_time_s", "tokens_per_s_per_gpu", "mfu"):
+                if tt.get(k) is not None:
+                    measured[k] = float(tt[k])
+        elif r.kind in ("dcgm", "nvidia-smi"):
+            for k in ("mean_power_w", "idle_fraction", "energy_j"):
+                if r.summary.get(k) is not None:
+                    measured[f"{r.kind}_{k}"] = float(r.summary[k])
+        elif r.kind == "focus":
+            for k in ("billed_usd_per_accelerator_hour", "effective_usd_per_accelerator_hour"):
+                if r.summary.get(k) is not None:
+                    measured[k] = float(r.summary[k])
+        else:
+            notes.append(f"{r.path}: {r.kind} results are measured but not used by the fit")
+    if not obs:
+        raise InputError(
+            "FILE",
+            [str(f) for f in files],
+            "at least one nccl-tests result or training log to fit",
+        )
+    fit = EfficiencyFit(params=[p.strip() for p in params.split(",") if p.strip()]).fit(obs)
+    profile = profile_from_fit(
+        fit,
+        accelerator=acc.id,
+        family=acc.family,
+        sources=[r.path for r in results],
+        measurements=measured,
+        notes=notes,
+    )
+    save_profile(profile, output)
+    if as_json:
+        print_json(
+            {
+                "profile": str(output),
+                "params": fit.params_,
+                "residuals": fit.residuals_.tolist(),
+                "fitted": {k: v.model_dump() for k, v in profile.fitted.items()},
+                "measurements": measured,
+                "notes": profile.notes,
+                "observations": [o.to_json() for o in obs],
+            }
+        )
+        return
+    rows = [
+        [k, v.default, v.value, v.n_observations, v.residual_rms] for k, v in profile.fitted.items()
+    ]
+    console.print(
+        table(
+            f"Calibration written to {output}",
+            ["parameter", "default", "fitted", "obs", "rms log-resid"],
+            rows,
+        )
+    )
+    for n in profile.notes:
+        console.print(f"  - {n}", highlight=False, markup=False)
+
+
+def actual_vs_estimate_cmd(
+    files: Annotated[
+        list[Path], typer.Argument(help="Logs of the run (auto-detected; or KIND:FILE).")
+    ],
+    model: Annotated[str, typer.Option("--model", help="Model id, config.json or YAML.")],
+    hardware: Annotated[str, typer.Option("--hardware", help="Accelerator or system id.")],
+    gpus: Annotated[int, typer.Option("--gpus", help="Accelerators.", min=1)],
+    seq_len: Annotated[int, typer.Option("--seq-len", help="Sequence length.", min=1)],
+    global_batch: Annotated[
+        int | None,
+        typer.Option("--global-batch", help="Global batch (sequences; else from the log).", min=1),
+    ] = None,
+    tp: Annotated[int | None, typer.Option("--tp", min=1)] = None,
+    pp: Annotated[int | None, typer.Option("--pp", min=1)] = None,
+    cp: Annotated[int | None, typer.Option("--cp", min=1)] = None,
+    ep: Annotated[int | None, typer.Option("--ep", min=1)] = None,
+    dp: Annotated[int | None, typer.Option("--dp", min=1)] = None,
+    zero: Annotated[int | None, typer.Option("--zero", min=0, max=3)] = None,
+    precision: Annotated[str, typer.Option("--precision")] = "bf16",
+    calibration: Annotated[
+        str | None, typer.Option("--calibration", help="Calibration profile YAML.")
+    ] = None,
+    usd_per_gpu_hour: Annotated[
+        float | None, typer.Option("--usd-per-gpu-hour", help="Price per accelerator-hour [USD/h].")
+    ] = None,
+    n_steps: Annotated[
+        int | None, typer.Option("--steps", help="Steps the energy/cost items cover.", min=1)
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show the terms.")] = False,
+) -> None:
+    """Compare the model's estimate for a run with what its logs show, item by item."""
+    from aitco.calibrate.actual_vs_estimate import actual_vs_estimate
+    from aitco.calibrate.profile import load_profile
+    from aitco.cli import state
+    from aitco.perf.efficiency import DEFAULT_EFFICIENCY
+
+    results = _parse_all(files)
+    cat = state.catalog()
+    arch = cat.resolve_model(model, field="--model")
+    acc, system = cat.hardware(hardware, field="--hardware")
+    by: dict[str, dict[str, Any]] = {}
+    for r in results:
+        key = "telemetry" if r.kind in ("dcgm", "nvidia-smi") else r.kind
+        by[key] = r.summary
+    gb = global_batch or (by.get("trainlog") or {}).get("global_batch")
+    if not gb:
+        raise InputError(
+            "--global-batch", None, "the global batch in sequences (the log does not print it)"
+        )
+    try:
+        pf = cat.factor_value("utilization-power.training-fraction-of-tdp")
+    except Exception:  # the factor is optional
+        pf = None
+    est = actual_vs_estimate(
+        model=arch,
+        acc=acc,
+        system=system,
+        gpus=gpus,
+        seq_len=seq_len,
+        global_batch=int(gb),
+        trainlog=by.get("trainlog"),
+        kineto=by.get("kineto"),
+        telemetry=by.get("telemetry"),
+        focus=by.get("focus"),
+        plan=_plan(tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, zero=zero),
+        precision=precision,
+        efficiency=load_profile(calibration).efficiency if calibration else DEFAULT_EFFICIENCY,
+        n_steps=n_steps,
+        usd_per_accelerator_hour=usd_per_gpu_hour,
+        power_fraction_of_tdp=float(pf) if isinstance(pf, int | float) else None,
+    )
+    if as_json:
+        print_json(est.to_json())
+        return
+    rows = [
+        [
+            r["item"],
+            r["unit"],
+            r["actual"],
+            r["estimate"],
+            f"{r['error_pct']:+.1f}%" if r["error_pct"] is not None else "-",
+            r["actual_source"],
+        ]
+        for r in est.values["rows"]
+    ]
+    console.print(
+        table(
+            "Actual vs estimate",
+            ["item", "unit", "actual", "estimate", "error", "actual from"],
+            rows,
+        )
+    )
+    if explain:
+        print_explain(est)
+
+
+def probe(
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Write the results into this profile YAML."),
+    ] = None,
+    hardware: Annotated[
+        str | None,
+        typer.Option("--hardware", help="Catalog id of this accelerator (for fractions)."),
+    ] = None,
+    size: Annotated[int, typer.Option("--size", help="Square matmul size.", min=64)] = 4096,
+    copy_mb: Annotated[
+        int, typer.Option("--copy-mb", help="Buffer copied for bandwidth [MiB].", min=1)
+    ] = 256,
+    repeats: Annotated[
+        int, typer.Option("--repeats", help="Timed repetitions (best kept).", min=1)
+    ] = 5,
+    backend: Annotated[str, typer.Option("--backend", help="auto, torch or numpy.")] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Measure achievable matmul TFLOP/s and memory bandwidth here (PyTorch, else numpy)."""
+    from aitco.calibrate.fit import EfficiencyFit
+    from aitco.calibrate.observations import from_probe
+    from aitco.calibrate.probe import run_probe, torch_available, with_fractions
+    from aitco.calibrate.profile import CalibrationProfile, ParamFit, load_profile, save_profile
+    from aitco.cli import state
+
+    if backend not in ("auto", "torch", "numpy"):
+        raise InputError("--backend", backend, "auto, torch or numpy")
+    if backend == "torch" and not torch_available():
+        raise InputError("--backend", backend, "PyTorch installed", hint="use --backend numpy")
+    res = run_probe(matmul_size=size, copy_bytes=copy_mb * 2**20, repeats=repeats, backend=backend)
+    acc = None
+    if hardware:
+        acc, _ = state.catalog().hardware(hardware, field="--hardware")
+        res = with_fractions(res, acc.peak_tflops, acc.hbm_bandwidth_gb_s)
+    if output is not None:
+        prof = load_profile(output) if output.exists() else CalibrationProfile()
+        update: dict[str, Any] = {"probe": res}
+        if acc is not None:
+            obs = from_probe(res.model_dump(), acc, source=f"aitco probe ({res.backend})")
+            if obs:
+                fit = EfficiencyFit(params=("gemm", "hbm"), base=prof.efficiency).fit(obs)
+                fitted = dict(prof.fitted)
+                for k, v in fit.params_.items():
+                    fitted[k] = ParamFit(
+                        value=v, default=fit._value(prof.efficiency, k), n_observations=1
+                    )
+                update.update(
+                    efficiency=fit.efficiency_, fitted=fitted, accelerator=acc.id, family=acc.family
+                )
+        save_profile(prof.model_copy(update=update), output)
+    if as_json:
+        print_json(res.model_dump() | ({"profile": str(output)} if output else {}))
+        return
+    rows: list[list[Any]] = [
+        [f"matmul {k}", v, "TFLOP/s", res.gemm_fraction.get(k)]
+        for k, v in res.matmul_tflops.items()
+    ]
+    rows.append(["memory copy", res.memory_bandwidth_gb_s, "GB/s", res.hbm_fraction])
+    console.print(
+        table(
+            f"Probe on {res.device} ({res.backend})",
+            ["measurement", "value", "unit", "fraction of peak"],
+            rows,
+        )
+    )
+
+
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add the calibration commands to the ``aitco`` app."""
     app.command("ingest")(ingest)
+    app.command("calibrate")(calibrate)
+    app.command("actual-vs-estimate")(actual_vs_estimate_cmd)
+    app.command("probe")(probe)

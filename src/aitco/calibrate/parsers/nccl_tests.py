@@ -264,10 +264,8 @@ def _row(tokens: list[str], layout: tuple[list[str], list[list[str]]]) -> dict[s
                 rec[f"{pre}_{name.rstrip('%')}"] = to_float(tok)
             else:
                 rec[f"{pre}_{name}"] = tok
-    if (
-        "size_bytes" not in rec
-        or (rec.get("oop_busbw_gb_s") is None
-        and rec.get("ip_busbw_gb_s") is None)
+    if "size_bytes" not in rec or (
+        rec.get("oop_busbw_gb_s") is None and rec.get("ip_busbw_gb_s") is None
     ):
         return None
     if len(tokens) > need:

@@ -1,0 +1,423 @@
+r"""``EfficiencyFit``: fit the global efficiency parameters to a user's own observations.
+
+scikit-learn conventions: ``__init__`` only stores its arguments, :meth:`EfficiencyFit.fit`
+returns ``self`` and sets the fitted attributes (names ending in ``_``: ``params_``,
+``efficiency_``, ``residuals_``, ``fitted_``, ``stderr_``), :meth:`EfficiencyFit.predict`
+predicts observations with the fitted parameters.
+
+The prediction of each observation is pluggable (``predict_fn(obs, efficiency) -> value``); the
+default, :func:`default_predict`, uses the same models the estimates use: the alpha-beta
+collectives of :mod:`aitco.perf.comms` (with :func:`aitco.perf.comms.group_link`, as the training
+engine does), the roofline of :mod:`aitco.perf.roofline` for matmuls and copies, and
+:func:`aitco.perf.training.estimate_training` for step times.
+
+Notes
+-----
+The fit minimises the weighted squared log-ratios
+
+.. math:: \min_\theta \sum_i w_i \left[\ln \hat y_i(\theta) - \ln y_i\right]^2
+
+over the parameters :math:`\theta` that the observations constrain, each kept inside its bounds
+by a logistic transform, with Levenberg-Marquardt steps and a finite-difference Jacobian.
+Parameters no observation depends on keep their defaults and are reported as not fitted.
+``stderr_`` is the usual Gauss-Newton estimate :math:`\sqrt{\mathrm{diag}((J^TJ)^{-1})\,s^2}` in
+parameter units (``None`` where undetermined).
+
+References
+----------
+.. [1] F. Pedregosa et al., "Scikit-learn: Machine Learning in Python", JMLR 12, 2011 (estimator
+   conventions); D. W. Marquardt, "An algorithm for least-squares estimation of nonlinear
+   parameters", SIAM J. Appl. Math. 11(2), 1963.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from aitco.calibrate.observations import Observation
+from aitco.errors import InputError
+from aitco.perf import comms
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.roofline import kernel_time_s
+from aitco.units import BYTES_PER_DTYPE, GIGA, TERA
+
+PredictFn = Callable[[Observation, EfficiencyParams], float]
+
+#: Parameters fitted by default. ``gemm`` means the GEMM fraction of the observations'
+#: accelerator family (``gemm:<family>``).
+DEFAULT_PARAMS = ("gemm", "hbm", "intra_node_link", "scale_out_link")
+#: Bounds of every fitted fraction (the EfficiencyParams validators allow [0.01, 1]).
+PARAM_BOUNDS = (0.01, 1.0)
+#: Relative step for the finite-difference Jacobian (in the transformed variable).
+FD_STEP = 1e-4
+#: Matrices a matmul reads and writes (A, B, C) for the roofline byte count.
+MATMUL_OPERANDS = 3
+#: FLOPs per multiply-add.
+FLOPS_PER_FMA = 2
+#: A copy reads and writes each byte once.
+COPY_TRAFFIC_FACTOR = 2
+#: Default bytes of the copy modelled for a memory-bandwidth observation without a size. [B]
+DEFAULT_COPY_BYTES = 2**30
+
+
+def _collective_time_s(obs: Observation, eff: EfficiencyParams) -> float:
+    c = obs.conditions
+    if obs.system is None:
+        raise InputError("observation.system", None, "a system for a collective observation")
+    n = int(c["n_ranks"])
+    m = float(c["message_bytes"])
+    bw, lat, e = comms.group_link(obs.system, n, 1, eff.intra_node_link, eff.scale_out_link)
+    coll = str(c.get("collective", "all_reduce"))
+    fn = {
+        "all_reduce": comms.allreduce_time_s,
+        "all_gather": comms.allgather_time_s,
+        "reduce_scatter": comms.reduce_scatter_time_s,
+        "alltoall": comms.alltoall_time_s,
+    }.get(coll)
+    if fn is None:
+        raise InputError("collective", coll, "all_reduce, all_gather, reduce_scatter or alltoall")
+    return float(fn(m, n, bw, lat, e))
+
+
+def _matmul_tflops(obs: Observation, eff: EfficiencyParams) -> float:
+    dtype = str(obs.conditions.get("dtype", "bf16"))
+    size = int(obs.conditions.get("size") or 8192)
+    flops = FLOPS_PER_FMA * float(size) ** 3
+    bytes_moved = MATMUL_OPERANDS * float(size) ** 2 * BYTES_PER_DTYPE.get(dtype, 2.0)
+    t = kernel_time_s(
+        flops,
+        bytes_moved,
+        obs.acc.peak_tflops[dtype],
+        obs.acc.hbm_bandwidth_gb_s,
+        flops_efficiency=eff.gemm_for(obs.acc.family),
+        memory_efficiency=eff.hbm,
+    )
+    return float(flops / t / TERA)
+
+
+def _memory_bandwidth_gb_s(obs: Observation, eff: EfficiencyParams) -> float:
+    n = float(obs.conditions.get("bytes") or DEFAULT_COPY_BYTES) * COPY_TRAFFIC_FACTOR
+    t = kernel_time_s(0.0, n, 1.0, obs.acc.hbm_bandwidth_gb_s, memory_efficiency=eff.hbm)
+    return float(n / t / GIGA)
+
+
+def _step_time_s(obs: Observation, eff: EfficiencyParams) -> float:
+    from aitco.perf.training import estimate_training
+
+    c = obs.conditions
+    if obs.model is None or obs.system is None:
+        raise InputError(
+            "observation.model", None, "a model and a system for a step-time observation"
+        )
+    res = estimate_training(
+        obs.model,
+        obs.acc,
+        obs.system,
+        int(c["gpus"]),
+        seq_len=int(c["seq_len"]),
+        global_batch=int(c["global_batch"]),
+        precision=str(c.get("precision", "bf16")),
+        plan=c.get("plan"),
+        efficiency=eff,
+    )
+    return float(res.values["step_time_s"])
+
+
+PREDICTORS: dict[str, PredictFn] = {
+    "collective_time_s": _collective_time_s,
+    "matmul_tflops": _matmul_tflops,
+    "memory_bandwidth_gb_s": _memory_bandwidth_gb_s,
+    "step_time_s": _step_time_s,
+}
+
+
+def default_predict(obs: Observation, eff: EfficiencyParams) -> float:
+    """Predict an observation with aitco's own models (see the module docstring)."""
+    return PREDICTORS[obs.kind](obs, eff)
+
+
+def _to_u(x: float) -> float:
+    lo, hi = PARAM_BOUNDS
+    f = min(max((x - lo) / (hi - lo), 1e-6), 1 - 1e-6)
+    return math.log(f / (1 - f))
+
+
+def _from_u(u: float) -> float:
+    lo, hi = PARAM_BOUNDS
+    return lo + (hi - lo) / (1 + math.exp(-u))
+
+
+class EfficiencyFit:
+    """Fit efficiency parameters to observations (scikit-learn style).
+
+    Parameters
+    ----------
+    params : sequence of str
+        Parameters to fit: names of :class:`~aitco.perf.efficiency.EfficiencyParams` fields,
+        ``"gemm"`` (the family of the observations' accelerator) or ``"gemm:<family>"``.
+    base : EfficiencyParams
+        Starting values and the values of the parameters not fitted.
+    predict_fn : callable, optional
+        ``predict_fn(observation, efficiency) -> predicted value``; :func:`default_predict` if
+        omitted.
+    max_iter : int
+        Maximum Levenberg-Marquardt iterations.
+    tol : float
+        Stop when the cost improves by less than this (relative).
+
+    Attributes
+    ----------
+    params_ : dict of str to float
+        Fitted values of the constrained parameters. [0-1]
+    efficiency_ : EfficiencyParams
+        ``base`` with the fitted values.
+    fitted_ : list of str
+        Parameters the observations constrained.
+    unconstrained_ : list of str
+        Requested parameters no observation depends on (left at their base value).
+    residuals_ : numpy.ndarray
+        ln(predicted / observed) per observation after the fit.
+    stderr_ : dict of str to float or None
+        Standard errors of the fitted parameters.
+    at_bound_ : list of str
+        Fitted parameters that ended within 1 % of a bound (the data want a value outside).
+    n_iter_ : int
+        Iterations used.
+
+    Examples
+    --------
+    >>> fit = EfficiencyFit(params=("hbm",))
+    >>> fit.params
+    ('hbm',)
+    """
+
+    def __init__(
+        self,
+        params: Sequence[str] = DEFAULT_PARAMS,
+        base: EfficiencyParams = DEFAULT_EFFICIENCY,
+        predict_fn: PredictFn | None = None,
+        max_iter: int = 50,
+        tol: float = 1e-10,
+    ) -> None:
+        self.params = tuple(params)
+        self.base = base
+        self.predict_fn = predict_fn
+        self.max_iter = max_iter
+        self.tol = tol
+
+    # ------------------------------------------------------------------ helpers
+    def _resolve(self, observations: Sequence[Observation]) -> list[str]:
+        names: list[str] = []
+        families = sorted({o.acc.family for o in observations})
+        for p in self.params:
+            if p == "gemm":
+                names += [f"gemm:{f}" for f in families]
+            elif p.startswith("gemm:") or p in EfficiencyParams.model_fields:
+                names.append(p)
+            else:
+                raise InputError(
+                    "params", p, "an EfficiencyParams field, 'gemm' or 'gemm:<family>'"
+                )
+        return list(dict.fromkeys(names))
+
+    def _value(self, eff: EfficiencyParams, name: str) -> float:
+        if name.startswith("gemm:"):
+            return eff.gemm_for(name.split(":", 1)[1])
+        return float(getattr(eff, name))
+
+    @staticmethod
+    def _with(
+        base: EfficiencyParams, names: list[str], values: Sequence[float]
+    ) -> EfficiencyParams:
+        over: dict[str, Any] = {}
+        gemm: dict[str, float] = {}
+        for n, v in zip(names, values, strict=True):
+            if n.startswith("gemm:"):
+                gemm[n.split(":", 1)[1]] = float(v)
+            else:
+                over[n] = float(v)
+        if gemm:
+            over["gemm"] = gemm
+        return base.with_overrides(over)
+
+    def _residuals(
+        self, obs: Sequence[Observation], eff: EfficiencyParams, fn: PredictFn
+    ) -> np.ndarray:
+        out = np.empty(len(obs))
+        for i, o in enumerate(obs):
+            pred = fn(o, eff)
+            if not (math.isfinite(pred) and pred > 0):
+                raise InputError(
+                    "prediction", pred, f"a positive prediction for {o.kind} ({o.source})"
+                )
+            out[i] = math.sqrt(o.weight) * (math.log(pred) - math.log(o.value))
+        return out
+
+    # ------------------------------------------------------------------ API
+    def fit(self, observations: Sequence[Observation]) -> EfficiencyFit:
+        """Fit the parameters to ``observations``; returns ``self``."""
+        obs = list(observations)
+        if not obs:
+            raise InputError("observations", 0, "at least one observation to fit")
+        fn = self.predict_fn or default_predict
+        names = self._resolve(obs)
+        x0 = [self._value(self.base, n) for n in names]
+        # which parameters do the observations depend on?
+        r0 = self._residuals(obs, self.base, fn)
+        active = []
+        for j, n in enumerate(names):
+            x = list(x0)
+            x[j] = _from_u(_to_u(x0[j]) + 0.5)
+            rj = self._residuals(obs, self._with(self.base, names, x), fn)
+            if np.max(np.abs(rj - r0)) > 1e-9:
+                active.append(n)
+        self.unconstrained_ = [n for n in names if n not in active]
+        base = self.base
+        u = np.array([_to_u(self._value(base, n)) for n in active])
+
+        def res(uv: np.ndarray) -> np.ndarray:
+            return self._residuals(obs, self._with(base, active, [_from_u(v) for v in uv]), fn)
+
+        r = res(u)
+        cost = float(r @ r)
+        lam = 1e-3
+        it = 0
+        jac = np.zeros((len(obs), len(active)))
+        for it in range(1, self.max_iter + 1):  # noqa: B007 - n_iter_ after the loop
+            if not active:
+                break
+            for j in range(len(active)):
+                du = np.zeros_like(u)
+                du[j] = FD_STEP
+                jac[:, j] = (res(u + du) - r) / FD_STEP
+            jtj = jac.T @ jac
+            g = jac.T @ r
+            improved = False
+            for _ in range(20):
+                step = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj) + 1e-12), -g)
+                u_new = u + step
+                r_new = res(u_new)
+                c_new = float(r_new @ r_new)
+                if c_new < cost:
+                    improved = True
+                    rel = (cost - c_new) / max(cost, 1e-300)
+                    u, r, cost = u_new, r_new, c_new
+                    lam = max(lam / 10, 1e-12)
+                    break
+                lam *= 10
+            if not improved or rel < self.tol or cost < 1e-24:
+                break
+        self.n_iter_ = it
+        vals = [_from_u(v) for v in u]
+        self.params_ = dict(zip(active, vals, strict=True))
+        self.fitted_ = list(active)
+        self.efficiency_ = self._with(base, active, vals)
+        self.residuals_ = res(u) / np.sqrt([o.weight for o in obs])
+        self.observations_ = obs
+        lo, hi = PARAM_BOUNDS
+        self.at_bound_ = [
+            n
+            for n, v in self.params_.items()
+            if v - lo < 0.01 * (hi - lo) or hi - v < 0.01 * (hi - lo)
+        ]
+        self.stderr_ = self._stderr(active, vals, obs, fn)
+        return self
+
+    def _stderr(
+        self, active: list[str], vals: list[float], obs: list[Observation], fn: PredictFn
+    ) -> dict[str, float | None]:
+        dof = len(obs) - len(active)
+        if not active:
+            return {}
+        r = self._residuals(obs, self._with(self.base, active, vals), fn)
+        jac = np.zeros((len(obs), len(active)))
+        for j in range(len(active)):
+            x = list(vals)
+            h = max(1e-6, 1e-4 * vals[j])
+            x[j] = min(vals[j] + h, PARAM_BOUNDS[1])
+            x[j] = x[j] if x[j] > vals[j] else vals[j] - h
+            jac[:, j] = (self._residuals(obs, self._with(self.base, active, x), fn) - r) / (
+                x[j] - vals[j]
+            )
+        out: dict[str, float | None] = dict.fromkeys(active)
+        if dof <= 0:
+            return out
+        s2 = float(r @ r) / dof
+        try:
+            cov = np.linalg.inv(jac.T @ jac) * s2
+        except np.linalg.LinAlgError:
+            return out
+        for j, n in enumerate(active):
+            out[n] = float(math.sqrt(cov[j, j])) if cov[j, j] >= 0 else None
+        return out
+
+    def predict(self, observations: Sequence[Observation]) -> np.ndarray:
+        """Predicted values of ``observations`` with the fitted parameters (unit of each kind)."""
+        if not hasattr(self, "efficiency_"):
+            raise InputError("EfficiencyFit", "unfitted", "call fit() before predict()")
+        fn = self.predict_fn or default_predict
+        return np.array([fn(o, self.efficiency_) for o in observations])
+
+    def residual_rms(self, name: str | None = None) -> float:
+        """RMS of the log residuals (of the observations ``name`` depends on, or all)."""
+        r = self.residuals_
+        return float(math.sqrt(float(np.mean(r**2)))) if len(r) else 0.0
+
+
+def profile_from_fit(
+    fit: EfficiencyFit,
+    *,
+    accelerator: str | None = None,
+    family: str | None = None,
+    sources: Sequence[str] = (),
+    measurements: dict[str, float] | None = None,
+    notes: Sequence[str] = (),
+) -> Any:
+    """Build a :class:`~aitco.calibrate.profile.CalibrationProfile` from a fitted ``fit``."""
+    from aitco.calibrate.profile import CalibrationProfile, ParamFit
+
+    fitted = {}
+    for name, value in fit.params_.items():
+        idx = [i for i, o in enumerate(fit.observations_) if _depends(fit, o, name)]
+        r = fit.residuals_[idx] if idx else fit.residuals_
+        fitted[name] = ParamFit(
+            value=value,
+            default=fit._value(fit.base, name),
+            n_observations=len(idx),
+            residual_rms=float(math.sqrt(float(np.mean(r**2)))) if len(r) else 0.0,
+            stderr=fit.stderr_.get(name),
+        )
+    all_notes = list(notes)
+    for n in fit.unconstrained_:
+        all_notes.append(
+            f"{n}: no observation depends on it; left at {fit._value(fit.base, n):.3g}"
+        )
+    for n in fit.at_bound_:
+        all_notes.append(
+            f"{n}: fitted value {fit.params_[n]:.3g} is at its bound; the data want a value "
+            "outside "
+            f"[{PARAM_BOUNDS[0]}, {PARAM_BOUNDS[1]}] (the model misses this effect)"
+        )
+    return CalibrationProfile(
+        accelerator=accelerator,
+        family=family,
+        efficiency=fit.efficiency_,
+        fitted=fitted,
+        measurements=dict(measurements or {}),
+        sources=list(dict.fromkeys(sources)),
+        notes=all_notes,
+    )
+
+
+def _depends(fit: EfficiencyFit, obs: Observation, name: str) -> bool:
+    fn = fit.predict_fn or default_predict
+    base = fit.efficiency_
+    v = fit.params_[name]
+    bumped = EfficiencyFit._with(
+        base, [name], [min(v * 1.05, PARAM_BOUNDS[1]) if v < 0.95 else v * 0.95]
+    )
+    return bool(abs(fn(obs, bumped) - fn(obs, base)) > 1e-12 * abs(fn(obs, base)))

@@ -1,0 +1,139 @@
+"""EfficiencyFit: sklearn conventions and the round trip (recover known parameters)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from aitco.calibrate.fit import EfficiencyFit, default_predict, profile_from_fit
+from aitco.calibrate.observations import Observation
+from aitco.errors import InputError
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+
+TRUE = {"gemm": {"nvidia-hopper": 0.62}, "hbm": 0.71, "intra_node_link": 0.66, "scale_out_link": 0.55}
+
+
+@pytest.fixture(scope="module")
+def hw(catalog):  # noqa: ANN001, ANN201
+    acc, system = catalog.hardware("h100-sxm5-80gb")
+    return acc, system, catalog.resolve_model("llama-3-8b")
+
+
+def _synthetic(hw, eff: EfficiencyParams, noise: float = 0.0, seed: int = 0) -> list[Observation]:  # noqa: ANN001
+    acc, system, model = hw
+    rng = np.random.default_rng(seed)
+    obs = []
+
+    def mk(kind: str, cond: dict, m=None) -> None:  # noqa: ANN001
+        o = Observation(kind=kind, value=1.0, acc=acc, system=system, model=m, conditions=cond)
+        o.value = default_predict(o, eff) * math.exp(noise * rng.standard_normal())
+        obs.append(o)
+
+    for n in (8, 16, 32):
+        for s in (2**27, 2**30, 2**33):
+            mk("collective_time_s", {"collective": "all_reduce", "message_bytes": s, "n_ranks": n})
+    mk("collective_time_s", {"collective": "all_gather", "message_bytes": 2**30, "n_ranks": 8})
+    for dtype in ("bf16", "fp16"):
+        mk("matmul_tflops", {"dtype": dtype, "size": 8192})
+    mk("memory_bandwidth_gb_s", {})
+    mk("step_time_s", {"gpus": 64, "seq_len": 8192, "global_batch": 512,
+                       "plan": {"tp": 1, "pp": 1, "dp": 64}}, model)
+    return obs
+
+
+def test_init_only_stores() -> None:
+    f = EfficiencyFit(params=("hbm", "nonsense"), max_iter=3)
+    assert f.params == ("hbm", "nonsense")
+    assert f.max_iter == 3
+    assert not hasattr(f, "params_")
+
+
+def test_round_trip_recovers_known_parameters(hw) -> None:  # noqa: ANN001
+    true = DEFAULT_EFFICIENCY.with_overrides(TRUE)
+    obs = _synthetic(hw, true)
+    fit = EfficiencyFit().fit(obs)
+    assert fit is not None
+    assert isinstance(fit, EfficiencyFit)
+    assert fit.params_["gemm:nvidia-hopper"] == pytest.approx(0.62, abs=1e-4)
+    assert fit.params_["hbm"] == pytest.approx(0.71, abs=1e-4)
+    assert fit.params_["intra_node_link"] == pytest.approx(0.66, abs=1e-4)
+    assert fit.params_["scale_out_link"] == pytest.approx(0.55, abs=1e-4)
+    assert np.max(np.abs(fit.residuals_)) < 1e-6
+    assert fit.unconstrained_ == []
+    np.testing.assert_allclose(fit.predict(obs), [o.value for o in obs], rtol=1e-5)
+
+
+def test_round_trip_with_noise_within_tolerance(hw) -> None:  # noqa: ANN001
+    true = DEFAULT_EFFICIENCY.with_overrides(TRUE)
+    fit = EfficiencyFit().fit(_synthetic(hw, true, noise=0.02, seed=3))
+    # 2 % log-noise on ~15 observations: each parameter within 5 % of truth
+    assert fit.params_["intra_node_link"] == pytest.approx(0.66, rel=0.05)
+    assert fit.params_["scale_out_link"] == pytest.approx(0.55, rel=0.05)
+    assert fit.params_["gemm:nvidia-hopper"] == pytest.approx(0.62, rel=0.05)
+    assert 0.005 < float(np.sqrt(np.mean(fit.residuals_**2))) < 0.05
+    assert all(v is not None and v > 0 for v in fit.stderr_.values())
+
+
+def test_unconstrained_parameters_keep_defaults(hw) -> None:  # noqa: ANN001
+    acc, system, _ = hw
+    o = Observation(kind="memory_bandwidth_gb_s", value=2500.0, acc=acc)
+    fit = EfficiencyFit(params=("hbm", "intra_node_link")).fit([o])
+    assert fit.fitted_ == ["hbm"]
+    assert fit.unconstrained_ == ["intra_node_link"]
+    assert fit.params_["hbm"] == pytest.approx(2500 / 3350, rel=1e-6)
+    assert fit.efficiency_.intra_node_link == DEFAULT_EFFICIENCY.intra_node_link
+
+
+def test_parameter_at_bound_is_reported(hw) -> None:  # noqa: ANN001
+    acc, _, _ = hw
+    o = Observation(kind="memory_bandwidth_gb_s", value=5000.0, acc=acc)  # above the 3350 GB/s peak
+    fit = EfficiencyFit(params=("hbm",)).fit([o])
+    assert fit.at_bound_ == ["hbm"]
+    prof = profile_from_fit(fit, accelerator=acc.id, family=acc.family)
+    assert any("at its bound" in n for n in prof.notes)
+
+
+def test_pluggable_predict_fn(hw) -> None:  # noqa: ANN001
+    acc, _, _ = hw
+
+    def simple_roofline(obs: Observation, eff: EfficiencyParams) -> float:
+        return obs.conditions["peak"] * eff.hbm
+
+    obs = [Observation(kind="memory_bandwidth_gb_s", value=0.5 * p, acc=acc, conditions={"peak": p})
+           for p in (100.0, 200.0, 400.0)]
+    fit = EfficiencyFit(params=("hbm",), predict_fn=simple_roofline).fit(obs)
+    assert fit.params_["hbm"] == pytest.approx(0.5, abs=1e-6)
+
+
+def test_profile_from_fit(hw) -> None:  # noqa: ANN001
+    true = DEFAULT_EFFICIENCY.with_overrides(TRUE)
+    fit = EfficiencyFit().fit(_synthetic(hw, true))
+    prof = profile_from_fit(fit, accelerator="h100-sxm5-80gb", family="nvidia-hopper",
+                            sources=["a.txt", "a.txt"], measurements={"x": 1.0})
+    assert prof.efficiency.gemm_for("nvidia-hopper") == pytest.approx(0.62, abs=1e-4)
+    assert prof.fitted["hbm"].n_observations >= 1
+    assert prof.fitted["intra_node_link"].n_observations == 4  # the 8-rank collectives
+    assert prof.sources == ["a.txt"]
+
+
+def test_errors() -> None:
+    with pytest.raises(InputError):
+        EfficiencyFit().fit([])
+    with pytest.raises(InputError):
+        EfficiencyFit().predict([])
+
+
+def test_bad_param_name(hw) -> None:  # noqa: ANN001
+    acc, _, _ = hw
+    with pytest.raises(InputError, match="params"):
+        EfficiencyFit(params=("nonsense",)).fit([Observation(kind="memory_bandwidth_gb_s", value=1.0, acc=acc)])
+
+
+def test_observation_validation(hw) -> None:  # noqa: ANN001
+    acc, _, _ = hw
+    with pytest.raises(InputError):
+        Observation(kind="bogus", value=1.0, acc=acc)
+    with pytest.raises(InputError):
+        Observation(kind="matmul_tflops", value=float("nan"), acc=acc)
