@@ -373,3 +373,23 @@ def test_export_only_json_file_is_billed_from_usage(tmp_path, shared_dir):
     assert out["waste_usd"] == 0
     assert out["skipped_lines"]["malformed"] == 0
     assert out["exports"]["costs_api"]["by_currency"] == {"usd": 0.06}
+
+
+def test_gzipped_log_streams_the_same(tmp_path):
+    import gzip
+
+    rows = [chat("a1", 1000, 200, status=500), chat("a2", 1000, 300, retry_of="a1"), "bad line"]
+    plain = write(tmp_path / "l.jsonl", rows)
+    gz = tmp_path / "l.jsonl.gz"
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    a, b = audit_log(plain, PRICE, TOK).to_json(), audit_log(gz, PRICE, TOK).to_json()
+    assert a["waste_usd"] == b["waste_usd"]
+    assert b["skipped_lines"]["malformed_examples"] == [
+        {"line": 3, "reason": a["skipped_lines"]["malformed_examples"][0]["reason"]}
+    ]
+    bad = tmp_path / "cut.jsonl.gz"
+    bad.write_bytes(gzip.compress(plain.read_bytes())[:20])
+    from aitco.errors import ParseError
+
+    with pytest.raises(ParseError):
+        audit_log(bad, PRICE, TOK)

@@ -14,13 +14,14 @@ separately. Nothing is kept per line beyond what the caller keeps.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aitco.errors import InputError
+from aitco.errors import InputError, ParseError
 
 try:  # orjson is optional: several times faster on large logs
     import orjson
@@ -301,12 +302,19 @@ def is_export_page(obj: Any) -> bool:
 
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(line_no, raw_line)`` from a file, streaming (1-based line numbers)."""
+    """Yield ``(line_no, raw_line)`` from a file, streaming (1-based line numbers).
+
+    A ``.gz`` file is decompressed on the fly.
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError("LOG", str(path), "an existing JSONL file")
-    with open(p, "rb") as fh:
-        yield from enumerate(fh, start=1)
+    opener = gzip.open if p.suffix == ".gz" else open
+    try:
+        with opener(p, "rb") as fh:
+            yield from enumerate(fh, start=1)
+    except (OSError, EOFError) as exc:  # a corrupt or truncated .gz
+        raise ParseError(str(p), f"cannot read the file ({exc})") from exc
 
 
 def read_log(
