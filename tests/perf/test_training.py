@@ -44,7 +44,7 @@ M = ModelArch(
 )
 
 
-def _est(gpus: int = 8, **kw: object):  # noqa: ANN202
+def _est(gpus: int = 8, **kw: object):
     args: dict[str, object] = dict(seq_len=2048, global_batch=64)
     args.update(kw)
     return estimate_training(M, ACC, SYS, gpus, **args)  # type: ignore[arg-type]

@@ -30,7 +30,8 @@ def test_train_json_keys(capsys: pytest.CaptureFixture[str]) -> None:
     for k in ISSUE_KEYS:
         assert k in d, k
     assert set(d["plan"]) >= {"tp", "pp", "cp", "ep", "dp", "zero", "micro_batch", "recompute"}
-    assert 0 < d["mfu"] < 1 and d["fits"] is True
+    assert 0 < d["mfu"] < 1
+    assert d["fits"] is True
     lo, hi = d["interval"]["tokens_per_s_per_gpu"]
     assert lo < d["tokens_per_s_per_gpu"] < hi
 
@@ -41,7 +42,8 @@ def test_train_explicit_plan_and_explain(capsys: pytest.CaptureFixture[str]) -> 
                         "--explain"], capsys)  # fmt: skip
     assert code == 0
     assert "Dominant term" in out
-    assert "bubble_s" in out and "tp_comm_s" in out
+    assert "bubble_s" in out
+    assert "tp_comm_s" in out
     assert "80% range" in out
 
 
@@ -50,7 +52,9 @@ def test_train_explicit_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
                         "--json"], capsys)  # fmt: skip
     assert code == 0
     d = json.loads(out)
-    assert d["plan"]["tp"] == 4 and d["plan"]["dp"] == 2 and d["plan"]["pp"] == 1
+    assert d["plan"]["tp"] == 4
+    assert d["plan"]["dp"] == 2
+    assert d["plan"]["pp"] == 1
 
 
 @pytest.mark.parametrize(
@@ -76,14 +80,16 @@ def test_train_dtype_the_hardware_lacks(capsys: pytest.CaptureFixture[str]) -> N
     args = ["train", "--model", "gpt2-124m", "--hardware", "a100-sxm4-80gb", "--gpus", "8",
             "--precision", "fp8"]  # fmt: skip
     code, _, err = run(args, capsys)
-    assert code == 2 and "fp8" in err
+    assert code == 2
+    assert "fp8" in err
 
 
 def test_train_not_fitting_says_by_how_much(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run([*BASE, "--gpus", "1", "--micro-batch", "512", "--global-batch", "512",
                         "--dp", "1", "--recompute", "none"], capsys)  # fmt: skip
     assert code == 0
-    assert "does not fit" in out and "GB over" in out
+    assert "does not fit" in out
+    assert "GB over" in out
 
 
 def test_validate_training_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -105,9 +111,12 @@ def test_validate_training_custom_csv(tmp_path: Path, capsys: pytest.CaptureFixt
     f.write_text("\n".join([header, *keep]) + "\n", encoding="utf-8")
     code, out, _ = run(["validate", "training", str(f)], capsys)
     assert code == 0
-    assert "T092" in out and "T104" in out and "median APE" in out
+    assert "T092" in out
+    assert "T104" in out
+    assert "median APE" in out
 
 
 def test_validate_training_missing_csv(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["validate", "training", "/nonexistent.csv"], capsys)
-    assert code == 2 and "CSV" in err
+    assert code == 2
+    assert "CSV" in err

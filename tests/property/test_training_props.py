@@ -1,4 +1,4 @@
-"""Properties of the training model (hypothesis): monotonicity, sharding, totals, unit invariance."""
+"""Properties of the training model (hypothesis): monotonicity, sharding, units."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _plan(**kw: int) -> dict[str, int]:
     return base
 
 
-def _eval(m: ModelArch, acc: Accelerator = ACC, sys_: System = SYS, gpus: int = 8, **plan: int):  # noqa: ANN202
+def _eval(m: ModelArch, acc: Accelerator = ACC, sys_: System = SYS, gpus: int = 8, **plan: int):
     return evaluate_plans(
         model_shape(m), hardware_shape(acc, "bf16", DEFAULT_EFFICIENCY), sys_, seq_len=2048,
         global_batch=64, gpus=gpus, precision="bf16", method="full", eff=DEFAULT_EFFICIENCY,
@@ -78,12 +78,14 @@ def test_kernel_time_monotone_in_flops(flops: float, more: float, nbytes: float)
     recompute=st.integers(0, 2),
     mb=st.sampled_from([1, 2, 4]),
 )
-def test_memory_never_rises_as_a_sharding_degree_grows(key: str, base: int, zero: int,
-                                                       recompute: int, mb: int) -> None:  # fmt: skip
+def test_memory_never_rises_as_a_sharding_degree_grows(
+    key: str, base: int, zero: int, recompute: int, mb: int
+) -> None:
     from aitco.catalog.schema import MoE
 
+    moe = MoE(n_experts=16, n_active=2, d_ff_expert=2048)
     m = ModelArch(id="moe", n_layers=16, d_model=2048, n_heads=16, n_kv_heads=8, d_ff=8192,
-                  vocab_size=32000, moe=MoE(n_experts=16, n_active=2, d_ff_expert=2048))  # fmt: skip
+                  vocab_size=32000, moe=moe)  # fmt: skip
     ms = model_shape(m)
     deg = dict(tp=1, pp=1, cp=1, ep=1, dp=1)
 

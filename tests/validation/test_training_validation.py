@@ -32,11 +32,11 @@ MAX_SKIPPED = 3
 
 
 @pytest.fixture(scope="module")
-def results(catalog):  # noqa: ANN001, ANN201
+def results(catalog):
     return validate_training(catalog=catalog)
 
 
-def test_error_budget(results, tmp_path: Path) -> None:  # noqa: ANN001
+def test_error_budget(results, tmp_path: Path) -> None:
     s = summary(results)
     results_frame(results).to_csv(tmp_path / "training_errors.csv", index=False)
     assert s["median_ape"] <= MEDIAN_APE_BUDGET, s
@@ -45,7 +45,7 @@ def test_error_budget(results, tmp_path: Path) -> None:  # noqa: ANN001
     assert abs(s["mean_log_ratio"]) < 0.05
 
 
-def test_every_row_is_accounted_for(results) -> None:  # noqa: ANN001
+def test_every_row_is_accounted_for(results) -> None:
     df = pd.read_csv(DATA_CSV)
     want = set(df[df.run_scope.isin(THROUGHPUT_SCOPES)].id)
     assert {r.row_id for r in results} == want
@@ -54,10 +54,11 @@ def test_every_row_is_accounted_for(results) -> None:  # noqa: ANN001
     assert all(r.skipped.strip() for r in skipped)
     for r in results:
         if not r.skipped:
-            assert math.isfinite(r.predicted) and r.predicted > 0
+            assert math.isfinite(r.predicted)
+            assert r.predicted > 0
 
 
-def test_interval_covers_about_80_percent(results) -> None:  # noqa: ANN001
+def test_interval_covers_about_80_percent(results) -> None:
     from aitco.perf.efficiency import DEFAULT_EFFICIENCY as E
 
     done = [r for r in results if not r.skipped]
@@ -65,7 +66,7 @@ def test_interval_covers_about_80_percent(results) -> None:  # noqa: ANN001
     assert 0.65 <= sum(inside) / len(inside) <= 0.95
 
 
-def test_published_outcomes_do_not_feed_the_prediction(catalog, tmp_path: Path) -> None:  # noqa: ANN001
+def test_published_outcomes_do_not_feed_the_prediction(catalog, tmp_path: Path) -> None:
     df = pd.read_csv(DATA_CSV)
     keep = df[df.id.isin(["T052", "T064", "T082", "T092", "T109"])].copy()
     a = tmp_path / "a.csv"
