@@ -59,9 +59,8 @@ def test_overlay_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_bad_overlay_names_file_field_value(tmp_path: Path):
     f = tmp_path / "bad.yaml"
-    f.write_text(
-        "kind: accelerators\nentries:\n  - id: h100-sxm5-80gb\n    memory_gb: -3\n", encoding="utf-8"
-    )
+    text = "kind: accelerators\nentries:\n  - id: h100-sxm5-80gb\n    memory_gb: -3\n"
+    f.write_text(text, encoding="utf-8")
     with pytest.raises(CatalogError) as exc:
         load_catalog([f], use_env=False)
     msg = str(exc.value)

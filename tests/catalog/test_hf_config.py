@@ -1,0 +1,147 @@
+"""Hugging Face ``config.json`` -> ModelArch, checked against published parameter counts."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from aitco.catalog.hf_config import SUPPORTED, model_from_hf_config
+from aitco.catalog.loader import missing_provenance
+from aitco.errors import InputError
+from aitco.perf.params import param_counts
+
+DATA = Path(__file__).parent / "data" / "hf"
+GIGA = 1e9
+
+#: fixture -> (published total [B], published active [B] or None, citation)
+PUBLISHED = {
+    "llama-3-8b": (8.03, None, "HF meta-llama/Meta-Llama-3-8B model page"),
+    "mistral-7b": (7.24, None, "HF mistralai/Mistral-7B-v0.1 model page"),
+    "mixtral-8x7b": (46.7, 12.9, "Mistral AI, Mixtral of experts"),
+    "qwen2-7b": (7.62, None, "HF Qwen/Qwen2-7B model page"),
+    "qwen1.5-moe-a2.7b": (14.3, 2.7, "Qwen blog, Qwen1.5-MoE: 14.3B total, 2.7B activated"),
+    "gemma-7b": (8.54, None, "HF google/gemma-7b model page"),
+    "gemma-2-9b": (9.24, None, "HF google/gemma-2-9b model page"),
+    "phi-3-mini-4k": (3.82, None, "HF microsoft/Phi-3-mini-4k-instruct model page"),
+    "nemotron-4-340b": (340.0, None, "Nemotron-4 340B Technical Report"),
+    "deepseek-v3": (671.0, None, "DeepSeek-V3 Technical Report (main model, no MTP)"),
+    "gpt2": (0.124, None, "karpathy/llm.c #481 (GPT-2 124M)"),
+    "gpt-neox-20b": (20.55, None, "Black et al. 2022, GPT-NeoX-20B (20,554,567,680)"),
+    "opt-125m": (0.125, None, "Zhang et al. 2022, OPT Table 1"),
+    "bloom-560m": (0.559, None, "HF bigscience/bloom-560m (559,214,592)"),
+    "mpt-7b": (6.7, None, "HF mosaicml/mpt-7b model card"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_param_counts_match_published(name: str) -> None:
+    total_b, active_b, cite = PUBLISHED[name]
+    m = model_from_hf_config(DATA / name / "config.json")
+    p = param_counts(m)
+    assert p.total / GIGA == pytest.approx(total_b, rel=0.01), cite
+    if active_b is not None:
+        assert p.active / GIGA == pytest.approx(active_b, rel=0.01), cite
+
+
+def test_every_supported_family_has_a_fixture() -> None:
+    types = {json.loads((d / "config.json").read_text())["model_type"] for d in DATA.iterdir()}
+    required = {
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi3", "gpt2",
+        "gpt_neox", "opt", "bloom", "falcon", "mpt", "nemotron", "deepseek_v3",
+    }  # fmt: skip
+    assert required <= types
+    assert required <= set(SUPPORTED)
+
+
+def test_family_specific_structure() -> None:
+    f7 = model_from_hf_config(DATA / "falcon-7b" / "config.json")
+    assert f7.kv_heads == 1
+    assert f7.parallel_attention
+    assert f7.d_ff == 4 * f7.d_model
+    f40 = model_from_hf_config(DATA / "falcon-40b" / "config.json")
+    assert f40.kv_heads == 8
+    g2 = model_from_hf_config(DATA / "gemma-2-9b" / "config.json")
+    assert (g2.ffn_type, g2.tied_embeddings, g2.sliding_window_every) == ("geglu", True, 2)
+    mpt = model_from_hf_config(DATA / "mpt-7b" / "config.json")
+    assert (mpt.position_embedding, mpt.attention_bias, mpt.d_ff) == ("alibi", False, 16384)
+    q = model_from_hf_config(DATA / "qwen2-7b" / "config.json")
+    assert q.qkv_bias_only
+    assert q.sliding_window is None
+    ds = model_from_hf_config(DATA / "deepseek-v3" / "config.json")
+    assert ds.mla is not None
+    assert ds.moe is not None
+    assert ds.moe.first_dense_layers == 3
+    nm = model_from_hf_config(DATA / "nemotron-4-340b" / "config.json")
+    assert (nm.ffn_type, nm.norm, nm.gated_ffn) == ("relu", "layernorm", False)
+
+
+def test_matches_catalog_entry(catalog) -> None:
+    """The same architecture read from config.json or from the catalog counts the same."""
+    for fixture, cid in [("llama-3-8b", "llama-3-8b"), ("mixtral-8x7b", "mixtral-8x7b"),
+                         ("deepseek-v3", "deepseek-v3"), ("gemma-2-9b", "gemma-2-9b")]:  # fmt: skip
+        hf = param_counts(model_from_hf_config(DATA / fixture / "config.json"))
+        cat = param_counts(catalog.models[cid])
+        assert (hf.total, hf.active) == (cat.total, cat.active), fixture
+
+
+def test_provenance_is_the_file_dated_by_mtime(tmp_path: Path) -> None:
+    d = tmp_path / "my-model"
+    d.mkdir()
+    f = d / "config.json"
+    f.write_text((DATA / "llama-3-8b" / "config.json").read_text(), encoding="utf-8")
+    stamp = dt.datetime(2025, 3, 4, 12, 0).timestamp()
+    os.utime(f, (stamp, stamp))
+    m = model_from_hf_config(f)
+    assert m.id == "my-model"
+    assert not missing_provenance(m)
+    src = m.provenance["d_model"].source
+    assert src.document == str(f.resolve())
+    assert src.retrieved == dt.date(2025, 3, 4)
+
+
+def test_catalog_resolves_a_config_path(catalog) -> None:
+    m = catalog.resolve_model(str(DATA / "phi-3-mini-4k" / "config.json"))
+    assert m.d_model == 3072
+    assert m.family == "phi3"
+
+
+def test_unknown_model_type_lists_supported(tmp_path: Path) -> None:
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps({"model_type": "t5", "d_model": 512}), encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        model_from_hf_config(f)
+    msg = str(exc.value)
+    assert "model_type" in msg
+    assert "'t5'" in msg
+    assert "llama" in msg
+    assert "deepseek_v3" in msg
+    assert str(f) in msg
+
+
+def test_missing_field_names_field_and_file(tmp_path: Path) -> None:
+    cfg = json.loads((DATA / "llama-3-8b" / "config.json").read_text())
+    del cfg["intermediate_size"]
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(cfg), encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        model_from_hf_config(f)
+    assert "intermediate_size" in str(exc.value)
+    assert str(f) in str(exc.value)
+
+
+def test_invalid_json_and_bad_values(tmp_path: Path) -> None:
+    f = tmp_path / "config.json"
+    f.write_text("{not json", encoding="utf-8")
+    with pytest.raises(InputError, match="valid JSON"):
+        model_from_hf_config(f)
+    cfg = json.loads((DATA / "llama-3-8b" / "config.json").read_text())
+    cfg["num_key_value_heads"] = 5  # 32 heads are not a multiple of 5
+    f.write_text(json.dumps(cfg), encoding="utf-8")
+    with pytest.raises(InputError, match="multiple of n_kv_heads"):
+        model_from_hf_config(f)
+    with pytest.raises(InputError):
+        model_from_hf_config(tmp_path / "missing" / "config.json")
