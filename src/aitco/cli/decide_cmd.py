@@ -513,9 +513,153 @@ def optimize_cmd(
     )
 
 
+# --------------------------------------------------------------------------- buy vs rent
+def _yaml_args(path: str | None, section: str) -> dict[str, Any]:
+    """Keyword arguments from a YAML file (top level or under ``section:``)."""
+    if path is None:
+        return {}
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except FileNotFoundError as exc:
+        raise InputError("FILE", path, "an existing YAML file") from exc
+    except yaml.YAMLError as exc:
+        raise InputError("yaml", path, f"valid YAML ({exc})", file=path) from exc
+    if isinstance(data, dict) and isinstance(data.get(section), dict):
+        data = data[section]
+    if not isinstance(data, dict):
+        raise InputError(section, type(data).__name__, "a mapping", file=path)
+    return data
+
+
+def _check_keys(args: dict[str, Any], allowed: list[str], file: str | None) -> None:
+    import difflib
+
+    for k in args:
+        if k not in allowed:
+            close = difflib.get_close_matches(k, allowed, n=2)
+            raise InputError(
+                k,
+                args[k],
+                f"a known key ({', '.join(allowed)})",
+                file=file,
+                hint=f"did you mean {', '.join(map(repr, close))}?" if close else None,
+            )
+
+
+def buy_vs_rent_cmd(
+    file: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[FILE]", help="YAML with the inputs (examples/buy_vs_rent_*.yaml)."
+        ),
+    ] = None,
+    hardware: Annotated[str | None, typer.Option(help="Accelerator or system id.")] = None,
+    gpus: Annotated[int | None, typer.Option(help="Accelerators needed.")] = None,
+    utilization: Annotated[float | None, typer.Option(help="Share of hours busy. [0-1]")] = None,
+    horizon_years: Annotated[float | None, typer.Option(help="Horizon (default: catalog).")] = None,
+    discount_rate: Annotated[
+        float | None, typer.Option(help="Annual rate (default: catalog).")
+    ] = None,
+    region: Annotated[
+        str | None, typer.Option(help="Electricity region (us, eu, cn, us-ia...).")
+    ] = None,
+    price_region: Annotated[
+        str | None, typer.Option(help="Cloud region of the rental prices.")
+    ] = None,
+    no_colocation: Annotated[
+        bool, typer.Option("--no-colocation", help="Own facility: no colo fee.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Owning vs renting (on-demand, reserved, spot): break-even month, NPV, break-even use."""
+    from aitco.cli import state
+    from aitco.decide.buy_vs_rent import buy_vs_rent
+
+    args = _yaml_args(file, "buy_vs_rent")
+    allowed = [
+        "hardware",
+        "gpus",
+        "utilization",
+        "horizon_years",
+        "discount_rate",
+        "region",
+        "price_region",
+        "pue_id",
+        "colocation",
+        "modes",
+        "prices",
+        "overrides",
+    ]
+    _check_keys(args, allowed, file)
+    flags = {
+        "hardware": hardware,
+        "gpus": gpus,
+        "utilization": utilization,
+        "horizon_years": horizon_years,
+        "discount_rate": discount_rate,
+        "region": region,
+        "price_region": price_region,
+    }
+    args.update({k: v for k, v in flags.items() if v is not None})
+    if no_colocation:
+        args["colocation"] = False
+    if "modes" in args:
+        args["modes"] = tuple(args["modes"])
+    args.setdefault("hardware", "h100-sxm5-80gb")
+    args.setdefault("gpus", 64)
+    res = buy_vs_rent(state.catalog(), **args)
+    if json_out:
+        print_json(res)
+        return
+    o = res["owned"]
+    console.print(
+        f"[bold]{res['gpus']} x {res['hardware']}[/bold] at {res['utilization']:.0%} use over "
+        f"{res['horizon_months']} months, discount {res['discount_rate']:.1%}/yr",
+        highlight=False,
+    )
+    rows = [["owned", "-", o["capex_usd"], o["opex_monthly_usd"], o["npv_usd"], "-", "-"]]
+    for mode, r in res["rent"].items():
+        if not r.get("available", True):
+            rows.append([mode, r["reason"], None, None, None, None, None])
+            continue
+        bem = r["break_even_month"]
+        beu = r["break_even_utilization"]
+        rows.append(
+            [
+                mode,
+                r["usd_per_gpu_hour"],
+                0.0,
+                r["monthly_usd"],
+                r["npv_usd"],
+                str(bem) if bem is not None else "never",
+                f"{beu:.0%}" if beu is not None else "-",
+            ]
+        )
+    console.print(
+        table(
+            "Buy vs rent",
+            [
+                "option",
+                "$/GPU-h",
+                "capex [USD]",
+                "monthly [USD]",
+                "NPV [USD]",
+                "break-even month",
+                "break-even use",
+            ],
+            rows,
+        )
+    )
+    console.print(f"cheapest over the horizon: [bold]{res['cheapest']}[/bold]")
+
+
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add the decision commands to the ``aitco`` app."""
     app.command("roi")(roi_cmd)
     app.command("breakeven")(breakeven_cmd)
     app.command("sweep")(sweep_cmd)
     app.command("optimize")(optimize_cmd)
+    app.command("buy-vs-rent")(buy_vs_rent_cmd)

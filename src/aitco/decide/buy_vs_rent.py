@@ -1,0 +1,529 @@
+"""Buy vs rent: months to break even between owning accelerators and each cloud pricing mode.
+
+Owning is a cash flow: the capital expense at month 0 (accelerators, servers, network,
+storage, installation, spares), then monthly operating costs (facility energy through the power
+chain, colocation space and power, operations staff), and a resale value when the hardware is
+sold. Renting is a monthly bill: on-demand and spot bill the hours used (the utilisation),
+reserved terms bill every hour of the commitment, plus cloud operations staff and support.
+
+The comparison is month by month over the horizon: the break-even month is the first month at
+which the cumulative rent exceeds the cumulative net cost of owning *if the hardware were sold
+that month*; NPVs discount both streams at the same rate; the break-even utilisation is the
+utilisation at which the two NPVs are equal. Every factor comes from the catalog (ids below) and
+every line is itemised with its formula and source, so a spreadsheet can rebuild it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aitco.catalog.loader import Catalog
+from aitco.catalog.schema import Accelerator, System
+from aitco.cost import finance, people, power
+from aitco.decide.roi import monthly_rate
+from aitco.errors import CatalogError, InputError
+from aitco.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, WATTS_PER_KILOWATT
+
+RENT_MODES: tuple[str, ...] = ("on_demand", "reserved_1y", "reserved_3y", "spot")
+#: Modes billed for every hour of the commitment (whatever the utilisation).
+COMMITTED = ("reserved_1y", "reserved_3y")
+
+#: Factor ids read from the catalog (a scenario's ``assumptions`` may override them).
+FACTOR_IDS: dict[str, str] = {
+    "server": "server.overhead-fraction",
+    "network": "network.capex-fraction",
+    "storage": "storage.capex-fraction",
+    "install": "installation.fraction-of-capex",
+    "spares": "spares.fraction",
+    "horizon": "ownership.horizon-years",
+    "rate": "finance.discount-rate",
+    "loss": "power-conversion.loss",
+    "idle": "idle-power.fraction-of-tdp",
+    "active": "utilization-power.training-fraction-of-tdp",
+    "switch": "network.switch-power-w-per-gpu",
+    "colo": "facility.colocation-usd-per-kw-month",
+    "fte_owned": "ops.fte-per-1000-gpus.owned",
+    "fte_cloud": "ops.fte-per-1000-gpus.cloud",
+    "sre": "labour.usd-per-hour.sre",
+    "support": "support.fraction-of-spend",
+    "spot": "spot-interruption.per-hour",
+    "restart": "restart.hours",
+}
+
+
+@dataclass
+class _F:
+    """Factor lookup with overrides and source notes."""
+
+    cat: Catalog
+    overrides: dict[str, float]
+
+    def get(self, fid: str) -> float:
+        if fid in self.overrides:
+            return float(self.overrides[fid])
+        if fid not in self.cat.factors:
+            raise CatalogError(f"factors.{fid}", None, "a factor in the catalog (or an override)")
+        return self.cat.factor_value(fid)
+
+    def first(self, fids: list[str]) -> tuple[str, float]:
+        """Return the first of ``fids`` that has a value (CatalogError naming all if none)."""
+        for fid in fids:
+            if fid in self.overrides or fid in self.cat.factors:
+                return fid, self.get(fid)
+        raise CatalogError("factors", fids, "one of these factors in the catalog (or an override)")
+
+    def curve(self, fid: str) -> list[float]:
+        f = self.cat.factor(fid)
+        return list(f.value) if isinstance(f.value, list) else [float(f.value)]
+
+    def source(self, fid: str) -> str:
+        if fid in self.overrides:
+            return f"{fid}: user override"
+        f = self.cat.factors.get(fid)
+        if f is None:
+            return fid
+        prov = f.provenance.get("value")
+        return f"{fid}: {prov.source.cite()}" if prov else fid
+
+
+def _rent_price(
+    cat: Catalog, acc: Accelerator, mode: str, region: str | None
+) -> tuple[float, str, str] | None:
+    """Cheapest ``(usd_per_gpu_hour, provider, offer id)`` for ``mode`` (None if no offer)."""
+    best: tuple[float, str, str] | None = None
+    for o in cat.offers_for(acc.id):
+        p = o.usd_per_accel_hour(mode, region)
+        if p is not None and (best is None or p < best[0]):
+            best = (p, o.provider, o.id)
+    return best
+
+
+def buy_vs_rent(
+    catalog: Catalog,
+    hardware: str,
+    gpus: int,
+    *,
+    utilization: float = 0.6,
+    horizon_years: float | None = None,
+    discount_rate: float | None = None,
+    region: str = "us",
+    price_region: str | None = None,
+    pue_id: str | None = None,
+    colocation: bool = True,
+    modes: tuple[str, ...] = RENT_MODES,
+    prices: dict[str, float] | None = None,
+    overrides: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    r"""Compare owning ``gpus`` accelerators with renting them in each pricing mode.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        Accelerators, systems, offers and factors.
+    hardware : str
+        Accelerator or system id.
+    gpus : int
+        Accelerators needed. [count]
+    utilization : float
+        Share of hours the accelerators are busy (and rented on demand / spot). [0-1]
+    horizon_years : float, optional
+        Comparison horizon; default the ``ownership.horizon-years`` factor. [years]
+    discount_rate : float, optional
+        Annual discount rate; default ``finance.discount-rate``. [1/year]
+    region : str
+        Electricity region (``electricity.usd-per-kwh.<region>``).
+    price_region : str, optional
+        Cloud region for rental prices (default: cheapest anywhere).
+    pue_id : str, optional
+        PUE factor id (default ``pue.liquid`` for liquid-cooled systems, else ``pue.air``).
+    colocation : bool
+        Add a colocation fee per provisioned kW (``facility.colocation-usd-per-kw-month``).
+    modes : tuple of str
+        Rental modes compared.
+    prices : dict, optional
+        Rental price overrides ``{mode: usd_per_gpu_hour}``.
+    overrides : dict, optional
+        Factor overrides ``{factor_id: value}``.
+
+    Returns
+    -------
+    dict
+        ``owned`` (capex, monthly opex, items), ``rent`` (per mode: monthly bill, items,
+        ``break_even_month``, ``npv_usd``, ``owning_saves_usd``, ``break_even_utilization``) and
+        ``months`` (cumulative series per option).
+
+    Notes
+    -----
+    Per accelerator, with chip price *P* and the catalog fractions (server *s*, network *n*,
+    storage *o*, installation *i*, spares *k*):
+
+    .. math::
+
+        \mathrm{capex} = (1+k)\,[P(1+s)(1+n+o)](1+i)
+
+    Owned monthly opex :math:`= E + C + L`: energy
+    :math:`E = P_{fac} \cdot 730.5\,\mathrm{h} \cdot e / 1000` with
+    :math:`P_{fac} = P_{IT} / (1-\ell) \cdot \mathrm{PUE}` and
+    :math:`P_{IT} = g\,W_{tdp}(u\,a + (1-u)\,d) + \text{nodes} \cdot W_{node} + g\,W_{sw}`;
+    colocation :math:`C = c_{kW} \cdot P_{IT}^{peak}/1000`; staff
+    :math:`L = g/1000 \cdot \mathrm{FTE} \cdot 730.5\,\mathrm{h} \cdot w`.
+    Resale at month *t*: :math:`R(t) = \rho(t/12)\,(1+k)\,g\,P(1+s)` with :math:`\rho` the
+    residual-value curve. Rent per month: :math:`g \cdot 730.5 \cdot p \cdot u` (on-demand,
+    spot: :math:`\times(1 + \sigma\,t_{restart})`) or :math:`g \cdot 730.5 \cdot p` (reserved),
+    plus cloud staff and support (a fraction of the bill).
+    Break-even month: the first *t* with :math:`\sum_{\tau \le t} \mathrm{rent}_\tau \ge
+    \mathrm{capex} + \sum_{\tau \le t} \mathrm{opex}_\tau - R(t)`.
+    """
+    if gpus < 1:
+        raise InputError("--gpus", gpus, "an integer >= 1")
+    if not 0 < utilization <= 1:
+        raise InputError("--utilization", utilization, "a fraction in (0, 1]")
+    for m in modes:
+        if m not in RENT_MODES:
+            raise InputError("--modes", m, f"one of {', '.join(RENT_MODES)}")
+    acc, sysm = catalog.hardware(hardware, field="hardware")
+    if acc.price is None:
+        raise CatalogError(
+            f"accelerators.{acc.id}.price",
+            None,
+            "a purchase price to price owning",
+            hint="add it in a --catalog overlay",
+        )
+    fac = _F(catalog, dict(overrides or {}))
+    horizon = float(horizon_years if horizon_years is not None else fac.get(FACTOR_IDS["horizon"]))
+    rate = float(discount_rate if discount_rate is not None else fac.get(FACTOR_IDS["rate"]))
+    if horizon <= 0:
+        raise InputError("--horizon-years", horizon, "a horizon > 0")
+    n_months = max(1, round(horizon * MONTHS_PER_YEAR))
+    owned = _owned(acc, sysm, gpus, utilization, fac, region, pue_id, colocation)
+    curve_id = (
+        f"residual-value.{acc.id}"
+        if f"residual-value.{acc.id}" in catalog.factors
+        else f"residual-value.{acc.residual_class}"
+    )
+    curve = fac.curve(curve_id)
+    t = np.arange(1, n_months + 1, dtype=float)
+    resale = finance.residual_fraction(curve, t / MONTHS_PER_YEAR) * owned["resellable_usd"]
+    own_cum = owned["capex_usd"] + owned["opex_monthly_usd"] * t - resale
+    rm = monthly_rate(rate)
+    disc = (1.0 + rm) ** -t
+    npv_own = (
+        owned["capex_usd"]
+        + float(np.sum(owned["opex_monthly_usd"] * disc))
+        - float(resale[-1] * disc[-1])
+    )
+    owned["npv_usd"] = npv_own
+    owned["resale_end_usd"] = float(resale[-1])
+    owned["residual_curve"] = curve_id
+    owned["sources"].append(fac.source(curve_id))
+    rents: dict[str, Any] = {}
+    months: dict[str, list[float]] = {"owned_cumulative_usd": own_cum.tolist()}
+    for mode in modes:
+        price = (prices or {}).get(mode)
+        src, provider = "user override", None
+        if price is None:
+            found = _rent_price(catalog, acc, mode, price_region)
+            if found is not None:
+                price, provider, offer_id = found
+                src = f"catalog offer {offer_id}"
+        if price is None:
+            rents[mode] = {
+                "available": False,
+                "reason": f"no {mode} offer for {acc.id} in the catalog",
+            }
+            continue
+        r = _rent(mode, float(price), gpus, utilization, fac, provider)
+        r["price_source"] = src
+        cum = r["monthly_usd"] * t
+        months[f"{mode}_cumulative_usd"] = cum.tolist()
+        be = np.flatnonzero(cum >= own_cum)
+        r["break_even_month"] = int(t[be[0]]) if be.size else None
+        r["npv_usd"] = float(np.sum(r["monthly_usd"] * disc))
+        r["owning_saves_usd"] = r["npv_usd"] - npv_own
+        r["break_even_utilization"] = _break_even_u(
+            acc,
+            sysm,
+            gpus,
+            fac,
+            region,
+            pue_id,
+            colocation,
+            mode,
+            float(price),
+            curve,
+            n_months,
+            rm,
+            provider,
+        )
+        rents[mode] = r
+    best = min(
+        [("owned", npv_own)]
+        + [(m, r["npv_usd"]) for m, r in rents.items() if r.get("available", True)],
+        key=lambda kv: kv[1],
+    )
+    return {
+        "hardware": acc.id,
+        "system": sysm.id,
+        "gpus": gpus,
+        "utilization": utilization,
+        "horizon_months": n_months,
+        "discount_rate": rate,
+        "owned": owned,
+        "rent": rents,
+        "cheapest": best[0],
+        "months": months,
+    }
+
+
+def _owned(
+    acc: Accelerator,
+    sysm: System,
+    gpus: int,
+    u: float,
+    fac: _F,
+    region: str,
+    pue_id: str | None,
+    colocation: bool,
+) -> dict[str, Any]:
+    assert acc.price is not None
+    ids = FACTOR_IDS
+    chip = acc.price.usd
+    server = chip * fac.get(ids["server"])
+    network = (chip + server) * fac.get(ids["network"])
+    storage = (chip + server) * fac.get(ids["storage"])
+    install = (chip + server + network + storage) * fac.get(ids["install"])
+    spares = fac.get(ids["spares"])
+    per_gpu = (chip + server + network + storage + install) * (1.0 + spares)
+    capex = per_gpu * gpus
+    nodes = math.ceil(gpus / sysm.devices_per_node)
+    tdp = acc.tdp_w or 0.0
+    it_w = float(
+        power.it_power_w(
+            gpus,
+            tdp,
+            u,
+            fac.get(ids["active"]),
+            fac.get(ids["idle"]),
+            nodes,
+            sysm.node_power_w,
+            fac.get(ids["switch"]),
+        )
+    )
+    it_peak_w = float(
+        power.it_power_w(
+            gpus,
+            tdp,
+            1.0,
+            1.0,
+            fac.get(ids["idle"]),
+            nodes,
+            sysm.node_power_w,
+            fac.get(ids["switch"]),
+        )
+    )
+    pid = pue_id or ("pue.liquid" if sysm.cooling == "liquid" else "pue.air")
+    pue = fac.get(pid)
+    kwh_price_id = f"electricity.usd-per-kwh.{region}"
+    fac_w = float(power.facility_power_w(it_w, fac.get(ids["loss"]), pue))
+    energy_kwh = float(power.energy_kwh(fac_w, HOURS_PER_MONTH))
+    energy = float(power.electricity_usd(energy_kwh, fac.get(kwh_price_id)))
+    colo = fac.get(ids["colo"]) * it_peak_w / WATTS_PER_KILOWATT if colocation else 0.0
+    staff = float(
+        people.ops_staff_usd(gpus, HOURS_PER_MONTH, fac.get(ids["fte_owned"]), fac.get(ids["sre"]))
+    )
+    opex = energy + colo + staff
+    items = [
+        _item("accelerators", chip * gpus * (1 + spares), "capex", "g (1+k) P", {"chip_usd": chip}),
+        _item(
+            "servers",
+            server * gpus * (1 + spares),
+            "capex",
+            "g (1+k) P s",
+            {"server_fraction": fac.get(ids["server"])},
+        ),
+        _item(
+            "network",
+            network * gpus * (1 + spares),
+            "capex",
+            "g (1+k) P(1+s) n",
+            {"network_fraction": fac.get(ids["network"])},
+        ),
+        _item(
+            "storage",
+            storage * gpus * (1 + spares),
+            "capex",
+            "g (1+k) P(1+s) o",
+            {"storage_fraction": fac.get(ids["storage"])},
+        ),
+        _item(
+            "installation",
+            install * gpus * (1 + spares),
+            "capex",
+            "(...) i",
+            {"install_fraction": fac.get(ids["install"])},
+        ),
+        _item(
+            "energy",
+            energy,
+            "opex_monthly",
+            "P_IT/(1-loss) PUE 730.5 h e",
+            {"it_power_w": it_w, "pue": pue, "usd_per_kwh": fac.get(kwh_price_id)},
+        ),
+        _item(
+            "colocation", colo, "opex_monthly", "c_kW P_IT_peak / 1000", {"it_peak_w": it_peak_w}
+        ),
+        _item(
+            "operations_staff",
+            staff,
+            "opex_monthly",
+            "g/1000 FTE 730.5 h w",
+            {"fte_per_1000_gpus": fac.get(ids["fte_owned"])},
+        ),
+    ]
+    srcs = [
+        fac.source(ids[k])
+        for k in (
+            "server",
+            "network",
+            "storage",
+            "install",
+            "spares",
+            "loss",
+            "idle",
+            "active",
+            "switch",
+            "fte_owned",
+            "sre",
+        )
+    ]
+    srcs += [fac.source(pid), fac.source(kwh_price_id)]
+    if colocation:
+        srcs.append(fac.source(ids["colo"]))
+    prov = acc.provenance.get("price")
+    if prov:
+        srcs.insert(0, f"accelerators.{acc.id}.price: {prov.source.cite()}")
+    return {
+        "capex_usd": capex,
+        "capex_per_gpu_usd": per_gpu,
+        "resellable_usd": (chip + server) * gpus * (1 + spares),
+        "opex_monthly_usd": opex,
+        "energy_kwh_per_month": energy_kwh,
+        "it_power_w": it_w,
+        "items": items,
+        "sources": srcs,
+    }
+
+
+def _rent(
+    mode: str, price: float, gpus: int, u: float, fac: _F, provider: str | None = None
+) -> dict[str, Any]:
+    ids = FACTOR_IDS
+    busy = 1.0 if mode in COMMITTED else u
+    compute = gpus * HOURS_PER_MONTH * busy * price
+    chain = [*([provider] if provider else []), "default", "aws"]
+    rework = 0.0
+    srcs = [fac.source(ids[k]) for k in ("fte_cloud", "sre", "restart")]
+    if mode == "spot":
+        sid, sigma = fac.first([f"{ids['spot']}.{p}" for p in chain])
+        rework = compute * sigma * fac.get(ids["restart"])
+        srcs.append(fac.source(sid))
+    fid, frac = fac.first([f"{ids['support']}.{p}" for p in chain])
+    srcs.append(fac.source(fid))
+    support = float(people.support_usd(compute + rework, frac))
+    staff = float(
+        people.ops_staff_usd(gpus, HOURS_PER_MONTH, fac.get(ids["fte_cloud"]), fac.get(ids["sre"]))
+    )
+    monthly = compute + rework + support + staff
+    return {
+        "available": True,
+        "usd_per_gpu_hour": price,
+        "billed_fraction_of_hours": busy,
+        "monthly_usd": monthly,
+        "items": [
+            _item(
+                "compute",
+                compute,
+                "rent_monthly",
+                "g 730.5 h p x billed fraction",
+                {"usd_per_gpu_hour": price},
+            ),
+            _item("spot_rework", rework, "rent_monthly", "compute sigma t_restart", {}),
+            _item(
+                "support",
+                support,
+                "rent_monthly",
+                "support fraction x bill",
+                {"fraction": frac, "factor": fid},
+            ),
+            _item(
+                "operations_staff",
+                staff,
+                "rent_monthly",
+                "g/1000 FTE 730.5 h w",
+                {"fte_per_1000_gpus": fac.get(ids["fte_cloud"])},
+            ),
+        ],
+        "sources": srcs,
+    }
+
+
+def _break_even_u(
+    acc: Accelerator,
+    sysm: System,
+    gpus: int,
+    fac: _F,
+    region: str,
+    pue_id: str | None,
+    colo: bool,
+    mode: str,
+    price: float,
+    curve: list[float],
+    n_months: int,
+    rm: float,
+    provider: str | None = None,
+) -> float | None:
+    """Utilisation at which owning and renting in ``mode`` have the same NPV (bisection)."""
+    if mode in COMMITTED:
+        return None  # reserved bills every hour: utilisation moves only the owned energy
+    t = np.arange(1, n_months + 1, dtype=float)
+    disc = (1.0 + rm) ** -t
+
+    def gap(u: float) -> float:
+        o = _owned(acc, sysm, gpus, u, fac, region, pue_id, colo)
+        resale = (
+            float(finance.residual_fraction(curve, n_months / MONTHS_PER_YEAR))
+            * o["resellable_usd"]
+        )
+        npv_o = o["capex_usd"] + float(np.sum(o["opex_monthly_usd"] * disc)) - resale * disc[-1]
+        npv_r = float(np.sum(_rent(mode, price, gpus, u, fac, provider)["monthly_usd"] * disc))
+        return npv_r - npv_o
+
+    lo, hi = 1e-6, 1.0
+    g_lo, g_hi = gap(lo), gap(hi)
+    if g_hi < 0:
+        return None  # renting stays cheaper even at full use
+    if g_lo >= 0:
+        return 0.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if gap(mid) >= 0:
+            hi = mid
+        else:
+            lo = mid
+    return 0.5 * (lo + hi)
+
+
+def _item(
+    name: str, usd: float, category: str, formula: str, inputs: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "usd": float(usd),
+        "category": category,
+        "formula": formula,
+        "inputs": inputs,
+    }

@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from aitco.cli.app import main
+from aitco.decide.buy_vs_rent import buy_vs_rent
+from aitco.errors import InputError
+from aitco.units import HOURS_PER_MONTH
+
+PRICES = {"on_demand": 3.0, "reserved_1y": 2.2, "reserved_3y": 1.6, "spot": 1.2}
+
+
+def test_capex_and_rent_by_hand(catalog):
+    r = buy_vs_rent(catalog, "h100-sxm5-80gb", 16, utilization=0.5, prices=PRICES)
+    acc = catalog.accelerator("h100-sxm5-80gb")
+    f = catalog.factor_value
+    chip = acc.price.usd
+    server = chip * f("server.overhead-fraction")
+    net = (chip + server) * f("network.capex-fraction")
+    sto = (chip + server) * f("storage.capex-fraction")
+    inst = (chip + server + net + sto) * f("installation.fraction-of-capex")
+    per_gpu = (chip + server + net + sto + inst) * (1 + f("spares.fraction"))
+    assert r["owned"]["capex_usd"] == pytest.approx(16 * per_gpu)
+    od = r["rent"]["on_demand"]
+    compute = 16 * HOURS_PER_MONTH * 0.5 * 3.0
+    assert od["items"][0]["usd"] == pytest.approx(compute)
+    assert sum(i["usd"] for i in od["items"]) == pytest.approx(od["monthly_usd"])
+    # reserved bills every hour
+    assert r["rent"]["reserved_1y"]["items"][0]["usd"] == pytest.approx(16 * HOURS_PER_MONTH * 2.2)
+
+
+def test_break_even_month_matches_series(catalog):
+    r = buy_vs_rent(catalog, "h100-sxm5-80gb", 16, utilization=0.9, prices=PRICES, horizon_years=5)
+    own = np.array(r["months"]["owned_cumulative_usd"])
+    for mode, x in r["rent"].items():
+        cum = np.array(r["months"][f"{mode}_cumulative_usd"])
+        be = x["break_even_month"]
+        if be is None:
+            assert np.all(cum < own)
+        else:
+            assert cum[be - 1] >= own[be - 1]
+            assert be == 1 or cum[be - 2] < own[be - 2]
+
+
+def test_more_utilisation_favours_owning(catalog):
+    saves = [
+        buy_vs_rent(catalog, "h100-sxm5-80gb", 16, utilization=u, prices=PRICES)["rent"][
+            "on_demand"
+        ]["owning_saves_usd"]
+        for u in (0.2, 0.5, 0.8, 1.0)
+    ]
+    assert saves == sorted(saves)
+
+
+def test_break_even_utilisation_equalises_npv(catalog):
+    r = buy_vs_rent(catalog, "h100-sxm5-80gb", 16, utilization=0.5, prices={"on_demand": 6.0})
+    u = r["rent"]["on_demand"]["break_even_utilization"]
+    assert u is not None
+    assert 0 < u < 1
+    at = buy_vs_rent(catalog, "h100-sxm5-80gb", 16, utilization=u, prices={"on_demand": 6.0})
+    assert at["rent"]["on_demand"]["owning_saves_usd"] == pytest.approx(
+        0.0, abs=1e-3 * at["owned"]["npv_usd"]
+    )
+
+
+def test_bad_inputs(catalog):
+    with pytest.raises(InputError):
+        buy_vs_rent(catalog, "h100-sxm5-80gb", 8, utilization=1.5)
+    with pytest.raises(InputError, match="did you mean"):
+        buy_vs_rent(catalog, "h100", 8)
+
+
+def test_cli_json_and_bad_key(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["buy-vs-rent", "examples/buy_vs_rent_h100.yaml", "--json"])
+    out, _ = capsys.readouterr()
+    assert exc.value.code == 0
+    d = json.loads(out)
+    assert d["owned"]["capex_usd"] > 0
+    assert "on_demand" in d["rent"]
+    bad = tmp_path / "b.yaml"
+    bad.write_text("buy_vs_rent:\n  hardwre: l4\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["buy-vs-rent", str(bad)])
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2
+    assert "did you mean" in err
