@@ -393,3 +393,22 @@ def test_gzipped_log_streams_the_same(tmp_path):
 
     with pytest.raises(ParseError):
         audit_log(bad, PRICE, TOK)
+
+
+def test_unlogged_timeouts_estimated_only_on_request(tmp_path):
+    req = {"model": "model", "messages": [{"role": "user", "content": "x" * 400}]}
+    rows = [
+        {"id": "to1", "status": 408, "error": {"message": "client timeout"}, "request": req},
+        chat("to2", 110, 20, retry_of="to1", request=req),
+    ]
+    log = write(tmp_path / "l.jsonl", rows)
+    plain = audit_log(log, PRICE, TOK).to_json()
+    assert plain["skipped_lines"]["without_usage"] == 1
+    assert causes(plain)["retry"]["tokens"] == 0
+    est = audit_log(log, PRICE, TOK, AuditOptions(estimate_unlogged=True)).to_json()
+    # "<user>" + 400 x -> 406 bytes -> ceil(406 / 4) = 102 tokens, billed at the input price
+    assert causes(est)["retry"]["tokens"] == 102
+    assert causes(est)["retry"]["usd"] == pytest.approx(usd(102), rel=1e-12)
+    assert est["tokens"]["estimated_prompt_tokens"] == 102
+    assert est["requests"]["estimated_attempts"] == 1
+    assert est["requests"]["timed_out"] == 1

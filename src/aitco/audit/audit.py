@@ -161,6 +161,9 @@ class AuditOptions:
     max_prefix_entries: int = MAX_PREFIX_ENTRIES
     examples_per_cause: int = EXAMPLES_PER_CAUSE
     batch: bool = False
+    #: Bill failed/timed-out calls logged without usage at their re-tokenised prompt (an
+    #: estimate: output tokens generated before the client gave up are unknown and not counted).
+    estimate_unlogged: bool = False
 
 
 @dataclass
@@ -421,6 +424,8 @@ class AuditResult:
     first_created_s: float | None = None
     last_created_s: float | None = None
     basis: str = "requests"
+    estimated_attempts: int = 0
+    estimated_prompt_tokens: int = 0
 
     def traffic(self, period_s: float | None = None) -> dict[str, Any]:
         """Mean shape and rate of the billed traffic, for a self-hosting comparison.
@@ -528,6 +533,7 @@ class AuditResult:
                 "cache_write_tokens": self.cache_write_tokens,
                 "output_tokens": self.output_tokens,
                 "reasoning_tokens": self.reasoning_tokens,
+                "estimated_prompt_tokens": self.estimated_prompt_tokens,
             },
             "requests": {
                 "attempts": self.attempts,
@@ -538,6 +544,7 @@ class AuditResult:
                 "truncated_kept": self.truncated_kept,
                 "orphan_retries": self.orphan_retries,
                 "with_request_body": self.with_request,
+                "estimated_attempts": self.estimated_attempts,
                 "retry_amplification": self.attempts / logical if logical > 0 else None,
                 "token_amplification": (billed_tok / (billed_tok - retry_like))
                 if billed_tok - retry_like > 0
@@ -600,7 +607,7 @@ class AuditResult:
             kind="audit",
             values=self.to_json(),
             terms=terms,
-            dominant=dominant_term({t.name: t.value for t in terms}),
+            dominant=dominant_term({t.name: t.value for t in terms if t.value > 0}),
             assumptions=[f"precedence: {' > '.join(PRECEDENCE)}"],
         )
 
@@ -700,7 +707,13 @@ def audit_log(
             continue
         rec = item
         if not rec.has_usage:
-            continue
+            if not (opts.estimate_unlogged and rec.failed and rec.request is not None):
+                continue
+            # the provider billed the prompt of a call the client gave up on: estimate it
+            rec.prompt_tokens = tok.count("\n".join(prompt_segments(rec.request)))
+            rec.has_usage = True
+            res.estimated_attempts += 1
+            res.estimated_prompt_tokens += rec.prompt_tokens
         res.attempts += 1
         res.prompt_tokens += rec.prompt_tokens
         res.cached_tokens += rec.cached_tokens

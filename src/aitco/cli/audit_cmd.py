@@ -241,6 +241,14 @@ def audit_cmd(
             help="Prompt-cache lifetime assumed for missed-cache savings [s]; 0 = no limit.",
         ),
     ] = 300.0,
+    estimate_unlogged: Annotated[
+        bool,
+        typer.Option(
+            "--estimate-unlogged",
+            help="Bill failed/timed-out calls logged without usage at their re-tokenised prompt "
+            "(an estimate; needs the request in the log).",
+        ),
+    ] = False,
     self_host: Annotated[
         str | None,
         typer.Option(
@@ -284,7 +292,9 @@ def audit_cmd(
     api = resolve_price(cat, price) if price else infer_price(cat, log)
     ap = AuditPrice.from_api_price(api)
     tok = resolve_tokenizer(tokenizer, model=api.model)
-    opts = AuditOptions(batch=batch, cache_ttl_s=cache_ttl_s or None)
+    opts = AuditOptions(
+        batch=batch, cache_ttl_s=cache_ttl_s or None, estimate_unlogged=estimate_unlogged
+    )
     if batch and not api.batch_discount:
         err_console.print(
             f"[yellow]{api.id} has no batch discount in the catalog; list prices used[/yellow]"
