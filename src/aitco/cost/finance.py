@@ -21,6 +21,9 @@ from numpy.typing import ArrayLike
 
 from aitco.cost import checks
 
+#: Below this rate the annuity uses its series expansion (the closed form loses all precision).
+SMALL_RATE = 1e-9
+
 
 def annuity_factor(rate: ArrayLike, years: ArrayLike) -> np.ndarray:
     r"""Capital-recovery factor: the annual payment that repays 1 USD over ``years``.
@@ -55,8 +58,11 @@ def annuity_factor(rate: ArrayLike, years: ArrayLike) -> np.ndarray:
     r = checks.non_negative(rate, "finance.discount_rate")
     n = checks.positive(years, "finance.years")
     r, n = np.broadcast_arrays(r, n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(r > 0, r / (1.0 - (1.0 + r) ** (-n)), 1.0 / n)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        exact = r / -np.expm1(-n * np.log1p(r))
+        # first-order series near r = 0, where the exact form is 0/0 in floating point
+        series = 1.0 / n + r * (n + 1.0) / (2.0 * n)
+        out = np.where(r > SMALL_RATE, exact, series)
     return np.asarray(out, dtype=float)
 
 
@@ -273,7 +279,7 @@ def ownership_split_usd(
     n = checks.positive(years, "ownership.horizon_years")
     total = equivalent_annual_cost_usd(c, v, rate, n) * n
     dep = c * (1.0 - b)
-    risk = c * (b - v)
+    risk = c * np.where(np.isclose(b, v, rtol=0.0, atol=1e-12), 0.0, b - v)
     fin = total - c * (1.0 - v)
     return {
         "depreciation_usd": np.asarray(dep, dtype=float),

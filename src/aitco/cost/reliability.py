@@ -4,7 +4,8 @@ A synchronous training job on :math:`N` accelerators is interrupted at the rate
 :math:`\Lambda = \lambda N + \sigma n` per wall-clock hour (hardware/software failures at
 :math:`\lambda` per accelerator-hour, spot preemptions at :math:`\sigma` per instance-hour on
 :math:`n` instances). Each interruption loses on average half a checkpoint interval of work,
-:math:`\tau/2`, plus the restart and re-queue time :math:`R`. Checkpoints stall the job for
+:math:`\tau/2` (capped at :math:`P/2`: no more than the work done), plus the restart and
+re-queue time :math:`R`. Checkpoints stall the job for
 :math:`\delta` each (sync) or a fraction of it (async), and firmware/driver updates take the
 cluster down :math:`\phi` of the time. The wall-clock time :math:`W` to finish :math:`P` hours of
 productive compute solves
@@ -241,7 +242,8 @@ def goodput_overheads(
     phi = checks.fraction(firmware_downtime_fraction, "firmware.downtime_fraction", open_high=True)
     a = checks.fraction(async_stall_fraction, "checkpoint.async-stall-fraction")
     with np.errstate(invalid="ignore", divide="ignore"):
-        half_tau = np.where(lam > 0, tau / 2.0, 0.0)
+        # an interruption cannot lose more than the work done: at most half the job on average
+        half_tau = np.where(lam > 0, np.minimum(tau, p) / 2.0, 0.0)
         stall_per_h = np.where(np.isfinite(tau) & (tau > 0), d * a / tau, 0.0)
     lost_share = lam * (half_tau + r) + phi
     if np.any(lost_share >= 1.0):

@@ -28,6 +28,7 @@ from aitco.cost.tco import Breakdown, add_stages
 from aitco.decide.scenario import (
     HardwareOption,
     InferenceWorkload,
+    OpsAssumptions,
     Scenario,
     TrainingWorkload,
 )
@@ -209,7 +210,10 @@ def compare(
     if scenario.stages:
         parts = []
         for i, st in enumerate(scenario.stages):
-            b = _price(scenario, st.workload, st.option, catalog, fac, eff, where=f"stages[{i}]")
+            b = _price(
+                scenario, st.workload, st.option, catalog, fac, eff, where=f"stages[{i}]",
+                one_off=i == 0,
+            )  # fmt: skip
             b.name = st.name
             parts.append(b)
         plan = add_stages(scenario.name, parts)
@@ -481,13 +485,14 @@ def _price(
     eff: EfficiencyParams,
     *,
     where: str,
+    one_off: bool = True,
 ) -> Breakdown:
     acc, sysm = cat.hardware(opt.hardware, field=f"{where}.hardware")
     model = cat.resolve_model(w.model, field="workload.model")
     price = _price_per_gpu_h(cat, acc, sysm, opt, fac, scn, where)
     if isinstance(w, TrainingWorkload):
-        return _training(scn, w, opt, acc, sysm, model, price, fac, eff, where)
-    return _inference(scn, w, opt, acc, sysm, model, price, fac, eff, where)
+        return _training(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
+    return _inference(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
 
 
 @dataclass
@@ -523,6 +528,7 @@ def _training(
     fac: Factors,
     eff: EfficiencyParams,
     where: str,
+    one_off: bool = True,
 ) -> Breakdown:
     est = _engine("training")
     plan = w.plan.model_dump(exclude_none=True, exclude_defaults=True) or None
@@ -548,45 +554,29 @@ def _training(
         math.ceil(n / price.gpus_per_instance) if opt.pricing in RENTED and price.offer else nodes
     )
 
-    lam_id = "failure.interruptions-per-gpu-hour"
-    lam = fac.value(lam_id)
-    rate_fail = float(reliability.job_interruption_rate_per_h(lam, n))
-    rate_spot = 0.0
     spot_id = None
+    sigma = 0.0
     if opt.pricing == "spot":
         spot_id, sigma = _spot_rate(fac, price, opt, where)
-        rate_spot = float(reliability.job_interruption_rate_per_h(0.0, 0, sigma, instances))
-    rate = rate_fail + rate_spot
-
-    ckpt_bytes = _checkpoint_bytes(model, w)
-    bw = fac.value("checkpoint.write-gb-s-per-node")
-    save_h = _checkpoint_save_h(model, w, ckpt_bytes, bw, nodes)
-    if w.checkpoint_interval_h is not None and scn.ops.checkpointing != "none":
-        tau = w.checkpoint_interval_h
-        tau_how = "workload.checkpoint_interval_h"
-    elif scn.ops.checkpointing == "fixed":
-        raise InputError(
-            "workload.checkpoint_interval_h",
-            None,
-            "an interval in hours when ops.checkpointing is 'fixed'",
-        )
-    elif scn.ops.checkpointing == "none":
-        tau = math.nan
-        tau_how = "no checkpoints"
-        field = (
-            f"{where}.pricing (spot) with ops.checkpointing" if rate_spot else "ops.checkpointing"
-        )
-        reliability.require_checkpoint_interval(tau, rate, field)
-    else:
-        mtbf = 1.0 / rate if rate > 0 else math.inf
-        tau = float(reliability.optimal_checkpoint_interval_h(save_h, mtbf))
-        tau_how = "Young/Daly optimum sqrt(2 delta M) - delta"
-    async_frac = fac.value("checkpoint.async-stall-fraction") if scn.ops.checkpoint_async else 1.0
-    restart_id = "restart.hours"
-    restart_h = fac.value(restart_id)
+    g = training_goodput(
+        model, w, scn.ops, fac, n, nodes, productive_h,
+        spot_rate_per_instance_h=sigma, instances=instances, where=where,
+    )  # fmt: skip
+    o = g["overheads"]
+    rate, rate_fail, tau, tau_how = (
+        g["rate_per_h"],
+        g["failure_rate_per_h"],
+        g["tau_h"],
+        g["tau_rule"],
+    )
+    save_h, ckpt_bytes, async_frac, restart_h = (
+        g["save_h"],
+        g["ckpt_bytes"],
+        g["async"],
+        g["restart_h"],
+    )
+    lam_id, restart_id = "failure.interruptions-per-gpu-hour", "restart.hours"
     fw_id = "firmware.downtime-hours-per-year"
-    phi = float(reliability.firmware_downtime_fraction(fac.value(fw_id)))
-    o = reliability.goodput_overheads(productive_h, rate, tau, save_h, restart_h, phi, async_frac)
     wall_h = float(o["wall_clock_h"])
     run = _Run(
         gpus=n,
@@ -630,7 +620,8 @@ def _training(
     dataset_gb = scn.data.stored_gb
     if dataset_gb is None:
         dataset_gb = tokens * fac.value("data.bytes-per-token") / GIGA
-    _data_items(b, scn, fac, months, dataset_gb, ckpt_bytes * scn.ops.checkpoints_kept / GIGA)
+    ckpt_gb = ckpt_bytes * scn.ops.checkpoints_kept / GIGA
+    _data_items(b, scn, fac, months, dataset_gb, ckpt_gb, one_off=one_off)
     _compliance_items(b, scn, fac, wall_h / HOURS_PER_DAY)
     _carbon_items(b, fac, kg)
     b.finalize()
@@ -659,6 +650,95 @@ def _training(
     }
     b.assumptions = [f"throughput from aitco.perf.training ({res.__class__.__name__})"]
     return b
+
+
+def training_goodput(
+    model: ModelArch,
+    w: TrainingWorkload,
+    ops: OpsAssumptions,
+    fac: Factors,
+    gpus: int,
+    nodes: int,
+    productive_h: float,
+    *,
+    spot_rate_per_instance_h: float = 0.0,
+    instances: int = 0,
+    where: str = "option",
+) -> dict[str, Any]:
+    """Goodput of a training run: interruption rates, checkpoint interval and lost hours.
+
+    Parameters
+    ----------
+    model : ModelArch
+        Architecture (for the checkpoint size).
+    w : TrainingWorkload
+        Workload (method, LoRA rank, fixed checkpoint interval).
+    ops : OpsAssumptions
+        Checkpointing choices.
+    fac : Factors
+        Factor values.
+    gpus, nodes : int
+        Accelerators and nodes of the job. [count]
+    productive_h : float
+        Wall-clock hours at the modelled throughput. [h]
+    spot_rate_per_instance_h : float
+        Spot preemptions per instance-hour (0 when not on spot). [1/h]
+    instances : int
+        Instances the job runs on. [count]
+    where : str
+        Field prefix for errors.
+
+    Returns
+    -------
+    dict
+        ``overheads`` (:func:`aitco.cost.reliability.goodput_overheads`), ``rate_per_h``,
+        ``failure_rate_per_h``, ``tau_h``, ``tau_rule``, ``save_h``, ``ckpt_bytes``, ``async``,
+        ``restart_h``.
+    """
+    lam = fac.value("failure.interruptions-per-gpu-hour")
+    rate_fail = float(reliability.job_interruption_rate_per_h(lam, gpus))
+    rate_spot = float(
+        reliability.job_interruption_rate_per_h(0.0, 0, spot_rate_per_instance_h, instances)
+    )
+    rate = rate_fail + rate_spot
+    ckpt_bytes = _checkpoint_bytes(model, w)
+    bw = fac.value("checkpoint.write-gb-s-per-node")
+    save_h = _checkpoint_save_h(model, w, ckpt_bytes, bw, nodes)
+    if w.checkpoint_interval_h is not None and ops.checkpointing != "none":
+        tau = w.checkpoint_interval_h
+        tau_how = "workload.checkpoint_interval_h"
+    elif ops.checkpointing == "fixed":
+        raise InputError(
+            "workload.checkpoint_interval_h",
+            None,
+            "an interval in hours when ops.checkpointing is 'fixed'",
+        )
+    elif ops.checkpointing == "none":
+        tau = math.nan
+        tau_how = "no checkpoints"
+        fld = f"{where}.pricing (spot) with ops.checkpointing" if rate_spot else "ops.checkpointing"
+        reliability.require_checkpoint_interval(tau, rate, fld)
+    else:
+        mtbf = 1.0 / rate if rate > 0 else math.inf
+        tau = float(reliability.optimal_checkpoint_interval_h(save_h, mtbf))
+        tau_how = "Young/Daly optimum sqrt(2 delta M) - delta"
+    async_frac = fac.value("checkpoint.async-stall-fraction") if ops.checkpoint_async else 1.0
+    restart_h = fac.value("restart.hours")
+    phi = float(
+        reliability.firmware_downtime_fraction(fac.value("firmware.downtime-hours-per-year"))
+    )
+    o = reliability.goodput_overheads(productive_h, rate, tau, save_h, restart_h, phi, async_frac)
+    return {
+        "overheads": o,
+        "rate_per_h": rate,
+        "failure_rate_per_h": rate_fail,
+        "tau_h": tau,
+        "tau_rule": tau_how,
+        "save_h": save_h,
+        "ckpt_bytes": ckpt_bytes,
+        "async": async_frac,
+        "restart_h": restart_h,
+    }
 
 
 def _checkpoint_save_h(
@@ -961,11 +1041,14 @@ def _data_items(
     months: float,
     dataset_gb: float,
     checkpoint_gb: float,
+    *,
+    one_off: bool = True,
 ) -> None:
     d = scn.data
     tier_id = f"storage.usd-per-gb-month.{d.storage_tier}"
     price = fac.value(tier_id, "data.storage_tier")
-    if d.acquisition_usd:
+    # one-off costs (acquisition, cleaning, labelling, transfer) go to the first stage only
+    if one_off and d.acquisition_usd:
         b.add(
             "data_acquisition",
             d.acquisition_usd,
@@ -973,7 +1056,7 @@ def _data_items(
             "given",
             {"acquisition_usd": d.acquisition_usd},
         )
-    if d.raw_tb:
+    if one_off and d.raw_tb:
         b.add(
             "data_cleaning",
             float(data.per_unit_usd(d.raw_tb, d.cleaning_usd_per_tb, "data.cleaning_usd_per_tb")),
@@ -981,7 +1064,7 @@ def _data_items(
             "raw TB x $/TB",
             {"raw_tb": d.raw_tb, "usd_per_tb": d.cleaning_usd_per_tb},
         )
-    if d.labeled_items:
+    if one_off and d.labeled_items:
         b.add(
             "data_labeling",
             float(
@@ -1011,7 +1094,7 @@ def _data_items(
             {"gb": checkpoint_gb, "months": months, "usd_per_gb_month": price},
             fac.sources(tier_id),
         )
-    if d.egress_gb:
+    if one_off and d.egress_gb:
         eid = f"transfer.usd-per-gb.{d.egress_kind}"
         p = fac.value(eid, "data.egress_kind")
         b.add(
@@ -1022,7 +1105,7 @@ def _data_items(
             {"gb": d.egress_gb, "usd_per_gb": p},
             fac.sources(eid),
         )
-    if d.cross_zone_gb:
+    if one_off and d.cross_zone_gb:
         cid = f"transfer.usd-per-gb.{d.cross_zone_kind}"
         p = fac.value(cid, "data.cross_zone_kind")
         b.add(
@@ -1084,6 +1167,7 @@ def _inference(
     fac: Factors,
     eff: EfficiencyParams,
     where: str,
+    one_off: bool = True,
 ) -> Breakdown:
     est = _engine("inference")
 
@@ -1196,7 +1280,7 @@ def _inference(
     kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, nodes)
     _people_items(b, run, price, opt, fac)
     months = w.months
-    _data_items(b, scn, fac, months, scn.data.stored_gb or 0.0, 0.0)
+    _data_items(b, scn, fac, months, scn.data.stored_gb or 0.0, 0.0, one_off=one_off)
     _compliance_items(b, scn, fac, hours / HOURS_PER_DAY)
     _carbon_items(b, fac, kg)
     b.finalize()

@@ -1,0 +1,398 @@
+"""``aitco compare``, ``aitco tco``, ``aitco preset list|show|diff`` and ``aitco validate tco``.
+
+Thin: parse, call :func:`aitco.decide.compare.compare`, render. ``--json`` prints one object whose
+``options[]`` each carry ``name`` (hardware id and pricing mode), ``total_usd``,
+``wall_clock_days`` (training) and ``items[]`` of ``{name, usd, category, share}`` (plus
+``formula``, ``inputs`` and ``sources`` with ``--explain``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from aitco.cli import state
+from aitco.cli.render import console, fmt, print_explain, print_json, table
+from aitco.cost.tco import CATEGORIES, Breakdown
+from aitco.decide.compare import Comparison, compare
+from aitco.decide.scenario import Scenario
+from aitco.errors import UnknownIdError
+from aitco.perf.efficiency import EfficiencyParams
+
+preset_app = typer.Typer(help="Assumption presets: list, show, and diff how they move the answer.")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+ExplainOpt = Annotated[
+    bool, typer.Option("--explain", help="Show each item's formula, inputs and sources.")
+]
+PresetOpt = Annotated[
+    str | None, typer.Option("--preset", help="Assumption preset (see `aitco preset list`).")
+]
+CalibOpt = Annotated[
+    str | None,
+    typer.Option("--calibration", help="Calibration profile YAML (efficiency parameters)."),
+]
+
+
+def _efficiency(path: str | None) -> EfficiencyParams | None:
+    if not path:
+        return None
+    from aitco.calibrate.profile import load_profile
+
+    return load_profile(path).efficiency
+
+
+def _scenarios(path: str | None) -> list[Scenario]:
+    if path:
+        return [Scenario.from_yaml(path)]
+    from aitco.decide.defaults import default_scenarios
+
+    return default_scenarios()
+
+
+def run_comparisons(
+    path: str | None, preset: str | None = None, calibration: str | None = None
+) -> list[Comparison]:
+    """Compare the scenario at ``path`` (or the built-in defaults) with the CLI's catalog."""
+    cat = state.catalog()
+    eff = _efficiency(calibration)
+    return [compare(s, cat, preset=preset, efficiency=eff) for s in _scenarios(path)]
+
+
+def comparisons_json(comps: list[Comparison], *, explain: bool) -> dict[str, Any]:
+    """JSON object of one or more comparisons: ``options[]`` of all, ``comparisons[]`` summaries."""
+    options = []
+    summaries = []
+    for c in comps:
+        for o in c.options:
+            options.append({"scenario": c.name, **o.to_json(explain=explain)})
+        summaries.append(
+            {
+                "scenario": c.name,
+                "kind": c.kind,
+                "preset": c.preset,
+                "cheapest": c.cheapest,
+                "fastest": c.fastest,
+                "options": [o.name for o in c.options],
+                **({"assumptions": c.assumptions} if explain else {}),
+            }
+        )
+    out: dict[str, Any] = {"options": options, "comparisons": summaries}
+    if len(comps) == 1:
+        out.update(
+            scenario=comps[0].name,
+            kind=comps[0].kind,
+            cheapest=comps[0].cheapest,
+            fastest=comps[0].fastest,
+        )
+    return out
+
+
+def _header(o: Breakdown, c: Comparison) -> str:
+    marks = []
+    if o.name == c.cheapest:
+        marks.append("[green]cheapest[/green]")
+    if o.name == c.fastest:
+        marks.append("[cyan]fastest[/cyan]")
+    if not o.values.get("fits", True):
+        marks.append("[red]does not fit[/red]")
+    name = o.name.replace(" ", "\n", 1) if o.kind != "plan" else o.name
+    return name + ("\n" + " ".join(marks) if marks else "")
+
+
+def _item_names(c: Comparison) -> list[tuple[str, str]]:
+    seen: dict[tuple[str, str], None] = {}
+    for cat in CATEGORIES:
+        for o in c.options:
+            for i in o.items:
+                if i.category == cat:
+                    seen[(cat, i.name)] = None
+    return list(seen)
+
+
+def render_comparison(c: Comparison) -> None:
+    """Print one comparison as a table: headline rows, every item, the total."""
+    if c.kind == "plan":  # one column per stage, then the plan's total
+        for plan in c.options:
+            stages = Comparison(
+                name=f"{plan.name}: stage by stage", kind="training", options=plan.stages
+            )
+            render_comparison(stages)
+            days = plan.values.get("wall_clock_days")
+            console.print(
+                f"[bold]plan total: {fmt(plan.total_usd)} USD[/bold] over {fmt(days)} "
+                "wall-clock days "
+                f"({len(plan.stages)} stages, added up stage by stage)"
+            )
+        return
+    cols = ["", *(_header(o, c) for o in c.options)]
+    rows: list[list[Any]] = []
+    if c.kind == "inference":
+        head = [
+            ("GPUs deployed", "gpus_total", 0),
+            ("utilisation", "utilization", 3),
+            ("TTFT [s]", "ttft_s", 3),
+            ("TPOT [s]", "tpot_s", 3),
+            ("$/month", "usd_per_month", 0),
+            ("$/M tokens", "usd_per_million_tokens", 3),
+            ("$/M output tokens", "usd_per_million_output_tokens", 3),
+        ]
+    else:
+        head = [
+            ("wall-clock days", "wall_clock_days", 3),
+            ("goodput", "goodput", 4),
+            ("GPU-hours", "gpu_hours", 0),
+            ("$/GPU-h effective", "usd_per_gpu_hour_effective", 3),
+            ("$/M tokens", "usd_per_million_tokens", 4),
+        ]
+    head += [("energy [kWh]", "energy_kwh", 0), ("kg CO2e", "kg_co2e", 0)]
+    for label, key, digits in head:
+        rows.append(
+            [f"[bold]{escape(label)}[/bold]", *(_num(o.values.get(key), digits) for o in c.options)]
+        )
+    for cat, name in _item_names(c):
+        rows.append([f"{cat}: {name}", *(_num(_usd_or_none(o, name), 2) for o in c.options)])
+    rows.append(
+        ["[bold]total \\[USD][/bold]", *(f"[bold]{fmt(o.total_usd)}[/bold]" for o in c.options)]
+    )
+    preset = f" (preset {c.preset})" if c.preset else ""
+    caption = f"cheapest: {c.cheapest}; fastest: {c.fastest}" if c.cheapest else None
+    console.print(table(f"{c.name}{preset}", cols, rows, caption=caption))
+
+
+def _usd_or_none(o: Breakdown, name: str) -> float | None:
+    return o.usd(name) if any(i.name == name for i in o.items) else None
+
+
+def _num(x: Any, digits: int) -> str:
+    if x is None or isinstance(x, str):
+        return "-" if x is None else x
+    if isinstance(x, bool):
+        return fmt(x)
+    v = float(x)
+    if digits == 0 or abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:,.{digits}f}" if abs(v) >= 1 else fmt(v, digits)
+
+
+def _explain(c: Comparison) -> None:
+    for o in c.options:
+        print_explain(o.to_estimate())
+    console.print("[bold]Factors used[/bold] (value, then where it came from):")
+    for a in c.assumptions:
+        console.print(f"  - {a}", highlight=False)
+
+
+def compare_cmd(
+    scenario: Annotated[
+        str | None,
+        typer.Argument(metavar="[SCENARIO.yaml]", help="Scenario; default: the built-in one."),
+    ] = None,
+    json_out: JsonOpt = False,
+    explain: ExplainOpt = False,
+    preset: PresetOpt = None,
+    calibration: CalibOpt = None,
+) -> None:
+    """Compare hardware and pricing options item by item (default: GPT-2 1.02B + Llama 3 8B)."""
+    comps = run_comparisons(scenario, preset, calibration)
+    if json_out:
+        print_json(comparisons_json(comps, explain=explain))
+        return
+    for c in comps:
+        render_comparison(c)
+        if explain:
+            _explain(c)
+
+
+def tco_cmd(
+    scenario: Annotated[str, typer.Argument(metavar="SCENARIO.yaml", help="Scenario to price.")],
+    json_out: JsonOpt = False,
+    explain: ExplainOpt = False,
+    preset: PresetOpt = None,
+    calibration: CalibOpt = None,
+) -> None:
+    """Itemised total cost of ownership of any scenario (training, service, multi-stage)."""
+    compare_cmd(scenario, json_out, explain, preset, calibration)
+
+
+# --------------------------------------------------------------------------- presets
+@preset_app.command("list")
+def preset_list(json_out: JsonOpt = False) -> None:
+    """List the assumption presets."""
+    cat = state.catalog()
+    rows = [
+        {"id": p.id, "name": p.name, "overrides": len(p.overrides), "description": p.description}
+        for p in cat.presets.values()
+    ]
+    if json_out:
+        print_json({"presets": rows})
+        return
+    console.print(
+        table(
+            "Assumption presets",
+            ["id", "name", "overrides"],
+            [[r["id"], r["name"], r["overrides"]] for r in rows],
+        )
+    )
+
+
+def _preset(cat: Any, pid: str) -> Any:
+    if pid not in cat.presets:
+        raise UnknownIdError("preset", pid, cat.presets, field="PRESET")
+    return cat.presets[pid]
+
+
+def _catalog_value(cat: Any, fid: str) -> Any:
+    f = cat.factors.get(fid)
+    return None if f is None else f.value
+
+
+@preset_app.command("show")
+def preset_show(
+    name: Annotated[str, typer.Argument(metavar="PRESET")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Show a preset's overrides beside the catalog values they replace, and its source."""
+    cat = state.catalog()
+    p = _preset(cat, name)
+    prov = p.provenance.get("description") or next(iter(p.provenance.values()), None)
+    src = prov.source.cite() if prov else None
+    rows = [
+        {"factor": k, "preset": v, "catalog": _catalog_value(cat, k)}
+        for k, v in p.overrides.items()
+    ]
+    if json_out:
+        print_json(
+            {
+                "id": p.id,
+                "name": p.name,
+                "description": p.description,
+                "source": src,
+                "overrides": rows,
+            }
+        )
+        return
+    console.print(f"[bold]{p.id}[/bold]: {p.description}", highlight=False)
+    if src:
+        console.print(f"source: {src}", highlight=False)
+    console.print(
+        table(
+            f"Overrides of {p.id}",
+            ["factor", "preset", "catalog"],
+            [[r["factor"], _short(r["preset"]), _short(r["catalog"])] for r in rows],
+        )
+    )
+
+
+def _short(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, list):
+        return "[" + ", ".join(fmt(float(x)) for x in v) + "]"
+    return fmt(float(v))
+
+
+def preset_diff_data(
+    a: str, b: str, scenario: str | None = None, calibration: str | None = None
+) -> dict[str, Any]:
+    """Totals of every option under presets ``a`` and ``b`` and the factors that differ."""
+    cat = state.catalog()
+    pa, pb = _preset(cat, a), _preset(cat, b)
+    keys = sorted(set(pa.overrides) | set(pb.overrides))
+    factors = [
+        {
+            "factor": k,
+            a: pa.overrides.get(k, _catalog_value(cat, k)),
+            b: pb.overrides.get(k, _catalog_value(cat, k)),
+        }
+        for k in keys
+        if pa.overrides.get(k, _catalog_value(cat, k))
+        != pb.overrides.get(k, _catalog_value(cat, k))
+    ]
+    ca = run_comparisons(scenario, a, calibration)
+    cb = run_comparisons(scenario, b, calibration)
+    options = []
+    for x, y in zip(ca, cb, strict=True):
+        for oa, ob in zip(x.options, y.options, strict=True):
+            delta = ob.total_usd - oa.total_usd
+            options.append(
+                {
+                    "scenario": x.name,
+                    "name": oa.name,
+                    f"total_usd_{a}": oa.total_usd,
+                    f"total_usd_{b}": ob.total_usd,
+                    "delta_usd": delta,
+                    "delta_fraction": delta / oa.total_usd if oa.total_usd else None,
+                }
+            )
+    ranks = [
+        {"scenario": x.name, f"cheapest_{a}": x.cheapest, f"cheapest_{b}": y.cheapest}
+        for x, y in zip(ca, cb, strict=True)
+    ]
+    return {"a": a, "b": b, "factors": factors, "options": options, "cheapest": ranks}
+
+
+@preset_app.command("diff")
+def preset_diff(
+    a: Annotated[str, typer.Argument(metavar="PRESET_A")],
+    b: Annotated[str, typer.Argument(metavar="PRESET_B")],
+    scenario: Annotated[
+        str | None, typer.Option("--scenario", help="Scenario YAML; default: the built-in ones.")
+    ] = None,
+    json_out: JsonOpt = False,
+    calibration: CalibOpt = None,
+) -> None:
+    """Show how much two presets' assumptions move each option's total."""
+    d = preset_diff_data(a, b, scenario, calibration)
+    if json_out:
+        print_json(d)
+        return
+    console.print(
+        table(
+            f"Factors that differ: {a} vs {b}",
+            ["factor", a, b],
+            [[f["factor"], _short(f[a]), _short(f[b])] for f in d["factors"]],
+        )
+    )
+    rows = [
+        [
+            o["name"],
+            o[f"total_usd_{a}"],
+            o[f"total_usd_{b}"],
+            o["delta_usd"],
+            "-" if o["delta_fraction"] is None else f"{100 * o['delta_fraction']:+.1f}%",
+        ]
+        for o in d["options"]
+    ]
+    console.print(
+        table(f"Total cost [USD]: {a} -> {b}", ["option", a, b, "delta", "delta %"], rows)
+    )
+    for r in d["cheapest"]:
+        console.print(
+            f"{r['scenario']}: cheapest {r[f'cheapest_{a}']} ({a}) vs {r[f'cheapest_{b}']} ({b})",
+            highlight=False,
+        )
+
+
+def validate_tco_cmd(
+    json_out: JsonOpt = False,
+    calibration: CalibOpt = None,
+) -> None:
+    """Full-run GPU-hours of published runs from throughput x goodput: the error table."""
+    from aitco.validation.tco import render_validation, validate_full_runs
+
+    res = validate_full_runs(state.catalog(), efficiency=_efficiency(calibration))
+    if json_out:
+        print_json(res)
+        return
+    render_validation(res)
+
+
+def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
+    """Add ``compare``, ``tco``, ``preset`` and ``validate tco``."""
+    app.command("compare")(compare_cmd)
+    app.command("tco")(tco_cmd)
+    app.add_typer(preset_app, name="preset")
+    groups["validate"].command("tco")(validate_tco_cmd)

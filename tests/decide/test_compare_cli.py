@@ -1,0 +1,149 @@
+"""The public CLI contract of ``aitco compare|tco|preset|validate tco`` (frozen test factors)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aitco.cli.app import main
+
+DATA = Path(__file__).parent / "data" / "tco_test_catalog.yaml"
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--catalog", str(DATA)])
+    out, err = capsys.readouterr()
+    code = exc.value.code if isinstance(exc.value.code, int) else 0
+    return code, out, err
+
+
+def test_compare_default_json(capsys):
+    code, out, _ = run(["compare", "--json"], capsys)
+    assert code == 0
+    js = json.loads(out)
+    training = [o for o in js["options"] if o["kind"] == "training"]
+    inference = [o for o in js["options"] if o["kind"] == "inference"]
+    assert len(training) == 9
+    assert len(inference) >= 3
+    for o in training:
+        assert o["hardware"] in o["name"]
+        assert o["pricing"] in o["name"]
+        assert o["wall_clock_days"] > 0
+        assert abs(sum(i["usd"] for i in o["items"]) - o["total_usd"]) < 1e-6 * o["total_usd"]
+        assert all({"name", "usd", "category"} <= set(i) for i in o["items"])
+    kinds = {c["kind"]: c for c in js["comparisons"]}
+    assert kinds["training"]["cheapest"] in {o["name"] for o in training}
+    assert kinds["training"]["fastest"] in {o["name"] for o in training}
+
+
+def test_compare_table_and_explain(capsys):
+    code, out, _ = run(["compare", "--explain"], capsys)
+    assert code == 0
+    assert "cheapest" in out
+    assert "fastest" in out
+    assert "Young/Daly" in out or "checkpoint" in out
+    assert "Factors used" in out
+
+
+def test_tco_multistage_json(capsys):
+    code, out, _ = run(["tco", str(EXAMPLES / "multistage-tco.yaml"), "--json"], capsys)
+    assert code == 0
+    plan = json.loads(out)["options"][0]
+    assert plan["kind"] == "plan"
+    assert len(plan["stages"]) == 3
+    assert plan["total_usd"] == pytest.approx(sum(s["total_usd"] for s in plan["stages"]))
+    # one-off data costs are charged once, not once per stage
+    assert sum(1 for i in plan["items"] if i["name"].endswith(":data_labeling")) == 1
+
+
+def test_compare_scenario_file_and_preset(capsys):
+    code, out, _ = run(
+        ["compare", str(EXAMPLES / "default.yaml"), "--json", "--preset", "industry-2024"], capsys
+    )
+    assert code == 0
+    js = json.loads(out)
+    assert js["comparisons"][0]["preset"] == "industry-2024"
+
+
+def test_preset_list_show_diff(capsys):
+    code, out, _ = run(["preset", "list", "--json"], capsys)
+    assert code == 0
+    ids = {p["id"] for p in json.loads(out)["presets"]}
+    assert {"industry-2024", "aitco-default"} <= ids
+    code, out, _ = run(["preset", "show", "industry-2024", "--json"], capsys)
+    assert code == 0
+    show = json.loads(out)
+    assert {r["factor"] for r in show["overrides"]} >= {
+        "power-conversion.loss",
+        "fragmentation.idle-fraction",
+    }
+    assert "URL not found" in show["source"] or "not found" in show["source"]
+    code, out, _ = run(
+        [
+            "preset",
+            "diff",
+            "aitco-default",
+            "industry-2024",
+            "--scenario",
+            str(EXAMPLES / "default.yaml"),
+            "--json",
+        ],
+        capsys,
+    )
+    assert code == 0
+    d = json.loads(out)
+    owned = [o for o in d["options"] if "owned" in o["name"]]
+    assert owned
+    assert any(abs(o["delta_usd"]) > 0 for o in owned)
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "field"),
+    [
+        (
+            "workload: {kind: training, model: gpt2-124m, tokens: 1e9}\n"
+            "options: [{hardware: h100-sxm5-80gb, gpus: 8, usd_per_gpu_hour: -2}]\n",
+            "usd_per_gpu_hour",
+        ),
+        (
+            "workload: {kind: training, model: gpt2-124m, tokens: 1e9}\n"
+            "options: [{hardware: l40s, gpus: 8, pricing: owned}]\n"
+            "assumptions: {fragmentation.idle-fraction: 1.7}\n",
+            "fragmentation.idle-fraction",
+        ),
+        (
+            "workload: {kind: training, model: gpt2-124m, tokens: 1e9}\n"
+            "options: [{hardware: l40s, gpus: 8, pricing: owned}]\n"
+            "assumptions: {pue.air: 0.8, pue.liquid: 0.8}\n",
+            "pue",
+        ),
+        (
+            "workload: {kind: training, model: gpt2-124m, tokens: 1e9}\n"
+            "options: [{hardware: h100-sxm5-80gb, gpus: 8, pricing: spot, provider: aws}]\n"
+            "ops: {checkpointing: none}\n",
+            "checkpoint",
+        ),
+    ],
+)
+def test_bad_input_exit_2_names_field(tmp_path, capsys, yaml_text, field):
+    f = tmp_path / "bad.yaml"
+    f.write_text(yaml_text)
+    code, _, err = run(["tco", str(f)], capsys)
+    assert code == 2
+    assert "Traceback" not in err
+    assert field in err
+
+
+def test_validate_tco_json(capsys):
+    code, out, _ = run(["validate", "tco", "--json"], capsys)
+    assert code == 0
+    res = json.loads(out)
+    s = res["summary"]
+    assert s["n_predicted"] >= 10
+    # budget: half the rows fill in an unstated cluster size or batch; median APE within 50 %
+    assert s["median_ape"] < 0.5
+    assert all(0 < r["goodput"] <= 1 for r in res["rows"])
