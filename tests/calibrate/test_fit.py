@@ -12,7 +12,12 @@ from aitco.calibrate.observations import Observation
 from aitco.errors import InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 
-TRUE = {"gemm": {"nvidia-hopper": 0.62}, "hbm": 0.71, "intra_node_link": 0.66, "scale_out_link": 0.55}
+TRUE = {
+    "gemm": {"nvidia-hopper": 0.62},
+    "hbm": 0.71,
+    "intra_node_link": 0.66,
+    "scale_out_link": 0.55,
+}
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +43,11 @@ def _synthetic(hw, eff: EfficiencyParams, noise: float = 0.0, seed: int = 0) -> 
     for dtype in ("bf16", "fp16"):
         mk("matmul_tflops", {"dtype": dtype, "size": 8192})
     mk("memory_bandwidth_gb_s", {})
-    mk("step_time_s", {"gpus": 64, "seq_len": 8192, "global_batch": 512,
-                       "plan": {"tp": 1, "pp": 1, "dp": 64}}, model)
+    mk(
+        "step_time_s",
+        {"gpus": 64, "seq_len": 8192, "global_batch": 512, "plan": {"tp": 1, "pp": 1, "dp": 64}},
+        model,
+    )
     return obs
 
 
@@ -101,8 +109,10 @@ def test_pluggable_predict_fn(hw) -> None:  # noqa: ANN001
     def simple_roofline(obs: Observation, eff: EfficiencyParams) -> float:
         return obs.conditions["peak"] * eff.hbm
 
-    obs = [Observation(kind="memory_bandwidth_gb_s", value=0.5 * p, acc=acc, conditions={"peak": p})
-           for p in (100.0, 200.0, 400.0)]
+    obs = [
+        Observation(kind="memory_bandwidth_gb_s", value=0.5 * p, acc=acc, conditions={"peak": p})
+        for p in (100.0, 200.0, 400.0)
+    ]
     fit = EfficiencyFit(params=("hbm",), predict_fn=simple_roofline).fit(obs)
     assert fit.params_["hbm"] == pytest.approx(0.5, abs=1e-6)
 
@@ -110,8 +120,13 @@ def test_pluggable_predict_fn(hw) -> None:  # noqa: ANN001
 def test_profile_from_fit(hw) -> None:  # noqa: ANN001
     true = DEFAULT_EFFICIENCY.with_overrides(TRUE)
     fit = EfficiencyFit().fit(_synthetic(hw, true))
-    prof = profile_from_fit(fit, accelerator="h100-sxm5-80gb", family="nvidia-hopper",
-                            sources=["a.txt", "a.txt"], measurements={"x": 1.0})
+    prof = profile_from_fit(
+        fit,
+        accelerator="h100-sxm5-80gb",
+        family="nvidia-hopper",
+        sources=["a.txt", "a.txt"],
+        measurements={"x": 1.0},
+    )
     assert prof.efficiency.gemm_for("nvidia-hopper") == pytest.approx(0.62, abs=1e-4)
     assert prof.fitted["hbm"].n_observations >= 1
     assert prof.fitted["intra_node_link"].n_observations == 4  # the 8-rank collectives
@@ -128,7 +143,9 @@ def test_errors() -> None:
 def test_bad_param_name(hw) -> None:  # noqa: ANN001
     acc, _, _ = hw
     with pytest.raises(InputError, match="params"):
-        EfficiencyFit(params=("nonsense",)).fit([Observation(kind="memory_bandwidth_gb_s", value=1.0, acc=acc)])
+        EfficiencyFit(params=("nonsense",)).fit(
+            [Observation(kind="memory_bandwidth_gb_s", value=1.0, acc=acc)]
+        )
 
 
 def test_observation_validation(hw) -> None:  # noqa: ANN001

@@ -40,6 +40,8 @@ from aitco.units import MEGA, SECONDS_PER_HOUR, TERA, WATTS_PER_KILOWATT
 
 #: Default utilisation threshold below which an accelerator counts as idle. [0-1]
 DEFAULT_IDLE_THRESHOLD = 0.30
+#: Microseconds per second (nccl-tests times are in us).
+US_PER_S = 1e6
 #: Joules per kilowatt-hour.
 J_PER_KWH = WATTS_PER_KILOWATT * SECONDS_PER_HOUR
 
@@ -196,7 +198,7 @@ def bus_bandwidth(nccl_summary: dict[str, Any], system: System) -> dict[str, Any
     n = nccl_summary.get("n_ranks")
     plateau = nccl_summary.get("bus_bandwidth_plateau_gb_s")
     size = nccl_summary.get("plateau_size_bytes")
-    algbw = nccl_summary.get("algbw_at_plateau_gb_s")
+    t_us = nccl_summary.get("time_at_plateau_us")
     if not n or n < 2 or not plateau or not size:
         raise InputError("nccl", n, "an nccl-tests result with rank lines and bandwidth rows")
     bw, lat, _ = comms.group_link(system, n, 1, 1.0, 1.0)
@@ -208,7 +210,7 @@ def bus_bandwidth(nccl_summary: dict[str, Any], system: System) -> dict[str, Any
         "alltoall": comms.alltoall_time_s,
     }.get(coll, comms.allreduce_time_s)
     ideal_t = float(fn(size, n, bw, lat, 1.0))
-    measured_t = size / (algbw * 1e9) if algbw else None
+    measured_t = t_us / US_PER_S if t_us else None
     ideal_bus = plateau * measured_t / ideal_t if measured_t else None
     scope = "intra-node" if n <= comms.scale_up_size(system) else "scale-out"
     return {

@@ -302,6 +302,8 @@ def _summary(
         and math.log2(max_size) - math.log2(r["size_bytes"]) <= PLATEAU_LOG2_SPAN
     ]
     best = max(plateau_rows, key=_best_busbw) if plateau_rows else max(records, key=_best_busbw)
+    oop = best.get("oop_busbw_gb_s")
+    blk = "oop" if oop is not None and oop >= (best.get("ip_busbw_gb_s") or 0.0) else "ip"
     small = [
         t
         for r in records
@@ -321,10 +323,8 @@ def _summary(
         "max_size_bytes": max_size,
         "bus_bandwidth_plateau_gb_s": _best_busbw(best),
         "plateau_size_bytes": best["size_bytes"],
-        "algbw_at_plateau_gb_s": max(
-            (v for v in (best.get("oop_algbw_gb_s"), best.get("ip_algbw_gb_s")) if v is not None),
-            default=None,
-        ),
+        "algbw_at_plateau_gb_s": best.get(f"{blk}_algbw_gb_s"),
+        "time_at_plateau_us": best.get(f"{blk}_time_us"),
         "avg_bus_bandwidth_gb_s": avg_busbw,
         "latency_us": min(small) if small else None,
         "n_ranks": n_ranks,
