@@ -253,7 +253,8 @@ def evaluate_plans(
         system, cp, strides["cp"], eff.intra_node_link, eff.scale_out_link
     )
     kv_block = tokens * 2.0 * kv / tp * act_b
-    cp_comm = lps * 3.0 * (cp - 1) * comms.p2p_time_s(kv_block, bw, lat, le)
+    # fwd passes K/V blocks; bwd passes K/V and dK/dV; a recomputed attention passes K/V again
+    cp_comm = lps * (3.0 + (rc >= 1)) * (cp - 1) * comms.p2p_time_s(kv_block, bw, lat, le)
     cp_mb = np.where(cp > 1, np.maximum(cp_comm - att_time, 0.0), 0.0)
 
     moe_lps = lps * (ms.moe_layers / ms.n_layers)
