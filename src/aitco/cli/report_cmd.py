@@ -116,7 +116,10 @@ def fill_from_option(inputs: Any, option: Any, scenario: dict[str, Any]) -> None
     wl = scenario.get("workload") or {}
     if wl.get("kind") == "inference":
         months = float(wl.get("months", 1.0))
-        inputs.monthly_cost_usd = option.total_usd / months
+        per_month = option.values.get("usd_per_month")
+        inputs.monthly_cost_usd = (
+            float(per_month) if isinstance(per_month, int | float) else option.total_usd / months
+        )
         inputs.notes.append(
             f"monthly_cost_usd = total {option.total_usd:,.0f} USD / {months:g} months of "
             f"{option.name} "

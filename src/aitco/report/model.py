@@ -29,8 +29,14 @@ HEADLINE_KEYS: tuple[str, ...] = (
     "ttft_s",
 )
 
-#: Item names that make up the advertised price of compute (the start of the waterfall).
-RENTAL_ITEM_NAMES: tuple[str, ...] = ("rental", "compute", "on_demand", "reserved", "spot_rental")
+#: Name prefixes of the items that make up the advertised price of rented compute (the start of
+#: the waterfall): ``rental_on_demand``, ``rental_spot``, ``rental_reserved_1y``...
+RENTAL_ITEM_PREFIXES: tuple[str, ...] = ("rental",)
+
+
+def _is_rental(name: str) -> bool:
+    return name.startswith(RENTAL_ITEM_PREFIXES)
+
 
 #: Latency keys tried, in order, for the cost-vs-latency front of serving options. [s]
 LATENCY_KEYS: tuple[str, ...] = ("p99_e2e_latency_s", "e2e_latency_s", "p99_ttft_s", "ttft_s")
@@ -112,21 +118,19 @@ class OptionView:
     def rental_usd(self) -> float:
         """USD of the advertised compute price (the first bar of the hidden-cost waterfall).
 
-        The items named in :data:`RENTAL_ITEM_NAMES`; when there are none (owned hardware), the
-        ``compute`` category.
+        The items whose names start with :data:`RENTAL_ITEM_PREFIXES`; when there are none
+        (owned hardware), the ``compute`` category (depreciation, financing...).
         """
-        named = [i.usd for i in self.items if i.name in RENTAL_ITEM_NAMES]
+        named = [i.usd for i in self.items if _is_rental(i.name)]
         if named:
             return math.fsum(named)
         return math.fsum(i.usd for i in self.items if i.category == "compute")
 
     def hidden_items(self) -> list[ItemView]:
         """Every item not counted in :meth:`rental_usd`, largest first."""
-        named = any(i.name in RENTAL_ITEM_NAMES for i in self.items)
+        named = any(_is_rental(i.name) for i in self.items)
         rest = [
-            i
-            for i in self.items
-            if not (i.name in RENTAL_ITEM_NAMES if named else i.category == "compute")
+            i for i in self.items if not (_is_rental(i.name) if named else i.category == "compute")
         ]
         return sorted(rest, key=lambda i: -abs(i.usd))
 

@@ -8,9 +8,10 @@ the functions so that ``aitco --help`` stays fast.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -372,13 +373,16 @@ def utilisation_heatmap_png(
     return _png(fig)
 
 
-def report_figures(data: Any) -> list[tuple[str, str, bytes]]:
+def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple[str, str, bytes]]:
     """Every plot that applies to a report, as ``(file stem, caption, PNG bytes)``.
 
     Parameters
     ----------
     data : aitco.report.model.ReportData
         The report.
+    only : collection of str, optional
+        Stems to render (``breakdown``, ``waterfall_1``..., ``pareto_time``, ``pareto_latency``,
+        ``roi``, ``tornado``, ``utilisation``); default all.
 
     Returns
     -------
@@ -388,58 +392,60 @@ def report_figures(data: Any) -> list[tuple[str, str, bytes]]:
         tornado (when ROI inputs were given) and the utilisation heatmap (when telemetry was
         ingested).
     """
-    figs: list[tuple[str, str, bytes]] = []
+    todo: list[tuple[str, str, Callable[[], bytes]]] = []
     if data.options:
-        figs.append(
+        todo.append(
             (
                 "breakdown",
                 "Cost breakdown per option, by category",
-                cost_breakdown_png(data.options),
+                lambda: cost_breakdown_png(data.options),
             )
         )
         for k, o in enumerate(sorted(data.options, key=lambda o: o.total_usd)):
-            figs.append(
+            todo.append(
                 (
                     f"waterfall_{k + 1}",
                     f"Hidden costs of {o.name}: compute price to full TCO",
-                    waterfall_png(o),
+                    functools.partial(waterfall_png, o),
                 )
             )
     if len(data.pareto_time) >= 2:
-        figs.append(
+        todo.append(
             (
                 "pareto_time",
                 "Cost vs time: the Pareto front",
-                pareto_png(
+                lambda: pareto_png(
                     data.pareto_time, xlabel="wall-clock time [days]", title="Cost vs time to train"
                 ),
             )
         )
     if len(data.pareto_latency) >= 2:
-        figs.append(
+        todo.append(
             (
                 "pareto_latency",
                 "Cost vs latency: the Pareto front",
-                pareto_png(data.pareto_latency, xlabel="latency [s]", title="Cost vs latency"),
+                lambda: pareto_png(
+                    data.pareto_latency, xlabel="latency [s]", title="Cost vs latency"
+                ),
             )
         )
     if data.roi is not None:
-        figs.append(("roi", "ROI and payback over the horizon", roi_png(data.roi)))
+        todo.append(("roi", "ROI and payback over the horizon", lambda: roi_png(data.roi)))
     if data.tornado:
-        figs.append(
+        todo.append(
             (
                 "tornado",
                 f"Sensitivity of {data.tornado_metric} to each input",
-                tornado_png(data.tornado, metric=data.tornado_metric),
+                lambda: tornado_png(data.tornado, metric=data.tornado_metric),
             )
         )
     if data.utilisation is not None:
         u = data.utilisation
-        figs.append(
+        todo.append(
             (
                 "utilisation",
                 f"Utilisation from {u.get('source', 'telemetry')}",
-                utilisation_heatmap_png(
+                lambda: utilisation_heatmap_png(
                     u["matrix"],
                     u["devices"],
                     u["times"],
@@ -447,4 +453,4 @@ def report_figures(data: Any) -> list[tuple[str, str, bytes]]:
                 ),
             )
         )
-    return figs
+    return [(stem, cap, make()) for stem, cap, make in todo if only is None or stem in only]

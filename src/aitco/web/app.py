@@ -37,6 +37,8 @@ from aitco.report.model import ReportData
 MAX_BODY_BYTES = 64 * 1024
 #: Comparisons kept in memory (keyed by the canonical scenario JSON).
 CACHE_SIZE = 64
+#: Plots shown on the page (the downloaded report has them all).
+FRAGMENT_FIGURES = ("breakdown", "waterfall_1", "pareto_time", "pareto_latency")
 #: Option rows offered by the page's scenario builder.
 FORM_OPTION_ROWS = 3
 
@@ -146,37 +148,55 @@ class _Engine:
         self._figs: OrderedDict[str, list[tuple[str, str, bytes]]] = OrderedDict()
         self._lock = threading.Lock()
         self._plot_lock = threading.Lock()
+        self._inflight: dict[str, threading.Lock] = {}
+
+    def _key_lock(self, key: str) -> threading.Lock:
+        """One lock per key, so that concurrent requests for one scenario compute it once."""
+        with self._lock:
+            lk = self._inflight.get(key)
+            if lk is None:
+                lk = self._inflight[key] = threading.Lock()
+                if len(self._inflight) > 4 * CACHE_SIZE:
+                    for k in [k for k, v in self._inflight.items() if not v.locked()][:CACHE_SIZE]:
+                        if k != key:
+                            del self._inflight[k]
+            return lk
 
     def report(self, body: Any) -> tuple[str, ReportData]:
         from aitco.report.model import build_report
 
         scen = Scenario.from_dict(body, file=None)
         key = json.dumps(scen.to_dict(), sort_keys=True)
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                return key, hit
-        data = build_report(scen, self.catalog, compare=self.compare)
-        with self._lock:
-            self._cache[key] = data
-            while len(self._cache) > CACHE_SIZE:
-                self._cache.popitem(last=False)
+        with self._key_lock("report:" + key):
+            with self._lock:
+                hit = self._cache.get(key)
+                if hit is not None:
+                    self._cache.move_to_end(key)
+                    return key, hit
+            data = build_report(scen, self.catalog, compare=self.compare)
+            with self._lock:
+                self._cache[key] = data
+                while len(self._cache) > CACHE_SIZE:
+                    self._cache.popitem(last=False)
         return key, data
 
-    def figures(self, key: str, data: ReportData) -> list[tuple[str, str, bytes]]:
+    def figures(
+        self, key: str, data: ReportData, only: tuple[str, ...] | None = None
+    ) -> list[tuple[str, str, bytes]]:
         from aitco.report.plots import report_figures
 
-        with self._lock:
-            hit = self._figs.get(key)
-        if hit is not None:
-            return hit
-        with self._plot_lock:
-            figs = report_figures(data)
-        with self._lock:
-            self._figs[key] = figs
-            while len(self._figs) > CACHE_SIZE:
-                self._figs.popitem(last=False)
+        fkey = f"{only}:{key}"
+        with self._key_lock("figs:" + fkey):
+            with self._lock:
+                hit = self._figs.get(fkey)
+            if hit is not None:
+                return hit
+            with self._plot_lock:
+                figs = report_figures(data, only=only)
+            with self._lock:
+                self._figs[fkey] = figs
+                while len(self._figs) > CACHE_SIZE:
+                    self._figs.popitem(last=False)
         return figs
 
 
@@ -299,7 +319,7 @@ def create_app(
         body = await _json_body(request)
         key, data = await _run(engine.report, body)
         if _is_htmx(request):
-            figs = await _run(engine.figures, key, data)
+            figs = await _run(engine.figures, key, data, FRAGMENT_FIGURES)
             return HTMLResponse(_fragment(env, data, figs))
         return JSONResponse(_finite(data.to_json()))
 
@@ -363,8 +383,7 @@ def _workbook(data: ReportData) -> bytes:
 
 
 def _fragment(env: Any, data: ReportData, figs: list[tuple[str, str, bytes]]) -> str:
-    wanted = ("breakdown", "waterfall_1", "pareto_time", "pareto_latency")
-    shown = [(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs if s in wanted]
+    shown = [(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs]
     return str(
         env.get_template("results.html.j2").render(
             data=data, headline=headline_keys(data), figures=shown
