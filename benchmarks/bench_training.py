@@ -13,18 +13,18 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from aitco.catalog.loader import load_catalog  # noqa: E402
-from aitco.catalog.schema import ModelArch  # noqa: E402
-from aitco.perf.efficiency import DEFAULT_EFFICIENCY  # noqa: E402
-from aitco.perf.flops import model_shape  # noqa: E402
-from aitco.perf.plan_search import candidate_plans, evaluate_chunked  # noqa: E402
-from aitco.perf.training import estimate_training, evaluate_plans, hardware_shape  # noqa: E402
-from aitco.validation.training import KNOWN_ARCHS  # noqa: E402
+from aitco.catalog.loader import load_catalog
+from aitco.catalog.schema import ModelArch
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY
+from aitco.perf.flops import model_shape
+from aitco.perf.plan_search import candidate_plans, evaluate_chunked
+from aitco.perf.training import estimate_training, evaluate_plans, hardware_shape
+from aitco.validation.training import KNOWN_ARCHS, validate_training
 
 
-def best_of(fn, repeat: int = 5) -> float:  # noqa: ANN001
+def best_of(fn, repeat: int = 5) -> float:
     """Fastest wall time of ``repeat`` calls. [s]"""
     times = []
     for _ in range(repeat):
@@ -72,8 +72,7 @@ def main() -> None:
     t_one = best_of(lambda: evaluate_plans(**kw, **big), repeat=3)
     print(f"raw evaluation (one pass over 1M-element arrays): {n_target / t_one:,.0f} plans/s")
 
-    t_val = best_of(lambda: __import__("aitco.validation.training", fromlist=["x"]).validate_training(
-        catalog=cat), repeat=1)  # fmt: skip
+    t_val = best_of(lambda: validate_training(catalog=cat), repeat=1)
     print(f"validation of the training ground truth: {t_val:.2f} s")
 
 

@@ -48,11 +48,11 @@ def evaluate_chunked(plans: dict[str, NDArray[Any]], **kw: Any) -> dict[str, NDA
         The outputs of ``evaluate_plans`` for every plan, in order.
     """
     n = int(next(iter(plans.values())).size)
+    run: Any = evaluate_plans
     if n <= CHUNK:
-        return evaluate_plans(**kw, **plans)
+        return dict(run(**kw, **plans))
     parts = [
-        evaluate_plans(**kw, **{k: v[i : i + CHUNK] for k, v in plans.items()})
-        for i in range(0, n, CHUNK)
+        run(**kw, **{k: v[i : i + CHUNK] for k, v in plans.items()}) for i in range(0, n, CHUNK)
     ]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
