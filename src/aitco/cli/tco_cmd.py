@@ -98,6 +98,8 @@ def _header(o: Breakdown, c: Comparison) -> str:
         marks.append("[cyan]fastest[/cyan]")
     if not o.values.get("fits", True):
         marks.append("[red]does not fit[/red]")
+    if o.values.get("meets_slo") is False:
+        marks.append("[red]misses SLO[/red]")
     name = o.name.replace(" ", "\n", 1) if o.kind != "plan" else o.name
     return name + ("\n" + " ".join(marks) if marks else "")
 

@@ -259,7 +259,11 @@ def _unique_names(opts: list[Breakdown]) -> None:
 
 
 def _mark(comp: Comparison) -> None:
-    ok = [o for o in comp.options if o.values.get("fits", True)]
+    ok = [
+        o
+        for o in comp.options
+        if o.values.get("fits", True) and o.values.get("meets_slo") is not False
+    ]
     if not ok:
         return
     comp.cheapest = min(ok, key=lambda o: o.total_usd).name
@@ -756,6 +760,18 @@ def _checkpoint_save_h(
         total = float(param_counts(model).total)
         return float(checkpoint_save_time_s(total, bw_gb_s_per_node * nodes)) / SECONDS_PER_HOUR
     return float(reliability.checkpoint_save_time_h(ckpt_bytes, bw_gb_s_per_node, nodes))
+
+
+def _meets_slo(w: InferenceWorkload, v: dict[str, Any]) -> bool | None:
+    """Whether the mean TTFT and TPOT meet the workload's objectives (None: no objective)."""
+    if w.slo_ttft_ms is None and w.slo_tpot_ms is None:
+        return None
+    ttft, tpot = _f(v.get("ttft_s")), _f(v.get("tpot_s"))
+    if ttft is None or tpot is None or math.isnan(ttft) or math.isnan(tpot):
+        return False
+    ok_ttft = w.slo_ttft_ms is None or ttft * 1e3 <= w.slo_ttft_ms
+    ok_tpot = w.slo_tpot_ms is None or tpot * 1e3 <= w.slo_tpot_ms
+    return bool(ok_ttft and ok_tpot)
 
 
 def _f(x: Any) -> float | None:
@@ -1295,6 +1311,7 @@ def _inference(
         "qps": qps,
         "requests_per_s_capacity": rps_capacity,
         "scaled": scaled or None,
+        "meets_slo": _meets_slo(w, v),
         "utilization": busy,
         "ttft_s": _f(v.get("ttft_s")),
         "tpot_s": _f(v.get("tpot_s")),
