@@ -1,9 +1,11 @@
 """Load test of the web app on localhost: N concurrent clients for T seconds, no errors allowed.
 
-Serves ``aitco.web.app.create_app()`` (the real engine) with uvicorn in a thread on 127.0.0.1 and
-a free port, then runs ``--clients`` asyncio clients (httpx) for ``--seconds``; each client
-loops over a mix of requests: the page, the pick-lists, ``POST /api/v1/compare`` (JSON) with a
-handful of scenarios (so both cache hits and fresh comparisons happen), and the htmx fragment.
+Serves the app (the real engine) with ``aitco web --host 127.0.0.1 --port <free port>`` in a
+child process (``--in-process`` serves it from a thread of this process instead, sharing its
+GIL with the clients), then runs ``--clients`` asyncio clients (httpx) for ``--seconds``;
+each client loops over a mix of requests: the page, the pick-lists, ``POST /api/v1/compare`` (JSON)
+with a handful of scenarios (so both cache hits and fresh comparisons happen), and the htmx
+fragment.
 Reports requests/s, p50/p99 latency and every non-2xx/connection error; exits 1 on any error.
 
 Usage::
@@ -20,6 +22,7 @@ import asyncio
 import json
 import socket
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -33,6 +36,23 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _wait_healthy(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"aitco web exited with status {proc.returncode}")
+        try:
+            if httpx.get(base + "/api/v1/health", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.terminate()
+    raise SystemExit("aitco web did not become healthy in time")
 
 
 def _scenarios() -> list[dict[str, Any]]:
@@ -130,29 +150,58 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--max-requests-per-client", type=int, default=100_000)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--in-process", action="store_true", help="serve from a thread of this process")
     a = ap.parse_args()
     if not 1 <= a.clients <= MAX_CLIENTS or not 0 < a.seconds <= MAX_SECONDS:
         ap.error(f"--clients in 1..{MAX_CLIENTS} and --seconds in (0, {MAX_SECONDS}]")
 
-    import uvicorn
-
-    from aitco.web.app import create_app
-
     port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning", backlog=1024)
-    )
-    th = threading.Thread(target=server.run, daemon=True)
-    th.start()
-    while not server.started:
-        time.sleep(0.05)
-    try:
-        res = asyncio.run(
-            _run(f"http://127.0.0.1:{port}", a.clients, a.seconds, a.max_requests_per_client)
+    base = f"http://127.0.0.1:{port}"
+    if a.in_process:
+        import uvicorn
+
+        from aitco.web.app import create_app
+
+        server = uvicorn.Server(
+            uvicorn.Config(
+                create_app(), host="127.0.0.1", port=port, log_level="warning", backlog=1024
+            )
         )
+        th = threading.Thread(target=server.run, daemon=True)
+        th.start()
+        while not server.started:
+            time.sleep(0.05)
+
+        def stop() -> None:
+            server.should_exit = True
+            th.join(timeout=10)
+    else:
+        cmd = [
+            sys.executable,
+            "-m",
+            "aitco.cli.app",
+            "web",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        _wait_healthy(base, proc)
+
+        def stop() -> None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    try:
+        res = asyncio.run(_run(base, a.clients, a.seconds, a.max_requests_per_client))
     finally:
-        server.should_exit = True
-        th.join(timeout=10)
+        stop()
+    res["server"] = "thread" if a.in_process else "child process"
     if a.json:
         print(json.dumps(res, indent=2))
     else:
