@@ -534,6 +534,24 @@ def _yaml_args(path: str | None, section: str) -> dict[str, Any]:
     return data
 
 
+def _coerce(args: dict[str, Any], kinds: dict[str, type], file: str | None) -> None:
+    """Convert YAML scalars to numbers in place (YAML 1.1 reads ``5.0e9`` as a string)."""
+    for k, typ in kinds.items():
+        v = args.get(k)
+        if v is None or isinstance(v, bool):
+            continue
+        try:
+            num = float(v)
+        except (TypeError, ValueError) as exc:
+            raise InputError(k, v, "a number", file=file) from exc
+        if typ is int:
+            if not num.is_integer():
+                raise InputError(k, v, "an integer", file=file)
+            args[k] = int(num)
+        else:
+            args[k] = num
+
+
 def _check_keys(args: dict[str, Any], allowed: list[str], file: str | None) -> None:
     import difflib
 
@@ -594,6 +612,11 @@ def buy_vs_rent_cmd(
         "overrides",
     ]
     _check_keys(args, allowed, file)
+    _coerce(
+        args,
+        {"gpus": int, "utilization": float, "horizon_years": float, "discount_rate": float},
+        file,
+    )
     flags = {
         "hardware": hardware,
         "gpus": gpus,
@@ -656,6 +679,149 @@ def buy_vs_rent_cmd(
     console.print(f"cheapest over the horizon: [bold]{res['cheapest']}[/bold]")
 
 
+# --------------------------------------------------------------------------- API vs self-host
+def api_vs_self_host_cmd(
+    file: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[FILE]", help="YAML with the inputs (examples/api_vs_self_host*.yaml)."
+        ),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Open model to self-host.")] = None,
+    volume_tokens_per_month: Annotated[
+        float | None, typer.Option(help="Tokens (in+out) per month.")
+    ] = None,
+    requests_per_day: Annotated[
+        float | None, typer.Option(help="Requests per day (instead of tokens).")
+    ] = None,
+    input_tokens: Annotated[int | None, typer.Option(help="Mean prompt length. [tokens]")] = None,
+    output_tokens: Annotated[int | None, typer.Option(help="Mean output length. [tokens]")] = None,
+    cached_fraction: Annotated[
+        float | None, typer.Option(help="Share of input from the prompt cache.")
+    ] = None,
+    batch_api: Annotated[
+        bool, typer.Option("--batch-api", help="Apply the APIs' batch discount.")
+    ] = False,
+    api: Annotated[
+        list[str] | None, typer.Option("--api", help="API id (repeatable; default all).")
+    ] = None,
+    hardware: Annotated[
+        list[str] | None, typer.Option("--hardware", help="Self-host hardware (repeatable).")
+    ] = None,
+    pricing: Annotated[str | None, typer.Option(help="Pricing of self-hosted GPUs.")] = None,
+    max_ttft_s: Annotated[
+        float | None, typer.Option(help="TTFT objective for self-hosting. [s]")
+    ] = None,
+    max_tpot_s: Annotated[
+        float | None, typer.Option(help="TPOT objective for self-hosting. [s]")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """$/Mtok of managed APIs vs self-hosting at your volume; the volume where self-hosting wins."""
+    from aitco.cli import state
+    from aitco.decide.api_vs_self_host import api_vs_self_host
+
+    args = _yaml_args(file, "api_vs_self_host")
+    allowed = [
+        "model",
+        "volume_tokens_per_month",
+        "requests_per_day",
+        "input_tokens",
+        "output_tokens",
+        "cached_fraction",
+        "batch_api",
+        "apis",
+        "hardware",
+        "pricing",
+        "precisions",
+        "max_ttft_s",
+        "max_tpot_s",
+        "prices",
+        "engine_check",
+    ]
+    _check_keys(args, allowed, file)
+    _coerce(
+        args,
+        {
+            "volume_tokens_per_month": float,
+            "requests_per_day": float,
+            "input_tokens": int,
+            "output_tokens": int,
+            "cached_fraction": float,
+            "max_ttft_s": float,
+            "max_tpot_s": float,
+        },
+        file,
+    )
+    flags = {
+        "model": model,
+        "volume_tokens_per_month": volume_tokens_per_month,
+        "requests_per_day": requests_per_day,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cached_fraction": cached_fraction,
+        "apis": api,
+        "hardware": hardware,
+        "pricing": pricing,
+        "max_ttft_s": max_ttft_s,
+        "max_tpot_s": max_tpot_s,
+    }
+    args.update({k: v for k, v in flags.items() if v is not None})
+    if batch_api:
+        args["batch_api"] = True
+    for k in ("hardware", "precisions"):
+        if k in args:
+            args[k] = tuple(args[k])
+    args.setdefault("model", "llama-3.1-70b")
+    if "requests_per_day" not in args:
+        args.setdefault("volume_tokens_per_month", 1e9)
+    res = api_vs_self_host(state.catalog(), **args)
+    if json_out:
+        print_json(res)
+        return
+    vol = res["volume_tokens_per_month"]
+    console.print(
+        f"self-hosting [bold]{res['model']}[/bold] at {fmt(vol)} tokens/month "
+        f"({res['input_tokens']} in / {res['output_tokens']} out per request)",
+        highlight=False,
+    )
+    sh = res.get("self_host")
+    if sh:
+        console.print(
+            f"  cheapest plan: {sh['replicas']} x {sh['gpus_per_replica']} {sh['hardware']} "
+            f"{sh['precision']} "
+            f"batch {sh['batch']} -> {sh['usd_per_million_tokens']:.3g} $/Mtok "
+            f"(TTFT {sh['ttft_s']:.3g} s, TPOT {sh['tpot_s']:.3g} s, {sh['utilization']:.0%} busy)",
+            highlight=False,
+        )
+    rows = [
+        [
+            r["api"],
+            r["usd_per_million_tokens"],
+            r.get("api_monthly_usd"),
+            r.get("self_host_monthly_usd"),
+            r["break_even_tokens_per_month"],
+            "self-host" if r.get("self_host_wins") else "API",
+        ]
+        for r in res["apis"]
+    ]
+    console.print(
+        table(
+            "API vs self-host",
+            [
+                "API",
+                "$/Mtok",
+                "API $/month",
+                "self-host $/month",
+                "break-even tokens/month",
+                "cheaper",
+            ],
+            rows,
+        )
+    )
+    console.print(f"[dim]{res['note']}[/dim]")
+
+
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add the decision commands to the ``aitco`` app."""
     app.command("roi")(roi_cmd)
@@ -663,3 +829,4 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("sweep")(sweep_cmd)
     app.command("optimize")(optimize_cmd)
     app.command("buy-vs-rent")(buy_vs_rent_cmd)
+    app.command("api-vs-self-host")(api_vs_self_host_cmd)

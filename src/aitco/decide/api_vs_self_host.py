@@ -1,0 +1,416 @@
+"""API vs self-host: dollars per million tokens of managed token APIs against serving it yourself.
+
+The managed side is the dated API price catalog (``catalog/data/apis``): a blended price per
+million tokens for the user's request mix (input/output lengths, share of cached input, batch
+discount). The self-hosted side prices the user's open model on rented (or owned) accelerators:
+every hardware x tensor-parallel degree x precision x batch candidate is evaluated at once with
+the vectorised serving model (:class:`aitco.decide.evaluators.ServingEvaluator`), candidates that
+miss the latency objectives or do not fit are dropped, and the replicas needed for each monthly
+volume are rounded up -- so the self-hosted price per token falls with volume (fixed replicas
+amortised) while the API price is flat. The break-even volume is the smallest volume from which
+self-hosting is at least as cheap as the API. The cheapest plan at the user's volume is also run
+through the full inference engine (:func:`aitco.perf.inference.estimate_inference`) as a check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from aitco.catalog.loader import Catalog
+from aitco.catalog.schema import ApiPrice
+from aitco.decide import evaluators as ev
+from aitco.errors import InputError
+from aitco.units import DTYPES, HOURS_PER_MONTH, MEGA, SECONDS_PER_HOUR
+
+#: Hardware offered by default for self-hosting (common inference accelerators).
+DEFAULT_HARDWARE: tuple[str, ...] = (
+    "h100-sxm5-80gb",
+    "h200-sxm-141gb",
+    "a100-sxm4-80gb",
+    "l40s",
+    "l4",
+    "mi300x",
+)
+DEFAULT_TP: tuple[int, ...] = (1, 2, 4, 8)
+DEFAULT_BATCH: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+DEFAULT_PRECISIONS: tuple[str, ...] = ("bf16", "fp8")
+#: Volumes scanned for the break-even: 10^4 .. 10^13 tokens/month, 40 points per decade.
+VOLUME_MIN_TOKENS = 1e4
+VOLUME_MAX_TOKENS = 1e13
+VOLUME_POINTS_PER_DECADE = 40
+SECONDS_PER_MONTH = HOURS_PER_MONTH * SECONDS_PER_HOUR
+
+
+def api_usd_per_mtok(
+    api: ApiPrice,
+    input_tokens: float,
+    output_tokens: float,
+    cached_fraction: float = 0.0,
+    batch: bool = False,
+) -> float:
+    r"""Blended API price per million tokens (input + output) for a request mix.
+
+    Notes
+    -----
+    .. math::
+
+        p = \frac{i\,[(1-c)\,p_{in} + c\,p_{cached}] + o\,p_{out}}{i + o}\,(1 - \beta)
+
+    with *c* the share of input tokens served from the prompt cache (:math:`p_{cached} = p_{in}`
+    when the API lists no cached price) and :math:`\beta` the batch discount when ``batch``.
+    """
+    if not 0 <= cached_fraction <= 1:
+        raise InputError("--cached-fraction", cached_fraction, "a fraction in [0, 1]")
+    p_cached = api.cached_input_usd_per_mtok
+    if p_cached is None:
+        p_cached = api.input_usd_per_mtok
+    inp = input_tokens * (
+        (1 - cached_fraction) * api.input_usd_per_mtok + cached_fraction * p_cached
+    )
+    price = (inp + output_tokens * api.output_usd_per_mtok) / (input_tokens + output_tokens)
+    if batch and api.batch_discount:
+        price *= 1.0 - api.batch_discount
+    return float(price)
+
+
+def volume_grid(volume_tokens_per_month: float | None = None) -> np.ndarray:
+    """Monthly volumes scanned (log-spaced), including the user's volume when given."""
+    decades = np.log10(VOLUME_MAX_TOKENS) - np.log10(VOLUME_MIN_TOKENS)
+    grid = np.logspace(
+        np.log10(VOLUME_MIN_TOKENS),
+        np.log10(VOLUME_MAX_TOKENS),
+        int(decades * VOLUME_POINTS_PER_DECADE) + 1,
+    )
+    if volume_tokens_per_month is not None:
+        grid = np.unique(np.append(grid, volume_tokens_per_month))
+    return grid
+
+
+def self_host_candidates(
+    catalog: Catalog,
+    model: str,
+    *,
+    hardware: tuple[str, ...] = DEFAULT_HARDWARE,
+    tps: tuple[int, ...] = DEFAULT_TP,
+    batches: tuple[int, ...] = DEFAULT_BATCH,
+    precisions: tuple[str, ...] = DEFAULT_PRECISIONS,
+    pricing: str = "on_demand",
+    input_tokens: int = 512,
+    output_tokens: int = 256,
+    max_ttft_s: float | None = None,
+    max_tpot_s: float | None = None,
+    prices: dict[str, dict[str, float]] | None = None,
+) -> dict[str, np.ndarray | list[str]]:
+    """Evaluate every self-hosting candidate with the vectorised serving model.
+
+    Returns
+    -------
+    dict
+        Arrays over the feasible candidates: ``hardware`` (ids), ``gpus``, ``precision``,
+        ``batch``, ``requests_per_s`` (one replica), ``usd_per_hour`` (one replica), ``ttft_s``,
+        ``tpot_s``, ``output_tokens_per_s``.
+    """
+    if pricing not in ev.PRICING_MODES:
+        raise InputError("--pricing", pricing, f"one of {', '.join(ev.PRICING_MODES)}")
+    for p in precisions:
+        if p not in DTYPES:
+            raise InputError("--precision", p, f"one of {', '.join(DTYPES)}")
+    known = [h for h in hardware]
+    hw = ev.hardware_table(catalog, known, [None], prices=prices, field_name="--hardware")
+    mt = ev.model_table([catalog.resolve_model(model, field="--model")])
+    e = ev.ServingEvaluator(hw=hw, models=mt)
+    grids = np.meshgrid(
+        np.arange(len(known)),
+        np.asarray(tps, dtype=float),
+        np.array([DTYPES.index(p) for p in precisions]),
+        np.asarray(batches, dtype=float),
+        indexing="ij",
+    )
+    h_i, g, prec, b = (x.ravel() for x in grids)
+    n = h_i.size
+    v = {
+        "option.hardware": h_i,
+        "option.gpus": g,
+        "option.pricing": np.full(n, ev.PRICING_MODES.index(pricing)),
+        "option.region": np.zeros(n, dtype=np.int64),
+        "workload.model": np.zeros(n, dtype=np.int64),
+        "workload.precision": prec,
+        "workload.kv_precision": np.full(n, -1),
+        "workload.batch": b,
+        "workload.input_tokens": np.full(n, float(input_tokens)),
+        "workload.output_tokens": np.full(n, float(output_tokens)),
+    }
+    m = e.evaluate(v)
+    ok = m["reason"] == 0
+    if max_ttft_s is not None:
+        ok &= m["ttft_s"] <= max_ttft_s
+    if max_tpot_s is not None:
+        ok &= m["tpot_s"] <= max_tpot_s
+    sel = np.flatnonzero(ok)
+    return {
+        "hardware": [known[i] for i in h_i[sel]],
+        "gpus": g[sel],
+        "precision": [DTYPES[i] for i in prec[sel]],
+        "batch": b[sel],
+        "requests_per_s": m["requests_per_s"][sel],
+        "usd_per_hour": m["usd_per_hour"][sel],
+        "ttft_s": m["ttft_s"][sel],
+        "tpot_s": m["tpot_s"][sel],
+        "output_tokens_per_s": m["output_tokens_per_s"][sel],
+        "evaluated": np.array([n]),
+        "reasons": np.array([int(np.count_nonzero(m["reason"] & bit)) for bit in ev.REASONS]),
+    }
+
+
+def self_host_usd_per_mtok(
+    cands: dict[str, Any], volumes: np.ndarray, input_tokens: int, output_tokens: int
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Cheapest self-hosted price per million tokens at each monthly volume.
+
+    Notes
+    -----
+    For candidate *j* (one replica: :math:`r_j` requests/s at :math:`c_j` USD/h) and volume *V*
+    tokens/month of requests of :math:`i + o` tokens:
+
+    .. math::
+
+        n_j(V) = \left\lceil \frac{V / (i+o)}{r_j\, 2.6298\times10^{6}\,\mathrm{s}} \right\rceil,
+        \qquad p(V) = \min_j \frac{n_j(V)\, c_j \cdot 730.5\,\mathrm{h}}{V / 10^6}
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        Price per million tokens at each volume, and the index of the cheapest candidate.
+    """
+    rps = np.asarray(cands["requests_per_s"], dtype=float)
+    if rps.size == 0:
+        return np.full(volumes.shape, np.nan), np.full(volumes.shape, -1)
+    need = volumes[:, None] / (input_tokens + output_tokens) / SECONDS_PER_MONTH
+    replicas = np.maximum(np.ceil(need / rps[None, :]), 1.0)
+    monthly = replicas * np.asarray(cands["usd_per_hour"])[None, :] * HOURS_PER_MONTH
+    per_mtok = monthly / (volumes[:, None] / MEGA)
+    best = np.argmin(per_mtok, axis=1)
+    return per_mtok[np.arange(volumes.size), best], best
+
+
+def break_even_volume(volumes: np.ndarray, self_host: np.ndarray, api: float) -> float | None:
+    """Smallest scanned volume from which self-hosting stays at or below the API price.
+
+    Rounding replicas up makes the self-hosted price a saw-tooth in volume; the break-even is
+    the start of the last run of volumes where it is <= the API price that reaches the top of
+    the scan (or the first crossing when no run reaches it). None if it never is.
+    """
+    cheaper = self_host <= api
+    if not cheaper.any():
+        return None
+    if cheaper[-1]:
+        losing = np.flatnonzero(~cheaper)
+        start = 0 if losing.size == 0 else int(losing[-1]) + 1
+        return float(volumes[start])
+    return float(volumes[int(np.flatnonzero(cheaper)[0])])
+
+
+def api_vs_self_host(
+    catalog: Catalog,
+    model: str,
+    *,
+    volume_tokens_per_month: float | None = None,
+    requests_per_day: float | None = None,
+    input_tokens: int = 512,
+    output_tokens: int = 256,
+    cached_fraction: float = 0.0,
+    batch_api: bool = False,
+    apis: list[str] | None = None,
+    hardware: tuple[str, ...] = DEFAULT_HARDWARE,
+    pricing: str = "on_demand",
+    precisions: tuple[str, ...] = DEFAULT_PRECISIONS,
+    max_ttft_s: float | None = None,
+    max_tpot_s: float | None = None,
+    prices: dict[str, dict[str, float]] | None = None,
+    engine_check: bool = True,
+) -> dict[str, Any]:
+    """Compare each managed API with self-hosting ``model``; the volume where self-hosting wins.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        APIs, accelerators, offers, models.
+    model : str
+        Open model to self-host (catalog id or config path).
+    volume_tokens_per_month, requests_per_day : float, optional
+        The user's volume (one of them; requests are converted with the mix).
+    input_tokens, output_tokens : int
+        Mean request shape. [tokens]
+    cached_fraction : float
+        Share of input tokens billed at the API's cached price. [0-1]
+    batch_api : bool
+        Use the APIs' batch discount (offline jobs).
+    apis : list of str, optional
+        API ids (default: all in the catalog).
+    hardware, pricing, precisions : optional
+        Self-hosting candidates.
+    max_ttft_s, max_tpot_s : float, optional
+        Latency objectives self-hosting must meet (the API's latency is the provider's).
+    prices : dict, optional
+        Rental price overrides ``{hardware: {mode: usd_per_gpu_hour}}``.
+    engine_check : bool
+        Re-run the plan chosen at the user's volume through the inference engine.
+
+    Returns
+    -------
+    dict
+        ``apis`` (one row per API: ``usd_per_million_tokens``, ``break_even_tokens_per_month``,
+        monthly cost at the volume, ``self_host_wins``), ``self_host`` (the plan at the volume)
+        and ``curve`` (volume -> self-host $/Mtok).
+    """
+    if input_tokens < 1 or output_tokens < 1:
+        raise InputError(
+            "--input-tokens/--output-tokens", (input_tokens, output_tokens), "lengths >= 1"
+        )
+    if volume_tokens_per_month is not None and requests_per_day is not None:
+        raise InputError(
+            "--requests-per-day", requests_per_day, "either a token volume or requests per day"
+        )
+    vol = volume_tokens_per_month
+    if requests_per_day is not None:
+        if requests_per_day <= 0:
+            raise InputError("--requests-per-day", requests_per_day, "a rate > 0")
+        vol = requests_per_day * (input_tokens + output_tokens) * (SECONDS_PER_MONTH / 86400.0)
+    if vol is not None and vol <= 0:
+        raise InputError("--volume-tokens-per-month", vol, "a volume > 0")
+    ids = apis if apis else sorted(catalog.apis)
+    rows_api: list[tuple[str, ApiPrice]] = []
+    for a in ids:
+        if a not in catalog.apis:
+            from aitco.errors import UnknownIdError
+
+            raise UnknownIdError("api", a, catalog.apis, field="--api")
+        rows_api.append((a, catalog.apis[a]))
+    if not rows_api:
+        raise InputError("apis", ids, "at least one API price in the catalog")
+    cands = self_host_candidates(
+        catalog,
+        model,
+        hardware=hardware,
+        pricing=pricing,
+        precisions=precisions,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        max_ttft_s=max_ttft_s,
+        max_tpot_s=max_tpot_s,
+        prices=prices,
+    )
+    if len(cands["hardware"]) == 0:
+        raise InputError(
+            "self-host",
+            model,
+            "a hardware x tp x batch that fits, is priced and meets the latency objectives",
+            hint=f"evaluated {int(cands['evaluated'][0])}; relax --max-ttft-s/--max-tpot-s "
+            "or add hardware",
+        )
+    grid = volume_grid(vol)
+    curve, best = self_host_usd_per_mtok(cands, grid, input_tokens, output_tokens)
+    out_apis = []
+    for aid, api in rows_api:
+        p = api_usd_per_mtok(api, input_tokens, output_tokens, cached_fraction, batch_api)
+        be = break_even_volume(grid, curve, p)
+        row: dict[str, Any] = {
+            "api": aid,
+            "provider": api.provider,
+            "model": api.model,
+            "as_of": str(api.as_of),
+            "usd_per_million_tokens": p,
+            "break_even_tokens_per_month": be,
+        }
+        if vol is not None:
+            j = int(np.flatnonzero(grid == vol)[0])
+            row["api_monthly_usd"] = p * vol / MEGA
+            row["self_host_monthly_usd"] = float(curve[j]) * vol / MEGA
+            row["self_host_wins"] = bool(curve[j] <= p)
+        out_apis.append(row)
+    out_apis.sort(key=lambda r: r["usd_per_million_tokens"])
+    result: dict[str, Any] = {
+        "model": model,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cached_fraction": cached_fraction,
+        "batch_api": batch_api,
+        "pricing": pricing,
+        "volume_tokens_per_month": vol,
+        "note": (
+            "prices only: an API model and the self-hosted open model may differ in quality; "
+            "compare like with like (e.g. a hosted API of the same open model)"
+        ),
+        "candidates_evaluated": int(cands["evaluated"][0]),
+        "candidates_feasible": len(cands["hardware"]),
+        "apis": out_apis,
+        "curve": [
+            {"tokens_per_month": float(v), "self_host_usd_per_million_tokens": float(c)}
+            for v, c in zip(
+                grid[:: VOLUME_POINTS_PER_DECADE // 4],
+                curve[:: VOLUME_POINTS_PER_DECADE // 4],
+                strict=True,
+            )
+        ],
+    }
+    if vol is not None:
+        j = int(np.flatnonzero(grid == vol)[0])
+        k = int(best[j])
+        rps = float(cands["requests_per_s"][k])
+        need = vol / (input_tokens + output_tokens) / SECONDS_PER_MONTH
+        plan = {
+            "hardware": cands["hardware"][k],
+            "gpus_per_replica": int(cands["gpus"][k]),
+            "precision": cands["precision"][k],
+            "batch": int(cands["batch"][k]),
+            "replicas": int(max(np.ceil(need / rps), 1)),
+            "requests_per_s_needed": need,
+            "requests_per_s_per_replica": rps,
+            "ttft_s": float(cands["ttft_s"][k]),
+            "tpot_s": float(cands["tpot_s"][k]),
+            "usd_per_million_tokens": float(curve[j]),
+            "utilization": need / (max(np.ceil(need / rps), 1) * rps),
+            "model": "aitco.decide.evaluators.ServingEvaluator (roofline, unloaded latency)",
+        }
+        if engine_check:
+            plan["engine_check"] = _engine_check(catalog, model, plan, input_tokens, output_tokens)
+        result["self_host"] = plan
+    return result
+
+
+def _engine_check(
+    catalog: Catalog, model: str, plan: dict[str, Any], input_tokens: int, output_tokens: int
+) -> dict[str, Any]:
+    """Run the chosen replica through the full inference engine (continuous batching)."""
+    try:
+        from aitco.perf.inference import estimate_inference
+    except ImportError:  # pragma: no cover - engine is part of the package
+        return {"available": False}
+    acc, sysm = catalog.hardware(plan["hardware"])
+    try:
+        res = estimate_inference(
+            catalog.resolve_model(model),
+            acc,
+            sysm,
+            plan["gpus_per_replica"],
+            precision=plan["precision"],
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            concurrency=plan["batch"],
+            tp=plan["gpus_per_replica"],
+        )
+    except Exception as exc:  # report it; never fail the comparison on the check
+        return {"available": False, "error": str(exc)}
+    v = res.values
+    rps = v.get("requests_per_s")
+    out = {
+        "available": True,
+        "ttft_s": v.get("ttft_s"),
+        "tpot_s": v.get("tpot_s"),
+        "requests_per_s_per_replica": rps,
+    }
+    if rps:
+        out["ratio_to_sweep_model"] = float(rps) / plan["requests_per_s_per_replica"]
+    return out

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from aitco.catalog.schema import ApiPrice
+from aitco.cli.app import main
+from aitco.decide.api_vs_self_host import (
+    api_usd_per_mtok,
+    api_vs_self_host,
+    break_even_volume,
+    self_host_usd_per_mtok,
+)
+from aitco.errors import InputError
+
+
+def _api(**kw):
+    base = dict(
+        id="x/y",
+        provider="x",
+        model="y",
+        input_usd_per_mtok=3.0,
+        output_usd_per_mtok=15.0,
+        as_of="2026-01-01",
+    )
+    base.update(kw)
+    return ApiPrice(**base)
+
+
+def test_blended_api_price_by_hand():
+    a = _api(cached_input_usd_per_mtok=0.3, batch_discount=0.5)
+    assert api_usd_per_mtok(a, 512, 256) == pytest.approx((512 * 3 + 256 * 15) / 768)
+    cached = api_usd_per_mtok(a, 512, 256, cached_fraction=0.5)
+    assert cached == pytest.approx((256 * 3 + 256 * 0.3 + 256 * 15) / 768)
+    assert api_usd_per_mtok(a, 512, 256, batch=True) == pytest.approx(
+        api_usd_per_mtok(a, 512, 256) / 2
+    )
+    with pytest.raises(InputError):
+        api_usd_per_mtok(a, 1, 1, cached_fraction=2)
+
+
+def test_self_host_price_by_hand():
+    cands = {"requests_per_s": np.array([1.0]), "usd_per_hour": np.array([2.0])}
+    vol = np.array([1e6, 1e12])
+    p, _ = self_host_usd_per_mtok(cands, vol, 500, 500)
+    # 1e6 tokens/month is far below one replica: a full replica-month for 1 Mtok
+    assert p[0] == pytest.approx(2.0 * 365.25 * 24 / 12 / 1.0)
+    need = 1e12 / 1000 / (365.25 * 24 / 12 * 3600)
+    assert p[1] == pytest.approx(np.ceil(need) * 2.0 * 365.25 * 24 / 12 / 1e6)
+
+
+def test_break_even_volume_sawtooth():
+    v = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert break_even_volume(v, np.array([5, 3, 4, 2, 1.0]), 3.5) == 4.0
+    assert break_even_volume(v, np.array([5, 5, 5, 5, 5.0]), 1.0) is None
+    assert break_even_volume(v, np.array([1, 1, 1, 1, 1.0]), 2.0) == 1.0
+
+
+def test_self_hosting_wins_at_high_volume(catalog):
+    r = api_vs_self_host(
+        catalog,
+        "llama-3.1-8b",
+        volume_tokens_per_month=1e11,
+        apis=["openai/gpt-4o"],
+        engine_check=False,
+    )
+    row = r["apis"][0]
+    assert row["self_host_wins"]
+    assert row["break_even_tokens_per_month"] < 1e11
+    sh = r["self_host"]
+    assert sh["replicas"] * sh["requests_per_s_per_replica"] >= sh["requests_per_s_needed"]
+    # at the break-even volume the self-host price is at or below the API price
+    low = api_vs_self_host(
+        catalog,
+        "llama-3.1-8b",
+        volume_tokens_per_month=row["break_even_tokens_per_month"],
+        apis=["openai/gpt-4o"],
+        engine_check=False,
+    )
+    assert low["apis"][0]["self_host_wins"]
+    tiny = api_vs_self_host(
+        catalog,
+        "llama-3.1-8b",
+        volume_tokens_per_month=1e5,
+        apis=["openai/gpt-4o"],
+        engine_check=False,
+    )
+    assert not tiny["apis"][0]["self_host_wins"]
+
+
+def test_latency_objective_binds(catalog):
+    with pytest.raises(InputError, match="latency"):
+        api_vs_self_host(
+            catalog,
+            "llama-3.1-70b",
+            volume_tokens_per_month=1e9,
+            max_tpot_s=1e-6,
+            engine_check=False,
+        )
+
+
+def test_cli(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["api-vs-self-host", "examples/api_vs_self_host_llama70b.yaml", "--json"])
+    out, _ = capsys.readouterr()
+    assert exc.value.code == 0
+    d = json.loads(out)
+    assert d["apis"]
+    assert d["self_host"]["engine_check"]["available"] in (True, False)
+    with pytest.raises(SystemExit) as exc:
+        main(["api-vs-self-host", "--api", "openai/gpt-4", "--json"])
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2
+    assert "did you mean" in err
