@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from aitco.cli import state
-from aitco.cli.render import console, fmt, print_explain, print_json, table
+from aitco.cli.render import console, fmt, print_json, table
 from aitco.cost.tco import CATEGORIES, Breakdown
 from aitco.decide.compare import Comparison, compare
 from aitco.decide.scenario import Scenario
@@ -179,12 +179,47 @@ def _num(x: Any, digits: int) -> str:
     return f"{v:,.{digits}f}" if abs(v) >= 1 else fmt(v, digits)
 
 
+def _inputs_text(inputs: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v if isinstance(v, str) else _short_any(v)}" for k, v in inputs.items())
+
+
+def _short_any(v: Any) -> str:
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_short_any(x) for x in v) + "]"
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, int | float):
+        return fmt(float(v))
+    return str(v)
+
+
 def _explain(c: Comparison) -> None:
-    for o in c.options:
-        print_explain(o.to_estimate())
+    """Per option: every item with its formula, inputs and sources; then the factors used."""
+    options = [st for o in c.options for st in (o.stages or [o])]
+    for o in options:
+        rows = [
+            [
+                f"{i.category}: {i.name}",
+                fmt(i.usd),
+                f"{100 * i.share:.1f}%",
+                escape(i.formula),
+                escape(_inputs_text(i.inputs)),
+                escape("; ".join(src.split(": ", 1)[0] for src in i.sources)),
+            ]
+            for i in o.items
+        ]
+        console.print(
+            table(
+                f"How {o.name} was priced (total {fmt(o.total_usd)} USD)",
+                ["item", "USD", "share", "formula", "inputs", "sources"],
+                rows,
+            )
+        )
+        for a in o.assumptions:
+            console.print(f"  - {escape(a)}", highlight=False)
     console.print("[bold]Factors used[/bold] (value, then where it came from):")
     for a in c.assumptions:
-        console.print(f"  - {a}", highlight=False)
+        console.print(f"  - {escape(a)}", highlight=False)
 
 
 def compare_cmd(

@@ -297,7 +297,9 @@ class _Price:
     capex: dict[str, float] = field(default_factory=dict)
 
 
-def _rental_price(cat: Catalog, acc: Accelerator, opt: HardwareOption, where: str) -> _Price:
+def _rental_price(
+    cat: Catalog, acc: Accelerator, opt: HardwareOption, where: str, node_size: int = 1
+) -> _Price:
     term = opt.pricing
     if opt.usd_per_gpu_hour is not None:
         return _Price(
@@ -314,6 +316,12 @@ def _rental_price(cat: Catalog, acc: Accelerator, opt: HardwareOption, where: st
             raise UnknownIdError("offer", opt.offer, cat.offers, field=f"{where}.offer")
     if opt.provider:
         offers = [o for o in offers if o.provider == opt.provider]
+    # a job spanning several instances needs instances of at least a full node (multi-node
+    # training over single-GPU instances is not modelled); fall back to any offer otherwise
+    need = min(opt.gpus, node_size)
+    whole = [o for o in offers if o.accelerators_per_instance >= need and _has_term(o, term)]
+    if whole and not opt.offer:
+        offers = whole
     best: tuple[float, CloudOffer, Any] | None = None
     for o in offers:
         for p in o.prices:
@@ -351,6 +359,10 @@ def _rental_price(cat: Catalog, acc: Accelerator, opt: HardwareOption, where: st
         gpus_per_instance=o.accelerators_per_instance,
         offer=o.id,
     )
+
+
+def _has_term(o: CloudOffer, term: str) -> bool:
+    return any(p.term == term for p in o.prices)
 
 
 def _owned_price(
@@ -449,7 +461,7 @@ def _price_per_gpu_h(
     where: str,
 ) -> _Price:
     if opt.pricing in RENTED:
-        return _rental_price(cat, acc, opt, where)
+        return _rental_price(cat, acc, opt, where, sysm.devices_per_node)
     return _owned_price(acc, sysm, opt, fac, scn.ops.depreciation, where)
 
 
