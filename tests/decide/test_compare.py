@@ -258,3 +258,21 @@ def test_negative_price_in_scenario_is_an_error():
 def test_unknown_preset(cat):
     with pytest.raises(InputError, match="preset"):
         compare(default_training(), cat, preset="industry-2042")
+
+
+def test_energy_per_token_by_precision(cat):
+    def run(prec: str) -> float:
+        scn = Scenario.from_dict(
+            {
+                "name": "p",
+                "workload": {
+                    "kind": "training", "model": "gpt2-1.02b", "tokens": 1e9, "seq_len": 2048,
+                    "global_batch": 256, "precision": prec,
+                },
+                "options": [{"hardware": "h100-sxm5-80gb", "gpus": 8, "pricing": "owned"}],
+            }
+        )  # fmt: skip
+        return compare(scn, cat).options[0].values["energy_per_token_j"]
+
+    bf16, fp8 = run("bf16"), run("fp8")
+    assert 0 < fp8 < bf16  # fp8 trains faster at the same power: less energy per token
