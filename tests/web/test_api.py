@@ -109,3 +109,32 @@ def test_openapi_documents_the_scenario(client: Any) -> None:
     lists = client.get("/api/v1/catalog").json()
     assert "h100-sxm5-80gb" in [h["id"] for h in lists["hardware"]]
     assert "owned" in lists["pricing"]
+
+
+def test_real_engine_api_equals_compare(catalog: Any) -> None:
+    """Interfaces are thin: the API's totals are ``compare()``'s, item by item."""
+    compare_mod = pytest.importorskip("aitco.decide.compare")
+    from fastapi.testclient import TestClient
+
+    from aitco.web.app import create_app
+
+    body = {
+        "name": "agree",
+        "workload": {"kind": "training", "model": "gpt2-124m", "tokens": 2e9, "seq_len": 1024},
+        "options": [
+            {"hardware": "a100-sxm4-80gb", "gpus": 8, "pricing": "on_demand"},
+            {"hardware": "l40s", "gpus": 8, "pricing": "owned"},
+        ],
+    }
+    with TestClient(create_app()) as c:
+        r = c.post("/api/v1/compare", json=body)
+    assert r.status_code == 200, r.text
+    comp = compare_mod.compare(Scenario.from_dict(copy.deepcopy(body)), catalog)
+    got = r.json()
+    assert got["cheapest"] == comp.cheapest
+    for o_api, o_eng in zip(got["options"], comp.options, strict=True):
+        assert o_api["name"] == o_eng.name
+        assert o_api["total_usd"] == o_eng.total_usd
+        assert [(i["name"], i["usd"]) for i in o_api["items"]] == [
+            (i.name, i.usd) for i in o_eng.items
+        ]

@@ -118,14 +118,8 @@ def cost_breakdown_png(options: Sequence[OptionView]) -> bytes:
     _usd_axis(ax, "x")
     ax.set_xlim(0, max((o.total_usd for o in options), default=1.0) * 1.18 or 1.0)
     ax.set_xlabel("total cost [USD]")
-    ax.set_title("Cost breakdown per option", pad=28)
-    ax.legend(
-        fontsize=8,
-        ncols=min(4, len(order)),
-        loc="lower center",
-        bbox_to_anchor=(0.5, 1.06),
-        frameon=False,
-    )
+    ax.set_title("Cost breakdown per option")
+    fig.legend(loc="outside lower center", ncols=min(6, len(order)), fontsize=8, frameon=False)
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
 
@@ -160,7 +154,7 @@ def waterfall_png(option: OptionView) -> bytes:
     if small:
         steps.append(("other (small items)", small, "other"))
     labels = ["compute price", *[s[0] for s in steps], "full TCO"]
-    fig, ax = _figure(max(6.0, 0.62 * len(labels) + 2), 4.2)
+    fig, ax = _figure(max(6.5, 0.62 * len(labels) + 2), 4.4)
     extra: dict[str, str] = {}
     ax.bar(0, start, color=CATEGORY_COLOURS["compute"])
     level = start
@@ -183,8 +177,8 @@ def waterfall_png(option: OptionView) -> bytes:
     _usd_axis(ax, "y")
     ax.set_ylabel("USD")
     uplift = (option.total_usd / start - 1.0) if start > 0 else math.nan
-    extra_txt = f" (+{uplift:.0%} over the compute price)" if math.isfinite(uplift) else ""
-    ax.set_title(f"{option.name}: compute price to full TCO{extra_txt}", fontsize=10)
+    extra_txt = f": +{uplift:.0%} over the compute price" if math.isfinite(uplift) else ""
+    ax.set_title(f"{option.name}\ncompute price to full TCO{extra_txt}", fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     return _png(fig)
 
