@@ -822,6 +822,82 @@ def api_vs_self_host_cmd(
     console.print(f"[dim]{res['note']}[/dim]")
 
 
+# --------------------------------------------------------------------------- arbitrage
+def arbitrage_cmd(
+    trace: Annotated[
+        str,
+        typer.Argument(
+            metavar="PRICE_TRACE", help="CSV: timestamp, offer, usd_per_hour[, gpus, ...]."
+        ),
+    ],
+    gpus: Annotated[int, typer.Option(help="Fleet size kept running.")] = 8,
+    threshold_usd_per_gpu_hour: Annotated[
+        float | None,
+        typer.Option(help="Use an offer only at or below this price (default: fallback)."),
+    ] = None,
+    fallback_usd_per_gpu_hour: Annotated[
+        float | None, typer.Option(help="On-demand fallback price (default: max seen).")
+    ] = None,
+    tokens_per_gpu_s: Annotated[
+        float, typer.Option(help="Output tokens/s of one working GPU.")
+    ] = 1000.0,
+    restart_h: Annotated[float, typer.Option(help="Work lost per start or preemption. [h]")] = 0.25,
+    baseline: Annotated[
+        str | None, typer.Option(help="Offer of the single-offer baseline.")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Simulate a price-threshold spot/multi-cloud placement policy vs a single-offer baseline."""
+    from aitco.decide.arbitrage import arbitrage
+
+    res = arbitrage(
+        trace,
+        gpus=gpus,
+        threshold_usd_per_gpu_hour=threshold_usd_per_gpu_hour,
+        fallback_usd_per_gpu_hour=fallback_usd_per_gpu_hour,
+        tokens_per_gpu_s=tokens_per_gpu_s,
+        restart_h=restart_h,
+        baseline=baseline,
+    )
+    if json_out:
+        print_json(res)
+        return
+    console.print(
+        f"{res['rows']} price rows, {len(res['offers'])} offers, {res['hours']:.0f} h; fleet of "
+        f"{res['gpus']} GPUs; threshold {res['threshold_usd_per_gpu_hour']:.3g} $/GPU-h, "
+        f"fallback {res['fallback_usd_per_gpu_hour']:.3g} $/GPU-h",
+        highlight=False,
+    )
+    rows = []
+    for name, r in [("policy", res["policy"])] + [
+        (f"only {o}", v) for o, v in res["baselines"].items()
+    ]:
+        rows.append(
+            [
+                name,
+                r["total_usd"],
+                r["usd_per_gpu_hour"],
+                r["usd_per_million_tokens"],
+                r["lost_gpu_hours"],
+                r["starts"],
+                r["preemptions"],
+            ]
+        )
+    console.print(
+        table(
+            "Arbitrage",
+            ["placement", "cost [USD]", "$/GPU-h", "$/Mtok", "lost GPU-h", "starts", "preemptions"],
+            rows,
+        )
+    )
+    sv = res["savings_vs_baseline"]
+    console.print(
+        f"vs baseline [bold]{res['baseline_offer']}[/bold]: "
+        + (f"{sv:.1%} cheaper per million tokens" if sv is not None else "n/a"),
+        highlight=False,
+    )
+
+
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add the decision commands to the ``aitco`` app."""
     app.command("roi")(roi_cmd)
@@ -830,3 +906,4 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("optimize")(optimize_cmd)
     app.command("buy-vs-rent")(buy_vs_rent_cmd)
     app.command("api-vs-self-host")(api_vs_self_host_cmd)
+    app.command("arbitrage")(arbitrage_cmd)
