@@ -33,15 +33,20 @@ def _roi_inputs(roi_file: str | None) -> Any:
     return RoiInputs.from_yaml(roi_file)
 
 
-def _build(scenario_path: str, roi_file: str | None) -> Any:
+def _build(scenario_path: str, roi_file: str | None, telemetry: list[str] | None = None) -> Any:
     from aitco.decide.scenario import Scenario
 
     scen = Scenario.from_yaml(scenario_path)
     roi_in = _roi_inputs(roi_file)
+    util = None
+    if telemetry:
+        from aitco.report.telemetry import utilisation_from_files
+
+        util = utilisation_from_files(telemetry)
     try:
         from aitco.report.model import build_report
 
-        return build_report(scen, state.catalog(), roi_inputs=roi_in)
+        return build_report(scen, state.catalog(), roi_inputs=roi_in, utilisation=util)
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("aitco."):
             raise EngineMissingError(f"{exc.name} is not available in this install") from exc
@@ -58,13 +63,20 @@ def report_cmd(
         str | None,
         typer.Option("--roi", help="ROI YAML (examples/roi_*.yaml) for ROI curves and tornado."),
     ] = None,
+    telemetry: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--telemetry",
+            help="dcgmi dmon or nvidia-smi CSV telemetry: utilisation/idle heatmap (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Write a report: comparison, itemised breakdown and plots (HTML or Markdown)."""
     out = Path(output)
     suffix = out.suffix.lower()
     if suffix not in (".html", ".htm", ".md", ".markdown"):
         raise InputError("-o", output, "a path ending in .html or .md")
-    data = _build(scenario, roi)
+    data = _build(scenario, roi, telemetry)
     if suffix in (".html", ".htm"):
         from aitco.decide.scenario import write_atomic
         from aitco.report.html import render_html

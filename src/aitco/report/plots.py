@@ -35,6 +35,8 @@ _EXTRA_COLOURS = ("#8c564b", "#17becf", "#bcbd22", "#7f7f7f")
 
 #: Hidden-cost items smaller than this share of the total are grouped as "other". [fraction]
 WATERFALL_MIN_SHARE = 0.01
+#: Heatmaps with at most this many cells print each value in its cell.
+MAX_ANNOTATED_CELLS = 120
 #: Resolution of the PNGs. [dots per inch]
 DPI = 110
 
@@ -342,12 +344,28 @@ def utilisation_heatmap_png(
         PNG image.
     """
     import numpy as np
+    from matplotlib.patches import Rectangle
 
     m = np.asarray(matrix, dtype=float)
     fig, ax = _figure(8.0, 0.3 * m.shape[0] + 2.0)
     im = ax.imshow(m, aspect="auto", cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest")
-    idle = np.where(np.isfinite(m) & (m < idle_threshold), 1.0, np.nan)
-    ax.contourf(idle, levels=[0.5, 1.5], hatches=["///"], colors="none", alpha=0)
+    for r, c in zip(*np.nonzero(np.isfinite(m) & (m < idle_threshold)), strict=True):
+        ax.add_patch(
+            Rectangle(
+                (c - 0.5, r - 0.5), 1, 1, fill=False, hatch="///", edgecolor="#D55E00", linewidth=0
+            )
+        )
+    cells = zip(*np.nonzero(np.isfinite(m)), strict=True) if m.size <= MAX_ANNOTATED_CELLS else ()
+    for r, c in cells:
+        ax.text(
+            c,
+            r,
+            f"{m[r, c]:.0%}",
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="white" if m[r, c] < 0.6 else "black",
+        )
     ax.set_yticks(range(len(devices)), devices, fontsize=7)
     step = max(1, len(times) // 10)
     ax.set_xticks(
