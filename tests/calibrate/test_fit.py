@@ -21,17 +21,17 @@ TRUE = {
 
 
 @pytest.fixture(scope="module")
-def hw(catalog):  # noqa: ANN001, ANN201
+def hw(catalog):
     acc, system = catalog.hardware("h100-sxm5-80gb")
     return acc, system, catalog.resolve_model("llama-3-8b")
 
 
-def _synthetic(hw, eff: EfficiencyParams, noise: float = 0.0, seed: int = 0) -> list[Observation]:  # noqa: ANN001
+def _synthetic(hw, eff: EfficiencyParams, noise: float = 0.0, seed: int = 0) -> list[Observation]:
     acc, system, model = hw
     rng = np.random.default_rng(seed)
     obs = []
 
-    def mk(kind: str, cond: dict, m=None) -> None:  # noqa: ANN001
+    def mk(kind: str, cond: dict, m=None) -> None:
         o = Observation(kind=kind, value=1.0, acc=acc, system=system, model=m, conditions=cond)
         o.value = default_predict(o, eff) * math.exp(noise * rng.standard_normal())
         obs.append(o)
@@ -58,7 +58,7 @@ def test_init_only_stores() -> None:
     assert not hasattr(f, "params_")
 
 
-def test_round_trip_recovers_known_parameters(hw) -> None:  # noqa: ANN001
+def test_round_trip_recovers_known_parameters(hw) -> None:
     true = DEFAULT_EFFICIENCY.with_overrides(TRUE)
     obs = _synthetic(hw, true)
     fit = EfficiencyFit().fit(obs)
@@ -73,7 +73,7 @@ def test_round_trip_recovers_known_parameters(hw) -> None:  # noqa: ANN001
     np.testing.assert_allclose(fit.predict(obs), [o.value for o in obs], rtol=1e-5)
 
 
-def test_round_trip_with_noise_within_tolerance(hw) -> None:  # noqa: ANN001
+def test_round_trip_with_noise_within_tolerance(hw) -> None:
     true = DEFAULT_EFFICIENCY.with_overrides(TRUE)
     fit = EfficiencyFit().fit(_synthetic(hw, true, noise=0.02, seed=3))
     # 2 % log-noise on ~15 observations: each parameter within 5 % of truth
@@ -84,8 +84,8 @@ def test_round_trip_with_noise_within_tolerance(hw) -> None:  # noqa: ANN001
     assert all(v is not None and v > 0 for v in fit.stderr_.values())
 
 
-def test_unconstrained_parameters_keep_defaults(hw) -> None:  # noqa: ANN001
-    acc, system, _ = hw
+def test_unconstrained_parameters_keep_defaults(hw) -> None:
+    acc, _, _ = hw
     o = Observation(kind="memory_bandwidth_gb_s", value=2500.0, acc=acc)
     fit = EfficiencyFit(params=("hbm", "intra_node_link")).fit([o])
     assert fit.fitted_ == ["hbm"]
@@ -94,7 +94,7 @@ def test_unconstrained_parameters_keep_defaults(hw) -> None:  # noqa: ANN001
     assert fit.efficiency_.intra_node_link == DEFAULT_EFFICIENCY.intra_node_link
 
 
-def test_parameter_at_bound_is_reported(hw) -> None:  # noqa: ANN001
+def test_parameter_at_bound_is_reported(hw) -> None:
     acc, _, _ = hw
     o = Observation(kind="memory_bandwidth_gb_s", value=5000.0, acc=acc)  # above the 3350 GB/s peak
     fit = EfficiencyFit(params=("hbm",)).fit([o])
@@ -103,7 +103,7 @@ def test_parameter_at_bound_is_reported(hw) -> None:  # noqa: ANN001
     assert any("at its bound" in n for n in prof.notes)
 
 
-def test_pluggable_predict_fn(hw) -> None:  # noqa: ANN001
+def test_pluggable_predict_fn(hw) -> None:
     acc, _, _ = hw
 
     def simple_roofline(obs: Observation, eff: EfficiencyParams) -> float:
@@ -117,7 +117,7 @@ def test_pluggable_predict_fn(hw) -> None:  # noqa: ANN001
     assert fit.params_["hbm"] == pytest.approx(0.5, abs=1e-6)
 
 
-def test_profile_from_fit(hw) -> None:  # noqa: ANN001
+def test_profile_from_fit(hw) -> None:
     true = DEFAULT_EFFICIENCY.with_overrides(TRUE)
     fit = EfficiencyFit().fit(_synthetic(hw, true))
     prof = profile_from_fit(
@@ -140,7 +140,7 @@ def test_errors() -> None:
         EfficiencyFit().predict([])
 
 
-def test_bad_param_name(hw) -> None:  # noqa: ANN001
+def test_bad_param_name(hw) -> None:
     acc, _, _ = hw
     with pytest.raises(InputError, match="params"):
         EfficiencyFit(params=("nonsense",)).fit(
@@ -148,7 +148,7 @@ def test_bad_param_name(hw) -> None:  # noqa: ANN001
         )
 
 
-def test_observation_validation(hw) -> None:  # noqa: ANN001
+def test_observation_validation(hw) -> None:
     acc, _, _ = hw
     with pytest.raises(InputError):
         Observation(kind="bogus", value=1.0, acc=acc)

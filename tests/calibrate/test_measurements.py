@@ -16,7 +16,7 @@ from aitco.errors import InputError
 DATA = Path(__file__).parent / "data"
 
 
-def test_training_throughput_by_hand(catalog) -> None:  # noqa: ANN001
+def test_training_throughput_by_hand(catalog) -> None:
     acc = catalog.accelerator("h100-sxm5-80gb")
     model = catalog.resolve_model("llama-3-8b")
     s = parse_train_log(DATA / "steps.jsonl").summary  # median step 1.005 s, tokens/s/GPU 3980.1
@@ -50,7 +50,7 @@ def test_loss_chain_adds_up() -> None:
         meas.loss_chain(0.0, 1.0, {})
 
 
-def test_bus_bandwidth_intra_node(catalog) -> None:  # noqa: ANN001
+def test_bus_bandwidth_intra_node(catalog) -> None:
     system = catalog.system("hgx-h100-8")
     s = parse_nccl(DATA / "nccl_v217_dup_header.txt").summary  # 4 ranks, one node
     b = meas.bus_bandwidth(s, system)
@@ -65,7 +65,7 @@ def test_bus_bandwidth_intra_node(catalog) -> None:  # noqa: ANN001
     assert b["comm_amplification"] == pytest.approx(5705.0e-6 / ideal)
 
 
-def test_bus_bandwidth_fixture_scale_out(shared_dir: Path, catalog) -> None:  # noqa: ANN001
+def test_bus_bandwidth_fixture_scale_out(shared_dir: Path, catalog) -> None:
     s = parse_nccl(shared_dir / "fixtures/nccl_all_reduce_perf.txt").summary
     b = meas.bus_bandwidth(s, catalog.system("hgx-h100-8"))
     assert b["scope"] == "scale-out"

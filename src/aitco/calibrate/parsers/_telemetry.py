@@ -102,11 +102,17 @@ class TelemetryAggregator:
             d = self.devices[device] = _Device()
         d.samples += 1
         d.time_s += dt_s
+        fields = d.fields
         for k, x in values.items():
-            st = d.fields.get(k)
+            st = fields.get(k)
             if st is None:
-                st = d.fields[k] = _FieldStats()
-            st.add(x)
+                st = fields[k] = _FieldStats()
+            st.n += 1
+            st.total += x
+            if x < st.lo:
+                st.lo = x
+            if x > st.hi:
+                st.hi = x
         if power_w is not None:
             d.power_energy_j += power_w * dt_s
             d.power_time_s += dt_s
@@ -183,4 +189,4 @@ def _mean_power(devs: Any) -> float | None:
 
 def _natural(name: str) -> tuple[str, int]:
     head, _, tail = name.rpartition(" ")
-    return (head, int(tail)) if tail.isdigit() else (name, -1)
+    return (head, int(tail)) if tail.isdecimal() else (name, -1)

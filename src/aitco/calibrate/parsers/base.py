@@ -128,9 +128,23 @@ def to_float(s: Any) -> float | None:
     if isinstance(s, int | float):
         x = float(s)
         return x if math.isfinite(x) else None
-    t = str(s).strip().replace(",", "")
+    t = str(s)
+    try:  # fast path: a plain number
+        x = float(t)
+    except ValueError:
+        pass
+    else:
+        return x if math.isfinite(x) and "_" not in t else None
+    t = t.strip().replace(",", "")
     if not t:
         return None
+    head, sep, unit = t.partition(" ")
+    if sep and (unit.isalpha() or unit == "%"):
+        try:
+            x = float(head)
+        except ValueError:
+            return None
+        return x if math.isfinite(x) else None
     # drop a trailing unit ("16.48 W", "40960 MiB", "13.99%", "112.9TFLOPS", "66.91GiB")
     m = re.match(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*[A-Za-z%/()]*$", t)
     if not m:

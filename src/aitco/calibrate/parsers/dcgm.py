@@ -24,9 +24,10 @@ from typing import Any
 
 from aitco.calibrate._io import open_text
 from aitco.calibrate.parsers._telemetry import DEFAULT_IDLE_THRESHOLD, MJ_PER_J, TelemetryAggregator
-from aitco.calibrate.parsers.base import ParseResult, SkipLog, to_float
+from aitco.calibrate.parsers.base import ParseResult, SkipLog
 from aitco.errors import ParseError
 
+INF = float("inf")
 #: Default ``dcgmi dmon -d`` sampling interval. [s]
 DEFAULT_INTERVAL_S = 1.0
 #: Percent per unit fraction (``GPUTL`` is a percentage).
@@ -136,7 +137,7 @@ def parse_dcgm(
             if fields is None:
                 skipped.add(n, "data row before any #Entity header", line)
                 continue
-            if len(toks) != len(fields) + 2 or not toks[1].isdigit():
+            if len(toks) != len(fields) + 2 or not toks[1].isdecimal():
                 skipped.add(n, f"expected {len(fields) + 2} tokens, got {len(toks)}", line)
                 continue
             vals: dict[str, float] = {}
@@ -144,8 +145,12 @@ def parse_dcgm(
             for f, tok in zip(fields, toks[2:], strict=True):
                 if tok == "N/A":
                     continue
-                x = to_float(tok)
-                if x is None:
+                try:
+                    x = float(tok)  # fast path; NaN and inf fail the range check below
+                except ValueError:
+                    bad = True
+                    break
+                if not -INF < x < INF:
                     bad = True
                     break
                 vals[f] = x

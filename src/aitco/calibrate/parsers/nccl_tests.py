@@ -230,11 +230,11 @@ def _row(tokens: list[str], layout: tuple[list[str], list[list[str]]]) -> dict[s
         tok = tokens[i]
         i += 1
         if name == "size":
-            if not tok.isdigit():
+            if not tok.isdecimal():
                 return None
             rec["size_bytes"] = int(tok)
         elif name == "count":
-            if not tok.isdigit():
+            if not tok.isdecimal():
                 return None
             rec["count"] = int(tok)
         elif name == "type":
@@ -242,7 +242,7 @@ def _row(tokens: list[str], layout: tuple[list[str], list[list[str]]]) -> dict[s
         elif name == "redop":
             rec["redop"] = tok
         elif name == "root":
-            rec["root"] = int(tok) if tok.lstrip("-").isdigit() else None
+            rec["root"] = int(tok) if tok.lstrip("-").isdecimal() else None
         else:
             rec[name] = tok
     for b, cols in enumerate(blocks):

@@ -26,6 +26,7 @@ from aitco.calibrate.parsers._telemetry import DEFAULT_IDLE_THRESHOLD, Telemetry
 from aitco.calibrate.parsers.base import ParseResult, SkipLog, to_float
 from aitco.errors import ParseError
 
+INF = float("inf")
 #: Default loop interval (``-l 1``) used when timestamps do not advance. [s]
 DEFAULT_INTERVAL_S = 1.0
 #: Percent per unit fraction (``utilization.gpu`` is a percentage).
@@ -178,7 +179,17 @@ def parse_nvidia_smi(
                 cell = row[i].strip()
                 if cell in _MISSING:
                     continue
-                x = to_float(cell)
+                head, _, rest = cell.partition(" ")
+                try:
+                    x: float | None = float(head)
+                except ValueError:
+                    x = None
+                if (
+                    x is None
+                    or not -INF < x < INF
+                    or (rest and not (rest.isalpha() or rest == "%"))
+                ):
+                    x = to_float(cell)  # slow path: separators, odd units
                 if x is None:
                     bad = True
                     break
@@ -187,7 +198,7 @@ def parse_nvidia_smi(
                 skipped.add(n, "non-numeric value in a numeric column", ",".join(row))
                 continue
             dev = row[idx_col].strip() if idx_col is not None and idx_col >= 0 else "0"
-            dev = f"GPU {dev}" if dev.isdigit() else dev
+            dev = f"GPU {dev}" if dev.isdecimal() else dev
             util = vals.get(UTIL_COLUMN) if util_col is not None and util_col >= 0 else None
             sample = (
                 vals,
@@ -252,4 +263,4 @@ def _flush(agg: TelemetryAggregator, dev: str, dt_s: float, sample: _Sample) -> 
 def _looks_data(row: list[str]) -> bool:
     """Tell whether a row is data (first cell a number or a GPU UUID), not a header."""
     first = row[0].strip()
-    return first.isdigit() or first.startswith("GPU-")
+    return first.isdecimal() or first.startswith("GPU-")
