@@ -290,3 +290,55 @@ def test_self_host_end_to_end(tmp_path, capsys):
     assert sh["self_host_usd_per_month"] > 0
     assert sh["api_usd_per_month"] > 0
     assert sh["cheaper"] in ("api", "self_host")
+
+
+def test_mixed_models_priced_per_model_without_price(tmp_path, capsys):
+    rows = [
+        {
+            "id": "a",
+            "model": "gpt-4o-2024-08-06",
+            "status": 500,
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 100},
+        },
+        {
+            "id": "b",
+            "model": "gpt-4o-mini-2024-07-18",
+            "status": 500,
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 100},
+        },
+    ]
+    p = tmp_path / "mixed.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    code, out, _ = run(["audit", str(p), "--json", "--tokenizer", "approx"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    assert d["pricing"] == "per_model"
+    # catalog: gpt-4o $2.50/$10, gpt-4o-mini $0.15/$0.60 per Mtok
+    expected = (1000 * 2.5 + 100 * 10.0 + 1000 * 0.15 + 100 * 0.6) / 1e6
+    assert d["billed_usd"] == pytest.approx(expected, rel=1e-12)
+    assert d["waste_usd"] == pytest.approx(expected, rel=1e-12)  # both failed, never retried
+    assert set(d["prices_used"]) == {"openai/gpt-4o", "openai/gpt-4o-mini"}
+    # with --price, one price for all, and the mismatch is reported
+    code, out, _ = run(
+        ["audit", str(p), "--json", "--tokenizer", "approx", "--price", "openai/gpt-4o"], capsys
+    )
+    d = json.loads(out)
+    assert d["billed_usd"] == pytest.approx(2 * (1000 * 2.5 + 100 * 10.0) / 1e6, rel=1e-12)
+    assert d["price_model_mismatch"] == ["gpt-4o-mini-2024-07-18"]
+
+
+def test_unpriced_model_is_an_error_not_zero_dollars(tmp_path, capsys):
+    rows = [
+        {"id": "a", "model": "gpt-4o", "usage": {"prompt_tokens": 10, "completion_tokens": 1}},
+        {
+            "id": "b",
+            "model": "some-unknown-model-7b",
+            "usage": {"prompt_tokens": 10, "completion_tokens": 1},
+        },
+    ]
+    p = tmp_path / "u.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    code, _, err = run(["audit", str(p), "--json", "--tokenizer", "approx"], capsys)
+    assert code == 2
+    assert "some-unknown-model-7b" in err
+    assert "--price" in err

@@ -33,7 +33,7 @@ import itertools
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,46 +166,106 @@ class AuditOptions:
     estimate_unlogged: bool = False
 
 
+def price_usd(
+    price: AuditPrice,
+    input_tokens: int = 0,
+    cached_tokens: int = 0,
+    output_tokens: int = 0,
+    saving_tokens: int = 0,
+    *,
+    batch: bool = False,
+) -> float:
+    r"""Dollars of token counts at one price [USD].
+
+    Parameters
+    ----------
+    price : AuditPrice
+        Prices per million tokens.
+    input_tokens, cached_tokens, output_tokens : int
+        Tokens billed at the uncached input, cached input and output prices. [tokens]
+    saving_tokens : int
+        Over-priced tokens, valued at the gap between input and cached prices. [tokens]
+    batch : bool
+        Apply the batch discount.
+
+    Notes
+    -----
+    .. math:: W = f\,\frac{T_i p_i + T_c p_c + T_o p_o + T_s (p_i - p_c)}{10^6}
+
+    with :math:`f = 1 - d_{batch}` for batch pricing, else 1.
+    """
+    f = (1.0 - (price.batch_discount or 0.0)) if batch else 1.0
+    p_i, p_c = price.input_usd_per_mtok, price.cached_or_input
+    return (
+        f
+        * (
+            input_tokens * p_i
+            + cached_tokens * p_c
+            + output_tokens * price.output_usd_per_mtok
+            + saving_tokens * (p_i - p_c)
+        )
+        / MEGA
+    )
+
+
 @dataclass
 class CauseAcc:
-    """Running totals of one cause: tokens per price class, count and the worst examples."""
+    """Running totals of one cause: integer tokens per price and price class, count, examples.
+
+    ``by_price`` maps a price id to ``[input, cached, output, saving]`` token counts, so that the
+    dollars are priced once at the end (exact up to one rounding per price).
+    """
 
     name: str
-    input_tokens: int = 0  # billed at the uncached input price
-    cached_tokens: int = 0  # billed at the cached input price
-    output_tokens: int = 0  # billed at the output price
-    saving_tokens: int = 0  # over-priced tokens, waste = (input - cached) price
+    by_price: dict[str, list[int]] = field(default_factory=dict)
     count: int = 0
     extra: dict[str, int] = field(default_factory=dict)
     _heap: list[tuple[float, int, dict[str, Any]]] = field(default_factory=list)
 
+    def add(self, pid: str, inp: int = 0, cached: int = 0, out: int = 0, saving: int = 0) -> None:
+        """Add token counts billed at price ``pid``."""
+        v = self.by_price.setdefault(pid, [0, 0, 0, 0])
+        v[0] += inp
+        v[1] += cached
+        v[2] += out
+        v[3] += saving
+
+    def _sum(self, i: int) -> int:
+        return sum(v[i] for v in self.by_price.values())
+
+    @property
+    def input_tokens(self) -> int:
+        """Tokens billed at the uncached input price [tokens]."""
+        return self._sum(0)
+
+    @property
+    def cached_tokens(self) -> int:
+        """Tokens billed at the cached input price [tokens]."""
+        return self._sum(1)
+
+    @property
+    def output_tokens(self) -> int:
+        """Tokens billed at the output price [tokens]."""
+        return self._sum(2)
+
+    @property
+    def saving_tokens(self) -> int:
+        """Over-priced tokens, valued at (input - cached) price [tokens]."""
+        return self._sum(3)
+
     @property
     def tokens(self) -> int:
         """Tokens of this cause [tokens]."""
-        return self.input_tokens + self.cached_tokens + self.output_tokens + self.saving_tokens
+        return sum(sum(v) for v in self.by_price.values())
 
     @property
     def tokens_are_waste(self) -> bool:
         """Whether the tokens were not needed at all (False for over-priced useful tokens)."""
         return self.name != "missed_cache"
 
-    def usd(self, price: AuditPrice, factor: float) -> float:
-        r"""Dollars of this cause [USD].
-
-        Notes
-        -----
-        .. math:: W = f\,\frac{T_i p_i + T_c p_c + T_o p_o + T_s (p_i - p_c)}{10^6}
-        """
-        return (
-            factor
-            * (
-                self.input_tokens * price.input_usd_per_mtok
-                + self.cached_tokens * price.cached_or_input
-                + self.output_tokens * price.output_usd_per_mtok
-                + self.saving_tokens * (price.input_usd_per_mtok - price.cached_or_input)
-            )
-            / MEGA
-        )
+    def usd(self, prices: dict[str, AuditPrice], batch: bool = False) -> float:
+        """Dollars of this cause, each token at the price of its request [USD]."""
+        return sum(price_usd(prices[pid], *v, batch=batch) for pid, v in self.by_price.items())
 
     def add_example(self, usd: float, seq: int, ex: dict[str, Any], k: int) -> None:
         """Keep ``ex`` if it is among the ``k`` costliest of this cause."""
@@ -406,7 +466,8 @@ class AuditResult:
     causes: dict[str, CauseAcc]
     stats: LineStats
     exports: ExportTotals
-    factor: float
+    prices: dict[str, AuditPrice] = field(default_factory=dict)
+    billed_by_price: dict[str, list[int]] = field(default_factory=dict)
     prompt_tokens: int = 0
     cached_tokens: int = 0
     cache_write_tokens: int = 0
@@ -464,16 +525,18 @@ class AuditResult:
 
     @property
     def billed_usd(self) -> float:
-        """Bill of the per-request records at the catalog price [USD]."""
-        p = self.price
-        return (
-            self.factor
-            * (
-                (self.prompt_tokens - self.cached_tokens) * p.input_usd_per_mtok
-                + self.cached_tokens * p.cached_or_input
-                + self.output_tokens * p.output_usd_per_mtok
+        """Bill of the per-request records, each at its catalog price [USD]."""
+        if not self.billed_by_price:  # export-only: the totals at the main price
+            return price_usd(
+                self.price,
+                self.prompt_tokens - self.cached_tokens,
+                self.cached_tokens,
+                self.output_tokens,
+                batch=self.options.batch,
             )
-            / MEGA
+        return sum(
+            price_usd(self.prices[pid], *v, batch=self.options.batch)
+            for pid, v in self.billed_by_price.items()
         )
 
     @property
@@ -489,7 +552,7 @@ class AuditResult:
     @property
     def waste_usd(self) -> float:
         """Dollars lost to every cause [USD]."""
-        return sum(c.usd(self.price, self.factor) for c in self.causes.values())
+        return sum(c.usd(self.prices, self.options.batch) for c in self.causes.values())
 
     def to_json(self) -> dict[str, Any]:
         """Return the audit as one JSON-ready dict (keys are the public ``--json`` contract)."""
@@ -502,7 +565,7 @@ class AuditResult:
         causes = []
         for name in PRECEDENCE:
             c = self.causes[name]
-            usd = c.usd(self.price, self.factor)
+            usd = c.usd(self.prices, self.options.batch)
             entry: dict[str, Any] = {
                 "name": name,
                 "tokens": c.tokens,
@@ -564,6 +627,22 @@ class AuditResult:
                 "source": p.source,
                 "source_url": p.source_url,
             },
+            "prices_used": {
+                pid: {
+                    "provider": q.provider,
+                    "model": q.model,
+                    "input_usd_per_mtok": q.input_usd_per_mtok,
+                    "cached_input_usd_per_mtok": q.cached_input_usd_per_mtok,
+                    "output_usd_per_mtok": q.output_usd_per_mtok,
+                    "as_of": q.as_of,
+                    "source": q.source,
+                    "billed_usd": price_usd(
+                        q, *self.billed_by_price[pid], batch=self.options.batch
+                    ),
+                }
+                for pid, q in self.prices.items()
+                if pid in self.billed_by_price
+            },
             "models_seen": dict(sorted(self.models_seen.items(), key=lambda kv: -kv[1])),
             "traffic": self.traffic(),
             "tokenizer": self.tokenizer,
@@ -589,7 +668,7 @@ class AuditResult:
             terms.append(
                 Term(
                     name=f"{name}_usd",
-                    value=c.usd(self.price, self.factor),
+                    value=c.usd(self.prices, self.options.batch),
                     unit="USD",
                     formula="(T_in*p_in + T_c*p_c + T_out*p_out + T_sav*(p_in - p_c))/1e6",
                     inputs={
@@ -618,11 +697,16 @@ def _record_split(rec: UsageRecord) -> tuple[int, int, int]:
     return rec.prompt_tokens - rec.cached_tokens, rec.cached_tokens, rec.output_tokens
 
 
+#: Resolver of the price of a request from its model name (``None``: use the main price).
+PriceResolver = Callable[[str | None], AuditPrice | None]
+
+
 def audit_log(
     path: str | Path,
     price: AuditPrice,
     tokenizer: TokenCounter | None = None,
     options: AuditOptions | None = None,
+    price_for: PriceResolver | None = None,
 ) -> AuditResult:
     """Audit a JSONL request log against a price (streaming, bounded memory).
 
@@ -637,6 +721,9 @@ def audit_log(
         absent.
     options : AuditOptions, optional
         Cache minimum, block, lifetime; batch pricing; examples kept.
+    price_for : callable, optional
+        ``price_for(model) -> AuditPrice | None``: price each request at its own model's
+        price (mixed-model logs); ``None`` falls back to ``price``. Called once per model.
 
     Returns
     -------
@@ -652,7 +739,6 @@ def audit_log(
     """
     opts = options or AuditOptions()
     tok = tokenizer or ApproxTokenizer()
-    factor = (1.0 - (price.batch_discount or 0.0)) if opts.batch else 1.0
     retried, _n = scan_retries(path)
     seen_retried: set[str] = set()
     causes = {n: CauseAcc(n) for n in PRECEDENCE}
@@ -671,25 +757,31 @@ def audit_log(
         causes=causes,
         stats=stats,
         exports=exports,
-        factor=factor,
+        prices={price.id: price},
         options=opts,
     )
+    by_model: dict[str | None, AuditPrice] = {}
+
+    def price_of(model: str | None) -> AuditPrice:
+        if price_for is None:
+            return price
+        p = by_model.get(model)
+        if p is None:
+            p = price_for(model) or price
+            by_model[model] = p
+            res.prices.setdefault(p.id, p)
+        return p
+
     cache = PrefixCache(opts.prefix_chunk_chars, opts.max_prefix_entries, opts.cache_ttl_s)
-    cache_on = (
-        price.cached_input_usd_per_mtok is not None
-        and price.cached_input_usd_per_mtok < price.input_usd_per_mtok
-    )
     seq = itertools.count()
     k = opts.examples_per_cause
-    p_in, p_c, p_out = price.input_usd_per_mtok, price.cached_or_input, price.output_usd_per_mtok
+    batch = opts.batch
 
-    def whole(c: CauseAcc, rec: UsageRecord, detail: dict[str, Any]) -> None:
+    def whole(c: CauseAcc, rec: UsageRecord, rp: AuditPrice, detail: dict[str, Any]) -> None:
         u, ca, o = _record_split(rec)
-        c.input_tokens += u
-        c.cached_tokens += ca
-        c.output_tokens += o
+        c.add(rp.id, u, ca, o)
         c.count += 1
-        usd = factor * (u * p_in + ca * p_c + o * p_out) / MEGA
+        usd = price_usd(rp, u, ca, o, batch=batch)
         c.add_example(
             usd,
             next(seq),
@@ -720,6 +812,11 @@ def audit_log(
         res.cache_write_tokens += rec.cache_write_tokens
         res.output_tokens += rec.output_tokens
         res.reasoning_tokens += rec.reasoning_tokens
+        rp = price_of(rec.model)
+        bill = res.billed_by_price.setdefault(rp.id, [0, 0, 0])
+        bill[0] += rec.prompt_tokens - rec.cached_tokens
+        bill[1] += rec.cached_tokens
+        bill[2] += rec.output_tokens
         if rec.created_s is not None:
             if res.first_created_s is None or rec.created_s < res.first_created_s:
                 res.first_created_s = rec.created_s
@@ -738,6 +835,9 @@ def audit_log(
         missed_key = b""
         text = ""
         segs = prompt_segments(rec.request) if rec.request is not None else []
+        cache_on = rp.cached_input_usd_per_mtok is not None and (
+            rp.cached_input_usd_per_mtok < rp.input_usd_per_mtok
+        )
         if cache_on and segs and rec.prompt_tokens >= opts.cache_min_tokens:
             text = "\n".join(segs)
             missed_chars, missed_key = cache.match_and_insert(rec.model or "", text, rec.created_s)
@@ -752,11 +852,12 @@ def audit_log(
                 whole(
                     causes["prompt_truncation"],
                     rec,
+                    rp,
                     {"dropped_prompt_tokens": dropped, "error": rec.error_code},
                 )
             elif rec.truncated:
                 causes["truncation"].extra["truncated_output_tokens"] += rec.output_tokens
-                whole(causes["truncation"], rec, {"output_tokens": rec.output_tokens})
+                whole(causes["truncation"], rec, rp, {"output_tokens": rec.output_tokens})
             else:
                 kind = "timed_out" if rec.timed_out else ("failed" if rec.failed else "discarded")
                 if kind == "timed_out":
@@ -766,6 +867,7 @@ def audit_log(
                 whole(
                     causes["retry"],
                     rec,
+                    rp,
                     {"kind": kind, "status": rec.http_status, "error": rec.error_code},
                 )
             continue
@@ -776,6 +878,7 @@ def audit_log(
             whole(
                 causes["retry"],
                 rec,
+                rp,
                 {"kind": "failed_not_retried", "status": rec.http_status, "error": rec.error_code},
             )
             continue
@@ -789,11 +892,11 @@ def audit_log(
             enc_tokens = min(b64 + pad, uncached)
             if enc_tokens > 0:
                 c = causes["encoding_overhead"]
-                c.input_tokens += enc_tokens
+                c.add(rp.id, inp=enc_tokens)
                 c.count += 1
                 c.extra["base64_tokens"] += min(b64, enc_tokens)
                 c.extra["padding_tokens"] += enc_tokens - min(b64, enc_tokens)
-                usd = factor * enc_tokens * p_in / MEGA
+                usd = price_usd(rp, enc_tokens, batch=batch)
                 c.add_example(
                     usd,
                     next(seq),
@@ -815,10 +918,10 @@ def audit_log(
             missed = min(eligible - rec.cached_tokens, uncached - enc_tokens)
             if missed > 0:
                 c = causes["missed_cache"]
-                c.saving_tokens += missed
+                c.add(rp.id, saving=missed)
                 c.count += 1
                 c.extra["cached_tokens_reported"] += rec.cached_tokens
-                usd = factor * missed * (p_in - p_c) / MEGA
+                usd = price_usd(rp, saving_tokens=missed, batch=batch)
                 c.add_example(
                     usd,
                     next(seq),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -87,6 +88,27 @@ def infer_price(cat: Catalog, log: Path) -> ApiPrice:
     )
 
 
+def _catalog_resolver(cat: Catalog) -> Callable[[str | None], AuditPrice | None]:
+    """Price each request at its own model's catalog price; a model with none is an error."""
+
+    def resolve(model: str | None) -> AuditPrice | None:
+        if model is None:
+            return None
+        hits = [a for a in cat.apis.values() if model_matches(a.model, model)]
+        if not hits:
+            raise InputError(
+                "model",
+                model,
+                "a model with a price in the API catalog (a request would otherwise be priced "
+                "at another model's price)",
+                hint="pass --price PROVIDER/MODEL to price every request at one price, or add "
+                "the model with --catalog",
+            )
+        return AuditPrice.from_api_price(max(hits, key=lambda a: len(a.model)))
+
+    return resolve
+
+
 def _render(out: dict[str, Any]) -> None:
     p = out["price"]
     tok = out["tokenizer"]
@@ -97,7 +119,16 @@ def _render(out: dict[str, Any]) -> None:
         f"as of {p['as_of']})",
         highlight=False,
     )
-    if p.get("source"):
+    used = out.get("prices_used", {})
+    if out.get("pricing") == "per_model" and len(used) > 1:
+        for pid, q in used.items():
+            console.print(
+                f"  priced per model: [cyan]{pid}[/cyan] ${fmt(q['input_usd_per_mtok'])} / "
+                f"${fmt(q['cached_input_usd_per_mtok'])} / ${fmt(q['output_usd_per_mtok'])} "
+                f"(as of {q['as_of']}): billed ${q['billed_usd']:,.4f}",
+                highlight=False,
+            )
+    elif p.get("source"):
         console.print(f"  [dim]price source: {p['source']}[/dim]", highlight=False)
     label = " [yellow](APPROXIMATE)[/yellow]" if tok["approximate"] else ""
     console.print(
@@ -299,10 +330,12 @@ def audit_cmd(
         err_console.print(
             f"[yellow]{api.id} has no batch discount in the catalog; list prices used[/yellow]"
         )
-    res = audit_log(log, ap, tok, opts)
+    resolver = None if price else _catalog_resolver(cat)
+    res = audit_log(log, ap, tok, opts, price_for=resolver)
     out = res.to_json()
+    out["pricing"] = "single" if price else "per_model"
     mismatch = [m for m in out["models_seen"] if not model_matches(api.model, m)]
-    if mismatch:
+    if mismatch and price:
         out["price_model_mismatch"] = mismatch
     if self_host:
         if period_days is not None and period_days <= 0:
