@@ -79,11 +79,19 @@ class EfficiencyParams(BaseModel):
     )
     gemm_default: float = _frac(0.70, "GEMM fraction of dense peak where no family value exists.")
     hbm: float = _frac(0.80, "Fraction of HBM bandwidth achieved by memory-bound kernels.")
-    intra_node_link: float = _frac(0.95, "Fraction of scale-up link bandwidth achieved by collectives.")
+    intra_node_link: float = _frac(
+        0.95, "Fraction of scale-up link bandwidth achieved by collectives."
+    )
     scale_out_link: float = _frac(0.6345, "Fraction of NIC bandwidth achieved by collectives.")
     dp_overlap: float = Field(default=0.971, ge=0.0, le=1.0, description="Share of DP comm hidden.")
     attention: float = _frac(
         0.30875, "Fraction of the bf16 dense peak reached by FlashAttention kernels (training)."
+    )
+    tp_overlap: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Share of TP collectives hidden behind GEMMs when TP comm overlap is on.",
     )
     elementwise_hbm: float = _frac(
         0.438125,
@@ -106,6 +114,25 @@ class EfficiencyParams(BaseModel):
         le=0.1,
         description="Per-iteration serving-engine overhead (scheduling, sampling, kernel launches "
         "not hidden by CUDA graphs) added to every forward pass. [s]",
+    )
+    serving_layer_overhead_s: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=0.001,
+        description="Per-layer per-iteration gap between kernels (launch/tail latency of the ~10 "
+        "kernels of a layer, even under CUDA graphs); scales with depth. [s]",
+    )
+    decode_hbm: float = _frac(
+        0.8,
+        "Fraction of HBM bandwidth reached by inference weight streaming and paged-attention KV "
+        "reads (GEMV/GEMM at small M, XQA/paged attention kernels).",
+    )
+    roofline_p: float = Field(
+        default=1e9,
+        ge=1.0,
+        description="Exponent of the smooth roofline of the linear layers, t = (C^p + M^p)^(1/p): "
+        "large = plain max(C, M); small = compute and weight streaming overlap poorly near the "
+        "ridge point (GEMMs with M of a few hundred tokens).",
     )
     serving_overhead_per_seq_s: float = Field(
         default=0.0,

@@ -66,6 +66,8 @@ DEFAULT_TP_MAX_WEIGHT_FRACTION = 0.8
 #: Mean prompt and output lengths when a shape is not given (issue #4 CLI defaults).
 DEFAULT_INPUT_TOKENS = 512
 DEFAULT_OUTPUT_TOKENS = 256
+#: Exponent above which the smooth roofline is the plain max (Williams et al. 2009).
+ROOFLINE_P_MAX = 50.0
 #: Dense FLOPs per multiply-accumulate.
 FLOPS_PER_MAC = 2.0
 #: Attention FLOPs per (query, key) pair per head per head-dimension: QK^T and PV, 2 MACs.
@@ -414,6 +416,10 @@ class IterationModel:
     pp_efficiency: float
     overhead_s: float
     overhead_per_seq_s: float = 0.0
+    layer_overhead_s: float = 0.0
+    n_layers: int = 0
+    roofline_p: float = 1e9
+    head_weight_bytes: float = 0.0
     head_peak_tflops: float = 0.0
     attn_peak_tflops: float = 0.0
     attn_gemm_efficiency: float = 0.0
@@ -421,6 +427,12 @@ class IterationModel:
     # --- components ------------------------------------------------------------------------
     def _flops_rate(self) -> float:
         return self.gemm_efficiency * self.peak_tflops * TERA
+
+    def overhead_total_s(self, seqs: float) -> float:
+        """Fixed + per-layer + per-sequence overhead of one iteration with ``seqs`` sequences. [s]"""
+        return (
+            self.overhead_s + self.layer_overhead_s * self.n_layers + self.overhead_per_seq_s * seqs
+        )
 
     def _attn_rate(self) -> float:
         eff = self.attn_gemm_efficiency or self.gemm_efficiency
@@ -430,7 +442,7 @@ class IterationModel:
         return self.hbm_efficiency * self.hbm_bandwidth_gb_s * GIGA
 
     def linear_s(self, tokens: ArrayLike, sampled: ArrayLike | None = None) -> F64:
-        """Linear layers + collectives + overhead for ``tokens`` scheduled tokens. [s]
+        """Linear layers + collectives + LM head + overhead for ``tokens`` scheduled tokens. [s]
 
         Parameters
         ----------
@@ -446,18 +458,20 @@ class IterationModel:
 
         Notes
         -----
-        With pipeline parallelism the batch is cut in ``pp`` micro-batches that each stage
-        processes in turn; one iteration of all tokens then lasts ``pp`` stage-times of a
-        micro-batch, and every micro-batch re-reads the stage's weights (PP adds capacity, not
-        decode bandwidth).
+        ``linear_s = body_s(tokens) + head_s(sampled)``. With pipeline parallelism the batch is
+        cut in ``pp`` micro-batches that each stage processes in turn; one iteration of all tokens
+        then lasts ``pp`` stage-times of a micro-batch, and every micro-batch re-reads the stage's
+        weights (PP adds capacity, not decode bandwidth).
         """
         t = np.asarray(tokens, dtype=np.float64)
         s = t if sampled is None else np.asarray(sampled, dtype=np.float64)
+        return np.asarray(self.body_s(t) + self.head_s(s), dtype=np.float64)
+
+    def body_s(self, tokens: ArrayLike) -> F64:
+        """Transformer layers (smooth roofline), collectives and fixed overheads. [s]"""
+        t = np.asarray(tokens, dtype=np.float64)
         mb = t / self.pp
-        head_rate = self.gemm_efficiency * (self.head_peak_tflops or self.peak_tflops) * TERA
-        compute = (self.body_flops_per_token * mb) / self._flops_rate() + (
-            self.head_flops_per_token * s / self.pp
-        ) / head_rate
+        compute = (self.body_flops_per_token * mb) / self._flops_rate()
         wbytes = self.dense_weight_bytes
         if self.n_moe_layers:
             wbytes = (
@@ -466,7 +480,13 @@ class IterationModel:
                 * self.n_moe_layers
                 * expected_distinct_experts(mb, self.n_experts, self.n_active)
             )
-        stage = np.maximum(compute, wbytes / self._byte_rate())
+        mem = wbytes / self._byte_rate()
+        q = self.roofline_p
+        if q >= ROOFLINE_P_MAX:
+            stage = np.maximum(compute, mem)
+        else:  # smooth roofline: near the ridge point neither bound is reached
+            hi = np.maximum(np.maximum(compute, mem), 1e-30)
+            stage = hi * ((compute / hi) ** q + (mem / hi) ** q) ** (1.0 / q)
         comm = self.comm_s(mb)
         p2p = (
             np.asarray(
@@ -482,9 +502,22 @@ class IterationModel:
             else 0.0
         )
         return np.asarray(
-            self.pp * (stage + comm + p2p) + self.overhead_s + self.overhead_per_seq_s * s,
+            self.pp * (stage + comm + p2p) + self.overhead_s + self.layer_overhead_s * self.n_layers,
             dtype=np.float64,
         )
+
+    def head_s(self, sampled: ArrayLike) -> F64:
+        r"""LM head (its own roofline, 16-bit) and per-sequence host overhead. [s]
+
+        Notes
+        -----
+        :math:`t = \max(s F_h / \eta P_{16}, W_h / \eta_B B) + s\,t_{seq}` for ``s`` sampled tokens.
+        """
+        s = np.asarray(sampled, dtype=np.float64)
+        head_rate = self.gemm_efficiency * (self.head_peak_tflops or self.peak_tflops) * TERA
+        compute = self.head_flops_per_token * s / head_rate
+        mem = self.head_weight_bytes / self._byte_rate()
+        return np.asarray(np.maximum(compute, mem) + self.overhead_per_seq_s * s, dtype=np.float64)
 
     def comm_s(self, tokens_per_microbatch: ArrayLike) -> F64:
         """Tensor-parallel all-reduces of one stage for a micro-batch. [s]"""
@@ -622,11 +655,6 @@ def iteration_model(
     )
     gemm_16 = efficiency.gemm_for(acc.family)
     n_experts = model.moe.n_experts if model.moe else 0
-    attn_dtype = (
-        precisions.kv
-        if (acc.supports(precisions.kv) and BYTES_PER_DTYPE[precisions.kv] >= 1)
-        else precisions.activations
-    )
     n_active = model.moe.n_active if model.moe else 0
     return IterationModel(
         tp=tp,
@@ -636,10 +664,11 @@ def iteration_model(
         gemm_efficiency=lowp_gemm_efficiency(
             gemm_16, precisions.compute, efficiency.lowp_gemm_scale
         ),
-        hbm_efficiency=efficiency.hbm,
+        hbm_efficiency=efficiency.decode_hbm,
         body_flops_per_token=FLOPS_PER_MAC * body_params / shard,
         head_flops_per_token=FLOPS_PER_MAC * head_params / tp,
-        dense_weight_bytes=(wb.dense + wb.lm_head) / shard,
+        dense_weight_bytes=wb.dense / shard,
+        head_weight_bytes=head_params * act_b / tp,
         expert_bytes_each=wb.expert_each / shard,
         n_moe_layers=wb.n_moe_layers // 1,
         n_experts=n_experts,
@@ -656,9 +685,12 @@ def iteration_model(
         pp_efficiency=float(peff),
         overhead_s=efficiency.serving_overhead_s,
         overhead_per_seq_s=efficiency.serving_overhead_per_seq_s,
+        layer_overhead_s=efficiency.serving_layer_overhead_s,
+        n_layers=model.n_layers,
+        roofline_p=efficiency.roofline_p,
         head_peak_tflops=float(acc.peak_tflops[precisions.activations]),
-        attn_peak_tflops=float(acc.peak_tflops[attn_dtype]),
-        attn_gemm_efficiency=lowp_gemm_efficiency(gemm_16, attn_dtype, efficiency.lowp_gemm_scale),
+        attn_peak_tflops=float(acc.peak_tflops[precisions.activations]),
+        attn_gemm_efficiency=efficiency.attention,
     )
 
 
@@ -932,6 +964,7 @@ def estimate_inference(
     num_requests: int = 5000,
     seed: int = 0,
     max_batch: int | None = None,
+    scheduler_steps: int = 1,
 ) -> InferenceResult:
     r"""Predict throughput, TTFT, TPOT, tail latency and memory of serving ``model``.
 
@@ -973,6 +1006,8 @@ def estimate_inference(
         Random seed of the simulation.
     max_batch : int, optional
         Override of the engine's ``max_num_seqs``.
+    scheduler_steps : int
+        Multi-step scheduling (vLLM ``--num-scheduler-steps``): prompts join every k iterations.
 
     Returns
     -------
@@ -1117,6 +1152,7 @@ def estimate_inference(
             max_num_tokens=eng.max_num_tokens,
             num_requests=num_requests,
             seed=seed,
+            scheduler_steps=scheduler_steps,
             slo_ttft_s=None if slo_ttft_ms is None else slo_ttft_ms / 1000.0,
             slo_tpot_s=None if slo_tpot_ms is None else slo_tpot_ms / 1000.0,
         )
@@ -1152,6 +1188,7 @@ def estimate_inference(
                 input_cv=input_cv,
                 output_cv=output_cv,
                 seed=seed,
+                scheduler_steps=scheduler_steps,
             )
             vals["gpus_for_slo"] = (
                 None if vals["replicas_for_slo"] is None else vals["replicas_for_slo"] * tp_ * pp_
@@ -1162,7 +1199,7 @@ def estimate_inference(
     b_e = max(float(batch_used), 1.0)
     mb = b_e / pp_
     lin_compute = pp_ * it.body_flops_per_token * mb / it._flops_rate()
-    w_bytes = it.dense_weight_bytes + (
+    w_bytes = it.dense_weight_bytes + it.head_weight_bytes + (
         it.expert_bytes_each
         * it.n_moe_layers
         * float(expected_distinct_experts(mb, it.n_experts, it.n_active))
@@ -1172,7 +1209,8 @@ def estimate_inference(
     lin_memory = pp_ * w_bytes / it._byte_rate()
     attn = it.decode_attention_s_per_context_token * b_e * (i + o / 2.0)
     comm = float(pp_ * it.comm_s(mb))
-    step = max(lin_compute, lin_memory) + attn + comm + it.overhead_s
+    ovh = it.overhead_total_s(b_e)
+    step = max(lin_compute, lin_memory) + attn + comm + ovh
     busy = (max(lin_compute, lin_memory) + attn) / step if step > 0 else 0.0
     energy = serving.energy_per_token(acc, gpus, out_tps, utilization=busy)
 
@@ -1226,7 +1264,7 @@ def estimate_inference(
         "weights_read_s": lin_memory,
         "kv_read_s": attn,
         "tp_comm_s": comm,
-        "overhead_s": it.overhead_s,
+        "overhead_s": ovh,
     }
     terms = [
         Term(
@@ -1272,10 +1310,16 @@ def estimate_inference(
         ),
         Term(
             name="overhead_s",
-            value=it.overhead_s,
+            value=ovh,
             unit="s",
-            formula="serving_overhead_s (fitted)",
-            inputs={},
+            formula="serving_overhead_s + serving_layer_overhead_s * layers "
+            "+ serving_overhead_per_seq_s * B (fitted)",
+            inputs={
+                "serving_overhead_s": it.overhead_s,
+                "serving_layer_overhead_s": it.layer_overhead_s,
+                "layers": it.n_layers,
+                "serving_overhead_per_seq_s": it.overhead_per_seq_s,
+            },
         ),
         Term(
             name="decode_step_s",

@@ -197,9 +197,9 @@ class SimulationResult:
 
 # ----------------------------------------------------------------------------- simulator
 def linear_time_table(it: IterationModel, max_tokens: int) -> F64:
-    """Linear-layer (+comm, overhead) time for 0..max_tokens tokens per iteration. [s]"""
+    """Transformer-layer (+comm, fixed overhead) time for 0..max_tokens tokens per iteration. [s]"""
     t = np.arange(max_tokens + 1, dtype=np.float64)
-    return it.linear_s(t)
+    return it.body_s(t)
 
 
 def _k_until(delta: float, c: float, a: float, s0: float, b: float) -> int:
@@ -224,6 +224,7 @@ def simulate_continuous_batching(
     max_num_tokens: int = 8192,
     slo_ttft_s: float | None = None,
     slo_tpot_s: float | None = None,
+    scheduler_steps: int = 1,
 ) -> SimulationResult:
     """Simulate iteration-level continuous batching of the given requests on one replica.
 
@@ -244,6 +245,9 @@ def simulate_continuous_batching(
         Prompt tokens admitted per iteration (a prompt longer than this runs alone). [tokens]
     slo_ttft_s, slo_tpot_s : float, optional
         Objectives for goodput. [s]
+    scheduler_steps : int
+        Multi-step scheduling (vLLM ``--num-scheduler-steps``): new prompts are admitted only
+        every ``scheduler_steps`` iterations (or when nothing runs).
 
     Returns
     -------
@@ -258,6 +262,9 @@ def simulate_continuous_batching(
     request is emitted at the end of its prefill iteration. Between events, decode iterations are
     advanced in closed form (module docstring).
     """
+    steps = int(scheduler_steps)
+    if steps < 1:
+        raise InputError("scheduler_steps", scheduler_steps, "an integer >= 1")
     arr = np.asarray(arrival_s, dtype=np.float64)
     ins = np.asarray(input_tokens, dtype=np.int64)
     outs = np.asarray(output_tokens, dtype=np.int64)
@@ -281,6 +288,7 @@ def simulate_continuous_batching(
     lin = linear_time_table(it, t_max).tolist()
     a_dec = it.decode_attention_s_per_context_token
     a_pre = it.prefill_attention_s_per_pair
+    head_tab = it.head_s(np.arange(max_num_seqs + max(max_num_tokens, 1) + 2)).tolist()
 
     arr_l = arr.tolist()
     ins_l = ins.tolist()
@@ -304,7 +312,7 @@ def simulate_continuous_batching(
             queue.append(nxt)
             nxt += 1
         # ---- admission + prefill iteration
-        if queue:
+        if queue and (steps == 1 or iteration % steps == 0 or batch == 0):
             new: list[int] = []
             p_tokens = 0
             while queue and batch + len(new) < max_num_seqs:
@@ -322,7 +330,7 @@ def simulate_continuous_batching(
                 for j in new:
                     s = ins_l[j]
                     pairs += s * (s + 1) / 2.0
-                dt = lin[batch + p_tokens] + a_dec * ctx_sum + a_pre * pairs
+                dt = lin[batch + p_tokens] + head_tab[batch + len(new)] + a_dec * ctx_sum + a_pre * pairs
                 busy_batch_time += batch * dt
                 now += dt
                 iteration += 1
@@ -352,10 +360,12 @@ def simulate_continuous_batching(
                 continue
             break  # pragma: no cover - nothing running, nothing to come
         # ---- pure decode epoch until the next completion or arrival
-        c = lin[batch]
+        c = lin[batch] + head_tab[batch]
         k = heap[0][0] - iteration
         if nxt < n and not queue:
             k = min(k, _k_until(arr_l[nxt] - now, c, a_dec, ctx_sum, batch))
+        if queue and steps > 1:
+            k = min(k, steps - iteration % steps)
         dt = k * c + a_dec * (k * ctx_sum + batch * k * (k - 1) / 2.0)
         busy_batch_time += batch * dt
         now += dt
@@ -400,6 +410,7 @@ def simulate_poisson(
     slo_ttft_s: float | None = None,
     slo_tpot_s: float | None = None,
     arrival_cv: float = 1.0,
+    scheduler_steps: int = 1,
 ) -> SimulationResult:
     """Simulate Poisson (or gamma, ``arrival_cv != 1``) arrivals with sampled lengths.
 
@@ -426,6 +437,7 @@ def simulate_poisson(
         max_num_tokens=max_num_tokens,
         slo_ttft_s=slo_ttft_s,
         slo_tpot_s=slo_tpot_s,
+        scheduler_steps=scheduler_steps,
     )
 
 

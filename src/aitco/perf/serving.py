@@ -76,6 +76,7 @@ def replicas_for_slo(
     output_cv: float = 0.0,
     seed: int = 0,
     max_replicas: int = 100_000,
+    scheduler_steps: int = 1,
 ) -> int | None:
     """Fewest replicas whose P99 TTFT and P99 TPOT meet the objectives at ``qps`` in total.
 
@@ -134,6 +135,7 @@ def replicas_for_slo(
             max_num_tokens=max_num_tokens,
             num_requests=SLO_SEARCH_REQUESTS,
             seed=seed,
+            scheduler_steps=scheduler_steps,
         )
         p = res.percentiles()
         if slo_ttft_s is not None and p["p99_ttft_s"] > slo_ttft_s:

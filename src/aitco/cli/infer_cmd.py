@@ -1,0 +1,231 @@
+"""``aitco infer`` (serving estimate) and ``aitco validate inference``.
+
+Thin: parse the flags, resolve the catalog entries, call
+:func:`aitco.perf.inference.estimate_inference` or :func:`aitco.validation.inference.validate`,
+render. ``--json`` prints one object with the keys of issue 4 (``ttft_s``, ``tpot_s``,
+``e2e_latency_s``, ``output_tokens_per_s``, ``total_tokens_per_s``, ``requests_per_s``,
+``max_concurrency``, ``kv_cache_gb``, ``weights_gb``, ``fits``; with ``--qps`` also
+``p50_ttft_s``, ``p99_ttft_s``, ``p50_tpot_s``, ``p99_tpot_s``, ``p99_e2e_latency_s`` and,
+with an SLO, ``replicas_for_slo``), plus ``interval``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from aitco.cli import state
+from aitco.cli.render import console, fmt, print_explain, print_json, table
+from aitco.errors import InputError
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+
+
+class Precision(StrEnum):
+    """Weight data types."""
+
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+    int8 = "int8"
+    int4 = "int4"
+    fp4 = "fp4"
+
+
+class Mode(StrEnum):
+    """Serving modes."""
+
+    online = "online"
+    offline = "offline"
+
+
+class Engine(StrEnum):
+    """Serving engines whose default limits apply."""
+
+    vllm = "vllm"
+    vllm_v1 = "vllm-v1"
+    sglang = "sglang"
+    trtllm = "trtllm"
+
+
+class Allocation(StrEnum):
+    """KV-cache allocation schemes."""
+
+    paged = "paged"
+    contiguous = "contiguous"
+
+
+def _efficiency(path: str | None) -> EfficiencyParams:
+    if not path:
+        return DEFAULT_EFFICIENCY
+    from aitco.calibrate.profile import load_profile
+
+    return load_profile(path).efficiency
+
+
+def _range(res_interval: dict[str, tuple[float, float]], key: str) -> str:
+    iv = res_interval.get(key)
+    if not iv:
+        return ""
+    return f"{fmt(iv[0])} - {fmt(iv[1])}"
+
+
+def infer(
+    model: Annotated[str, typer.Option("--model", help="Catalog id, config.json or model YAML.")],
+    hardware: Annotated[str, typer.Option("--hardware", help="Accelerator or system id.")],
+    gpus: Annotated[int, typer.Option("--gpus", help="Accelerators in total.")] = 1,
+    tp: Annotated[int | None, typer.Option("--tp", help="Tensor parallel degree.")] = None,
+    pp: Annotated[int | None, typer.Option("--pp", help="Pipeline parallel degree.")] = None,
+    precision: Annotated[Precision, typer.Option("--precision", help="Weight type.")] = Precision.bf16,
+    kv_precision: Annotated[
+        Precision | None, typer.Option("--kv-precision", help="KV-cache type.")
+    ] = None,
+    input_tokens: Annotated[int, typer.Option("--input-tokens", help="Mean prompt tokens.")] = 512,
+    output_tokens: Annotated[int, typer.Option("--output-tokens", help="Mean output tokens.")] = 256,
+    batch: Annotated[int | None, typer.Option("--batch", help="Static batch size.")] = None,
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", help="Requests in flight (closed loop).")
+    ] = None,
+    qps: Annotated[
+        float | None, typer.Option("--qps", help="Poisson arrival rate, requests/s.")
+    ] = None,
+    mode: Annotated[Mode, typer.Option("--mode", help="offline = max throughput.")] = Mode.online,
+    slo_ttft_ms: Annotated[
+        float | None, typer.Option("--slo-ttft-ms", help="P99 TTFT objective.")
+    ] = None,
+    slo_tpot_ms: Annotated[
+        float | None, typer.Option("--slo-tpot-ms", help="P99 TPOT objective.")
+    ] = None,
+    engine: Annotated[Engine, typer.Option("--engine", help="Engine limits.")] = Engine.vllm,
+    allocation: Annotated[Allocation, typer.Option("--kv-allocation")] = Allocation.paged,
+    length_cv: Annotated[
+        float, typer.Option("--length-cv", help="Coefficient of variation of lengths (--qps).")
+    ] = 0.0,
+    num_requests: Annotated[
+        int, typer.Option("--num-requests", help="Requests simulated with --qps.")
+    ] = 5000,
+    calibration: Annotated[
+        str | None, typer.Option("--calibration", help="Calibration profile YAML.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show the terms.")] = False,
+) -> None:
+    """Estimate serving a model: TTFT, TPOT, throughput, tail latency, KV capacity, replicas."""
+    from aitco.perf.inference import estimate_inference
+
+    if length_cv < 0:
+        raise InputError("--length-cv", length_cv, "a coefficient of variation >= 0")
+    cat = state.catalog()
+    arch = cat.resolve_model(model, field="--model")
+    acc, system = cat.hardware(hardware, field="--hardware")
+    res = estimate_inference(
+        arch, acc, system, gpus, precision=precision.value,
+        kv_precision=kv_precision.value if kv_precision else None,
+        input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
+        concurrency=concurrency, qps=qps, mode=mode.value, tp=tp, pp=pp,
+        slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, efficiency=_efficiency(calibration),
+        engine=engine.value, allocation=allocation.value, input_cv=length_cv,
+        output_cv=length_cv, num_requests=num_requests,
+    )  # fmt: skip
+    v = res.values
+    if json_out:
+        out: dict[str, Any] = dict(v)
+        out["interval"] = {k: list(iv) for k, iv in res.interval.items()}
+        out["model"] = arch.id
+        out["hardware"] = acc.id
+        out["system"] = system.id
+        if explain:
+            out["explain"] = res.to_estimate().to_json()["explain"]
+        print_json(out)
+        return
+    iv = res.interval
+    rows: list[tuple[Any, ...]] = [
+        ("TTFT (s)", v["ttft_s"], _range(iv, "ttft_s")),
+        ("TPOT (s)", v["tpot_s"], _range(iv, "tpot_s")),
+        ("end-to-end latency (s)", v["e2e_latency_s"], _range(iv, "e2e_latency_s")),
+        ("output tokens/s", v["output_tokens_per_s"], _range(iv, "output_tokens_per_s")),
+        ("total tokens/s", v["total_tokens_per_s"], _range(iv, "total_tokens_per_s")),
+        ("requests/s", v["requests_per_s"], _range(iv, "requests_per_s")),
+        ("max concurrency (KV-bound)", v["max_concurrency"], ""),
+        ("batch per replica", v["batch_per_replica"], f"max {v['max_batch_per_replica']}"),
+        ("KV cache (GB, per replica)", v["kv_cache_gb"], f"waste {v['kv_waste_fraction']:.1%}"),
+        ("weights (GB)", v["weights_gb"], f"{fmt(v['weights_per_gpu_gb'])} per GPU"),
+        ("energy per token (J)", v.get("energy_per_token_j"), ""),
+        ("tokens/s per W", v.get("tokens_per_s_per_w"), ""),
+    ]
+    if qps is not None:
+        for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s"):
+            rows.append((k, v.get(k), ""))
+        rows.append(("utilisation", v.get("utilization"), f"capacity {fmt(v.get('max_qps'))} req/s"))
+        if "replicas_for_slo" in v:
+            rows.append(("replicas for SLO", v["replicas_for_slo"], f"GPUs {fmt(v.get('gpus_for_slo'))}"))
+    title = (
+        f"Serving {arch.id} on {gpus} x {acc.id} ({v['precision']}, tp {v['tp']} pp {v['pp']}, "
+        f"{v['replicas']} replica(s), {v['engine']})"
+    )
+    console.print(table(title, ["", "estimate", "80% range / note"], rows, caption=v["regime"]))
+    if v.get("saturated"):
+        console.print(
+            f"[bold red]saturated:[/bold red] {fmt(qps)} req/s exceeds the capacity of "
+            f"{fmt(v['max_qps'])} req/s; latencies are unbounded"
+        )
+    if explain:
+        print_explain(res.to_estimate())
+
+
+def validate_inference_cmd(
+    csv: Annotated[str | None, typer.Argument(help="Ground-truth CSV (default: bundled).")] = None,
+    calibration: Annotated[
+        str | None, typer.Option("--calibration", help="Calibration profile YAML.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Predict every row of an inference ground-truth CSV; print the per-row errors and APE."""
+    from aitco.validation.inference import validate
+
+    rep = validate(csv, efficiency=_efficiency(calibration), catalog=state.catalog())
+    s = rep.summary()
+    if json_out:
+        print_json({
+            **s,
+            "rows_table": [
+                {"id": c.row_id, "metric": c.metric, "kind": c.kind, "measured": c.measured,
+                 "predicted": c.predicted, "ape": c.ape, "setup": c.setup}
+                for c in rep.comparisons
+            ],
+            "skipped": [{"id": i, "reason": r} for i, r in rep.skipped],
+            "saturated": [
+                {"id": i, "qps": q, "predicted_max_qps": m, "latency_figures": n}
+                for i, q, m, n in rep.saturated
+            ],
+        })  # fmt: skip
+        return
+    rows: list[tuple[Any, ...]] = [
+        (c.row_id, c.metric, c.measured, c.predicted, f"{c.ape:.1%}", c.setup)
+        for c in rep.comparisons
+    ]
+    rows += [(i, "-", "-", "-", "-", f"skipped: {r}") for i, r in rep.skipped]
+    rows += [
+        (i, "latency", "-", "-", "-", f"predicted saturated: {fmt(q)} req/s > capacity {fmt(m)}")
+        for i, q, m, _n in rep.saturated
+    ]
+    console.print(
+        table("Inference validation", ["id", "metric", "published", "predicted", "APE", "setup"], rows)
+    )
+    for kind in ("offline_throughput", "static_throughput", "latency"):
+        k = s[kind]
+        if k["n"]:
+            console.print(
+                f"{kind}: n {k['n']}, median APE {k['median_ape']:.1%}, p90 APE {k['p90_ape']:.1%}"
+            )
+    console.print(
+        f"rows scored {s['rows_scored']}, skipped {s['rows_skipped']}, "
+        f"predicted saturated {s['rows_predicted_saturated']}"
+    )
+
+
+def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
+    """Add ``aitco infer`` and ``aitco validate inference``."""
+    app.command("infer")(infer)
+    groups["validate"].command("inference")(validate_inference_cmd)
