@@ -898,6 +898,70 @@ def arbitrage_cmd(
     )
 
 
+# --------------------------------------------------------------------------- fit score
+def fit_score_cmd(
+    model: Annotated[str, typer.Option(help="Model id or config.json path.")] = "llama-3.1-70b",
+    hardware: Annotated[
+        list[str] | None, typer.Option("--hardware", help="Accelerator/system id (repeatable).")
+    ] = None,
+    kind: Annotated[str, typer.Option(help="inference or training.")] = "inference",
+    precision: Annotated[str, typer.Option(help="Data type.")] = "bf16",
+    gpus: Annotated[
+        int | None, typer.Option(help="Accelerators available (default: one node).")
+    ] = None,
+    input_tokens: Annotated[int, typer.Option(help="Prompt length (serving). [tokens]")] = 2048,
+    output_tokens: Annotated[int, typer.Option(help="Output length (serving). [tokens]")] = 512,
+    seq_len: Annotated[int, typer.Option(help="Sequence length (training). [tokens]")] = 4096,
+    batch: Annotated[int | None, typer.Option(help="Concurrent sequences / micro-batch.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Model-hardware fit: memory, KV bandwidth, MoE interconnect, topology, precision."""
+    from aitco.cli import state
+    from aitco.decide.fit_score import fit_score
+
+    cat = state.catalog()
+    hws = hardware or ["h100-sxm5-80gb", "h200-sxm-141gb", "a100-sxm4-80gb", "mi300x", "l40s", "l4"]
+    results = [
+        fit_score(
+            cat,
+            model,
+            h,
+            kind=kind,
+            precision=precision,
+            gpus=gpus,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            seq_len=seq_len,
+            batch=batch,
+        )
+        for h in hws
+    ]
+    results.sort(key=lambda r: -r["overall"])
+    if json_out:
+        print_json(
+            results[0] if len(results) == 1 else {"model": model, "kind": kind, "results": results}
+        )
+        return
+    dims = list(results[0]["dimensions"])
+    console.print(
+        table(
+            f"Fit of {model} ({kind}, {precision})",
+            ["hardware", "overall", *dims],
+            [
+                [r["hardware"], r["overall"], *[r["dimensions"][d]["score"] for d in dims]]
+                for r in results
+            ],
+        )
+    )
+    for r in results:
+        console.print(
+            f"[bold]{r['hardware']}[/bold] (x{r['gpus']}): weakest = {r['weakest']}",
+            highlight=False,
+        )
+        for d, v in r["dimensions"].items():
+            console.print(f"  {d} {v['score']:.2f}: {v['reason']}", highlight=False)
+
+
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add the decision commands to the ``aitco`` app."""
     app.command("roi")(roi_cmd)
@@ -907,3 +971,4 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("buy-vs-rent")(buy_vs_rent_cmd)
     app.command("api-vs-self-host")(api_vs_self_host_cmd)
     app.command("arbitrage")(arbitrage_cmd)
+    app.command("fit-score")(fit_score_cmd)

@@ -1,0 +1,338 @@
+r"""Model-hardware fit: a per-dimension score (0-1) with the reason behind each number.
+
+Five dimensions, each a small physical ratio rather than an opinion:
+
+``memory_fit``
+    Share of the device memory the workload needs (weights + KV cache for serving; weights,
+    gradients and Adam states + activations for training) on the GPUs given. 1 up to
+    ``MEMORY_COMFORT_FRACTION``, falling linearly to 0 where it no longer fits.
+``kv_bandwidth``
+    Serving: decode is memory-bound; the score is the share of the accelerator's peak FLOPs the
+    decode step can use on the roofline, :math:`\min(1, I / I^*)`, with the arithmetic
+    intensity *I* of one decode step (weights plus KV cache read per step) against the ridge
+    point :math:`I^* = P / B`. Long contexts (a big KV cache) push it down: bandwidth-rich
+    hardware matters. Training: the same ratio for a training step (compute-bound, near 1).
+``moe_interconnect``
+    Mixture-of-experts: expert-parallel all-to-all time per token over the link the experts span
+    (scale-up inside a node, scale-out beyond) against the expert compute time,
+    :math:`1 / (1 + t_{a2a} / t_{exp})`. Dense models score 1.
+``topology``
+    Tensor parallelism needed to fit (from ``memory_fit``) against the intra-node fabric: the
+    all-reduce time of a layer's activations over the link against the layer's compute,
+    :math:`1 / (1 + t_{AR} / t_{layer})`. PCIe-only nodes score low when TP > 1 is needed.
+``precision_support``
+    1 when the accelerator has a dense peak for the precision; 0 otherwise (with the data types
+    it does support).
+
+The overall score is the geometric mean, so one failing dimension pulls it down hard.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from aitco.catalog.loader import Catalog
+from aitco.catalog.schema import Accelerator, ModelArch, System
+from aitco.errors import InputError
+from aitco.perf.params import param_counts
+from aitco.units import BYTES_PER_DTYPE, DTYPES, GIGA, TERA
+
+#: Memory use up to which the fit is comfortable (room for fragmentation, CUDA graphs, spikes).
+MEMORY_COMFORT_FRACTION = 0.8
+#: Bytes of training state per parameter: bf16 weights + grads, fp32 Adam (ZeRO paper, 16 psi).
+TRAINING_STATE_BYTES_PER_PARAM = 16.0
+#: Activation bytes per token per layer per d_model with selective recomputation (Korthikanti
+#: et al. 2022: 34 s b h / t).
+ACTIVATION_BYTES_COEFF = 34.0
+#: Serving reference batch (concurrent sequences) for the KV and intensity figures.
+REFERENCE_BATCH = 32
+#: All-to-all messages per MoE layer per token (dispatch + combine).
+A2A_PER_MOE_LAYER = 2.0
+#: FLOPs per parameter per token: forward (serving) and forward+backward (training).
+FLOPS_PER_PARAM = {"inference": 2.0, "training": 6.0}
+#: NVLink 4 bandwidth per GPU per direction (H100 SXM), the reference scale-up link. [GB/s]
+REFERENCE_SCALE_UP_GB_S = 450.0
+
+
+def _dim(score: float, reason: str, **values: Any) -> dict[str, Any]:
+    return {"score": max(0.0, min(1.0, score)), "reason": reason, "values": values}
+
+
+def fit_score(
+    catalog: Catalog,
+    model: str | ModelArch,
+    hardware: str,
+    *,
+    kind: str = "inference",
+    precision: str = "bf16",
+    gpus: int | None = None,
+    input_tokens: int = 2048,
+    output_tokens: int = 512,
+    seq_len: int = 4096,
+    batch: int | None = None,
+) -> dict[str, Any]:
+    """Score how well ``model`` fits ``hardware`` for serving or training, dimension by dimension.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        Accelerators, systems, models.
+    model : str or ModelArch
+        Model id, config path or architecture.
+    hardware : str
+        Accelerator or system id.
+    kind : {"inference", "training"}
+        Workload.
+    precision : str
+        Weight/compute data type.
+    gpus : int, optional
+        Accelerators available (default: one node).
+    input_tokens, output_tokens : int
+        Serving request shape (context = input + output). [tokens]
+    seq_len : int
+        Training sequence length. [tokens]
+    batch : int, optional
+        Concurrent sequences (serving, default ``REFERENCE_BATCH``) or micro-batch per device
+        (training, default 1). [count]
+
+    Returns
+    -------
+    dict
+        ``overall`` (geometric mean), ``dimensions`` ({name: {score, reason, values}}),
+        ``weakest`` (the lowest dimension) and the inputs.
+    """
+    if kind not in ("inference", "training"):
+        raise InputError("--kind", kind, "inference or training")
+    if precision not in DTYPES:
+        raise InputError("--precision", precision, f"one of {', '.join(DTYPES)}")
+    m = model if isinstance(model, ModelArch) else catalog.resolve_model(model, field="--model")
+    acc, sysm = catalog.hardware(hardware, field="--hardware")
+    g = gpus or sysm.devices_per_node
+    if g < 1:
+        raise InputError("--gpus", g, "an integer >= 1")
+    if batch is None:
+        batch = REFERENCE_BATCH if kind == "inference" else 1
+    if batch < 1:
+        raise InputError("--batch", batch, "an integer >= 1")
+    pc = param_counts(m)
+    dims: dict[str, dict[str, Any]] = {}
+    mem, tp_needed = _memory(
+        m, acc, sysm, kind, precision, g, input_tokens + output_tokens, seq_len, batch, pc.total
+    )
+    dims["memory_fit"] = mem
+    dims["kv_bandwidth"] = _intensity(
+        m, acc, kind, precision, input_tokens + output_tokens, batch, pc
+    )
+    dims["moe_interconnect"] = _moe(m, acc, sysm, kind, precision, g, pc)
+    dims["topology"] = _topology(
+        m, acc, sysm, precision, tp_needed, batch, seq_len if kind == "training" else 1, pc
+    )
+    dims["precision_support"] = _precision(acc, precision)
+    scores = [d["score"] for d in dims.values()]
+    overall = (
+        math.exp(sum(math.log(max(s, 1e-6)) for s in scores) / len(scores)) if all(scores) else 0.0
+    )
+    weakest = min(dims, key=lambda k: dims[k]["score"])
+    return {
+        "model": m.id,
+        "hardware": acc.id,
+        "system": sysm.id,
+        "kind": kind,
+        "precision": precision,
+        "gpus": g,
+        "overall": overall,
+        "weakest": weakest,
+        "dimensions": dims,
+    }
+
+
+def _memory(
+    m: ModelArch,
+    acc: Accelerator,
+    sysm: System,
+    kind: str,
+    precision: str,
+    g: int,
+    context: int,
+    seq_len: int,
+    batch: int,
+    n_total: int,
+) -> tuple[dict[str, Any], int]:
+    b = BYTES_PER_DTYPE[precision]
+    per_gpu = acc.memory_gb * GIGA * MEMORY_COMFORT_FRACTION
+    if kind == "inference":
+        kv_tok = _kv_bytes_per_token(m, b)
+        need = n_total * b + batch * context * kv_tok
+        what = f"weights {n_total * b / GIGA:.1f} GB + KV {batch * context * kv_tok / GIGA:.1f} GB"
+        what += f" ({batch} x {context} tokens)"
+        shards = need / per_gpu
+    else:
+        # ZeRO-3 shards the model states over all g devices; each holds its micro-batch's
+        # activations (selective recomputation)
+        states = n_total * TRAINING_STATE_BYTES_PER_PARAM
+        act = m.n_layers * seq_len * batch * m.d_model * ACTIVATION_BYTES_COEFF
+        need = states + g * act
+        what = (
+            f"weights+grads+Adam {states / GIGA:.1f} GB (ZeRO-3 over {g}) + activations "
+            f"{act / GIGA:.1f} GB per device (micro-batch {batch} x {seq_len})"
+        )
+        shards = (states / g + act) / per_gpu
+    have = acc.memory_gb * GIGA * g
+    frac = need / have
+    tp_needed = 1 if shards <= 1 else 2 ** math.ceil(math.log2(shards))
+    if frac <= MEMORY_COMFORT_FRACTION:
+        score = 1.0
+    elif frac >= 1.0:
+        score = 0.0
+    else:
+        score = (1.0 - frac) / (1.0 - MEMORY_COMFORT_FRACTION)
+    verdict = (
+        "fits comfortably" if score == 1 else ("does not fit" if score == 0 else "fits, tight")
+    )
+    reason = f"{what} = {need / GIGA:.1f} GB of {g} x {acc.memory_gb:g} GB ({frac:.0%}): {verdict}"
+    if score == 0:
+        more = math.ceil(need / per_gpu)
+        reason += f"; needs about {more} x {acc.memory_gb:g} GB devices"
+    return _dim(
+        score, reason, required_gb=need / GIGA, available_gb=have / GIGA, fraction=frac
+    ), tp_needed
+
+
+def _kv_bytes_per_token(m: ModelArch, dtype_bytes: float) -> float:
+    if m.mla is not None:
+        width = m.mla.kv_lora_rank + m.mla.qk_rope_head_dim
+        return m.n_layers * width * dtype_bytes
+    return 2.0 * m.n_layers * m.kv_heads * m.dim_head * dtype_bytes
+
+
+def _intensity(
+    m: ModelArch, acc: Accelerator, kind: str, precision: str, context: int, batch: int, pc: Any
+) -> dict[str, Any]:
+    b = BYTES_PER_DTYPE[precision]
+    peak = (
+        acc.peak_tflops.get(precision)
+        or acc.peak_tflops.get("bf16")
+        or max(acc.peak_tflops.values())
+    )
+    ridge = peak * TERA / (acc.hbm_bandwidth_gb_s * GIGA)
+    if kind == "inference":
+        kv_tok = _kv_bytes_per_token(m, b)
+        kv = batch * context * kv_tok
+        w = pc.total * b
+        flops_tok = FLOPS_PER_PARAM["inference"] * pc.active
+        at_batch = flops_tok * batch / (w + kv)
+        # however large the batch, each token still reads its own KV cache: the ceiling
+        ceiling = flops_tok / (context * kv_tok)
+        share = kv / (w + kv)
+        score = min(1.0, ceiling / ridge)
+        reason = (
+            f"decode intensity {at_batch:.3g} FLOP/B at batch {batch} (KV {share:.0%} of bytes "
+            f"read), at most {ceiling:.3g} FLOP/B at any batch with context {context}, vs ridge "
+            f"{ridge:.3g} FLOP/B"
+        )
+        if score < 1:
+            reason += (
+                f": KV-cache bandwidth caps decode at {score:.0%} of peak FLOPs on this hardware "
+                "(more HBM bandwidth, a KV cache in fp8 or shorter contexts help)"
+            )
+        else:
+            reason += ": batching can make decode compute-bound"
+        vals = {
+            "intensity_at_batch": at_batch,
+            "intensity_ceiling": ceiling,
+            "ridge_flop_per_byte": ridge,
+            "kv_share": share,
+        }
+        return _dim(score, reason, **vals)
+    reason = "training GEMMs are compute-bound (intensity far above the ridge point)"
+    return _dim(1.0, reason, ridge_flop_per_byte=ridge)
+
+
+def _moe(
+    m: ModelArch, acc: Accelerator, sysm: System, kind: str, precision: str, g: int, pc: Any
+) -> dict[str, Any]:
+    if m.moe is None:
+        return _dim(1.0, "dense model: no expert all-to-all", sparsity=1.0)
+    b = BYTES_PER_DTYPE[precision]
+    sparsity = pc.active / pc.total
+    moe_layers = m.n_layers - m.moe.first_dense_layers
+    # per token per MoE layer: send the hidden state to k experts and back
+    a2a_bytes = A2A_PER_MOE_LAYER * m.moe.n_active * m.d_model * b * moe_layers
+    spans_nodes = m.moe.n_experts > sysm.devices_per_node and g > sysm.devices_per_node
+    link = (
+        sysm.scale_out_bandwidth_gb_s
+        if spans_nodes and sysm.scale_out_bandwidth_gb_s
+        else sysm.intra_node_bandwidth_gb_s
+    )
+    peak = acc.peak_tflops.get(precision) or max(acc.peak_tflops.values())
+    t_a2a = a2a_bytes / (link * GIGA)
+    expert_flops = FLOPS_PER_PARAM[kind] * (pc.expert_active if pc.expert_active else pc.active)
+    t_exp = expert_flops / (peak * TERA)
+    ratio = t_a2a / t_exp
+    where = "scale-out NICs" if spans_nodes else f"{sysm.intra_node_fabric}"
+    reason = (
+        f"MoE {m.moe.n_active}/{m.moe.n_experts} experts ({sparsity:.1%} of weights active): "
+        f"all-to-all {a2a_bytes / 1e3:.3g} kB/token over {where} at {link:g} GB/s takes "
+        f"{ratio:.2f}x the expert compute"
+    )
+    return _dim(
+        1.0 / (1.0 + ratio), reason, sparsity=sparsity, a2a_to_compute=ratio, link_gb_s=link
+    )
+
+
+def _topology(
+    m: ModelArch,
+    acc: Accelerator,
+    sysm: System,
+    precision: str,
+    tp: int,
+    batch: int,
+    seq: int,
+    pc: Any,
+) -> dict[str, Any]:
+    if tp <= 1:
+        return _dim(
+            1.0,
+            "fits on one device: no tensor parallelism needed",
+            tp=1,
+            fabric=sysm.intra_node_fabric,
+        )
+    b = BYTES_PER_DTYPE[precision]
+    tokens = batch * seq
+    msg = tokens * m.d_model * b
+    inside = tp <= sysm.devices_per_node
+    bw = sysm.intra_node_bandwidth_gb_s if inside else (sysm.scale_out_bandwidth_gb_s or 1.0)
+    fabric = sysm.intra_node_fabric if inside else "the scale-out network"
+    t_ar = 2.0 * (tp - 1) / tp * msg / (bw * GIGA) * 2.0  # two all-reduces per layer
+    peak = acc.peak_tflops.get(precision) or max(acc.peak_tflops.values())
+    t_layer = 2.0 * pc.active / m.n_layers * tokens / (tp * peak * TERA)
+    ratio = t_ar / t_layer
+    reason = (
+        f"needs TP={tp}; two all-reduces per layer over {fabric} at {bw:g} GB/s "
+        f"(NVLink 4 reference {REFERENCE_SCALE_UP_GB_S:g}) take {ratio:.2f}x the layer compute"
+    )
+    if tp > sysm.devices_per_node:
+        reason += f"; TP beyond the {sysm.devices_per_node}-device node crosses the network"
+    return _dim(
+        1.0 / (1.0 + ratio),
+        reason,
+        tp=tp,
+        fabric=sysm.intra_node_fabric,
+        ar_to_compute=ratio,
+        link_gb_s=bw,
+    )
+
+
+def _precision(acc: Accelerator, precision: str) -> dict[str, Any]:
+    if acc.supports(precision):
+        reason = f"{acc.id} has a dense {precision} peak of {acc.peak_tflops[precision]:g} TFLOP/s"
+        if precision in ("bf16", "fp16") and acc.supports("fp8"):
+            reason += f" (fp8: {acc.peak_tflops['fp8']:g}, a lever)"
+        return _dim(1.0, reason, peak_tflops=acc.peak_tflops[precision])
+    have = ", ".join(sorted(acc.peak_tflops))
+    return _dim(
+        0.0,
+        f"{acc.id} has no {precision} support (supports {have})",
+        supported=sorted(acc.peak_tflops),
+    )
