@@ -350,6 +350,27 @@ def _decode_text(s: str) -> str | None:
     return text
 
 
+_LONG_WORD_RE = re.compile(rf"\S{{{BASE64_MIN_CHARS},}}")
+_PAD_PROBES = tuple(ch * PADDING_MIN_RUN for ch in " \t\x00")
+#: Overheads of text segments already measured (system prompts repeat), keyed by tokenizer+hash.
+_SEGMENT_MEMO: OrderedDict[tuple[int, bytes], tuple[int, int]] = OrderedDict()
+
+
+def _segment_overhead(seg: str, tok: TokenCounter) -> tuple[int, int]:
+    b64 = pad = 0
+    # base64 runs hold no whitespace: look only inside long non-blank runs (found in C)
+    for word in _LONG_WORD_RE.finditer(seg):
+        for m in _B64_RE.finditer(word.group(0)):
+            text = _decode_text(m.group(0))
+            if text is not None:
+                b64 += max(0, tok.count(m.group(0)) - tok.count(text))
+    if any(probe in seg for probe in _PAD_PROBES):
+        for m in _PAD_RE.finditer(seg):
+            run = m.group(0)
+            pad += max(0, tok.count(run) - tok.count(run[0]))
+    return b64, pad
+
+
 def encoding_overhead_tokens(segments: Iterable[str], tok: TokenCounter) -> tuple[int, int]:
     r"""Count the prompt tokens added by base64-encoded text and by padding runs.
 
@@ -374,21 +395,21 @@ def encoding_overhead_tokens(segments: Iterable[str], tok: TokenCounter) -> tupl
     +1/3; real BPEs, which split base64 into short pieces, see far more.
     """
     b64 = pad = 0
-    pad_probes = [ch * PADDING_MIN_RUN for ch in " \t\x00"]
     for seg in segments:
-        if len(seg) >= BASE64_MIN_CHARS:
-            # base64 runs hold no whitespace: test only the long words (str.split runs in C)
-            for word in seg.split():
-                if len(word) < BASE64_MIN_CHARS:
-                    continue
-                for m in _B64_RE.finditer(word):
-                    text = _decode_text(m.group(0))
-                    if text is not None:
-                        b64 += max(0, tok.count(m.group(0)) - tok.count(text))
-        if len(seg) >= PADDING_MIN_RUN and any(probe in seg for probe in pad_probes):
-            for m in _PAD_RE.finditer(seg):
-                run = m.group(0)
-                pad += max(0, tok.count(run) - tok.count(run[0]))
+        if len(seg) < BASE64_MIN_CHARS:
+            continue
+        key = (
+            id(tok),
+            hashlib.blake2b(seg.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+        )
+        hit = _SEGMENT_MEMO.get(key)
+        if hit is None:
+            hit = _segment_overhead(seg, tok)
+            _SEGMENT_MEMO[key] = hit
+            if len(_SEGMENT_MEMO) > MAX_MEMO_COUNTS:
+                _SEGMENT_MEMO.popitem(last=False)
+        b64 += hit[0]
+        pad += hit[1]
     return b64, pad
 
 
