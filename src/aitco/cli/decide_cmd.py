@@ -962,6 +962,63 @@ def fit_score_cmd(
             console.print(f"  {d} {v['score']:.2f}: {v['reason']}", highlight=False)
 
 
+# --------------------------------------------------------------------------- levers
+def levers_cmd(
+    scenario_file: Annotated[
+        str, typer.Argument(metavar="SCENARIO", help="Scenario YAML (examples/levers_*.yaml).")
+    ],
+    option: Annotated[
+        str | None, typer.Option(help="Option label to work on (default: first).")
+    ] = None,
+    fine_tune_tokens: Annotated[
+        float, typer.Option(help="Tokens of the fine-tuning alternative to pre-training.")
+    ] = 2.0e9,
+    json_out: JsonOpt = False,
+) -> None:
+    """Rank savings levers: fp8, plan, recompute/ZeRO, spot, fine-tune, quantise, region."""
+    from aitco.cli import state
+    from aitco.decide.levers import levers
+    from aitco.decide.scenario import Scenario
+
+    res = levers(
+        Scenario.from_yaml(scenario_file),
+        state.catalog(),
+        option=option,
+        fine_tune_tokens=fine_tune_tokens,
+    )
+    if json_out:
+        print_json(res)
+        return
+    b = res["base"]
+    tkey = "wall_clock_days" if res["kind"] == "training" else "e2e_latency_s"
+    console.print(
+        f"[bold]{res['option']}[/bold]: {fmt(b['total_usd'])} USD, {tkey} {fmt(b.get(tkey))}",
+        highlight=False,
+    )
+    rows = []
+    for lv in res["levers"]:
+        if lv.get("applicable"):
+            rows.append(
+                [
+                    lv["lever"],
+                    lv["usd_saved"],
+                    f"{lv['saved_fraction']:.0%}" if lv["saved_fraction"] is not None else "-",
+                    lv["time_added"],
+                    lv["risk"],
+                    lv["change"],
+                ]
+            )
+        else:
+            rows.append([lv["lever"], "-", "-", "-", lv["risk"], f"n/a: {lv['reason']}"])
+    console.print(
+        table(
+            "Savings levers",
+            ["lever", "saved [USD]", "saved", f"{tkey} added", "risk", "change"],
+            rows,
+        )
+    )
+
+
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add the decision commands to the ``aitco`` app."""
     app.command("roi")(roi_cmd)
@@ -972,3 +1029,4 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("api-vs-self-host")(api_vs_self_host_cmd)
     app.command("arbitrage")(arbitrage_cmd)
     app.command("fit-score")(fit_score_cmd)
+    app.command("levers")(levers_cmd)

@@ -7,11 +7,12 @@ Five dimensions, each a small physical ratio rather than an opinion:
     gradients and Adam states + activations for training) on the GPUs given. 1 up to
     ``MEMORY_COMFORT_FRACTION``, falling linearly to 0 where it no longer fits.
 ``kv_bandwidth``
-    Serving: decode is memory-bound; the score is the share of the accelerator's peak FLOPs the
-    decode step can use on the roofline, :math:`\min(1, I / I^*)`, with the arithmetic
-    intensity *I* of one decode step (weights plus KV cache read per step) against the ridge
-    point :math:`I^* = P / B`. Long contexts (a big KV cache) push it down: bandwidth-rich
-    hardware matters. Training: the same ratio for a training step (compute-bound, near 1).
+    Serving: decode is memory-bound, and however large the batch each token still reads its own
+    KV cache, so the arithmetic intensity of decode is capped at
+    :math:`I_{max} = 2 N_a / (C k)` (active parameters, context *C*, KV bytes per token *k*).
+    The score is :math:`\min(1, I_{max} / I^*)` against the ridge point :math:`I^* = P / B`:
+    below 1, the KV cache keeps decode from ever using the full peak (long contexts and
+    bandwidth-poor hardware score low). Training GEMMs are compute-bound and score 1.
 ``moe_interconnect``
     Mixture-of-experts: expert-parallel all-to-all time per token over the link the experts span
     (scale-up inside a node, scale-out beyond) against the expert compute time,

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aitco.cli.app import main
+from aitco.decide.compare import compare
+from aitco.decide.levers import RISKS, levers
+from aitco.decide.scenario import Scenario
+
+TRAIN = {
+    "name": "t",
+    "workload": {
+        "kind": "training",
+        "model": "llama-3.2-1b",
+        "tokens": 2e10,
+        "seq_len": 2048,
+        "global_batch": 512,
+        "plan": {"tp": 2, "pp": 1, "micro_batch": 1},
+    },
+    "options": [
+        {"hardware": "h100-sxm5-80gb", "gpus": 8, "pricing": "on_demand", "provider": "aws"}
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def train_levers(catalog):
+    return levers(Scenario.from_dict(TRAIN), catalog)
+
+
+def test_all_training_levers_reported_and_ranked(train_levers):
+    names = {lv["lever"] for lv in train_levers["levers"]}
+    assert names == {
+        "fp8",
+        "parallel_plan",
+        "recompute_zero",
+        "spot_checkpointing",
+        "fine_tune_open_model",
+        "another_region",
+    }
+    rows = train_levers["levers"]
+    app = [r for r in rows if r["applicable"]]
+    assert rows[: len(app)] == app  # applicable levers first
+    saved = [r["usd_saved"] for r in app]
+    assert saved == sorted(saved, reverse=True)
+    for r in rows:
+        assert r["risk"] == RISKS[r["lever"]][0]
+        if not r["applicable"]:
+            assert r["reason"]
+
+
+def test_spot_lever_equals_compare_of_the_variant(catalog, train_levers):
+    spot = next(r for r in train_levers["levers"] if r["lever"] == "spot_checkpointing")
+    data = json.loads(json.dumps(TRAIN))
+    data["options"][0]["pricing"] = "spot"
+    direct = compare(Scenario.from_dict(data), catalog).options[0].total_usd
+    if spot["applicable"]:
+        assert spot["result"]["total_usd"] == pytest.approx(direct)
+        assert spot["usd_saved"] == pytest.approx(train_levers["base"]["total_usd"] - direct)
+
+
+def test_searched_plan_is_not_a_lever(catalog):
+    data = json.loads(json.dumps(TRAIN))
+    data["workload"].pop("plan")
+    res = levers(Scenario.from_dict(data), catalog)
+    pp = next(r for r in res["levers"] if r["lever"] == "parallel_plan")
+    assert not pp["applicable"]
+    assert "already searched" in pp["reason"]
+
+
+def test_inference_levers(catalog):
+    scn = Scenario.from_dict(
+        {
+            "name": "i",
+            "workload": {"kind": "inference", "model": "llama-3.1-8b", "qps": 5, "months": 1},
+            "options": [{"hardware": "h100-sxm5-80gb", "gpus": 1, "pricing": "on_demand"}],
+        }
+    )
+    res = levers(scn, catalog)
+    names = {lv["lever"] for lv in res["levers"]}
+    assert {
+        "quantize_fp8",
+        "quantize_int4",
+        "offline_batching",
+        "spot_checkpointing",
+        "another_region",
+    } == names
+    assert res["base"]["total_usd"] > 0
+
+
+def test_cli(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["levers", "examples/levers_llama3_8b_pretrain.yaml", "--json"])
+    out, _ = capsys.readouterr()
+    assert exc.value.code == 0
+    d = json.loads(out)
+    assert d["levers"]
+    assert d["base"]["total_usd"] > 0
+    with pytest.raises(SystemExit) as exc:
+        main(["levers", "examples/levers_llama3_8b_pretrain.yaml", "--option", "nope"])
+    capsys.readouterr()
+    assert exc.value.code == 2
