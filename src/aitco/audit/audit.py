@@ -353,7 +353,7 @@ def _decode_text(s: str) -> str | None:
 _LONG_WORD_RE = re.compile(rf"\S{{{BASE64_MIN_CHARS},}}")
 _PAD_PROBES = tuple(ch * PADDING_MIN_RUN for ch in " \t\x00")
 #: Overheads of text segments already measured (system prompts repeat), keyed by tokenizer+hash.
-_SEGMENT_MEMO: OrderedDict[tuple[int, bytes], tuple[int, int]] = OrderedDict()
+_SEGMENT_MEMO: OrderedDict[tuple[str, str, bytes], tuple[int, int]] = OrderedDict()
 
 
 def _segment_overhead(seg: str, tok: TokenCounter) -> tuple[int, int]:
@@ -398,10 +398,8 @@ def encoding_overhead_tokens(segments: Iterable[str], tok: TokenCounter) -> tupl
     for seg in segments:
         if len(seg) < BASE64_MIN_CHARS:
             continue
-        key = (
-            id(tok),
-            hashlib.blake2b(seg.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-        )
+        digest = hashlib.blake2b(seg.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        key = (tok.name, tok.source, digest)
         hit = _SEGMENT_MEMO.get(key)
         if hit is None:
             hit = _segment_overhead(seg, tok)
