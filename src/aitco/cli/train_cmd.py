@@ -97,6 +97,9 @@ def train(
         int | None, typer.Option("--zero", help="ZeRO stage 0-3.", min=0, max=3)
     ] = None,
     fsdp: Annotated[bool, typer.Option("--fsdp", help="FSDP full shard (= ZeRO-3).")] = False,
+    tp_overlap: Annotated[
+        bool, typer.Option("--tp-overlap", help="TP collectives overlapped with GEMMs.")
+    ] = False,
     recompute: Annotated[Recompute | None, typer.Option("--recompute")] = None,
     method: Annotated[Method, typer.Option("--method")] = Method.full,
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA/QLoRA rank.", min=1)] = 16,
@@ -135,7 +138,7 @@ def train(
     plan_d: dict[str, Any] = {
         "tp": tp, "pp": pp, "cp": cp, "ep": ep, "dp": dp, "zero": zero, "fsdp": fsdp,
         "micro_batch": micro_batch, "recompute": recompute.value if recompute else None,
-        "auto": plan == "auto",
+        "auto": plan == "auto", "tp_comm_overlap": tp_overlap,
     }  # fmt: skip
     res = estimate_training(
         arch, acc, system, gpus, seq_len=seq_len, global_batch=global_batch, tokens=tokens,

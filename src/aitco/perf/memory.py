@@ -83,6 +83,38 @@ def activation_elements_per_token_layer(ms: ModelShape, recompute: ArrayLike) ->
     return np.where(r == 2, h, none)
 
 
+def activation_bytes_per_token_layer(ms: ModelShape, recompute: ArrayLike, precision: str) -> F64:
+    """Activation bytes one layer keeps per token for the backward pass [B].
+
+    Parameters
+    ----------
+    ms : ModelShape
+        Model.
+    recompute : array_like of int
+        0 none, 1 selective, 2 full.
+    precision : str
+        Training data type.
+
+    Returns
+    -------
+    ndarray
+        Bytes per token per layer (divide by ``tp`` with sequence parallel).
+
+    Notes
+    -----
+    :func:`activation_elements_per_token_layer` at 2 bytes (4 in fp32). In FP8 training the
+    inputs saved for the weight-gradient GEMMs (QKV input, projection input, FFN input and
+    FFN-out input: :math:`2h + n_h d_h + f`) are kept in fp8, 1 byte (Transformer Engine).
+    """
+    elems = activation_elements_per_token_layer(ms, recompute)
+    if precision == "fp32":
+        return elems * 4.0
+    if precision != "fp8":
+        return elems * 2.0
+    gemm_inputs = 2.0 * ms.d_model + ms.n_heads * ms.head_dim + ms.ffn_width_active
+    return np.where(np.asarray(recompute) == 2, elems * 2.0, elems * 2.0 - gemm_inputs * 1.0)
+
+
 def weight_bytes_per_param(precision: str, method: str) -> float:
     """Bytes of one stored (frozen or trained) base weight [B]."""
     if method == "qlora":
@@ -164,7 +196,6 @@ def training_memory_bytes(
     mb = np.asarray(micro_batch, dtype=float)
     m = np.asarray(n_micro, dtype=float)
     vp = np.asarray(vp, dtype=float)
-    act_b = 4.0 if precision == "fp32" else 2.0
     lps = np.ceil(ms.n_layers / pp)
     emb = np.where(
         pp > 1, max(ms.embedding_params, ms.lm_head_params), ms.embedding_params + ms.lm_head_params
@@ -193,11 +224,11 @@ def training_memory_bytes(
     grads = np.where(zero >= 2, trainable * grad_b / dp, trainable * grad_b)
     opt = np.where(zero >= 1, trainable * optimizer_bytes / dp, trainable * optimizer_bytes)
     tokens = mb * seq_len / cp
-    per_layer = activation_elements_per_token_layer(ms, recompute) * act_b * tokens / tp
+    per_layer = activation_bytes_per_token_layer(ms, recompute, precision) * tokens / tp
     in_flight = np.minimum(pp, m) * (1.0 + np.where(vp > 1, (pp - 1) / (pp * vp), 0.0))
     acts = per_layer * lps * in_flight
     # full recompute re-materialises one layer's full activations during its backward
-    one_layer = activation_elements_per_token_layer(ms, 0) * act_b * tokens / tp
+    one_layer = activation_bytes_per_token_layer(ms, 0, precision) * tokens / tp
     acts = acts + np.where(np.asarray(recompute) == 2, one_layer, 0.0)
     logits = tokens * ms.vocab_size / tp * LOGIT_BYTES
     acts = acts + logits

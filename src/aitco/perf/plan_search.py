@@ -118,7 +118,7 @@ def candidate_plans(
     if "vp" in fx:  # an explicit interleaving may leave uneven stages
         ok &= (v == 1) | (p > 1)
     else:
-        ok &= (v == 1) | ((p > 1) & (ms.n_layers % np.maximum(p * v, 1) == 0))
+        ok &= (v == 1) | ((p > 1) & (p * v <= ms.n_layers))
     return {
         "tp": t[ok],
         "pp": p[ok],
@@ -146,6 +146,7 @@ def search_plans(
     fixed: dict[str, Any] | None = None,
     optimizer: str = "adam",
     lora_params: float | None = None,
+    tp_comm_overlap: bool = False,
 ) -> tuple[dict[str, Any], dict[str, NDArray[Any]], int]:
     """Fastest plan that fits (or the smallest-memory one when none fits).
 
@@ -182,6 +183,7 @@ def search_plans(
         eff=eff,
         optimizer=optimizer,
         lora_params=lora_params,
+        tp_comm_overlap=tp_comm_overlap,
     )
     fits = res["fits"] & np.isfinite(res["step_time_s"])
     if fits.any():

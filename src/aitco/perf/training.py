@@ -73,6 +73,9 @@ BACKWARD_ELEMENTWISE_PASSES = 2.0
 ELEMENTWISE_RW = 2.0
 #: Passes over the fp32 logits in the loss (softmax forward, backward).
 LOSS_LOGIT_PASSES = 3.0
+#: FlashAttention's backward runs 5 matmuls against the forward's 2 (it recomputes the scores;
+#: Dao 2023, FlashAttention-2, Sec. 3.1.2): 2.5 forwards of work.
+FLASH_BWD_MATMULS = 2.5
 #: Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element (Transformer Engine).
 FP8_CAST_BYTES = 3.0
 #: Launch and tail latency of one GPU kernel (CUDA launch overhead is a few microseconds;
@@ -144,6 +147,7 @@ def evaluate_plans(
     vp: Any = 1,
     optimizer: str = "adam",
     lora_params: float | None = None,
+    tp_comm_overlap: Any = False,
 ) -> dict[str, F64]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -173,6 +177,9 @@ def evaluate_plans(
         Optimizer state format.
     lora_params : float, optional
         Adapter parameters (LoRA/QLoRA). [count]
+    tp_comm_overlap : array_like of bool
+        Whether TP collectives are overlapped with GEMMs (Megatron ``tp_comm_overlap``); a
+        fraction ``eff.tp_overlap`` of them is then hidden.
 
     Returns
     -------
@@ -205,7 +212,7 @@ def evaluate_plans(
     lin_passes = 3.0 if method == "full" else 2.0
     lin_flops = tokens / tp * (lps * lin_fwd_tok * (lin_passes + (rc == 2)))
     head_flops = tokens / tp * head_fwd_tok * lin_passes
-    att_flops = tokens / tp * lps * att_fwd_tok * (3.0 + (rc >= 1))
+    att_flops = tokens / tp * lps * att_fwd_tok * (1.0 + FLASH_BWD_MATMULS + (rc >= 1))
     lora_flops = 0.0
     if method != "full":
         lp = ms.lora_params if lora_params is None else lora_params
@@ -248,6 +255,7 @@ def evaluate_plans(
     tp_mb = np.where(
         tp > 1, lps * n_tp * comms.reduce_scatter_time_s(act_buf, tp, bw, lat, le), 0.0
     )
+    tp_mb = tp_mb * (1.0 - eff.tp_overlap * np.asarray(tp_comm_overlap, dtype=float))
 
     bw, lat, le = comms.group_link(
         system, cp, strides["cp"], eff.intra_node_link, eff.scale_out_link
@@ -314,7 +322,10 @@ def evaluate_plans(
         system, 2, strides["pp"], eff.intra_node_link, eff.scale_out_link
     )
     p2p = comms.p2p_time_s(tokens / tp * h * act_b, bw, lat, le)
-    pp_comm = np.where(pp > 1, 2.0 * m * vp * p2p, 0.0)
+    # 1F1B: every micro-batch's send/receive is on the critical path; the interleaved schedule
+    # overlaps them with compute except in warm-up and cool-down (Megatron overlap_p2p_comm)
+    n_p2p = np.where(vp > 1, 2.0 * (pp - 1), 2.0 * m)
+    pp_comm = np.where(pp > 1, n_p2p * p2p, 0.0)
 
     bub = bubble_fraction(pp, m, vp)
     opt_params = np.where(zero >= 1, trainable / dp, trainable)
@@ -505,9 +516,10 @@ def estimate_training(
         Full training or adapters on a frozen (QLoRA: 4-bit) base.
     plan : dict or ParallelPlan, optional
         ``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``, ``fsdp``, ``micro_batch``,
-        ``recompute`` (name), ``vp``; missing degrees are 1 (dp inferred) when any degree is
-        given, otherwise the whole plan is searched; missing ZeRO stage, micro-batch and
-        recomputation are searched.
+        ``recompute`` (name), ``vp``, ``tp_comm_overlap``; missing degrees are 1 (dp
+        inferred) when any degree is given, otherwise the whole plan is searched; missing ZeRO
+        stage, micro-batch, recomputation and interleaving are searched. ``auto=True`` searches
+        everything not given.
     efficiency : EfficiencyParams
         Efficiency fractions (defaults fitted on published runs).
     lora_rank : int
@@ -595,6 +607,7 @@ def estimate_training(
         eff=efficiency,
         fixed=fixed,
         optimizer=optimizer,
+        tp_comm_overlap=bool(p.get("tp_comm_overlap", False)),
     )
     i = int(np.flatnonzero(np.all([res[k] == best[k] for k in best], axis=0))[0])
 
@@ -631,6 +644,7 @@ def estimate_training(
             "micro_batch": best["micro_batch"],
             "recompute": RECOMPUTE_NAMES[best["recompute"]],
             "vp": best["vp"],
+            "tp_comm_overlap": bool(p.get("tp_comm_overlap", False)),
             "searched": not explicit or len(fixed) < 9,
         },
     }
@@ -672,7 +686,11 @@ def estimate_training(
             "hbm_bandwidth_gb_s": hw.hbm_bandwidth_gb_s,
             "elementwise_hbm": e.elementwise_hbm,
         },
-        "tp_comm_s": {"tp": pl["tp"], "intra_node_link": e.intra_node_link},
+        "tp_comm_s": {
+            "tp": pl["tp"],
+            "intra_node_link": e.intra_node_link,
+            "tp_overlap": e.tp_overlap if pl["tp_comm_overlap"] else 0.0,
+        },
         "cp_comm_s": {"cp": pl["cp"]},
         "ep_comm_s": {"ep": pl["ep"]},
         "zero3_comm_s": {"zero": pl["zero"], "dp": pl["dp"], "dp_overlap": e.dp_overlap},

@@ -284,6 +284,8 @@ def row_case(row: pd.Series, catalog: Catalog | None) -> Case:
     if megatron_2021 or "Megatron-DeepSpeed" in fw or "ZeRO-3" in fw:
         basis = "hfu"  # TFLOP/s counting recomputation (row notes)
         plan.setdefault("recompute", "full")  # Megatron 2021 runs recomputed activations
+    if re.search(r"\bTP\b[^;.]*overlap", str(row.get("notes", ""))):
+        plan["tp_comm_overlap"] = True  # the source states TP comm overlap was on
     tok = _num(row.get("tokens_per_s_per_gpu"))
     tfl = _num(row.get("tflops_per_gpu"))
     if tok:
@@ -418,6 +420,7 @@ FIT_BOUNDS: dict[str, tuple[float, float]] = {
     "intra_node_link": (0.30, 0.95),
     "scale_out_link": (0.30, 0.95),
     "dp_overlap": (0.0, 1.0),
+    "tp_overlap": (0.0, 1.0),
 }
 
 
@@ -439,12 +442,14 @@ def fit_efficiency(
     start: EfficiencyParams = DEFAULT_EFFICIENCY,
     sweeps: int = 3,
     grid: int = 9,
+    loss: str = "l1",
 ) -> tuple[EfficiencyParams, dict[str, Any]]:
     r"""Fit the global efficiency parameters once on the throughput rows.
 
     Coordinate descent over :data:`FIT_BOUNDS` (a grid per parameter, refined each sweep),
-    minimising the mean absolute log ratio :math:`|\ln(obs/pred)|` over all predicted rows,
-    so that every row weighs the same and no row or model gets its own factor.
+    minimising the mean absolute (``loss="l1"``) or root-mean-square (``"l2"``) log ratio
+    :math:`\ln(obs/pred)` over all predicted rows, so that every row weighs the same and no
+    row or model gets its own factor.
 
     Returns
     -------
@@ -473,7 +478,8 @@ def fit_efficiency(
                 lr.append(abs(predict_case(c, catalog, e).log_ratio))
             except AitcoError:
                 lr.append(1.0)
-        return float(np.mean(lr))
+        a = np.asarray(lr)
+        return float(np.mean(a) if loss == "l1" else np.sqrt(np.mean(a**2)))
 
     eff = start
     best = objective(eff)
