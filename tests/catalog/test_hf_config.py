@@ -34,6 +34,7 @@ PUBLISHED = {
     "opt-125m": (0.125, None, "Zhang et al. 2022, OPT Table 1"),
     "bloom-560m": (0.559, None, "HF bigscience/bloom-560m (559,214,592)"),
     "mpt-7b": (6.7, None, "HF mosaicml/mpt-7b model card"),
+    "falcon-40b": (41.8, None, "HF tiiuae/falcon-40b model page (41.8B params)"),
 }
 
 

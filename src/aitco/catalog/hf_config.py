@@ -298,7 +298,9 @@ def _falcon(c: _Cfg) -> dict[str, Any]:
         "ffn_type": "gelu",
         "norm": "layernorm",
         "position_embedding": "alibi" if c.get("alibi", False) else "rope",
-        "tied_embeddings": bool(c.get("tie_word_embeddings", True)),
+        # Falcon checkpoints keep a separate lm_head: the published 41.8B of Falcon-40B counts it
+        # (41.3B with a tied head).
+        "tied_embeddings": bool(c.get("tie_word_embeddings", False)),
         "attention_bias": bias,
         "mlp_bias": bias,
         "parallel_attention": bool(c.get("parallel_attn", True)),
