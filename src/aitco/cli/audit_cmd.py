@@ -251,7 +251,8 @@ def audit_cmd(
         typer.Option(
             "--price",
             metavar="PROVIDER/MODEL",
-            help="API price id (see `aitco api-prices`); guessed from the log when absent.",
+            help="API price id (see `aitco api-prices`); when absent, each request is priced "
+            "at its own model's catalog price.",
         ),
     ] = None,
     tokenizer: Annotated[
@@ -269,7 +270,8 @@ def audit_cmd(
         float,
         typer.Option(
             "--cache-ttl-s",
-            help="Prompt-cache lifetime assumed for missed-cache savings [s]; 0 = no limit.",
+            help="Prompt-cache lifetime assumed for missed-cache savings, in seconds "
+            "(0 = no limit).",
         ),
     ] = 300.0,
     estimate_unlogged: Annotated[
@@ -306,7 +308,7 @@ def audit_cmd(
     period_days: Annotated[
         float | None,
         typer.Option(
-            "--period-days", help="Period the log covers [days] (default: created times)."
+            "--period-days", help="Days the log covers (default: from its created times)."
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
