@@ -204,7 +204,8 @@ class Catalog:
         """All entries of ``kind`` (``'accelerators'``, ``'models'``, ...)."""
         if kind not in KINDS:
             raise UnknownIdError("catalog kind", kind, KINDS, field="KIND")
-        return getattr(self, kind)  # type: ignore[no-any-return]
+        table: dict[str, Entry] = getattr(self, kind)
+        return table
 
     def get(self, kind: str, entry_id: str, *, field: str = "id") -> Entry:
         """Entry ``entry_id`` of ``kind``; unknown ids raise with the closest valid ids."""

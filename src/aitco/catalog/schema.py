@@ -22,8 +22,9 @@ NonNeg = Field(ge=0)
 
 
 def _f(description: str, unit: str | None = None, **kw: Any) -> Any:
-    extra = {"unit": unit} if unit else None
-    return Field(description=description, json_schema_extra=extra, **kw)
+    if unit:
+        kw["json_schema_extra"] = {"unit": unit}
+    return Field(description=description, **kw)
 
 
 class Source(BaseModel):
