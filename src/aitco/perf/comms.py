@@ -42,10 +42,10 @@ def _arr(x: ArrayLike) -> F64:
 
 def _beta_s(message_bytes: ArrayLike, bandwidth_gb_s: ArrayLike, efficiency: ArrayLike) -> F64:
     """Seconds to push ``message_bytes`` through a link at ``efficiency`` of its bandwidth."""
-    bw = _arr(bandwidth_gb_s) * GIGA * _arr(efficiency)
+    m = _arr(message_bytes)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(bw > 0, _arr(message_bytes) / np.where(bw > 0, bw, 1.0), np.inf)
-    return np.where(_arr(message_bytes) > 0, t, 0.0)
+        t = m / (_arr(bandwidth_gb_s) * (GIGA * _arr(efficiency)))
+    return np.where(m > 0, t, 0.0)  # 0 B: free; no link (0 GB/s): inf
 
 
 def _alpha_s(latency_us: ArrayLike) -> F64:

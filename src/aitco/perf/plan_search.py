@@ -51,10 +51,14 @@ def evaluate_chunked(plans: dict[str, NDArray[Any]], **kw: Any) -> dict[str, NDA
     run: Any = evaluate_plans
     if n <= CHUNK:
         return dict(run(**kw, **plans))
-    parts = [
-        run(**kw, **{k: v[i : i + CHUNK] for k, v in plans.items()}) for i in range(0, n, CHUNK)
-    ]
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    out: dict[str, NDArray[Any]] = {}
+    for i in range(0, n, CHUNK):
+        part = run(**kw, **{k: v[i : i + CHUNK] for k, v in plans.items()})
+        if not out:
+            out = {k: np.empty(n, dtype=np.asarray(a).dtype) for k, a in part.items()}
+        for k, a in part.items():
+            out[k][i : i + CHUNK] = a
+    return out
 
 
 def divisors(n: int) -> list[int]:

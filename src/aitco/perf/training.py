@@ -205,53 +205,56 @@ def evaluate_plans(
     tokens = mb * s / cp  # tokens of one micro-batch on one device group member
     h = float(ms.d_model)
 
+    full_rc = (rc == 2).astype(float)  # full recomputation re-runs the layer forward
+    any_rc = (rc >= 1).astype(float)  # selective or full re-run the attention core
+    tok_tp = tokens / tp  # tokens per device after sequence parallel
+    tok_layers = tok_tp * lps
+
     # ---------------- compute (per micro-batch, critical stage)
     lin_fwd_tok = layer_matmul_flops_per_token(ms)
     att_fwd_tok = float(attention_flops_per_token(ms, s))
     head_fwd_tok = lm_head_flops_per_token(ms)
     lin_passes = 3.0 if method == "full" else 2.0
-    lin_flops = tokens / tp * (lps * lin_fwd_tok * (lin_passes + (rc == 2)))
-    head_flops = tokens / tp * head_fwd_tok * lin_passes
-    att_flops = tokens / tp * lps * att_fwd_tok * (1.0 + FLASH_BWD_MATMULS + (rc >= 1))
-    lora_flops = 0.0
-    if method != "full":
-        lp = ms.lora_params if lora_params is None else lora_params
-        lora_flops = tokens / tp * 2.0 * lp / ms.n_layers * lps * 3.0
     g = hw.gemm_efficiency
-    ga = eff.attention
-    att_time = att_flops / (hw.peak_attention_tflops * TERA * ga)
+    lin_rate = hw.peak_linear_tflops * TERA * g
+    att_rate = hw.peak_attention_tflops * TERA * eff.attention
+    att_time = tok_layers * (att_fwd_tok / att_rate) * (1.0 + FLASH_BWD_MATMULS + any_rc)
     compute_mb = (
-        (lin_flops + lora_flops) / (hw.peak_linear_tflops * TERA * g)
-        + head_flops / (hw.peak_attention_tflops * TERA * g)
+        tok_layers * (lin_fwd_tok / lin_rate) * (lin_passes + full_rc)
+        + tok_tp * (head_fwd_tok * lin_passes / (hw.peak_attention_tflops * TERA * g))
         + att_time
     )
+    if method != "full":
+        lp = ms.lora_params if lora_params is None else lora_params
+        compute_mb = compute_mb + tok_layers * (2.0 * lp / ms.n_layers * 3.0 / lin_rate)
 
     # ---------------- memory-bound elementwise ops
     q = float(ms.n_heads * ms.head_dim)
     kv = float(ms.kv_heads * ms.head_dim)
     f = ms.ffn_width_active
     elem = 2 * h + 2 * h + (3 * f if ms.gated else 2 * f) + (2 * (q + kv) if ms.rope else 0.0)
-    elem_bytes = ELEMENTWISE_RW * elem * act_b
-    passes = 1.0 + BACKWARD_ELEMENTWISE_PASSES + (rc == 2)
-    mem_bytes = tokens / tp * lps * elem_bytes * passes
-    if ms.moe_layers:  # token permutation to/from experts: copy k rows out and back, 3 passes
-        moe_lps_mem = lps * (ms.moe_layers / ms.n_layers)
-        perm = ELEMENTWISE_RW * 2.0 * ms.n_active_experts * h * act_b * passes
-        mem_bytes = mem_bytes + tokens / tp * moe_lps_mem * perm
+    layer_bytes = ELEMENTWISE_RW * elem * act_b
+    if ms.moe_layers:  # token permutation to/from experts: copy k rows out and back
+        layer_bytes += (
+            ELEMENTWISE_RW * 2.0 * ms.n_active_experts * h * act_b * (ms.moe_layers / ms.n_layers)
+        )
     if precision == "fp8":  # quantise the inputs of every linear layer (fwd) and its grads (bwd)
-        gemm_inputs = 2 * h + q + f
-        mem_bytes = mem_bytes + tokens / tp * lps * gemm_inputs * FP8_CAST_BYTES * passes
-    mem_bytes = mem_bytes + tokens / tp * ms.vocab_size * LOGIT_BYTES * LOSS_LOGIT_PASSES
-    membound_mb = mem_bytes / (hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm)
+        layer_bytes += (2 * h + q + f) * FP8_CAST_BYTES
+    passes = 1.0 + BACKWARD_ELEMENTWISE_PASSES + full_rc
+    hbm_rate = hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm
+    loss_s = ms.vocab_size * LOGIT_BYTES * LOSS_LOGIT_PASSES / hbm_rate
     # fixed per-kernel latency: what makes many small micro-batches slower than few large ones
-    launches = lps * KERNELS_PER_LAYER_PASS * (1.0 + BACKWARD_ELEMENTWISE_PASSES + (rc == 2))
-    membound_mb = membound_mb + launches * KERNEL_OVERHEAD_S
+    membound_mb = (
+        tok_layers * (layer_bytes / hbm_rate) * passes
+        + tok_tp * loss_s
+        + lps * (KERNELS_PER_LAYER_PASS * KERNEL_OVERHEAD_S) * passes
+    )
 
     # ---------------- communication inside the micro-batch
     strides = group_strides(tp, cp, dp)
     bw, lat, le = comms.group_link(system, tp, 1, eff.intra_node_link, eff.scale_out_link)
-    act_buf = tokens * h * act_b
-    n_tp = 4.0 * (2.0 + (rc == 2))  # AG+RS pairs: 2 fwd, 2 bwd, +2 recompute -> 8 or 12 ops
+    act_buf = tokens * (h * act_b)
+    n_tp = 4.0 * (2.0 + full_rc)  # AG+RS pairs: 2 fwd, 2 bwd, +2 recompute -> 8 or 12 ops
     tp_mb = np.where(
         tp > 1, lps * n_tp * comms.reduce_scatter_time_s(act_buf, tp, bw, lat, le), 0.0
     )
@@ -260,17 +263,17 @@ def evaluate_plans(
     bw, lat, le = comms.group_link(
         system, cp, strides["cp"], eff.intra_node_link, eff.scale_out_link
     )
-    kv_block = tokens * 2.0 * kv / tp * act_b
+    kv_block = tok_tp * (2.0 * kv * act_b)
     # fwd passes K/V blocks; bwd passes K/V and dK/dV; a recomputed attention passes K/V again
-    cp_comm = lps * (3.0 + (rc >= 1)) * (cp - 1) * comms.p2p_time_s(kv_block, bw, lat, le)
+    cp_comm = lps * (3.0 + any_rc) * (cp - 1) * comms.p2p_time_s(kv_block, bw, lat, le)
     cp_mb = np.where(cp > 1, np.maximum(cp_comm - att_time, 0.0), 0.0)
 
     moe_lps = lps * (ms.moe_layers / ms.n_layers)
     bw, lat, le = comms.group_link(
         system, ep, strides["ep"], eff.intra_node_link, eff.scale_out_link
     )
-    a2a_bytes = tokens / tp * ms.n_active_experts * h * act_b
-    n_a2a = 4.0 + 2.0 * (rc == 2)
+    a2a_bytes = tok_tp * (ms.n_active_experts * h * act_b)
+    n_a2a = 4.0 + 2.0 * full_rc
     ep_mb = np.where(
         ep > 1, moe_lps * n_a2a * comms.alltoall_time_s(a2a_bytes, ep, bw, lat, le), 0.0
     )
@@ -321,7 +324,7 @@ def evaluate_plans(
     bw, lat, le = comms.group_link(
         system, 2, strides["pp"], eff.intra_node_link, eff.scale_out_link
     )
-    p2p = comms.p2p_time_s(tokens / tp * h * act_b, bw, lat, le)
+    p2p = comms.p2p_time_s(tok_tp * (h * act_b), bw, lat, le)
     # 1F1B: every micro-batch's send/receive is on the critical path; the interleaved schedule
     # overlaps them with compute except in warm-up and cool-down (Megatron overlap_p2p_comm)
     n_p2p = np.where(vp > 1, 2.0 * (pp - 1), 2.0 * m)
