@@ -51,8 +51,10 @@ NODE = System(
 BARE = EfficiencyParams(
     gemm={"nvidia-hopper": 0.5, "nvidia-ampere": 0.5}, gemm_default=0.5, decode_hbm=0.5,
     attention=0.5, serving_overhead_s=0.0, serving_layer_overhead_s=0.0,
-    serving_overhead_per_seq_s=0.0, lowp_gemm_scale=1.0, roofline_p=1e9,
+    serving_overhead_per_seq_s=0.0, lowp_gemm_scale=1.0, roofline_p=1e9, elementwise_hbm=0.5,
 )  # fmt: skip
+# elementwise traffic per token (bf16, tp 1): 2 x (4 d + 3 d_ff + 2 (q + kv)) x 2 B x 32 layers
+ELEM_S_PER_TOKEN = 2 * (4 * 4096 + 3 * 14336 + 2 * (4096 + 1024)) * 2 * 32 / (0.5 * 3000e9)
 
 
 def test_kv_bytes_gqa_hand_computed() -> None:
@@ -140,9 +142,11 @@ def _it(model: ModelArch = LLAMA8, tp: int = 1, prec: str = "bf16") -> Iteration
 def test_decode_step_batch1_is_weight_bound_hand_computed() -> None:
     it = _it()
     wb = weight_bytes(LLAMA8, "bf16", "bf16")
-    weights_s = (wb.dense + wb.lm_head) / (0.5 * 3000e9)
+    weights_s = (wb.dense + wb.lm_head) / (0.5 * 3000e9)  # body weights + LM head weights
     kv_s = 131072.0 * 1000 / (0.5 * 3000e9)
-    assert float(it.decode_step_s(1, 1000)) == pytest.approx(weights_s + kv_s, rel=1e-9)
+    assert float(it.decode_step_s(1, 1000)) == pytest.approx(
+        weights_s + kv_s + ELEM_S_PER_TOKEN, rel=1e-9
+    )
 
 
 def test_prefill_is_compute_bound_hand_computed() -> None:
@@ -153,7 +157,8 @@ def test_prefill_is_compute_bound_hand_computed() -> None:
     head = 128256 * 4096 * 2 / (0.5 * 3000e9)
     lin = body * s / (0.5 * 1000e12) + head
     attn = 2 * 2 * 32 * 128 * 32 * s * (s + 1) / 2 / (0.5 * 1000e12)
-    assert float(it.prefill_s(s)) == pytest.approx(lin + attn, rel=1e-3)
+    elem = ELEM_S_PER_TOKEN * s
+    assert float(it.prefill_s(s)) == pytest.approx(lin + attn + elem, rel=1e-3)
 
 
 def test_tensor_parallel_adds_allreduce_and_halves_weights() -> None:

@@ -120,23 +120,40 @@ class EfficiencyParams(BaseModel):
         "not hidden by CUDA graphs) added to every forward pass. [s]",
     )
     serving_layer_overhead_s: float = Field(
-        default=0.0,
+        default=3e-05,
         ge=0.0,
         le=0.001,
         description="Per-layer per-iteration gap between kernels (launch/tail latency of the ~10 "
         "kernels of a layer, even under CUDA graphs); scales with depth. [s]",
     )
     decode_hbm: float = _frac(
-        0.8,
+        0.9,
         "Fraction of HBM bandwidth reached by inference weight streaming and paged-attention KV "
         "reads (GEMV/GEMM at small M, XQA/paged attention kernels).",
     )
     roofline_p: float = Field(
-        default=1e9,
+        default=3.0,
         ge=1.0,
         description="Exponent of the smooth roofline of the linear layers, t = (C^p + M^p)^(1/p): "
         "large = plain max(C, M); small = compute and weight streaming overlap poorly near the "
         "ridge point (GEMMs with M of a few hundred tokens).",
+    )
+    inference_throughput_log_ratio_q10: float = Field(
+        default=-0.076,
+        description="10th percentile of ln(observed/predicted) offline throughput on the "
+        "inference validation rows (interval of aitco infer).",
+    )
+    inference_throughput_log_ratio_q90: float = Field(
+        default=0.276,
+        description="90th percentile of ln(observed/predicted) offline throughput.",
+    )
+    inference_latency_log_ratio_q10: float = Field(
+        default=-0.098,
+        description="10th percentile of ln(observed/predicted) TTFT/TPOT on the validation rows.",
+    )
+    inference_latency_log_ratio_q90: float = Field(
+        default=0.612,
+        description="90th percentile of ln(observed/predicted) TTFT/TPOT on the validation rows.",
     )
     serving_overhead_per_seq_s: float = Field(
         default=0.0,
@@ -146,7 +163,7 @@ class EfficiencyParams(BaseModel):
         "bookkeeping in the serving loop). [s]",
     )
     lowp_gemm_scale: float = Field(
-        default=0.8,
+        default=1.0,
         ge=0.3,
         le=1.0,
         description="Factor on the GEMM efficiency per halving of the operand width below 16 bit "

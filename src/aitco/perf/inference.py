@@ -39,6 +39,7 @@ from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.kvcache import KVCapacity, kv_bytes_per_sequence, kv_capacity
 from aitco.perf.params import ParamCounts, param_counts
+from aitco.perf.training import ELEMENTWISE_RW, FP8_CAST_BYTES
 from aitco.units import BYTES_PER_DTYPE, GIGA, TERA
 
 F64 = NDArray[np.float64]
@@ -420,6 +421,8 @@ class IterationModel:
     n_layers: int = 0
     roofline_p: float = 1e9
     head_weight_bytes: float = 0.0
+    elementwise_bytes_per_token: float = 0.0
+    elementwise_efficiency: float = 1.0
     head_peak_tflops: float = 0.0
     attn_peak_tflops: float = 0.0
     attn_gemm_efficiency: float = 0.0
@@ -487,6 +490,10 @@ class IterationModel:
         else:  # smooth roofline: near the ridge point neither bound is reached
             hi = np.maximum(np.maximum(compute, mem), 1e-30)
             stage = hi * ((compute / hi) ** q + (mem / hi) ** q) ** (1.0 / q)
+        elem = self.elementwise_bytes_per_token * mb / (
+            self.elementwise_efficiency * self.hbm_bandwidth_gb_s * GIGA
+        )
+        stage = stage + elem
         comm = self.comm_s(mb)
         p2p = (
             np.asarray(
@@ -654,6 +661,18 @@ def iteration_model(
         system, 2, tp, efficiency.intra_node_link, efficiency.scale_out_link
     )
     gemm_16 = efficiency.gemm_for(acc.family)
+    # memory-bound elementwise ops of the forward pass (norms, residuals, activation, rotary),
+    # counted as in aitco.perf.training: hidden-size ops replicated on every tp rank, the
+    # FFN/QKV-width ops split; fp8 compute adds the cast of every linear layer's input.
+    q_w = float(model.n_heads * model.dim_head)
+    kv_w = float(model.kv_heads * model.dim_head)
+    f_w = float(model.moe.d_ff_expert * model.moe.n_active if model.moe else model.d_ff)
+    ffn_elems = 3.0 * f_w if model.gated_ffn else 2.0 * f_w
+    rope = 2.0 * (q_w + kv_w) if model.position_embedding == "rope" else 0.0
+    elem = ELEMENTWISE_RW * (4.0 * d + (ffn_elems + rope) / tp) * BYTES_PER_DTYPE[precisions.activations]
+    if BYTES_PER_DTYPE[precisions.compute] < BYTES_PER_DTYPE[precisions.activations]:
+        elem += (2.0 * d + (q_w + f_w) / tp) * FP8_CAST_BYTES
+    elem_per_token = elem * math.ceil(model.n_layers / pp)
     n_experts = model.moe.n_experts if model.moe else 0
     n_active = model.moe.n_active if model.moe else 0
     return IterationModel(
@@ -669,6 +688,8 @@ def iteration_model(
         head_flops_per_token=FLOPS_PER_MAC * head_params / tp,
         dense_weight_bytes=wb.dense / shard,
         head_weight_bytes=head_params * act_b / tp,
+        elementwise_bytes_per_token=elem_per_token,
+        elementwise_efficiency=efficiency.elementwise_hbm,
         expert_bytes_each=wb.expert_each / shard,
         n_moe_layers=wb.n_moe_layers // 1,
         n_experts=n_experts,
@@ -822,13 +843,6 @@ def continuous_batching_step(
 
 
 # ----------------------------------------------------------------------------- result
-#: Validation error quantiles of predicted/measured ratios used for intervals (see
-#: ``aitco validate inference``; updated when the fit changes, checked by
-#: tests/validation/test_inference_validation.py).
-THROUGHPUT_RATIO_P10 = 0.85
-THROUGHPUT_RATIO_P90 = 1.18
-LATENCY_RATIO_P10 = 0.75
-LATENCY_RATIO_P90 = 1.35
 
 
 @dataclass
@@ -870,10 +884,11 @@ class InferenceResult:
         )
 
 
-def _interval(v: float | None, lo: float, hi: float) -> tuple[float, float] | None:
+def _interval(v: float | None, q10: float, q90: float) -> tuple[float, float] | None:
+    """``(v e^{q10}, v e^{q90})`` from quantiles of ln(observed/predicted)."""
     if v is None or not math.isfinite(v):
         return None
-    return (v / hi, v / lo)
+    return (v * math.exp(q10), v * math.exp(q90))
 
 
 def _check_positive(name: str, v: float | int | None, *, integer: bool = False) -> None:
@@ -1251,11 +1266,19 @@ def estimate_inference(
             vals.setdefault(k, None)
     interval: dict[str, tuple[float, float]] = {}
     for k in ("output_tokens_per_s", "requests_per_s", "total_tokens_per_s"):
-        iv = _interval(vals[k], THROUGHPUT_RATIO_P10, THROUGHPUT_RATIO_P90)
+        iv = _interval(
+            vals[k],
+            efficiency.inference_throughput_log_ratio_q10,
+            efficiency.inference_throughput_log_ratio_q90,
+        )
         if iv:
             interval[k] = iv
     for k in ("ttft_s", "tpot_s", "e2e_latency_s"):
-        iv = _interval(vals[k], LATENCY_RATIO_P10, LATENCY_RATIO_P90)
+        iv = _interval(
+            vals[k],
+            efficiency.inference_latency_log_ratio_q10,
+            efficiency.inference_latency_log_ratio_q90,
+        )
         if iv:
             interval[k] = iv
 

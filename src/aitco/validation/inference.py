@@ -451,3 +451,23 @@ def _descend(
         if not improved:
             break
     return cur, best
+
+
+#: Latency figures whose errors set the TTFT/TPOT interval.
+LATENCY_INTERVAL_METRICS = ("ttft_ms_median", "tpot_ms_median", "ttft_ms_mean", "tpot_ms_mean")
+
+
+def interval_log_ratios(rep: ValidationReport) -> dict[str, float]:
+    """10th/90th percentiles of ln(observed/predicted), as the ``inference_*_log_ratio_*`` fields.
+
+    Offline throughput rows set the throughput interval; median/mean TTFT and TPOT rows set the
+    latency interval.
+    """
+    thr = [-c.log_ratio for c in rep.comparisons if c.kind == THROUGHPUT]
+    lat = [-c.log_ratio for c in rep.comparisons if c.metric in LATENCY_INTERVAL_METRICS]
+    return {
+        "inference_throughput_log_ratio_q10": float(np.percentile(thr, 10)),
+        "inference_throughput_log_ratio_q90": float(np.percentile(thr, 90)),
+        "inference_latency_log_ratio_q10": float(np.percentile(lat, 10)),
+        "inference_latency_log_ratio_q90": float(np.percentile(lat, 90)),
+    }

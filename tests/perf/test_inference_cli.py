@@ -1,0 +1,114 @@
+"""``aitco infer`` and ``aitco validate inference`` through the CLI entry point."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aitco.cli.app import main
+
+KEYS = (
+    "ttft_s", "tpot_s", "e2e_latency_s", "output_tokens_per_s", "total_tokens_per_s",
+    "requests_per_s", "max_concurrency", "kv_cache_gb", "weights_gb", "fits",
+)  # fmt: skip
+QPS_KEYS = ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s")
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as ei:
+        main(args)
+    out = capsys.readouterr()
+    return int(ei.value.code or 0), out.out, out.err
+
+
+def test_infer_json_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        ["infer", "--model", "llama-3.1-8b", "--hardware", "h100-sxm5-80gb", "--gpus", "1",
+         "--precision", "fp8", "--input-tokens", "1000", "--output-tokens", "500", "--json"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0
+    d = json.loads(out)
+    for k in KEYS:
+        assert k in d
+    assert d["fits"] is True and d["output_tokens_per_s"] > 0
+    assert d["interval"]["output_tokens_per_s"][0] < d["output_tokens_per_s"]
+
+
+def test_infer_qps_slo_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        ["infer", "--model", "llama-3.1-8b", "--hardware", "h100-sxm5-80gb", "--gpus", "2",
+         "--tp", "1", "--qps", "10", "--slo-ttft-ms", "500", "--slo-tpot-ms", "50",
+         "--num-requests", "1000", "--json"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0
+    d = json.loads(out)
+    for k in KEYS + QPS_KEYS + ("replicas_for_slo",):
+        assert k in d
+    assert d["replicas_for_slo"] >= 1
+
+
+def test_infer_offline_table_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        ["infer", "--model", "llama-3.1-8b", "--hardware", "a100-sxm4-80gb", "--mode", "offline",
+         "--explain"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0
+    assert "output tokens/s" in out and "Dominant term" in out
+
+
+def test_infer_model_that_does_not_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(
+        ["infer", "--model", "llama-3.1-405b", "--hardware", "h100-sxm5-80gb", "--gpus", "1"],
+        capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert "GB per GPU" in err and "tp" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--gpus", "3", "--tp", "2"],
+        ["--batch", "4", "--qps", "2"],
+        ["--qps", "-1"],
+        ["--precision", "fp7"],
+        ["--hardware", "h100"],
+    ],
+)
+def test_infer_bad_input_exit_2(extra: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["infer", "--model", "llama-3.1-8b", "--hardware", "h100-sxm5-80gb"]
+    # later flags override earlier ones in click, so the bad value wins
+    code, _, err = _run([*args, *extra], capsys)
+    assert code == 2
+    assert "Traceback" not in err
+
+
+def test_infer_saturation_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        ["infer", "--model", "llama-3.1-8b", "--hardware", "l4", "--qps", "500",
+         "--num-requests", "500", "--json"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0
+    d = json.loads(out)
+    assert d["saturated"] is True and d["p99_ttft_s"] is None
+
+
+def test_validate_inference_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["validate", "inference"], capsys)
+    assert code == 0
+    assert "median APE" in out and "p90 APE" in out
+    assert "I058" in out  # unmapped rows are listed, not dropped
+
+
+def test_validate_inference_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["validate", "inference", "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    assert d["offline_throughput"]["n"] >= 20
+    assert {s["id"] for s in d["skipped"]} >= {"I058", "I059"}
