@@ -429,8 +429,13 @@ def _read_file(
             eid = str(entry["id"])
             default = entry.get("source", file_default)
             prov: dict[str, tuple[str, str | None]] = {}
-            body = {k: v for k, v in entry.items() if k not in ("id", "source")}
-            data = _unwrap(body, default, "", prov, f"{where} ({kind}.{eid})")
+            # unwrap field by field: an entry is never itself a {value: ...} leaf, even when its
+            # only field is a factor's ``value``
+            data = {
+                k: _unwrap(v, default, str(k), prov, f"{where} ({kind}.{eid})")
+                for k, v in entry.items()
+                if k not in ("id", "source")
+            }
             data["id"] = eid
             if eid in raws[kind]:
                 if not overlay:
