@@ -65,7 +65,7 @@ def read_yaml(path: Path) -> Any:
     """Read a YAML file, turning syntax errors into a :class:`CatalogError` naming the file."""
     try:
         with open(path, encoding="utf-8") as fh:
-            return yaml.load(fh, Loader=_YamlLoader)  # noqa: S506 - safe loader
+            return yaml.load(fh, Loader=_YamlLoader)
     except FileNotFoundError as exc:
         raise CatalogError("path", str(path), "an existing YAML file") from exc
     except yaml.YAMLError as exc:
@@ -90,7 +90,11 @@ def _is_leaf(v: Any) -> bool:
 
 
 def _unwrap(
-    node: Any, default_src: str | None, path: str, prov: dict[str, tuple[str, str | None]], where: str
+    node: Any,
+    default_src: str | None,
+    path: str,
+    prov: dict[str, tuple[str, str | None]],
+    where: str,
 ) -> Any:
     """Strip ``{value, source, note}`` wrappers, recording each leaf's source in ``prov``."""
     if _is_leaf(node):
@@ -136,9 +140,9 @@ def _validation_error(exc: ValidationError, where: str, prefix: str, raw: Any) -
     loc = ".".join(str(p) for p in err["loc"])
     value: Any = raw
     for p in err["loc"]:
-        if isinstance(value, dict) and p in value:
-            value = value[p]
-        elif isinstance(value, list) and isinstance(p, int) and p < len(value):
+        in_dict = isinstance(value, dict) and p in value
+        in_list = isinstance(value, list) and isinstance(p, int) and p < len(value)
+        if in_dict or in_list:
             value = value[p]
         else:
             value = err.get("input")
@@ -262,7 +266,7 @@ class Catalog:
         return [o for o in self.offers.values() if o.accelerator == accelerator_id]
 
     def resolve_model(self, spec: str | Path, *, field: str = "model") -> ModelArch:
-        """A model from a catalog id, a Hugging Face ``config.json`` path or a model YAML path."""
+        """Resolve a model: a catalog id, a Hugging Face ``config.json`` path or a model YAML."""
         s = str(spec)
         if s in self.models:
             return self.models[s]
@@ -311,7 +315,10 @@ def _overlay_source(path: Path) -> Source:
     except OSError:
         day = dt.date.today()
     return Source(
-        key=f"file:{path}", title=f"user file {path.name}", document=str(path.resolve()), retrieved=day
+        key=f"file:{path}",
+        title=f"user file {path.name}",
+        document=str(path.resolve()),
+        retrieved=day,
     )
 
 
@@ -389,7 +396,9 @@ def _load(overlays: Iterable[Path]) -> Catalog:
             provenance: dict[str, Provenance] = {}
             for fpath, (skey, note) in raw.prov.items():
                 if skey not in sources:
-                    raise UnknownIdError("source", skey, sources, field=f"{kind}.{eid}.{fpath}.source")
+                    raise UnknownIdError(
+                        "source", skey, sources, field=f"{kind}.{eid}.{fpath}.source"
+                    )
                 provenance[fpath] = Provenance(source=sources[skey], note=note)
             try:
                 built[kind][eid] = cls(**raw.data, provenance=provenance)
@@ -425,7 +434,9 @@ def _read_file(
     for kind, entries, _ in _documents(doc, where):
         for i, entry in enumerate(entries):
             if not isinstance(entry, dict) or "id" not in entry:
-                raise CatalogError(f"{kind}.entries.{i}", entry, "a mapping with an 'id'", file=where)
+                raise CatalogError(
+                    f"{kind}.entries.{i}", entry, "a mapping with an 'id'", file=where
+                )
             eid = str(entry["id"])
             default = entry.get("source", file_default)
             prov: dict[str, tuple[str, str | None]] = {}
@@ -439,7 +450,9 @@ def _read_file(
             data["id"] = eid
             if eid in raws[kind]:
                 if not overlay:
-                    raise CatalogError(f"{kind}.{eid}", eid, "a unique id (defined twice)", file=where)
+                    raise CatalogError(
+                        f"{kind}.{eid}", eid, "a unique id (defined twice)", file=where
+                    )
                 old = raws[kind][eid]
                 merged_prov = dict(old.prov)
                 merged_prov.update(prov)

@@ -59,7 +59,9 @@ class Entry(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = _f("Lowercase hyphenated id, e.g. 'h100-sxm5-80gb'.", pattern=r"^[a-z0-9][a-z0-9._/+-]*$")
+    id: str = _f(
+        "Lowercase hyphenated id, e.g. 'h100-sxm5-80gb'.", pattern=r"^[a-z0-9][a-z0-9._/+-]*$"
+    )
     name: str = ""
     note: str | None = None
     provenance: dict[str, Provenance] = Field(default_factory=dict, repr=False)
@@ -130,7 +132,9 @@ class Accelerator(Entry):
     residual_class: str = _f(
         "Residual-value curve key in the factors (e.g. 'datacenter-gpu').", default="datacenter-gpu"
     )
-    default_system: str | None = _f("System id used when only the accelerator is named.", default=None)
+    default_system: str | None = _f(
+        "System id used when only the accelerator is named.", default=None
+    )
 
     @field_validator("peak_tflops")
     @classmethod
@@ -162,7 +166,9 @@ class System(Entry):
     intra_node_bandwidth_gb_s: float = _f(
         "Bandwidth per device to its peers inside the node, one direction.", "GB/s", gt=0
     )
-    intra_node_latency_us: float = _f("Per-message latency inside the node.", "us", default=2.0, ge=0)
+    intra_node_latency_us: float = _f(
+        "Per-message latency inside the node.", "us", default=2.0, ge=0
+    )
     scale_up_domain: int = _f(
         "Devices reachable over the scale-up fabric (8 for HGX, 72 for NVL72, pod size for TPU).",
         default=8,
@@ -173,9 +179,15 @@ class System(Entry):
         "Scale-out bandwidth per device, one direction.", "GB/s", default=0.0, ge=0
     )
     scale_out_latency_us: float = _f("Per-message latency across nodes.", "us", default=5.0, ge=0)
-    topology: str = _f("Scale-out topology: fat-tree, rail-optimized, torus-2d, torus-3d, none.", default="fat-tree")
+    topology: str = _f(
+        "Scale-out topology: fat-tree, rail-optimized, torus-2d, torus-3d, none.",
+        default="fat-tree",
+    )
     node_power_w: float = _f(
-        "Node power beyond the accelerators (CPUs, NICs, fans, switches in the node).", "W", default=0.0, ge=0
+        "Node power beyond the accelerators (CPUs, NICs, fans, switches in the node).",
+        "W",
+        default=0.0,
+        ge=0,
     )
     node_price: Price | None = None
     cooling: Literal["air", "liquid"] = "air"
@@ -258,7 +270,9 @@ class ModelArch(Entry):
     n_layers: int = Field(ge=1)
     d_model: int = Field(ge=1)
     n_heads: int = Field(ge=1)
-    n_kv_heads: int | None = Field(default=None, ge=1, description="KV heads (GQA/MQA); None = n_heads.")
+    n_kv_heads: int | None = Field(
+        default=None, ge=1, description="KV heads (GQA/MQA); None = n_heads."
+    )
     head_dim: int | None = Field(default=None, ge=1, description="None = d_model / n_heads.")
     d_ff: int = Field(ge=1, description="FFN hidden size of dense layers.")
     vocab_size: int = Field(ge=1)
@@ -270,7 +284,9 @@ class ModelArch(Entry):
     attention_bias: bool = Field(default=False, description="Biases on Q/K/V/O projections.")
     qkv_bias_only: bool = Field(default=False, description="Bias on Q/K/V only (Qwen2).")
     mlp_bias: bool = False
-    parallel_attention: bool = Field(default=False, description="Attention and MLP in parallel (Falcon, GPT-J).")
+    parallel_attention: bool = Field(
+        default=False, description="Attention and MLP in parallel (Falcon, GPT-J)."
+    )
     sliding_window: int | None = Field(default=None, ge=1)
     sliding_window_every: int = Field(
         default=0, ge=0, description="Every k-th layer uses the sliding window (0 = all or none)."
@@ -294,7 +310,10 @@ class ModelArch(Entry):
             msg = f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({kv})"
             raise ValueError(msg)
         if self.head_dim is None and self.mla is None and self.d_model % self.n_heads:
-            msg = f"d_model ({self.d_model}) is not divisible by n_heads ({self.n_heads}); give head_dim"
+            msg = (
+                f"d_model ({self.d_model}) is not divisible by n_heads ({self.n_heads}); "
+                "give head_dim"
+            )
             raise ValueError(msg)
         return self
 
@@ -351,7 +370,9 @@ class Factor(Entry):
     low: float | None = None
     high: float | None = None
     region: str | None = None
-    applies_to: str | None = Field(default=None, description="Hardware class, provider, ... it applies to.")
+    applies_to: str | None = Field(
+        default=None, description="Hardware class, provider, ... it applies to."
+    )
 
     @model_validator(mode="after")
     def _finite(self) -> Factor:
