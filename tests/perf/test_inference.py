@@ -20,6 +20,7 @@ from aitco.perf.inference import (
     lowp_gemm_efficiency,
     memory_plan,
     resolve_precisions,
+    speculative_tokens_per_step,
     weight_bytes,
 )
 from aitco.perf.kvcache import (
@@ -275,3 +276,29 @@ def test_to_estimate_explains() -> None:
     assert "interval" in est.values
     lo, hi = r.interval["output_tokens_per_s"]
     assert lo < r.values["output_tokens_per_s"] < hi
+
+
+def test_speculative_decoding() -> None:
+    assert float(speculative_tokens_per_step(4, 0.0)) == pytest.approx(1.0)
+    assert float(speculative_tokens_per_step(4, 1.0)) == pytest.approx(5.0)
+    assert float(speculative_tokens_per_step(3, 0.5)) == pytest.approx(1.875)
+    draft = ModelArch(
+        id="d1", n_layers=16, d_model=2048, n_heads=32, n_kv_heads=8, d_ff=8192,
+        vocab_size=128256,
+    )  # fmt: skip
+    kw = {"input_tokens": 512, "output_tokens": 256, "efficiency": BARE, "tp": 2}
+    base = estimate_inference(LLAMA70, GPU, NODE, 2, precision="fp8", **kw).values
+    good = estimate_inference(
+        LLAMA70, GPU, NODE, 2, precision="fp8", draft_model=draft, acceptance_rate=0.8, **kw
+    ).values
+    bad = estimate_inference(
+        LLAMA70, GPU, NODE, 2, precision="fp8", draft_model=draft, acceptance_rate=0.0, **kw
+    ).values
+    # batch 1 decode is weight-bound: a good draft speeds it up, a useless one slows it down
+    assert good["tpot_s"] < base["tpot_s"] < bad["tpot_s"]
+    assert good["speculative_speedup"] > 1.5
+    assert good["kv_cache_gb"] < base["kv_cache_gb"]  # the draft's weights take memory
+    with pytest.raises(InputError):
+        estimate_inference(LLAMA8, GPU, NODE, 1, draft_model=draft, qps=1.0)
+    with pytest.raises(InputError):
+        estimate_inference(LLAMA8, GPU, NODE, 1, draft_model=draft, acceptance_rate=1.5)

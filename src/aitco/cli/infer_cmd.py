@@ -105,6 +105,15 @@ def infer(
     num_requests: Annotated[
         int, typer.Option("--num-requests", help="Requests simulated with --qps.")
     ] = 5000,
+    draft_model: Annotated[
+        str | None, typer.Option("--draft-model", help="Speculative decoding: draft model.")
+    ] = None,
+    spec_tokens: Annotated[
+        int, typer.Option("--spec-tokens", help="Draft tokens proposed per step.")
+    ] = 4,
+    acceptance_rate: Annotated[
+        float, typer.Option("--acceptance-rate", help="Per-token draft acceptance.")
+    ] = 0.7,
     calibration: Annotated[
         str | None, typer.Option("--calibration", help="Calibration profile YAML.")
     ] = None,
@@ -119,6 +128,7 @@ def infer(
     cat = state.catalog()
     arch = cat.resolve_model(model, field="--model")
     acc, system = cat.hardware(hardware, field="--hardware")
+    draft = cat.resolve_model(draft_model, field="--draft-model") if draft_model else None
     res = estimate_inference(
         arch, acc, system, gpus, precision=precision.value,
         kv_precision=kv_precision.value if kv_precision else None,
@@ -126,7 +136,8 @@ def infer(
         concurrency=concurrency, qps=qps, mode=mode.value, tp=tp, pp=pp,
         slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, efficiency=_efficiency(calibration),
         engine=engine.value, allocation=allocation.value, input_cv=length_cv,
-        output_cv=length_cv, num_requests=num_requests,
+        output_cv=length_cv, num_requests=num_requests, draft_model=draft,
+        spec_tokens=spec_tokens, acceptance_rate=acceptance_rate,
     )  # fmt: skip
     v = res.values
     if json_out:
@@ -154,6 +165,8 @@ def infer(
         ("energy per token (J)", v.get("energy_per_token_j"), ""),
         ("tokens/s per W", v.get("tokens_per_s_per_w"), ""),
     ]
+    if "speculative_speedup" in v:
+        rows.append(("speculative speed-up", v["speculative_speedup"], f"draft {draft_model}"))
     if qps is not None:
         for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s"):
             rows.append((k, v.get(k), ""))

@@ -97,6 +97,8 @@ class EngineLimits:
         free after weights (TensorRT-LLM ``kv_cache_free_gpu_mem_fraction``).
     reference : str
         Where the defaults come from.
+    chunked_prefill : bool
+        Whether long prompts are split into chunks that ride along with decodes by default.
     """
 
     name: str
@@ -105,6 +107,7 @@ class EngineLimits:
     memory_fraction: float
     memory_fraction_of: str
     reference: str
+    chunked_prefill: bool = True
 
 
 #: Engine defaults (named, with their documentation).
@@ -115,7 +118,9 @@ ENGINES: dict[str, EngineLimits] = {
         8192,
         0.90,
         "total",
-        "vLLM EngineArgs defaults: max_num_seqs=256, gpu_memory_utilization=0.9 (v0.6, 2024)",
+        "vLLM EngineArgs defaults: max_num_seqs=256, gpu_memory_utilization=0.9, chunked "
+        "prefill off for short-context models (v0.6, 2024)",
+        chunked_prefill=False,
     ),
     "vllm-v1": EngineLimits(
         "vllm-v1",
@@ -842,6 +847,60 @@ def continuous_batching_step(
     return it.iteration_s(b, b * (i + o / 2.0), starts * i, starts * i * (i + 1) / 2.0, starts)
 
 
+def speculative_tokens_per_step(spec_tokens: ArrayLike, acceptance_rate: ArrayLike) -> F64:
+    r"""Expected tokens emitted per verification step of speculative decoding.
+
+    Parameters
+    ----------
+    spec_tokens : array_like
+        Draft tokens proposed per step, :math:`k`. [tokens]
+    acceptance_rate : array_like
+        Probability that the target accepts each draft token, :math:`\alpha` (i.i.d.). [0-1]
+
+    Returns
+    -------
+    ndarray
+        Expected tokens per step. [tokens]
+
+    Notes
+    -----
+    :math:`E = (1 - \alpha^{k+1}) / (1 - \alpha)`, and :math:`k+1` when :math:`\alpha = 1`
+    (Leviathan, Kalman, Matias, "Fast Inference from Transformers via Speculative Decoding",
+    ICML 2023, arXiv:2211.17192, eq. 1).
+    """
+    k = np.asarray(spec_tokens, dtype=np.float64)
+    a = np.asarray(acceptance_rate, dtype=np.float64)
+    safe = np.where(a < 1.0, a, 0.5)
+    return np.asarray(np.where(a < 1.0, (1.0 - safe ** (k + 1.0)) / (1.0 - safe), k + 1.0), dtype=np.float64)
+
+
+def speculative_step_s(
+    target: IterationModel,
+    draft: IterationModel,
+    batch: ArrayLike,
+    context_tokens: ArrayLike,
+    spec_tokens: int,
+    acceptance_rate: float,
+) -> F64:
+    r"""Time per emitted token with speculative decoding at a decode batch. [s]
+
+    Notes
+    -----
+    One step: the draft runs :math:`k` decode iterations, then the target verifies :math:`k+1`
+    tokens per sequence in one pass (the KV of the context is read once; :math:`k` extra query
+    tokens cost linear FLOPs and attention pairs). Per emitted token:
+    :math:`t = (k\,t_{draft} + t_{verify}) / E(k, \alpha)`.
+    """
+    b = np.asarray(batch, dtype=np.float64)
+    c = np.asarray(context_tokens, dtype=np.float64)
+    k = float(spec_tokens)
+    t_draft = k * draft.decode_step_s(b, c)
+    t_verify = target.iteration_s(b, b * c, b * k, b * k * c, 0.0)
+    return np.asarray(
+        (t_draft + t_verify) / speculative_tokens_per_step(k, acceptance_rate), dtype=np.float64
+    )
+
+
 # ----------------------------------------------------------------------------- result
 
 
@@ -980,6 +1039,9 @@ def estimate_inference(
     seed: int = 0,
     max_batch: int | None = None,
     scheduler_steps: int = 1,
+    draft_model: ModelArch | None = None,
+    spec_tokens: int = 4,
+    acceptance_rate: float = 0.7,
 ) -> InferenceResult:
     r"""Predict throughput, TTFT, TPOT, tail latency and memory of serving ``model``.
 
@@ -1023,6 +1085,12 @@ def estimate_inference(
         Override of the engine's ``max_num_seqs``.
     scheduler_steps : int
         Multi-step scheduling (vLLM ``--num-scheduler-steps``): prompts join every k iterations.
+    draft_model : ModelArch, optional
+        Speculative decoding with this draft model on the same GPUs (same tp, precision).
+    spec_tokens : int
+        Draft tokens proposed per step.
+    acceptance_rate : float
+        Per-token acceptance probability of the draft's proposals. [0-1]
 
     Returns
     -------
@@ -1089,6 +1157,29 @@ def estimate_inference(
     assumptions = list(prec.notes)
 
     mp = memory_plan(model, acc, tp=tp_, pp=pp_, precisions=prec, engine=eng)
+    draft_it: IterationModel | None = None
+    if draft_model is not None:
+        _check_positive("--spec-tokens", spec_tokens, integer=True)
+        if not 0.0 <= acceptance_rate <= 1.0:
+            raise InputError("--acceptance-rate", acceptance_rate, "a probability in [0, 1]")
+        if qps is not None:
+            raise InputError(
+                "--draft-model", draft_model.id, "no --qps (speculative decoding is not simulated)"
+            )
+        dwb = weight_bytes(draft_model, prec.weights, prec.activations)
+        d_gb = dwb.total(draft_model.moe.n_experts if draft_model.moe else 0) / tp_ / GIGA
+        mp = MemoryPlan(
+            mp.device_gb, mp.usable_gb, mp.weights_gb + d_gb, mp.activations_gb, mp.reserve_gb,
+            max(mp.kv_gb - d_gb, 0.0), mp.kv_gb - d_gb > 0,
+        )  # fmt: skip
+        draft_it = iteration_model(
+            draft_model, acc, system, tp=tp_, pp=1, precisions=prec, efficiency=efficiency
+        )
+        assumptions.append(
+            f"speculative decoding: draft {draft_model.id}, k={spec_tokens}, acceptance "
+            f"{acceptance_rate:g} (expected {float(speculative_tokens_per_step(spec_tokens, acceptance_rate)):.2f} "
+            "tokens per step); the draft's KV cache is not counted"
+        )
     cap: KVCapacity = kv_capacity(
         model,
         mp.kv_gb,
@@ -1168,6 +1259,7 @@ def estimate_inference(
             num_requests=num_requests,
             seed=seed,
             scheduler_steps=scheduler_steps,
+            chunked=eng.chunked_prefill,
             slo_ttft_s=None if slo_ttft_ms is None else slo_ttft_ms / 1000.0,
             slo_tpot_s=None if slo_tpot_ms is None else slo_tpot_ms / 1000.0,
         )
@@ -1204,11 +1296,23 @@ def estimate_inference(
                 output_cv=output_cv,
                 seed=seed,
                 scheduler_steps=scheduler_steps,
+                chunked=eng.chunked_prefill,
             )
             vals["gpus_for_slo"] = (
                 None if vals["replicas_for_slo"] is None else vals["replicas_for_slo"] * tp_ * pp_
             )
 
+    if draft_it is not None and math.isfinite(tpot):
+        b_s = max(float(batch_used), 1.0)
+        plain = float(it.decode_step_s(b_s, i + o / 2.0))
+        spec = float(
+            speculative_step_s(it, draft_it, b_s, i + o / 2.0, spec_tokens, acceptance_rate)
+        )
+        factor = spec / plain
+        vals["speculative_speedup"] = 1.0 / factor
+        tpot *= factor
+        e2e = ttft + (o - 1.0) * tpot
+        out_tps /= factor
     req_s = out_tps / o
     # decomposition of one decode iteration at the batch used, for --explain and energy
     b_e = max(float(batch_used), 1.0)

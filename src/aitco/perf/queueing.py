@@ -225,6 +225,7 @@ def simulate_continuous_batching(
     slo_ttft_s: float | None = None,
     slo_tpot_s: float | None = None,
     scheduler_steps: int = 1,
+    chunked: bool = True,
 ) -> SimulationResult:
     """Simulate iteration-level continuous batching of the given requests on one replica.
 
@@ -248,6 +249,11 @@ def simulate_continuous_batching(
     scheduler_steps : int
         Multi-step scheduling (vLLM ``--num-scheduler-steps``): new prompts are admitted only
         every ``scheduler_steps`` iterations (or when nothing runs).
+    chunked : bool
+        Chunked prefill: each iteration carries the running decodes plus at most
+        ``max_num_tokens - batch`` prompt tokens, so a long prompt is split over iterations
+        (Sarathi-Serve). Without it, whole prompts run (up to ``max_num_tokens`` together, a
+        longer one alone).
 
     Returns
     -------
@@ -304,6 +310,7 @@ def simulate_continuous_batching(
     reserved = 0
     heap: list[tuple[int, int]] = []
     queue: deque[int] = deque()
+    pending: list[list[int]] = []  # prompts being prefilled: [request, tokens left, tokens done]
     nxt = 0  # next arrival not yet queued
     busy_batch_time = 0.0
     done = 0
@@ -311,26 +318,44 @@ def simulate_continuous_batching(
         while nxt < n and arr_l[nxt] <= now:
             queue.append(nxt)
             nxt += 1
-        # ---- admission + prefill iteration
-        if queue and (steps == 1 or iteration % steps == 0 or batch == 0):
-            new: list[int] = []
-            p_tokens = 0
-            while queue and batch + len(new) < max_num_seqs:
-                j = queue[0]
-                if reserved + need_l[j] > kv_capacity_tokens:
-                    break
-                if new and p_tokens + ins_l[j] > max_num_tokens:
-                    break
-                queue.popleft()
-                new.append(j)
-                p_tokens += ins_l[j]
-                reserved += need_l[j]
-            if new:
+        # ---- admission + prefill iteration (whole prompts, or chunks of them)
+        admit = bool(queue) and (steps == 1 or iteration % steps == 0 or batch == 0)
+        if admit or pending:
+            budget = max(max_num_tokens - batch, 1) if chunked else max_num_tokens
+            if admit:
+                left = sum(e[1] for e in pending)
+                while queue and batch + len(pending) < max_num_seqs:
+                    j = queue[0]
+                    if reserved + need_l[j] > kv_capacity_tokens:
+                        break
+                    if (pending and left + ins_l[j] > budget) if not chunked else left >= budget:
+                        break
+                    queue.popleft()
+                    pending.append([j, ins_l[j], 0])
+                    left += ins_l[j]
+                    reserved += need_l[j]
+            if pending:
+                p_tokens = 0
                 pairs = 0.0
-                for j in new:
-                    s = ins_l[j]
-                    pairs += s * (s + 1) / 2.0
-                dt = lin[batch + p_tokens] + head_tab[batch + len(new)] + a_dec * ctx_sum + a_pre * pairs
+                new: list[int] = []
+                for e in pending:
+                    c_tok = min(e[1], budget - p_tokens) if chunked else e[1]
+                    if c_tok <= 0:
+                        break
+                    pairs += c_tok * e[2] + c_tok * (c_tok + 1) / 2.0
+                    e[1] -= c_tok
+                    e[2] += c_tok
+                    p_tokens += c_tok
+                    if e[1] == 0:
+                        new.append(e[0])
+                if new:
+                    pending = [e for e in pending if e[1] > 0]
+                dt = (
+                    lin[batch + p_tokens]
+                    + head_tab[batch + len(new)]
+                    + a_dec * ctx_sum
+                    + a_pre * pairs
+                )
                 busy_batch_time += batch * dt
                 now += dt
                 iteration += 1
@@ -411,6 +436,7 @@ def simulate_poisson(
     slo_tpot_s: float | None = None,
     arrival_cv: float = 1.0,
     scheduler_steps: int = 1,
+    chunked: bool = True,
 ) -> SimulationResult:
     """Simulate Poisson (or gamma, ``arrival_cv != 1``) arrivals with sampled lengths.
 
@@ -438,6 +464,7 @@ def simulate_poisson(
         slo_ttft_s=slo_ttft_s,
         slo_tpot_s=slo_tpot_s,
         scheduler_steps=scheduler_steps,
+        chunked=chunked,
     )
 
 

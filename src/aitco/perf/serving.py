@@ -77,6 +77,7 @@ def replicas_for_slo(
     seed: int = 0,
     max_replicas: int = 100_000,
     scheduler_steps: int = 1,
+    chunked: bool = True,
 ) -> int | None:
     """Fewest replicas whose P99 TTFT and P99 TPOT meet the objectives at ``qps`` in total.
 
@@ -136,6 +137,7 @@ def replicas_for_slo(
             num_requests=SLO_SEARCH_REQUESTS,
             seed=seed,
             scheduler_steps=scheduler_steps,
+            chunked=chunked,
         )
         p = res.percentiles()
         if slo_ttft_s is not None and p["p99_ttft_s"] > slo_ttft_s:
