@@ -412,3 +412,29 @@ def test_unlogged_timeouts_estimated_only_on_request(tmp_path):
     assert est["tokens"]["estimated_prompt_tokens"] == 102
     assert est["requests"]["estimated_attempts"] == 1
     assert est["requests"]["timed_out"] == 1
+
+
+def test_context_overflow_not_retried_is_prompt_truncation(tmp_path):
+    rows = [
+        chat(
+            "o1",
+            5000,
+            0,
+            status=400,
+            error={"code": "context_length_exceeded", "message": "too long"},
+        ),
+        chat(
+            "o2",
+            900,
+            0,
+            error={"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens"},
+        ),
+        chat("f1", 700, 0, status=500),
+    ]
+    out = audit_log(write(tmp_path / "l.jsonl", rows), PRICE, TOK).to_json()
+    c = causes(out)
+    assert c["prompt_truncation"]["count"] == 2
+    assert c["prompt_truncation"]["tokens"] == 5900
+    assert c["prompt_truncation"]["dropped_prompt_tokens"] == 5900
+    assert c["retry"]["tokens"] == 700
+    assert c["retry"]["failed_not_retried"] == 1

@@ -3,9 +3,9 @@
 Every billed token is given to **at most one** cause, in this order of precedence (the first that
 applies wins; see ``docs/audit.md`` for the full definitions):
 
-1. ``prompt_truncation`` – an attempt that was retried with a *shorter* prompt: the client cut the
-   prompt (typically to fit the context window) after this one was sent and billed. The whole
-   attempt is waste.
+1. ``prompt_truncation`` – an attempt that was retried with a *shorter* prompt (the client cut
+   the prompt, typically to fit the context window, after this one was sent and billed), or that
+   failed because its prompt did not fit the context window. The whole attempt is waste.
 2. ``truncation`` – an attempt whose output stopped at the output-token limit
    (``finish_reason == "length"``) and that was generated again. The whole attempt is waste: its
    output was cut and its prompt is billed again by the regeneration.
@@ -78,8 +78,8 @@ _B64_RE = re.compile(
 _PAD_RE = re.compile(rf"([ \t\x00])\1{{{PADDING_MIN_RUN - 1},}}")
 
 CAUSES: dict[str, str] = {
-    "prompt_truncation": "attempts retried with a shorter prompt (client cut the prompt to fit): "
-    "the whole attempt",
+    "prompt_truncation": "attempts retried with a shorter prompt (client cut the prompt to fit) or "
+    "failed for exceeding the context window: the whole attempt",
     "truncation": "outputs cut at max_tokens (finish_reason 'length') and generated again: "
     "the whole attempt",
     "retry": "attempts that failed, timed out or were discarded and were billed: the whole attempt",
@@ -865,8 +865,9 @@ def audit_log(
             seen_retried.add(rec.id)
             res.superseded += 1
             succ_prompt = retried[rec.id]
-            if 0 <= succ_prompt < rec.prompt_tokens:
-                dropped = rec.prompt_tokens - succ_prompt
+            if 0 <= succ_prompt < rec.prompt_tokens or rec.context_overflow:
+                dropped = rec.prompt_tokens - succ_prompt if succ_prompt >= 0 else rec.prompt_tokens
+                dropped = max(0, dropped)
                 causes["prompt_truncation"].extra["dropped_prompt_tokens"] += dropped
                 whole(
                     causes["prompt_truncation"],
@@ -889,6 +890,15 @@ def audit_log(
                     rp,
                     {"kind": kind, "status": rec.http_status, "error": rec.error_code},
                 )
+            continue
+        if rec.context_overflow:  # sent, billed, and never answered: it did not fit
+            causes["prompt_truncation"].extra["dropped_prompt_tokens"] += rec.prompt_tokens
+            whole(
+                causes["prompt_truncation"],
+                rec,
+                rp,
+                {"dropped_prompt_tokens": rec.prompt_tokens, "error": rec.error_code},
+            )
             continue
         if rec.failed:
             causes["retry"].extra["failed_not_retried"] += 1

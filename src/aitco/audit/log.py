@@ -42,6 +42,16 @@ MAX_LINE_NUMBERS_KEPT = 100
 #: 499 is nginx's "client closed request").
 TIMEOUT_HTTP_CODES = frozenset({408, 499, 504})
 
+#: Error texts that mean "the prompt does not fit the context window" (OpenAI error code
+#: ``context_length_exceeded`` and message "maximum context length"; Anthropic "prompt is too
+#: long"; generic "context window").
+CONTEXT_OVERFLOW_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "prompt is too long",
+)
+
 
 @dataclass(slots=True)
 class UsageRecord:
@@ -75,6 +85,9 @@ class UsageRecord:
         HTTP status >= 400, an ``error`` object, or a failed/cancelled response.
     timed_out : bool
         A failure that is a timeout (HTTP 408/499/504 or an error mentioning a timeout).
+    context_overflow : bool
+        A failure because the prompt did not fit the context window (OpenAI
+        ``context_length_exceeded``, "maximum context length", Anthropic "prompt is too long").
     http_status : int or None
         HTTP status code when the log records it.
     error_code : str or None
@@ -101,6 +114,7 @@ class UsageRecord:
     truncated: bool = False
     failed: bool = False
     timed_out: bool = False
+    context_overflow: bool = False
     http_status: int | None = None
     error_code: str | None = None
     retry_of: str | None = None
@@ -233,6 +247,8 @@ def parse_response(obj: Any, line_no: int) -> UsageRecord:
     )
     if obj.get("timeout") is True:
         rec.failed = rec.timed_out = True
+    low = text.lower() + " " + (rec.error_code or "").lower()
+    rec.context_overflow = rec.failed and any(m in low for m in CONTEXT_OVERFLOW_MARKERS)
     # --- truncation at the output limit
     choices = body.get("choices")
     if isinstance(choices, list):
