@@ -211,10 +211,20 @@ def validate_training_cmd(
     res = validate_training(
         csv, state.catalog(), _efficiency(calibration), None if all_scopes else THROUGHPUT_SCOPES
     )
-    s = summary(res)
+    thr = [r for r in res if r.scope in THROUGHPUT_SCOPES]
+    runs = [r for r in res if r.scope not in THROUGHPUT_SCOPES and not r.skipped]
+    s = summary(thr)
+    goodput = {
+        "full_runs_predicted": len(runs),
+        "implied_goodput_median": (
+            float(sorted(r.predicted / r.observed for r in runs)[len(runs) // 2]) if runs else None
+        ),
+    }
     if json_out:
         df = results_frame(res)
-        print_json({**s, "rows_table": df.to_dict(orient="records")})
+        print_json(
+            {**s, **(goodput if all_scopes else {}), "rows_table": df.to_dict(orient="records")}
+        )
         return
     rows: list[tuple[Any, ...]] = []
     for r in res:
@@ -222,7 +232,7 @@ def validate_training_cmd(
             rows.append((r.row_id, r.label[:40], "-", "-", "-", "-", f"skipped: {r.skipped}"))
         else:
             rows.append(
-                (r.row_id, r.label[:40], r.target.replace("_per_gpu", "/GPU"), r.observed,
+                (r.row_id, r.label[:32], r.target.replace("_per_gpu", "/GPU"), r.observed,
                  r.predicted, f"{r.ape:.1%}", r.plan)
             )  # fmt: skip
     console.print(
@@ -236,6 +246,13 @@ def validate_training_cmd(
         console.print(
             f"rows {s['rows']}, predicted {s['predicted']}, skipped {s['skipped']}: "
             f"median APE {s['median_ape']:.1%}, p90 APE {s['p90_ape']:.1%}, max {s['max_ape']:.1%}"
+            " (throughput rows)"
+        )
+    if runs:
+        console.print(
+            f"full runs predicted: {len(runs)}; ideal (no-failure) GPU-hours / published, median "
+            f"{goodput['implied_goodput_median']:.2f} (below 1 = time lost to failures, restarts, "
+            "evaluation; above 1 = the throughput model is too slow for that run)"
         )
 
 

@@ -125,7 +125,7 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
     )
 
 
-def evaluate_plans(
+def _evaluate_plans(
     ms: ModelShape,
     hw: HardwareShape,
     system: System,
@@ -373,6 +373,17 @@ def evaluate_plans(
         "mem_activations_bytes": mem["activations"],
         "mem_overhead_bytes": mem["overhead"],
     }
+
+
+def evaluate_plans(*args: Any, **kwargs: Any) -> dict[str, F64]:
+    """Step time, throughput and memory of many training plans at once.
+
+    Same parameters and returns as :func:`_evaluate_plans` (documented there). Plans that need a
+    link the system lacks (no scale-out network) come out with an infinite step time, without
+    floating-point warnings.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _evaluate_plans(*args, **kwargs)
 
 
 # =============================================================================== single plan

@@ -102,6 +102,11 @@ MPT_DIMS = {"125m": (12, 768, 12), "350m": (24, 1024, 16), "1b": (24, 2048, 16),
 
 #: GPT-3 shaped models named by size in the Megatron rows without layers/hidden in the row.
 GPT_BY_SIZE = {"175b": (96, 12288), "177b": (96, 12288), "530b": (105, 20480)}
+#: Global batch assumed for a full run whose row gives none (about 4M tokens, as Llama 2).
+DEFAULT_RUN_BATCH_TOKENS = 4_000_000
+#: Pre-training sequence length assumed when a full-run row gives none (the catalog's
+#: ``max_seq_len`` is often the long-context extension, not the main pre-training stage).
+DEFAULT_RUN_SEQ_LEN = 4096
 
 
 class SkipRow(Exception):
@@ -126,6 +131,7 @@ class Case:
     scope: str
     label: str
     notes: list[str] = field(default_factory=list)
+    tokens: float | None = None  # full runs: tokens trained
 
 
 def _num(x: Any) -> float | None:
@@ -261,8 +267,73 @@ def reference_flops_per_token(model: ModelArch, seq_len: int, basis: str) -> flo
     return 6 * (n_ne + vh) + 12 * lhs
 
 
+#: Full-run model names -> catalog id candidates (tried in order; the catalog is the source).
+RUN_MODEL_IDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"gpt-2 1558m", ("gpt2-1.5b",)),
+    (r"gpt-2 350m", ("gpt2-350m",)),
+    (r"gpt-2 124m", ("gpt2-124m",)),
+    (r"gpt-3 175b", ("gpt3-175b",)),
+    (r"llama-1 (\d+)b", ("llama-1-{0}b",)),
+    (r"llama (\d(?:\.\d)?) (\d+)b", ("llama-{0}-{1}b",)),
+    (r"opt-175b", ("opt-175b",)),
+    (r"palm 540b", ("palm-540b",)),
+    (r"tinyllama 1\.1b", ("tinyllama-1.1b",)),
+    (r"mpt-(\d+(?:\.\d+)?)b", ("mpt-{0}b",)),
+    (r"falcon-(\d+)b", ("falcon-{0}b",)),
+    (r"deepseek-v3", ("deepseek-v3",)),
+    (r"bloom", ("bloom-176b",)),
+)
+
+
+def run_model(row: pd.Series, catalog: Catalog | None) -> tuple[ModelArch, str]:
+    """Architecture of a full-run row from the catalog (SkipRow if the catalog lacks it)."""
+    low = str(row["model"]).lower()
+    for pat, ids in RUN_MODEL_IDS:
+        m = re.search(pat, low)
+        if m:
+            for cid in ids:
+                key = cid.format(*m.groups())
+                if catalog is not None and key in catalog.models:
+                    return catalog.models[key], f"catalog:{key}"
+    return row_model(row, catalog)
+
+
+def run_case(row: pd.Series, catalog: Catalog | None) -> Case:
+    """Case of a full run: ideal GPU-hours (or wall clock) for the published token count.
+
+    The prediction is the throughput model alone (no failures, restarts, evaluation or
+    checkpoint stalls), so it should come out *below* the published GPU-hours; the ratio is
+    the run's implied goodput.
+    """
+    rid = str(row["id"])
+    gpus = _num(row.get("num_accelerators"))
+    if not gpus:
+        raise SkipRow("num_accelerators not given")
+    tokens = _num(row.get("training_tokens"))
+    if not tokens:
+        raise SkipRow("training_tokens not given")
+    gpu_h = _num(row.get("gpu_hours"))
+    wall_h = _num(row.get("wall_clock_hours"))
+    if not gpu_h and not wall_h:
+        raise SkipRow("neither gpu_hours nor wall_clock_hours given")
+    acc = map_hardware(row["hardware"])
+    model, src = run_model(row, catalog)
+    seq = int(_num(row.get("seq_len")) or min(model.max_seq_len, DEFAULT_RUN_SEQ_LEN))
+    gbt = _num(row.get("global_batch_tokens")) or float(DEFAULT_RUN_BATCH_TOKENS)
+    plan = parse_plan(row.get("parallelism"), int(gpus))
+    plan = {k: v for k, v in plan.items() if k in ("zero", "fsdp", "micro_batch", "recompute")}
+    target, obs = ("gpu_hours", gpu_h) if gpu_h else ("wall_clock_h", wall_h)
+    return Case(
+        rid, model, acc, int(gpus), seq, max(1, round(gbt / seq)),
+        parse_precision(row.get("precision")), plan, target, float(obs or 0.0), "mfu",
+        str(row["run_scope"]), str(row["model"]), [f"arch: {src}"], tokens,
+    )  # fmt: skip
+
+
 def row_case(row: pd.Series, catalog: Catalog | None) -> Case:
     """Build the prediction case of one row (SkipRow with the reason when impossible)."""
+    if str(row["run_scope"]) not in THROUGHPUT_SCOPES:
+        return run_case(row, catalog)
     rid = str(row["id"])
     gpus = _num(row.get("num_accelerators"))
     if not gpus:
@@ -321,13 +392,18 @@ class RowResult:
 def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResult:
     """Predict a case and compare it with the published figure."""
     acc, system = catalog.hardware(case.accelerator)
+    precision = case.precision
+    if not acc.supports(precision) and acc.supports("fp16"):
+        precision = "fp16"  # e.g. V100: mixed precision in fp16 (no bf16)
     res = estimate_training(
         case.model, acc, system, case.gpus, seq_len=case.seq_len, global_batch=case.global_batch,
-        precision=case.precision, plan=case.plan, efficiency=eff,
+        precision=precision, plan=case.plan, efficiency=eff, tokens=case.tokens,
     )  # fmt: skip
     tps = res.values["tokens_per_s_per_gpu"]
     if case.target == "tokens_per_s_per_gpu":
         pred = tps
+    elif case.target in ("gpu_hours", "wall_clock_h"):
+        pred = res.values[case.target]
     else:
         pred = tps * reference_flops_per_token(case.model, case.seq_len, case.flop_basis) / TERA
     p = res.values["plan"]
