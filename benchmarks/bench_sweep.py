@@ -7,6 +7,7 @@ reported against a naive per-configuration Python loop over the same model in th
     python benchmarks/bench_sweep.py                 # ~5.5 M configurations (default)
     python benchmarks/bench_sweep.py --configs 1e8   # the full 100 M run
     python benchmarks/bench_sweep.py --backend dask --workers 2
+    python benchmarks/bench_sweep.py --evaluator fast     # the compact model instead of the engine
 
 Single core: numpy's element-wise kernels are single-threaded, and the local backend runs the
 chunks one after another in this process, so configs/s here is configs/s per core.
@@ -43,13 +44,14 @@ BASE_GRID = {
 }
 
 
-def spec_for(n_target: float, chunk_size: int) -> SweepSpec:
+def spec_for(n_target: float, chunk_size: int, evaluator: str = "engine") -> SweepSpec:
     base = math.prod(len(v) for v in BASE_GRID.values())
     k = max(1, math.ceil(n_target / base))
     batches = [256 * (i + 1) for i in range(k)]
     return SweepSpec.from_dict(
         {
             "kind": "training",
+            "evaluator": evaluator,
             "workload": {"model": "gpt2-124m", "tokens": 1e11, "seq_len": 2048},
             "grid": {**BASE_GRID, "global_batch": batches},
             "top_k": 20,
@@ -82,13 +84,16 @@ def main() -> None:
     ap.add_argument("--loop-n", type=int, default=3000)
     ap.add_argument("--backend", default="local")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--evaluator", default="engine", choices=["engine", "fast"])
     a = ap.parse_args()
     cat = load_catalog(use_env=False)
-    spec = spec_for(a.configs, a.chunk_size)
+    spec = spec_for(a.configs, a.chunk_size, a.evaluator)
     rss0 = peak_rss_mb()
     t0 = time.perf_counter()
+    c0 = time.process_time()
     res = sweep(spec, cat, backend=a.backend, workers=a.workers if a.backend == "dask" else None)
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     rate = res.partial.evaluated / wall
     loop = naive_loop_rate(build_plan(spec, cat), a.loop_n)
     out = {
@@ -97,7 +102,10 @@ def main() -> None:
         "chunks": res.partial.chunks,
         "chunk_size": a.chunk_size,
         "backend": a.backend,
+        "evaluator": a.evaluator,
         "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "configs_per_cpu_s": round(res.partial.evaluated / cpu),
         "configs_per_s": round(rate),
         "naive_loop_configs_per_s": round(loop),
         "speedup_vs_loop": round(rate / loop, 1),

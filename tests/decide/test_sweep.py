@@ -225,3 +225,83 @@ def test_serving_sweep(catalog):
     )
     tp = m["tpot_s"][sel]
     assert np.all(np.diff(tp) >= 0)
+
+
+def test_range_digits_match_division(catalog):
+    from aitco.decide.sweep import _range_digits
+
+    plan = build_plan(_spec(), catalog)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        a = int(rng.integers(0, plan.n_configs - 2))
+        n = int(rng.integers(2, plan.n_configs - a + 1))
+        idx = np.arange(a, a + n)
+        rd = _range_digits(plan, idx)
+        for d, s in zip(plan.dims, plan.strides, strict=True):
+            if d.size > 1:
+                np.testing.assert_array_equal(rd[d.key], (idx // s) % d.size)
+
+
+def test_engine_evaluator_equals_estimate_training(catalog):
+    """The sweep's engine path gives exactly what `aitco train` gives for the same plan."""
+    from aitco.decide.evaluators import RECOMPUTE
+    from aitco.perf.training import estimate_training
+
+    spec = SweepSpec.from_dict(
+        {
+            "kind": "training",
+            "workload": {
+                "model": "llama-3.2-1b",
+                "tokens": 1e10,
+                "seq_len": 2048,
+                "global_batch": 256,
+            },
+            "grid": {
+                "hardware": ["h100-sxm5-80gb", "a100-sxm4-80gb"],
+                "gpus": [8, 16],
+                "tp": [1, 2],
+                "pp": [1, 2],
+                "micro_batch": [1, 2],
+                "zero": [0, 3],
+                "recompute": ["none", "full"],
+            },
+        }
+    )
+    plan = build_plan(spec, catalog)
+    idx = np.arange(plan.n_configs)
+    m = evaluate_all(plan, idx)
+    pos = {
+        d.key: p
+        for d, p in zip(plan.dims, [decode(plan, idx)[d.key] for d in plan.dims], strict=True)
+    }
+    ok = np.flatnonzero(m["reason"] == 0)
+    assert ok.size > 50
+    model = catalog.resolve_model("llama-3.2-1b")
+    for j in ok[:: max(1, ok.size // 10)]:
+        v = {k: (a[j] if a.shape[0] > 1 else a[0]) for k, a in pos.items()}
+        acc, sysm = catalog.hardware(spec.grid["hardware"][int(v["option.hardware"])])
+        r = estimate_training(
+            model,
+            acc,
+            sysm,
+            int(v["option.gpus"]),
+            seq_len=2048,
+            global_batch=256,
+            tokens=1e10,
+            plan={
+                "tp": int(v["workload.plan.tp"]),
+                "pp": int(v["workload.plan.pp"]),
+                "micro_batch": int(v["workload.plan.micro_batch"]),
+                "zero": int(v["workload.plan.zero"]),
+                "recompute": RECOMPUTE[int(v["workload.plan.recompute"])],
+                "vp": 1,
+            },
+        )
+        assert m["step_time_s"][j] == pytest.approx(r.values["step_time_s"], rel=1e-9)
+        assert m["memory_per_gpu_gb"][j] == pytest.approx(r.values["memory_per_gpu_gb"], rel=1e-9)
+
+
+def test_fast_evaluator_option(catalog):
+    res = sweep(_spec(evaluator="fast"), catalog)
+    assert res.partial.valid > 0
+    assert type(res.plan.evaluator).__name__ == "TrainingEvaluator"

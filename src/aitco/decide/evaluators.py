@@ -43,6 +43,9 @@ ACT_BYTES_COEFF = 34.0
 ACT_ATTN_COEFF = 5.0
 #: Full recomputation keeps only the layer input: 2 bytes per token per d_model (ibid., sec. 5).
 ACT_FULL_RECOMPUTE_COEFF = 2.0
+#: Share of a step's compute in the backward pass (2 of 3 matmul passes): the window the
+#: data-parallel gradient all-reduce can overlap with.
+BACKWARD_SHARE = 2.0 / 3.0
 #: Training FLOPs per parameter per token (forward 2 + backward 4); Kaplan et al. 2020.
 TRAIN_FLOPS_PER_PARAM = 6.0
 #: Attention FLOPs per token per layer per (seq_len x d_model), forward+backward (PaLM App. B:
@@ -341,20 +344,24 @@ def _ring_allreduce_s(
 
 
 # ----------------------------------------------------------------------------- training
+#: Keys of a training sweep, outermost first. The keys the step time depends on come first and
+#: the price-only keys (pricing, region) last, so that a grid chunk holds long runs of equal
+#: (hardware, model, precision, gpus, seq_len, global_batch) -- one engine call per run.
 TRAINING_KEYS: dict[str, list[Any]] = {
     "option.hardware": [],
-    "option.gpus": [],
-    "option.pricing": ["on_demand"],
-    "option.region": [None],
     "workload.model": [],
     "workload.precision": ["bf16"],
+    "option.gpus": [],
     "workload.seq_len": [],
     "workload.global_batch": [],
     "workload.plan.tp": [1],
     "workload.plan.pp": [1],
+    "workload.plan.vp": [1],
     "workload.plan.micro_batch": [1],
     "workload.plan.zero": [1],
     "workload.plan.recompute": ["selective"],
+    "option.pricing": ["on_demand"],
+    "option.region": [None],
 }
 TRAINING_METRICS: tuple[str, ...] = (
     "step_time_s",
@@ -398,8 +405,9 @@ class TrainingEvaluator:
         F &= T\,(6 N_a + 6 L s d_{model}) (1 + \rho) \\
         t_{comp} &= F / (g\, \eta_{gemm} P) \\
         t_{tp} &= m \frac{L}{p}\, 4\, AR_{ring}(b s d_{model} \beta, t) \\
-        t_{step} &= (t_{comp}/g \cdot g + t_{tp})(1 + (p-1)/m)
-                    + (1 - \eta_{ov}) AR_{ring}(2 N / (t p), d) \\
+        t_{step} &= (t_{comp} + t_{tp})(1 + (p-1)/m)
+                    + t_{dp} - \eta_{ov} \min(t_{dp}, \tfrac{2}{3}(t_{comp} + t_{tp})) \\
+        t_{dp} &= AR_{ring}(2 N / (t p), d) \\
         M &= \frac{N}{t p}(2 + 2 [z<2 \to 1, /d] + 12 [z<1 \to 1, /d])
              + \frac{L}{p} p\, s\, b\, d_{model} \frac{c_{act}}{t}
 
@@ -439,7 +447,7 @@ class TrainingEvaluator:
         reason |= np.where(np.isnan(peak), 64, 0)
         reason |= np.where(np.mod(g, mp) != 0, 1, 0)
         reason |= np.where(tp > h.scale_up_domain[hw], 2, 0)
-        reason |= np.where(pp > m.n_layers[mdl], 4, 0)
+        reason |= np.where(pp * v["workload.plan.vp"] > m.n_layers[mdl], 4, 0)
         reason |= np.where((dpb < 1) | (np.mod(gb, np.maximum(dpb, 1)) != 0), 8, 0)
         reason |= np.where(np.isnan(price), 32, 0)
         rows = np.flatnonzero(reason == 0)
@@ -485,7 +493,7 @@ class TrainingEvaluator:
             self.efficiency.intra_node_link,
         )
         t_tp = mb_per_step * (layers / pp) * TP_ALLREDUCES_PER_LAYER * ar_tp
-        bubble = (pp - 1.0) / mb_per_step
+        bubble = (pp - 1.0) / (v["workload.plan.vp"] * mb_per_step)
         # data-parallel gradient all-reduce: inter-node when the replicas span nodes
         dpn = h.devices_per_node[hw]
         spans = g > dpn
@@ -494,7 +502,10 @@ class TrainingEvaluator:
         eff_dp = np.where(spans, self.efficiency.scale_out_link, self.efficiency.intra_node_link)
         shard = n_tot / mp
         t_dp = _ring_allreduce_s(shard * GRAD_BYTES_TRAINING, dp, bw_dp, lat_dp, 1.0) / eff_dp
-        step = (t_comp + t_tp) * (1.0 + bubble) + (1.0 - self.efficiency.dp_overlap) * t_dp
+        # the gradient all-reduce hides behind the backward pass only (2/3 of the compute)
+        window = BACKWARD_SHARE * (t_comp + t_tp)
+        exposed = t_dp - self.efficiency.dp_overlap * np.minimum(t_dp, window)
+        step = (t_comp + t_tp) * (1.0 + bubble) + exposed
         # memory per GPU: model states sharded by TP x PP and (ZeRO stage) by DP
         inv_dp = 1.0 / dp
         w = shard * WEIGHT_BYTES_TRAINING * np.where(zero >= 3, inv_dp, 1.0)
@@ -675,3 +686,164 @@ class ServingEvaluator:
 def describe_reasons(counts: dict[int, int]) -> dict[str, int]:
     """Turn per-bit counts into ``{reason text: count}``."""
     return {REASONS[k]: int(c) for k, c in sorted(counts.items()) if c}
+
+
+# ----------------------------------------------------------------------------- engine-backed
+#: Checkpoint interval assumed for spot training when pricing preemptions. [h]
+DEFAULT_SPOT_CHECKPOINT_INTERVAL_H = 1.0
+
+
+@dataclass
+class EngineTrainingEvaluator:
+    r"""Training configurations priced with the training engine's vectorised plan model.
+
+    The step time, MFU and memory come from :func:`aitco.perf.training.evaluate_plans` (the
+    model ``aitco train`` uses, with its globally fitted efficiencies); the cost from
+    :func:`aitco.cost.cloud.rental_usd` and :func:`aitco.cost.cloud.spot_interruptions`.
+    ``evaluate_plans`` takes the model, the accelerator, the GPU count, the sequence length and
+    the global batch as scalars and the parallel plans as arrays, so a chunk is split into groups
+    of equal (hardware, model, precision, gpus, seq_len, global_batch) and each group's plans
+    are evaluated in one call: the Python loop runs over groups (tens per chunk), never over
+    configurations.
+
+    Notes
+    -----
+    Wall clock :math:`W = D / \text{tokens/s}`; on spot, :math:`W \mathrel{+}= \sigma n W
+    (t_{restart} + t_{ckpt}/2)` with *n* instances (nodes); cost = :math:`g W p`.
+    """
+
+    hw: HardwareTable
+    models: ModelTable
+    tokens: float
+    accelerators: list[Any]
+    systems: list[Any]
+    model_archs: list[Any]
+    efficiency: EfficiencyParams = DEFAULT_EFFICIENCY
+    spot_interruptions_per_h: float = DEFAULT_SPOT_INTERRUPTIONS_PER_H
+    restart_h: float = 0.25
+    checkpoint_interval_h: float = DEFAULT_SPOT_CHECKPOINT_INTERVAL_H
+    keys: dict[str, list[Any]] = field(default_factory=lambda: dict(TRAINING_KEYS))
+    metrics: tuple[str, ...] = TRAINING_METRICS
+
+    def __post_init__(self) -> None:
+        self._shapes: dict[Any, Any] = {}
+
+    def _model_shape(self, i: int) -> Any:
+        from aitco.perf.flops import model_shape
+
+        key = ("m", i)
+        if key not in self._shapes:
+            self._shapes[key] = model_shape(self.model_archs[i])
+        return self._shapes[key]
+
+    def _hw_shape(self, h: int, prec: str) -> Any:
+        from aitco.perf.training import hardware_shape
+
+        key = ("h", h, prec)
+        if key not in self._shapes:
+            self._shapes[key] = hardware_shape(self.accelerators[h], prec, self.efficiency)
+        return self._shapes[key]
+
+    def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Evaluate a chunk (cheap checks on all; the engine on the plausible rows, by group)."""
+        from aitco.cost.cloud import rental_usd, spot_interruptions
+        from aitco.perf.training import TRAIN_PRECISIONS, evaluate_plans
+
+        n = _chunk_len(v)
+        h, m = self.hw, self.models
+        full = {k: np.broadcast_to(np.asarray(a), (n,)) for k, a in v.items()}
+        hw, mdl, prec = full["option.hardware"], full["workload.model"], full["workload.precision"]
+        g, tp, pp = full["option.gpus"], full["workload.plan.tp"], full["workload.plan.pp"]
+        b, gb = full["workload.plan.micro_batch"], full["workload.global_batch"]
+        peak = h.peak_tflops[hw, prec]
+        price = h.price[hw, full["option.pricing"], full["option.region"]]
+        train_ok = np.isin(prec, [DTYPES.index(p) for p in TRAIN_PRECISIONS])
+        mp = tp * pp
+        dpb = (g // mp) * b
+        reason = np.zeros(n, dtype=np.int64)
+        reason |= np.where(np.isnan(peak) | ~train_ok, 64, 0)
+        reason |= np.where(np.mod(g, mp) != 0, 1, 0)
+        reason |= np.where(tp > h.scale_up_domain[hw], 2, 0)
+        vp = full["workload.plan.vp"]
+        reason |= np.where(pp * vp > m.n_layers[mdl], 4, 0)
+        reason |= np.where((dpb < 1) | (np.mod(gb, np.maximum(dpb, 1)) != 0), 8, 0)
+        reason |= np.where(np.isnan(price), 32, 0)
+        rows = np.flatnonzero(reason == 0)
+        out = {k: np.zeros(rows.size) for k in self.metrics}
+        fits = np.zeros(rows.size, dtype=bool)
+        if rows.size:
+            seq = full["workload.seq_len"][rows]
+            outer = np.stack([hw[rows], mdl[rows], prec[rows], g[rows], seq, gb[rows]]).astype(
+                float
+            )
+            cut = np.flatnonzero(np.any(np.diff(outer, axis=1) != 0, axis=0)) + 1
+            order = np.arange(rows.size)
+            if cut.size > rows.size // 64:  # not in runs (a random sample): sort into groups
+                order = np.lexsort(outer[::-1])
+                cut = np.flatnonzero(np.any(np.diff(outer[:, order], axis=1) != 0, axis=0)) + 1
+            for grp in np.split(order, cut):
+                r_all = rows[grp]
+                # rows differing only in pricing/region share a step time: evaluate each plan once
+                code = (
+                    (
+                        (tp[r_all].astype(np.int64) * 256 + pp[r_all].astype(np.int64)) * 65536
+                        + b[r_all].astype(np.int64)
+                    )
+                    * 4
+                    + full["workload.plan.zero"][r_all].astype(np.int64)
+                ) * 3 + full["workload.plan.recompute"][r_all].astype(np.int64)
+                code = code * 64 + vp[r_all].astype(np.int64)
+                _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+                inv = inv.reshape(-1)
+                r = r_all[first]
+                hi, mi, pi = int(hw[r[0]]), int(mdl[r[0]]), int(prec[r[0]])
+                gpus, s_len, gbatch = float(g[r[0]]), float(seq[grp[0]]), float(gb[r[0]])
+                t, p_ = tp[r].astype(float), pp[r].astype(float)
+                res = evaluate_plans(
+                    self._model_shape(mi),
+                    self._hw_shape(hi, DTYPES[pi]),
+                    self.systems[hi],
+                    seq_len=s_len,
+                    global_batch=gbatch,
+                    gpus=gpus,
+                    precision=DTYPES[pi],
+                    method="full",
+                    eff=self.efficiency,
+                    tp=t,
+                    pp=p_,
+                    cp=1.0,
+                    ep=1.0,
+                    dp=gpus / (t * p_),
+                    zero=full["workload.plan.zero"][r],
+                    micro_batch=b[r].astype(float),
+                    recompute=full["workload.plan.recompute"][r],
+                    vp=vp[r].astype(float),
+                )
+                out["step_time_s"][grp] = res["step_time_s"][inv]
+                out["tokens_per_s"][grp] = res["tokens_per_s"][inv]
+                out["mfu"][grp] = res["mfu"][inv]
+                out["memory_per_gpu_gb"][grp] = res["memory_per_gpu_bytes"][inv] / GIGA
+                out["dp"][grp] = (gpus / (t * p_))[inv]
+                fits[grp] = res["fits"][inv]
+            gr = g[rows].astype(float)
+            wall_h = self.tokens / out["tokens_per_s"] / SECONDS_PER_HOUR
+            spot = full["option.pricing"][rows] == PRICING_MODES.index("spot")
+            nodes = np.ceil(gr / h.devices_per_node[hw[rows]])
+            lost_per = self.restart_h + self.checkpoint_interval_h / 2.0
+            pre = spot_interruptions(
+                np.where(spot, self.spot_interruptions_per_h, 0.0),
+                nodes,
+                wall_h,
+                self.checkpoint_interval_h,
+            )
+            wall_h = wall_h + pre * lost_per
+            out["wall_clock_h"] = wall_h
+            out["gpu_hours"] = gr * wall_h
+            out["usd_per_gpu_hour"] = price[rows]
+            out["total_usd"] = rental_usd(out["gpu_hours"], price[rows])
+            out["total_gpus"] = gr
+        reason[rows] |= np.where(fits, 0, 16)
+        out_any: dict[str, np.ndarray] = dict(out)
+        out_any["rows"] = rows
+        out_any["reason"] = reason
+        return out_any

@@ -104,6 +104,10 @@ class SweepSpec(BaseModel):
     ----------
     kind : {"training", "serving"}
         Which evaluator prices the configurations.
+    evaluator : {"engine", "fast"}
+        Training only: ``engine`` prices step times with the training engine's vectorised plan
+        model (:func:`aitco.perf.training.evaluate_plans`), ``fast`` with the compact model of
+        :class:`aitco.decide.evaluators.TrainingEvaluator` (a few times faster, less detailed).
     workload : dict
         Base workload fields (``model``, ``tokens``, ``seq_len``, ``global_batch``,
         ``precision``, ``plan``; or ``input_tokens``, ``output_tokens``, ``qps`` for serving).
@@ -134,6 +138,7 @@ class SweepSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["training", "serving"] = "training"
+    evaluator: Literal["engine", "fast"] = "engine"
     name: str = "sweep"
     workload: dict[str, Any] = Field(default_factory=dict)
     option: dict[str, Any] = Field(default_factory=dict)
@@ -350,7 +355,24 @@ def build_plan(
             tokens = spec.workload.get("tokens")
             if tokens is None or float(tokens) <= 0:
                 raise InputError("workload.tokens", tokens, "tokens to train on (> 0)")
-            evaluator = ev.TrainingEvaluator(hw=hw_table, models=mt, tokens=float(tokens))
+            if spec.evaluator == "fast":
+                evaluator = ev.TrainingEvaluator(hw=hw_table, models=mt, tokens=float(tokens))
+            else:
+                pairs = [catalog.hardware(x, field="option.hardware") for x in hw_ids]
+                evaluator = ev.EngineTrainingEvaluator(
+                    hw=hw_table,
+                    models=mt,
+                    tokens=float(tokens),
+                    accelerators=[a for a, _ in pairs],
+                    systems=[s for _, s in pairs],
+                    model_archs=models,
+                    spot_interruptions_per_h=_factor_or(
+                        catalog,
+                        "spot-interruption.per-hour.default",
+                        ev.DEFAULT_SPOT_INTERRUPTIONS_PER_H,
+                    ),
+                    restart_h=_factor_or(catalog, "restart.hours", 0.25),
+                )
         else:
             qps = spec.workload.get("qps")
             evaluator = ev.ServingEvaluator(
@@ -408,6 +430,13 @@ def build_plan(
         parquet_dir=parquet_dir,
         strides=strides,
     )
+
+
+def _factor_or(catalog: Catalog, fid: str, default: float) -> float:
+    """Return a scalar catalog factor, or ``default`` when the catalog lacks it."""
+    if fid in catalog.factors:
+        return catalog.factor_value(fid)
+    return default
 
 
 def _dimension(
@@ -487,12 +516,45 @@ def chunk_indices(plan: SweepPlan, chunk: int) -> np.ndarray:
 
 def decode(plan: SweepPlan, idx: np.ndarray) -> dict[str, np.ndarray]:
     """Per-key value codes of configurations ``idx`` (mixed-radix digits -> codes)."""
+    dg = _range_digits(plan, idx) if _is_range(idx) else None
     out = {}
     for d, stride in zip(plan.dims, plan.strides, strict=True):
         if d.size == 1:
             out[d.key] = d.codes[:1]  # constant: broadcast by the evaluator
+        elif dg is not None:
+            out[d.key] = d.codes[dg[d.key]]
         else:
             out[d.key] = d.codes[(idx // stride) % d.size]
+    return out
+
+
+def _is_range(idx: np.ndarray) -> bool:
+    """Whether ``idx`` is a contiguous ascending range (a grid chunk)."""
+    return idx.size > 1 and int(idx[-1]) - int(idx[0]) == idx.size - 1 and bool(idx[1] > idx[0])
+
+
+def _range_digits(plan: SweepPlan, idx: np.ndarray) -> dict[str, np.ndarray]:
+    r"""Digits of a contiguous index range built with repeat/tile (no integer division).
+
+    Digit *k* of index *i* is :math:`\lfloor i / s_k \rfloor \bmod z_k`; over a contiguous
+    range it is a run-length sequence: runs of length :math:`s_k` (the first one cut by the
+    start offset) whose values cycle through :math:`0..z_k-1`.
+    """
+    start, n = int(idx[0]), int(idx.size)
+    out = {}
+    for d, stride in zip(plan.dims, plan.strides, strict=True):
+        if d.size == 1:
+            continue
+        s, z = int(stride), d.size
+        first = start // s
+        n_runs = (start % s + n + s - 1) // s
+        vals = (first + np.arange(n_runs)) % z
+        lengths = np.full(n_runs, s, dtype=np.int64)
+        lengths[0] = s - start % s
+        total = int(lengths.sum())
+        if total > n:
+            lengths[-1] -= total - n
+        out[d.key] = np.repeat(vals, lengths)
     return out
 
 
@@ -517,6 +579,9 @@ def evaluate_all(plan: SweepPlan, idx: np.ndarray) -> dict[str, np.ndarray]:
 
 def digits(plan: SweepPlan, idx: np.ndarray) -> dict[str, np.ndarray]:
     """Per-key value positions of configurations ``idx``."""
+    if _is_range(idx):
+        rd = _range_digits(plan, idx)
+        return {d.key: rd.get(d.key, np.zeros(idx.shape, dtype=np.int64)) for d in plan.dims}
     return {d.key: (idx // s) % d.size for d, s in zip(plan.dims, plan.strides, strict=True)}
 
 
