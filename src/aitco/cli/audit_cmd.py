@@ -183,7 +183,10 @@ def _render(out: dict[str, Any]) -> None:
             table(
                 "Worst requests",
                 ["cause", "line", "id", "tokens", "USD"],
-                [[n, e["line"], str(e["id"]), e["tokens"], f"${e['usd']:,.6f}"] for n, e in worst],
+                [
+                    [n, str(e["line"]), str(e["id"]), e["tokens"], f"${e['usd']:,.6f}"]
+                    for n, e in worst
+                ],
             )
         )
     sk = out["skipped_lines"]
