@@ -276,3 +276,39 @@ def test_energy_per_token_by_precision(cat):
 
     bf16, fp8 = run("bf16"), run("fp8")
     assert 0 < fp8 < bf16  # fp8 trains faster at the same power: less energy per token
+
+
+def test_colocation_adds_the_fee_to_owned(cat, monkeypatch):
+    monkeypatch.setattr(cmp, "_engine", lambda kind: _fake_training(10.0))
+    opt = {"hardware": "a100-sxm4-80gb", "gpus": 8}
+    owned = compare(_scn(options=[{**opt, "pricing": "owned"}]), cat).options[0]
+    colo = compare(_scn(options=[{**opt, "pricing": "colocation"}]), cat).options[0]
+    fee = colo.usd("colocation")
+    assert fee > 0
+    it = colo.item("colocation").inputs
+    assert fee == pytest.approx(it["it_kw"] * 150.0 * it["months"])  # test factor: 150 $/kW-month
+    assert colo.total_usd == pytest.approx(owned.total_usd + fee)
+
+
+def test_depreciation_method_moves_the_split_not_the_total(cat, monkeypatch):
+    monkeypatch.setattr(cmp, "_engine", lambda kind: _fake_training(10.0))
+    opt = [{"hardware": "h100-sxm5-80gb", "gpus": 8, "pricing": "owned"}]
+    sl = compare(_scn(options=opt), cat).options[0]
+    dec = compare(
+        _scn(options=opt, ops={"depreciation": "declining", "checkpoints_kept": 0}), cat
+    ).options[0]
+    assert dec.total_usd == pytest.approx(sl.total_usd)
+    assert dec.usd("depreciation") != pytest.approx(sl.usd("depreciation"))
+    assert dec.usd("depreciation") + dec.usd("tech_iteration_risk") == pytest.approx(
+        sl.usd("depreciation") + sl.usd("tech_iteration_risk")
+    )
+
+
+def test_reserved_pays_for_fragmentation(cat, monkeypatch):
+    monkeypatch.setattr(cmp, "_engine", lambda kind: _fake_training(10.0))
+    opt = {"hardware": "h100-sxm5-80gb", "gpus": 8, "usd_per_gpu_hour": 2.0}
+    od = compare(_scn(options=[{**opt, "pricing": "on_demand"}]), cat).options[0]
+    rs = compare(_scn(options=[{**opt, "pricing": "reserved_1y"}]), cat).options[0]
+    # 10 % idle (test factor): 80 held GPU-h x 0.1/0.9 x $2
+    assert rs.usd("fragmentation_idle") == pytest.approx(80 * 0.1 / 0.9 * 2.0)
+    assert "fragmentation_idle" not in {i.name for i in od.items}

@@ -283,6 +283,9 @@ def _preset(cat: Any, pid: str) -> Any:
 
 def _catalog_value(cat: Any, fid: str) -> Any:
     f = cat.factors.get(fid)
+    if f is None and fid.startswith("residual-value.") and fid[15:] in cat.accelerators:
+        # no curve for the accelerator itself: its hardware class's curve applies
+        f = cat.factors.get(f"residual-value.{cat.accelerators[fid[15:]].residual_class}")
     return None if f is None else f.value
 
 

@@ -506,6 +506,12 @@ def _price(
     acc, sysm = cat.hardware(opt.hardware, field=f"{where}.hardware")
     model = cat.resolve_model(w.model, field="workload.model")
     price = _price_per_gpu_h(cat, acc, sysm, opt, fac, scn, where)
+    if price.offer and opt.hardware not in cat.systems:
+        # a rented instance runs on the offer's own system (its NICs and scale-out fabric)
+        offer_sys = cat.offers[price.offer].system
+        if offer_sys and offer_sys in cat.systems and cat.systems[offer_sys].accelerator == acc.id:
+            sysm = cat.systems[offer_sys]
+            price.inputs["system"] = offer_sys
     if isinstance(w, TrainingWorkload):
         return _training(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
     return _inference(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
