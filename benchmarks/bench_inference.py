@@ -1,7 +1,7 @@
 """Speed of the inference engine: the continuous-batching simulation and the SLA capacity search.
 
 Targets (issue 4): 100,000 simulated requests in under 2 s; an SLA replica search in under 1 s.
-Run: ``python benchmarks/bench_inference.py`` (prints one JSON object; exit 1 if a target is missed).
+Run: ``python benchmarks/bench_inference.py`` (prints JSON; exit 1 if a target is missed).
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ def main() -> int:
     model = cat.resolve_model("llama-3.1-8b")
     acc, system = cat.hardware("h100-sxm5-80gb")
     prec = resolve_precisions(acc, "fp8", None)
-    it = iteration_model(model, acc, system, tp=1, pp=1, precisions=prec, efficiency=DEFAULT_EFFICIENCY)
+    it = iteration_model(
+        model, acc, system, tp=1, pp=1, precisions=prec, efficiency=DEFAULT_EFFICIENCY
+    )
     eng = ENGINES["vllm"]
     mp = memory_plan(model, acc, tp=1, pp=1, precisions=prec, engine=eng)
     cap = kv_capacity(model, mp.kv_gb, input_tokens=512, output_tokens=256, kv_precision=prec.kv)

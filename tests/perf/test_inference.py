@@ -1,4 +1,4 @@
-"""Hand-computed checks of the inference model: KV bytes, weights, roofline steps, regimes, errors."""
+"""Hand-computed checks of the inference model: KV bytes, weights, roofline, regimes, errors."""
 
 from __future__ import annotations
 
@@ -115,9 +115,12 @@ def test_precision_resolution_and_fallbacks() -> None:
     p = resolve_precisions(GPU, "fp8", None)
     assert (p.compute, p.kv, p.notes) == ("fp8", "fp8", ())
     q = resolve_precisions(OLD, "fp8", None)  # no fp8 tensor cores: weight-only fallback
-    assert q.compute == "bf16" and q.kv == "bf16" and "dequantised" in q.notes[0]
+    assert q.compute == "bf16"
+    assert q.kv == "bf16"
+    assert "dequantised" in q.notes[0]
     r = resolve_precisions(GPU, "int4", None)  # AWQ/GPTQ: always weight-only
-    assert r.compute == "bf16" and r.weights == "int4"
+    assert r.compute == "bf16"
+    assert r.weights == "int4"
     with pytest.raises(InputError):
         resolve_precisions(GPU, "fp7", None)
     edge = Accelerator(
@@ -165,7 +168,8 @@ def test_prefill_is_compute_bound_hand_computed() -> None:
 def test_tensor_parallel_adds_allreduce_and_halves_weights() -> None:
     one, two = _it(LLAMA70, 1), _it(LLAMA70, 2)
     assert two.dense_weight_bytes == pytest.approx(one.dense_weight_bytes / 2)
-    assert float(two.comm_s(1.0)) > 0 and float(one.comm_s(1.0)) == 0
+    assert float(two.comm_s(1.0)) > 0
+    assert float(one.comm_s(1.0)) == 0
     assert float(two.decode_step_s(1, 100)) < float(one.decode_step_s(1, 100))
 
 
@@ -193,8 +197,9 @@ def test_regimes_offline_static_online() -> None:
     assert off["output_tokens_per_s"] > static["output_tokens_per_s"] > one["output_tokens_per_s"]
     assert off["tpot_s"] > one["tpot_s"]
     assert off["batch_per_replica"] == min(off["max_concurrency"], ENGINES["vllm"].max_num_seqs)
-    for k in ("ttft_s", "tpot_s", "e2e_latency_s", "output_tokens_per_s", "total_tokens_per_s",
-              "requests_per_s", "max_concurrency", "kv_cache_gb", "weights_gb", "fits"):  # fmt: skip
+    keys = ("ttft_s", "tpot_s", "e2e_latency_s", "output_tokens_per_s", "total_tokens_per_s",
+            "requests_per_s", "max_concurrency", "kv_cache_gb", "weights_gb", "fits")  # fmt: skip
+    for k in keys:
         assert k in off
     # total = output x (I + O) / O
     assert off["total_tokens_per_s"] == pytest.approx(off["output_tokens_per_s"] * 768 / 256)
@@ -213,7 +218,8 @@ def test_does_not_fit_suggests_tp_and_precision() -> None:
     with pytest.raises(InputError) as ei:
         estimate_inference(LLAMA70, GPU, NODE, 1, tp=1, precision="bf16")
     msg = str(ei.value)
-    assert "GB per GPU" in msg and "smallest tp that fits: 4" in msg
+    assert "GB per GPU" in msg
+    assert "smallest tp that fits: 4" in msg
     assert "--precision int4 fits at tp 1" in msg
 
 
@@ -233,12 +239,12 @@ def test_bad_inputs() -> None:
 
 
 def test_saturation_reports_null_latency_not_infinite() -> None:
-    v = estimate_inference(
-        LLAMA8, GPU, NODE, 1, qps=1e5, num_requests=2000, efficiency=BARE
-    ).values
+    v = estimate_inference(LLAMA8, GPU, NODE, 1, qps=1e5, num_requests=2000, efficiency=BARE).values
     assert v["saturated"] is True
-    assert v["p99_ttft_s"] is None and v["utilization"] > 1
-    assert math.isfinite(v["output_tokens_per_s"]) and v["output_tokens_per_s"] > 0
+    assert v["p99_ttft_s"] is None
+    assert v["utilization"] > 1
+    assert math.isfinite(v["output_tokens_per_s"])
+    assert v["output_tokens_per_s"] > 0
 
 
 def test_qps_reports_percentiles_and_replicas() -> None:

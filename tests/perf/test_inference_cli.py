@@ -32,7 +32,8 @@ def test_infer_json_keys(capsys: pytest.CaptureFixture[str]) -> None:
     d = json.loads(out)
     for k in KEYS:
         assert k in d
-    assert d["fits"] is True and d["output_tokens_per_s"] > 0
+    assert d["fits"] is True
+    assert d["output_tokens_per_s"] > 0
     assert d["interval"]["output_tokens_per_s"][0] < d["output_tokens_per_s"]
 
 
@@ -57,7 +58,8 @@ def test_infer_offline_table_and_explain(capsys: pytest.CaptureFixture[str]) -> 
         capsys,
     )  # fmt: skip
     assert code == 0
-    assert "output tokens/s" in out and "Dominant term" in out
+    assert "output tokens/s" in out
+    assert "Dominant term" in out
 
 
 def test_infer_model_that_does_not_fit(capsys: pytest.CaptureFixture[str]) -> None:
@@ -66,7 +68,8 @@ def test_infer_model_that_does_not_fit(capsys: pytest.CaptureFixture[str]) -> No
         capsys,
     )  # fmt: skip
     assert code == 2
-    assert "GB per GPU" in err and "tp" in err
+    assert "GB per GPU" in err
+    assert "tp" in err
     assert "Traceback" not in err
 
 
@@ -96,13 +99,15 @@ def test_infer_saturation_is_reported(capsys: pytest.CaptureFixture[str]) -> Non
     )  # fmt: skip
     assert code == 0
     d = json.loads(out)
-    assert d["saturated"] is True and d["p99_ttft_s"] is None
+    assert d["saturated"] is True
+    assert d["p99_ttft_s"] is None
 
 
 def test_validate_inference_table(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["validate", "inference"], capsys)
     assert code == 0
-    assert "median APE" in out and "p90 APE" in out
+    assert "median APE" in out
+    assert "p90 APE" in out
     assert "I058" in out  # unmapped rows are listed, not dropped
 
 

@@ -153,7 +153,9 @@ def test_replicas_for_slo_monotone_in_load() -> None:
     kw = {"max_num_seqs": 256, "kv_capacity_tokens": BIG, "slo_ttft_s": 0.5, "slo_tpot_s": 0.05}
     r1 = replicas_for_slo(IT, 5.0, 256, 128, **kw)
     r2 = replicas_for_slo(IT, 50.0, 256, 128, **kw)
-    assert r1 is not None and r2 is not None and r2 >= r1 >= 1
+    assert r1 is not None
+    assert r2 is not None
+    assert r2 >= r1 >= 1
     # an objective below the unloaded step is impossible
     assert replicas_for_slo(IT, 5.0, 256, 128, max_num_seqs=256, kv_capacity_tokens=BIG,
                             slo_tpot_s=1e-5) is None  # fmt: skip
@@ -186,7 +188,8 @@ def test_chunked_prefill_splits_long_prompts() -> None:
     kw = {"max_num_seqs": 8, "kv_capacity_tokens": BIG, "max_num_tokens": 512}
     whole = simulate_continuous_batching(IT, t, [4096], [2], chunked=False, **kw)
     chunk = simulate_continuous_batching(IT, t, [4096], [2], chunked=True, **kw)
-    assert whole.iterations == 2 and chunk.iterations == 9  # 8 chunks of 512 + one decode
+    assert whole.iterations == 2
+    assert chunk.iterations == 9  # 8 chunks of 512 + one decode
     # eight passes over the weights instead of one: a slower first token, never a faster one
     assert chunk.ttft_s[0] > whole.ttft_s[0]
     assert whole.ttft_s[0] == pytest.approx(float(IT.prefill_s(4096)), rel=1e-9)

@@ -74,7 +74,9 @@ def test_throughput_never_falls_when_bandwidth_rises(
     o=st.integers(1, 8192),
     kvp=st.sampled_from(["bf16", "fp8"]),
 )
-def test_kv_capacity_is_linear_in_free_memory(free: float, k: int, i: int, o: int, kvp: str) -> None:
+def test_kv_capacity_is_linear_in_free_memory(
+    free: float, k: int, i: int, o: int, kvp: str
+) -> None:
     one = kv_capacity(DENSE, free, input_tokens=i, output_tokens=o, kv_precision=kvp)
     many = kv_capacity(DENSE, free * k, input_tokens=i, output_tokens=o, kv_precision=kvp)
     # floor(k F / m) lies within k of k floor(F / m)

@@ -77,12 +77,16 @@ def infer(
     gpus: Annotated[int, typer.Option("--gpus", help="Accelerators in total.")] = 1,
     tp: Annotated[int | None, typer.Option("--tp", help="Tensor parallel degree.")] = None,
     pp: Annotated[int | None, typer.Option("--pp", help="Pipeline parallel degree.")] = None,
-    precision: Annotated[Precision, typer.Option("--precision", help="Weight type.")] = Precision.bf16,
+    precision: Annotated[
+        Precision, typer.Option("--precision", help="Weight type.")
+    ] = Precision.bf16,
     kv_precision: Annotated[
         Precision | None, typer.Option("--kv-precision", help="KV-cache type.")
     ] = None,
     input_tokens: Annotated[int, typer.Option("--input-tokens", help="Mean prompt tokens.")] = 512,
-    output_tokens: Annotated[int, typer.Option("--output-tokens", help="Mean output tokens.")] = 256,
+    output_tokens: Annotated[
+        int, typer.Option("--output-tokens", help="Mean output tokens.")
+    ] = 256,
     batch: Annotated[int | None, typer.Option("--batch", help="Static batch size.")] = None,
     concurrency: Annotated[
         int | None, typer.Option("--concurrency", help="Requests in flight (closed loop).")
@@ -170,9 +174,13 @@ def infer(
     if qps is not None:
         for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s"):
             rows.append((k, v.get(k), ""))
-        rows.append(("utilisation", v.get("utilization"), f"capacity {fmt(v.get('max_qps'))} req/s"))
+        rows.append(
+            ("utilisation", v.get("utilization"), f"capacity {fmt(v.get('max_qps'))} req/s")
+        )
         if "replicas_for_slo" in v:
-            rows.append(("replicas for SLO", v["replicas_for_slo"], f"GPUs {fmt(v.get('gpus_for_slo'))}"))
+            rows.append(
+                ("replicas for SLO", v["replicas_for_slo"], f"GPUs {fmt(v.get('gpus_for_slo'))}")
+            )
     title = (
         f"Serving {arch.id} on {gpus} x {acc.id} ({v['precision']}, tp {v['tp']} pp {v['pp']}, "
         f"{v['replicas']} replica(s), {v['engine']})"
@@ -224,7 +232,9 @@ def validate_inference_cmd(
         for i, q, m, _n in rep.saturated
     ]
     console.print(
-        table("Inference validation", ["id", "metric", "published", "predicted", "APE", "setup"], rows)
+        table(
+            "Inference validation", ["id", "metric", "published", "predicted", "APE", "setup"], rows
+        )
     )
     for kind in ("offline_throughput", "static_throughput", "latency"):
         k = s[kind]

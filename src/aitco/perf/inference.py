@@ -128,7 +128,8 @@ ENGINES: dict[str, EngineLimits] = {
         8192,
         0.90,
         "total",
-        "vLLM V1 arg_utils defaults on >=70 GiB GPUs: max_num_seqs=1024, max_num_batched_tokens=8192",
+        "vLLM V1 arg_utils defaults on >=70 GiB GPUs: max_num_seqs=1024, "
+        "max_num_batched_tokens=8192",
     ),
     "sglang": EngineLimits(
         "sglang",
@@ -137,7 +138,8 @@ ENGINES: dict[str, EngineLimits] = {
         0.88,
         "total",
         "SGLang server_args: mem_fraction_static 0.88 (as in the v0.3 benchmark), "
-        "max_running_requests derived from memory (4096 used as the cap), chunked_prefill 8192-16384",
+        "max_running_requests derived from memory (4096 used as the cap), "
+        "chunked_prefill 8192-16384",
     ),
     "trtllm": EngineLimits(
         "trtllm",
@@ -250,7 +252,7 @@ def resolve_precisions(acc: Accelerator, precision: str, kv_precision: str | Non
 
 
 def weight_bytes_per_element(precision: str) -> float:
-    """Stored bytes per weight, including quantisation scales. [B]"""
+    """Return the stored bytes per weight, including quantisation scales. [B]."""
     b = BYTES_PER_DTYPE[precision]
     if precision == "int4":
         return b + INT4_GROUP_OVERHEAD_BYTES
@@ -288,7 +290,8 @@ class WeightBytes:
     lm_head : float
         Output projection (16-bit; 0 if tied). [B]
     dense : float
-        Quantised weights read by every token: attention, dense FFN, shared experts, router, norms. [B]
+        Quantised weights read by every token: attention, dense FFN, shared experts, router,
+        norms. [B]
     expert_each : float
         One routed expert in one MoE layer. [B]
     n_moe_layers : int
@@ -302,7 +305,7 @@ class WeightBytes:
     n_moe_layers: int
 
     def total(self, n_experts: int) -> float:
-        """All stored weight bytes. [B]"""
+        """All stored weight bytes. [B]."""
         return (
             self.embedding
             + self.lm_head
@@ -312,7 +315,7 @@ class WeightBytes:
 
 
 def weight_bytes(model: ModelArch, precision: str, act_dtype: str) -> WeightBytes:
-    """Stored weight bytes of ``model`` with linear layers in ``precision``.
+    """Return the stored weight bytes of ``model`` with linear layers in ``precision``.
 
     Parameters
     ----------
@@ -341,7 +344,7 @@ def weight_bytes(model: ModelArch, precision: str, act_dtype: str) -> WeightByte
 
 
 def expected_distinct_experts(tokens: ArrayLike, n_experts: int, n_active: int) -> F64:
-    r"""Expected number of distinct routed experts touched by ``tokens`` tokens in one layer.
+    r"""Return the expected number of distinct routed experts touched in one layer.
 
     Notes
     -----
@@ -437,7 +440,7 @@ class IterationModel:
         return self.gemm_efficiency * self.peak_tflops * TERA
 
     def overhead_total_s(self, seqs: float) -> float:
-        """Fixed + per-layer + per-sequence overhead of one iteration with ``seqs`` sequences. [s]"""
+        """Return the fixed + per-layer + per-sequence overhead of one iteration. [s]."""
         return (
             self.overhead_s + self.layer_overhead_s * self.n_layers + self.overhead_per_seq_s * seqs
         )
@@ -450,7 +453,7 @@ class IterationModel:
         return self.hbm_efficiency * self.hbm_bandwidth_gb_s * GIGA
 
     def linear_s(self, tokens: ArrayLike, sampled: ArrayLike | None = None) -> F64:
-        """Linear layers + collectives + LM head + overhead for ``tokens`` scheduled tokens. [s]
+        """Linear layers + collectives + LM head + overhead for ``tokens`` scheduled tokens. [s].
 
         Parameters
         ----------
@@ -476,11 +479,11 @@ class IterationModel:
         return np.asarray(self.body_s(t) + self.head_s(s), dtype=np.float64)
 
     def body_s(self, tokens: ArrayLike) -> F64:
-        """Transformer layers (smooth roofline), collectives and fixed overheads. [s]"""
+        """Return the time of the transformer layers, collectives and fixed overheads. [s]."""
         t = np.asarray(tokens, dtype=np.float64)
         mb = t / self.pp
         compute = (self.body_flops_per_token * mb) / self._flops_rate()
-        wbytes = self.dense_weight_bytes
+        wbytes: F64 | float = self.dense_weight_bytes
         if self.n_moe_layers:
             wbytes = (
                 wbytes
@@ -495,8 +498,10 @@ class IterationModel:
         else:  # smooth roofline: near the ridge point neither bound is reached
             hi = np.maximum(np.maximum(compute, mem), 1e-30)
             stage = hi * ((compute / hi) ** q + (mem / hi) ** q) ** (1.0 / q)
-        elem = self.elementwise_bytes_per_token * mb / (
-            self.elementwise_efficiency * self.hbm_bandwidth_gb_s * GIGA
+        elem = (
+            self.elementwise_bytes_per_token
+            * mb
+            / (self.elementwise_efficiency * self.hbm_bandwidth_gb_s * GIGA)
         )
         stage = stage + elem
         comm = self.comm_s(mb)
@@ -514,12 +519,14 @@ class IterationModel:
             else 0.0
         )
         return np.asarray(
-            self.pp * (stage + comm + p2p) + self.overhead_s + self.layer_overhead_s * self.n_layers,
+            self.pp * (stage + comm + p2p)
+            + self.overhead_s
+            + self.layer_overhead_s * self.n_layers,
             dtype=np.float64,
         )
 
     def head_s(self, sampled: ArrayLike) -> F64:
-        r"""LM head (its own roofline, 16-bit) and per-sequence host overhead. [s]
+        r"""LM head (its own roofline, 16-bit) and per-sequence host overhead. [s].
 
         Notes
         -----
@@ -532,7 +539,7 @@ class IterationModel:
         return np.asarray(np.maximum(compute, mem) + self.overhead_per_seq_s * s, dtype=np.float64)
 
     def comm_s(self, tokens_per_microbatch: ArrayLike) -> F64:
-        """Tensor-parallel all-reduces of one stage for a micro-batch. [s]"""
+        """Tensor-parallel all-reduces of one stage for a micro-batch. [s]."""
         if self.tp <= 1:
             return np.zeros_like(np.asarray(tokens_per_microbatch, dtype=np.float64))
         msg = np.asarray(tokens_per_microbatch, dtype=np.float64) * self.allreduce_bytes_per_token
@@ -548,7 +555,7 @@ class IterationModel:
 
     @property
     def decode_attention_s_per_context_token(self) -> float:
-        """Decode attention time per cached context token read (all stages). [s]"""
+        """Decode attention time per cached context token read (all stages). [s]."""
         return max(
             self.kv_bytes_per_token / self._byte_rate(),
             self.attn_flops_per_pair / self._attn_rate(),
@@ -556,7 +563,7 @@ class IterationModel:
 
     @property
     def prefill_attention_s_per_pair(self) -> float:
-        """Prefill attention time per (query, key) pair, compute-bound (flash attention). [s]"""
+        """Prefill attention time per (query, key) pair, compute-bound (flash attention). [s]."""
         return self.attn_flops_per_pair / self._attn_rate()
 
     def iteration_s(
@@ -567,7 +574,7 @@ class IterationModel:
         prefill_pairs: ArrayLike = 0.0,
         prefill_seqs: ArrayLike = 0.0,
     ) -> F64:
-        r"""Time of one iteration. [s]
+        r"""Time of one iteration. [s].
 
         Parameters
         ----------
@@ -589,7 +596,8 @@ class IterationModel:
 
         Notes
         -----
-        .. math:: t = p\,[\max(F_{lin}/\eta_F P, W/\eta_B B) + t_{AR}] + \max(K/\eta_B B, F_{att}/\eta_F P)
+        .. math:: t = p\,[\max(F_{lin}/\eta_F P, W/\eta_B B) + t_{AR}]
+                      + \max(K/\eta_B B, F_{att}/\eta_F P)
                       + X_{pf}/\eta_F P + t_0
         """
         b = np.asarray(decode_seqs, dtype=np.float64)
@@ -602,12 +610,12 @@ class IterationModel:
         return np.asarray(lin + attn + pre, dtype=np.float64)
 
     def decode_step_s(self, batch: ArrayLike, context_tokens: ArrayLike) -> F64:
-        """Time of one decode iteration of ``batch`` sequences of mean context ``context_tokens``. [s]"""
+        """Return the time of one decode iteration at mean context ``context_tokens``. [s]."""
         b = np.asarray(batch, dtype=np.float64)
         return self.iteration_s(b, b * np.asarray(context_tokens, dtype=np.float64))
 
     def prefill_s(self, prompt_tokens: ArrayLike, n_prompts: ArrayLike = 1.0) -> F64:
-        """Time to prefill ``n_prompts`` prompts of ``prompt_tokens`` in one iteration. [s]"""
+        """Time to prefill ``n_prompts`` prompts of ``prompt_tokens`` in one iteration. [s]."""
         n = np.asarray(n_prompts, dtype=np.float64)
         s = np.asarray(prompt_tokens, dtype=np.float64)
         return self.iteration_s(0.0, 0.0, n * s, n * s * (s + 1) / 2.0, n)
@@ -651,6 +659,7 @@ def iteration_model(
     d = model.d_model
     head_params = model.vocab_size * d
     body_params = pc.active - pc.embedding - pc.lm_head
+    pair_macs: float
     if model.mla is not None:
         a = model.mla
         pair_macs = model.n_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
@@ -674,7 +683,11 @@ def iteration_model(
     f_w = float(model.moe.d_ff_expert * model.moe.n_active if model.moe else model.d_ff)
     ffn_elems = 3.0 * f_w if model.gated_ffn else 2.0 * f_w
     rope = 2.0 * (q_w + kv_w) if model.position_embedding == "rope" else 0.0
-    elem = ELEMENTWISE_RW * (4.0 * d + (ffn_elems + rope) / tp) * BYTES_PER_DTYPE[precisions.activations]
+    elem = (
+        ELEMENTWISE_RW
+        * (4.0 * d + (ffn_elems + rope) / tp)
+        * BYTES_PER_DTYPE[precisions.activations]
+    )
     if BYTES_PER_DTYPE[precisions.compute] < BYTES_PER_DTYPE[precisions.activations]:
         elem += (2.0 * d + (q_w + f_w) / tp) * FP8_CAST_BYTES
     elem_per_token = elem * math.ceil(model.n_layers / pp)
@@ -817,7 +830,7 @@ def default_tp(
 def continuous_batching_step(
     it: IterationModel, batch: ArrayLike, input_tokens: ArrayLike, output_tokens: ArrayLike
 ) -> F64:
-    r"""Mean iteration time of stall-free continuous batching at a steady running batch. [s]
+    r"""Mean iteration time of stall-free continuous batching at a steady running batch. [s].
 
     Parameters
     ----------
@@ -848,7 +861,7 @@ def continuous_batching_step(
 
 
 def speculative_tokens_per_step(spec_tokens: ArrayLike, acceptance_rate: ArrayLike) -> F64:
-    r"""Expected tokens emitted per verification step of speculative decoding.
+    r"""Return the expected tokens emitted per verification step of speculative decoding.
 
     Parameters
     ----------
@@ -871,7 +884,9 @@ def speculative_tokens_per_step(spec_tokens: ArrayLike, acceptance_rate: ArrayLi
     k = np.asarray(spec_tokens, dtype=np.float64)
     a = np.asarray(acceptance_rate, dtype=np.float64)
     safe = np.where(a < 1.0, a, 0.5)
-    return np.asarray(np.where(a < 1.0, (1.0 - safe ** (k + 1.0)) / (1.0 - safe), k + 1.0), dtype=np.float64)
+    return np.asarray(
+        np.where(a < 1.0, (1.0 - safe ** (k + 1.0)) / (1.0 - safe), k + 1.0), dtype=np.float64
+    )
 
 
 def speculative_step_s(
@@ -882,7 +897,7 @@ def speculative_step_s(
     spec_tokens: int,
     acceptance_rate: float,
 ) -> F64:
-    r"""Time per emitted token with speculative decoding at a decode batch. [s]
+    r"""Time per emitted token with speculative decoding at a decode batch. [s].
 
     Notes
     -----
@@ -931,7 +946,7 @@ class InferenceResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_estimate(self) -> Estimate:
-        """The result as an :class:`aitco.explain.Estimate`."""
+        """Return the result as an :class:`aitco.explain.Estimate`."""
         vals = dict(self.values)
         vals["interval"] = {k: list(v) for k, v in self.interval.items()}
         return Estimate(
@@ -1007,7 +1022,8 @@ def _not_fit_message(
                 break
     return (
         f"weights need {mp.weights_gb:.1f} GB per GPU (+{mp.activations_gb:.1f} GB activations, "
-        f"{mp.reserve_gb:.1f} GB reserve) but only {mp.usable_gb:.1f} GB of {mp.device_gb:.0f} GB is usable"
+        f"{mp.reserve_gb:.1f} GB reserve) but only {mp.usable_gb:.1f} GB of "
+        f"{mp.device_gb:.0f} GB is usable"
         + (f"; {'; '.join(hint)}" if hint else "; no tp within the node fits: use pp or more GPUs")
     )
 
@@ -1177,7 +1193,8 @@ def estimate_inference(
         )
         assumptions.append(
             f"speculative decoding: draft {draft_model.id}, k={spec_tokens}, acceptance "
-            f"{acceptance_rate:g} (expected {float(speculative_tokens_per_step(spec_tokens, acceptance_rate)):.2f} "
+            f"{acceptance_rate:g} (expected "
+            f"{float(speculative_tokens_per_step(spec_tokens, acceptance_rate)):.2f} "
             "tokens per step); the draft's KV cache is not counted"
         )
     cap: KVCapacity = kv_capacity(
@@ -1214,7 +1231,7 @@ def estimate_inference(
         tpot = float(it.decode_step_s(b, i + o / 2.0))
         e2e = ttft + (o - 1.0) * tpot
         out_tps = replicas * b * o / e2e
-        batch_used = b
+        batch_used: float = b
         regime = "static batch"
     elif qps is None:
         if mode == "offline" or concurrency is None:
@@ -1226,7 +1243,8 @@ def estimate_inference(
             regime = "closed-loop concurrency"
             if per > b_max:
                 assumptions.append(
-                    f"concurrency {concurrency} exceeds {b_max * replicas} running sequences; the rest queue"
+                    f"concurrency {concurrency} exceeds {b_max * replicas} running sequences; "
+                    "the rest queue"
                 )
         if b == 1 and regime == "single request":
             ttft = float(it.prefill_s(i))
@@ -1269,7 +1287,8 @@ def estimate_inference(
         vals["max_qps"] = cap_rps * replicas
         if vals["saturated"]:
             assumptions.append(
-                f"arrival rate {qps:g}/s exceeds the capacity {cap_rps * replicas:.3g}/s: the queue grows "
+                f"arrival rate {qps:g}/s exceeds the capacity {cap_rps * replicas:.3g}/s: "
+                "the queue grows "
                 "without bound; latencies are reported as null (saturated), throughput at capacity"
             )
             ttft = tpot = e2e = float("nan")
@@ -1277,9 +1296,9 @@ def estimate_inference(
         else:
             ttft, tpot, e2e = sim.mean_ttft_s, sim.mean_tpot_s, sim.mean_e2e_s
             out_tps = qps * o
-        batch_used = sim.mean_batch
-        for k, v in sim.percentiles().items():
-            vals[k] = None if vals["saturated"] else v
+        batch_used = float(sim.mean_batch)
+        for k, pv in sim.percentiles().items():
+            vals[k] = None if vals["saturated"] else pv
         vals["goodput_requests_per_s"] = None if vals["saturated"] else sim.goodput_fraction * qps
         if slo_ttft_ms is not None or slo_tpot_ms is not None:
             vals["replicas_for_slo"] = serving.replicas_for_slo(
@@ -1318,12 +1337,16 @@ def estimate_inference(
     b_e = max(float(batch_used), 1.0)
     mb = b_e / pp_
     lin_compute = pp_ * it.body_flops_per_token * mb / it._flops_rate()
-    w_bytes = it.dense_weight_bytes + it.head_weight_bytes + (
-        it.expert_bytes_each
-        * it.n_moe_layers
-        * float(expected_distinct_experts(mb, it.n_experts, it.n_active))
-        if it.n_moe_layers
-        else 0.0
+    w_bytes = (
+        it.dense_weight_bytes
+        + it.head_weight_bytes
+        + (
+            it.expert_bytes_each
+            * it.n_moe_layers
+            * float(expected_distinct_experts(mb, it.n_experts, it.n_active))
+            if it.n_moe_layers
+            else 0.0
+        )
     )
     lin_memory = pp_ * w_bytes / it._byte_rate()
     attn = it.decode_attention_s_per_context_token * b_e * (i + o / 2.0)
@@ -1421,7 +1444,8 @@ def estimate_inference(
             name="kv_read_s",
             value=attn,
             unit="s",
-            formula="B * (I + O/2) * max(kv_bytes_per_token/(hbm_eff*bw), attn_flops_per_pair/(gemm_eff*peak))",
+            formula="B * (I + O/2) * max(kv_bytes_per_token/(hbm_eff*bw), "
+            "attn_flops_per_pair/(gemm_eff*peak))",
             inputs={"kv_bytes_per_token": it.kv_bytes_per_token, "kv_precision": prec.kv},
         ),
         Term(

@@ -20,7 +20,8 @@ from aitco.units import BYTES_PER_DTYPE
 F64 = NDArray[np.float64]
 
 #: vLLM's default KV block size in tokens (``--block-size 16``); Kwon et al., "Efficient Memory
-#: Management for Large Language Model Serving with PagedAttention", SOSP 2023, doi:10.1145/3600006.3613165.
+#: Management for Large Language Model Serving with PagedAttention", SOSP 2023,
+#: doi:10.1145/3600006.3613165.
 PAGED_BLOCK_TOKENS = 16
 
 
@@ -31,7 +32,7 @@ def _dtype_bytes(dtype: str, field: str = "kv_precision") -> float:
 
 
 def kv_elements_per_token_per_layer(model: ModelArch) -> int:
-    """Cached elements per token in one layer (keys plus values, all KV heads).
+    r"""Return the cached elements per token in one layer (keys plus values, all KV heads).
 
     Parameters
     ----------
@@ -54,7 +55,7 @@ def kv_elements_per_token_per_layer(model: ModelArch) -> int:
 
 
 def sliding_window_layers(model: ModelArch) -> int:
-    """Number of layers that attend only to a sliding window (0 when the model has none)."""
+    """Return the number of layers that attend only to a sliding window (0 if none)."""
     if model.sliding_window is None:
         return 0
     if model.sliding_window_every <= 0:
@@ -65,7 +66,7 @@ def sliding_window_layers(model: ModelArch) -> int:
 def kv_bytes_per_sequence(
     model: ModelArch, context_tokens: ArrayLike, kv_precision: str = "bf16", tp: int = 1
 ) -> F64:
-    """KV-cache bytes one sequence of ``context_tokens`` tokens holds, per tensor-parallel rank.
+    r"""KV-cache bytes one sequence of ``context_tokens`` tokens holds, per tensor-parallel rank.
 
     Parameters
     ----------
@@ -147,7 +148,7 @@ def fragmentation_waste_fraction(
     block_tokens: int = PAGED_BLOCK_TOKENS,
     reserved_tokens: ArrayLike | None = None,
 ) -> F64:
-    """Average share of allocated KV memory that holds no token, over a sequence's life.
+    r"""Average share of allocated KV memory that holds no token, over a sequence's life.
 
     Parameters
     ----------
@@ -199,7 +200,7 @@ def kv_capacity(
     block_tokens: int = PAGED_BLOCK_TOKENS,
     reserved_tokens: int | None = None,
 ) -> KVCapacity:
-    """Sequences and tokens that fit in ``free_memory_gb`` of KV cache per GPU.
+    r"""Sequences and tokens that fit in ``free_memory_gb`` of KV cache per GPU.
 
     Parameters
     ----------

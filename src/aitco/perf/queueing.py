@@ -41,7 +41,7 @@ PERCENTILES = (50, 90, 99)
 
 # ----------------------------------------------------------------------------- workloads
 def poisson_arrivals_s(rate_per_s: float, n: int, rng: np.random.Generator) -> F64:
-    """Arrival times of a Poisson process (exponential gaps), starting at 0. [s]"""
+    """Arrival times of a Poisson process (exponential gaps), starting at 0. [s]."""
     if not rate_per_s > 0:
         raise InputError("qps", rate_per_s, "a positive arrival rate")
     gaps = rng.exponential(1.0 / rate_per_s, size=n)
@@ -50,7 +50,7 @@ def poisson_arrivals_s(rate_per_s: float, n: int, rng: np.random.Generator) -> F
 
 
 def gamma_arrivals_s(rate_per_s: float, cv: float, n: int, rng: np.random.Generator) -> F64:
-    """Arrival times with gamma gaps of mean ``1/rate`` and coefficient of variation ``cv``. [s]
+    """Arrival times with gamma gaps of mean ``1/rate`` and coefficient of variation ``cv``. [s].
 
     ``cv = 1`` is Poisson; ``cv > 1`` is bursty (as vLLM's ``--burstiness`` = 1/cv^2).
     """
@@ -88,7 +88,7 @@ def sample_lengths(
         Lengths. [tokens]
     """
     if cv <= 0:
-        out = np.full(n, max(int(round(mean)), 1), dtype=np.int64)
+        out = np.full(n, max(round(mean), 1), dtype=np.int64)
     else:
         sigma2 = math.log1p(cv**2)
         mu = math.log(mean) - sigma2 / 2.0
@@ -131,45 +131,45 @@ class SimulationResult:
 
     @property
     def ttft_s(self) -> F64:
-        """Time to first token per request. [s]"""
+        """Time to first token per request. [s]."""
         return self.first_token_s - self.arrival_s
 
     @property
     def tpot_s(self) -> F64:
-        """Time per output token after the first, per request (requests of one token excluded). [s]"""
+        """Time per output token after the first, per request of more than one token. [s]."""
         o = self.output_tokens
         m = o > 1
         return (self.finish_s[m] - self.first_token_s[m]) / (o[m] - 1)
 
     @property
     def e2e_s(self) -> F64:
-        """End-to-end latency per request. [s]"""
+        """End-to-end latency per request. [s]."""
         return self.finish_s - self.arrival_s
 
     @property
     def mean_ttft_s(self) -> float:
-        """Mean TTFT. [s]"""
+        """Mean TTFT. [s]."""
         return float(np.mean(self.ttft_s))
 
     @property
     def mean_tpot_s(self) -> float:
-        """Mean TPOT. [s]"""
+        """Mean TPOT. [s]."""
         t = self.tpot_s
         return float(np.mean(t)) if t.size else float("nan")
 
     @property
     def mean_e2e_s(self) -> float:
-        """Mean end-to-end latency. [s]"""
+        """Mean end-to-end latency. [s]."""
         return float(np.mean(self.e2e_s))
 
     @property
     def throughput_tokens_per_s(self) -> float:
-        """Output tokens per second over the run. [tokens/s]"""
+        """Output tokens per second over the run. [tokens/s]."""
         return float(self.output_tokens.sum() / self.makespan_s) if self.makespan_s > 0 else 0.0
 
     @property
     def goodput_fraction(self) -> float:
-        """Share of requests meeting both objectives (1 when none is set). [0-1]"""
+        """Share of requests meeting both objectives (1 when none is set). [0-1]."""
         ok = np.ones(self.arrival_s.size, dtype=bool)
         if self.slo_ttft_s is not None:
             ok &= self.ttft_s <= self.slo_ttft_s
@@ -180,7 +180,7 @@ class SimulationResult:
         return float(ok.mean())
 
     def percentiles(self) -> dict[str, float]:
-        """P50/P90/P99 of TTFT, TPOT and end-to-end latency, keyed ``p99_ttft_s`` etc. [s]"""
+        """P50/P90/P99 of TTFT, TPOT and end-to-end latency, keyed ``p99_ttft_s`` etc. [s]."""
         out: dict[str, float] = {}
         for name, arr in (
             ("ttft_s", self.ttft_s),
@@ -197,7 +197,7 @@ class SimulationResult:
 
 # ----------------------------------------------------------------------------- simulator
 def linear_time_table(it: IterationModel, max_tokens: int) -> F64:
-    """Transformer-layer (+comm, fixed overhead) time for 0..max_tokens tokens per iteration. [s]"""
+    """Tabulate the layer (+comm, overhead) time for 0..max_tokens tokens per iteration. [s]."""
     t = np.arange(max_tokens + 1, dtype=np.float64)
     return it.body_s(t)
 
@@ -470,7 +470,7 @@ def simulate_poisson(
 
 # ----------------------------------------------------------------------------- analytic limits
 def mm1_mean_sojourn_s(arrival_rate_per_s: ArrayLike, service_rate_per_s: ArrayLike) -> F64:
-    r"""Mean time in an M/M/1 system, :math:`1/(\mu - \lambda)`; ``inf`` when saturated. [s]"""
+    r"""Mean time in an M/M/1 system, :math:`1/(\mu - \lambda)`; ``inf`` when saturated. [s]."""
     lam = np.asarray(arrival_rate_per_s, dtype=np.float64)
     mu = np.asarray(service_rate_per_s, dtype=np.float64)
     with np.errstate(divide="ignore"):
@@ -478,7 +478,7 @@ def mm1_mean_sojourn_s(arrival_rate_per_s: ArrayLike, service_rate_per_s: ArrayL
 
 
 def md1_mean_wait_s(arrival_rate_per_s: ArrayLike, service_time_s: ArrayLike) -> F64:
-    r"""Mean queueing delay of an M/D/1 queue, :math:`\rho S / (2(1-\rho))`; ``inf`` when saturated. [s]"""
+    r"""Return the M/D/1 mean wait :math:`\rho S / (2(1-\rho))`; ``inf`` when saturated. [s]."""
     lam = np.asarray(arrival_rate_per_s, dtype=np.float64)
     s = np.asarray(service_time_s, dtype=np.float64)
     rho = lam * s

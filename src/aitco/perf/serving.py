@@ -1,4 +1,4 @@
-r"""Serving decisions on top of the iteration model: capacity, replicas for an SLO, autoscaling, energy.
+r"""Serving decisions on the iteration model: capacity, replicas for an SLO, autoscaling, energy.
 
 References
 ----------
@@ -49,7 +49,7 @@ NODE_PROVISION_S = 120.0
 def max_request_rate(
     it: IterationModel, input_tokens: float, output_tokens: float, max_batch: int
 ) -> float:
-    r"""Highest sustainable request rate of one replica at the largest batch. [requests/s]
+    r"""Highest sustainable request rate of one replica at the largest batch. [requests/s].
 
     Notes
     -----
@@ -79,7 +79,7 @@ def replicas_for_slo(
     scheduler_steps: int = 1,
     chunked: bool = True,
 ) -> int | None:
-    """Fewest replicas whose P99 TTFT and P99 TPOT meet the objectives at ``qps`` in total.
+    r"""Fewest replicas whose P99 TTFT and P99 TPOT meet the objectives at ``qps`` in total.
 
     Parameters
     ----------
@@ -181,7 +181,7 @@ class ColdStart:
 
     @property
     def total_s(self) -> float:
-        """Total cold-start time. [s]"""
+        """Total cold-start time. [s]."""
         return self.provision_s + self.load_s + self.warmup_s
 
 
@@ -277,7 +277,7 @@ def scale_up_lag_cost(
 def power_w(
     tdp_w: ArrayLike, utilization: ArrayLike, idle_fraction: float = IDLE_POWER_FRACTION_DEFAULT
 ) -> F64:
-    r"""Accelerator power from TDP and utilisation: :math:`P = TDP\,(f_0 + (1 - f_0) u)`. [W]
+    r"""Accelerator power from TDP and utilisation: :math:`P = TDP\,(f_0 + (1 - f_0) u)`. [W].
 
     Parameters
     ----------

@@ -91,7 +91,7 @@ class Comparison:
 
     @property
     def ape(self) -> float:
-        """Absolute percentage error. [0-1]"""
+        """Absolute percentage error. [0-1]."""
         return abs(self.predicted - self.measured) / abs(self.measured)
 
     @property
@@ -109,7 +109,7 @@ class ValidationReport:
     saturated: list[tuple[str, float, float, int]] = field(default_factory=list)
 
     def errors(self, kind: str | None = None) -> np.ndarray:
-        """APEs of the comparisons of one kind (all when None). [0-1]"""
+        """APEs of the comparisons of one kind (all when None). [0-1]."""
         return np.asarray([c.ape for c in self.comparisons if kind is None or c.kind == kind])
 
     def summary(self) -> dict[str, Any]:
@@ -147,7 +147,7 @@ def _fallback_model(model_id: str) -> ModelArch | None:
 
 
 def resolve_model(catalog: Catalog, name: str) -> ModelArch | None:
-    """The catalog model of a CSV model name (fallback YAML when the catalog lacks it), or None."""
+    """Return the model of a CSV model name (fallback YAML if the catalog lacks it), or None."""
     mid = MODEL_IDS.get(name)
     if mid is None:
         return None
@@ -280,7 +280,7 @@ def _predict_row(
             rep.skipped.append((rid, "input/output lengths not stated"))
             return
         i, o, cv = il, ol, 0.0
-    ii, oo = int(round(i)), int(round(o))
+    ii, oo = round(i), round(o)
 
     def add(metric: str, kind: str, measured: float | None, predicted: float | None) -> None:
         if measured is None or predicted is None or not math.isfinite(predicted):
@@ -379,7 +379,12 @@ RELIABILITY_WEIGHT: dict[str, float] = {"A": 1.0, "B": 0.5, "C": 0.25}
 #: Extra starting points of the coordinate descent (the landscape has shallow local minima).
 FIT_STARTS: tuple[dict[str, float], ...] = (
     {"serving_overhead_per_seq_s": 0.0, "roofline_p": 2.0, "lowp_gemm_scale": 0.7},
-    {"serving_overhead_per_seq_s": 4e-6, "roofline_p": 1e9, "lowp_gemm_scale": 0.8, "decode_hbm": 0.8},
+    {
+        "serving_overhead_per_seq_s": 4e-6,
+        "roofline_p": 1e9,
+        "lowp_gemm_scale": 0.8,
+        "decode_hbm": 0.8,
+    },
 )
 
 #: Grid of the global inference-efficiency fit (the only parameters fitted on this data).
@@ -406,7 +411,8 @@ def fit_inference_efficiency(
     The objective is the mean absolute log error over the comparisons of :data:`FIT_METRICS`
     (throughput and latency alike), weighted by the row's reliability tier
     (:data:`RELIABILITY_WEIGHT`); the training-owned fields (``gemm``, ``hbm``, links,
-    ``attention``) stay as in ``base``. Coordinate descent over :data:`FIT_GRID`, starting from ``base``, until no single
+    ``attention``) stay as in ``base``. Coordinate descent over :data:`FIT_GRID`, starting
+    from ``base``, until no single
     change improves (at most ``passes`` sweeps).
 
     Returns
@@ -429,7 +435,9 @@ def fit_inference_efficiency(
 
     results = [_descend(objective, {k: float(getattr(base, k)) for k in g}, g, passes)]
     for start in FIT_STARTS:
-        results.append(_descend(objective, {**{k: float(getattr(base, k)) for k in g}, **start}, g, passes))
+        results.append(
+            _descend(objective, {**{k: float(getattr(base, k)) for k in g}, **start}, g, passes)
+        )
     best_ov, best_obj = min(results, key=lambda r: r[1])
     return best_ov, best_obj
 
