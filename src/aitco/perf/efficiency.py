@@ -81,7 +81,8 @@ class EfficiencyParams(BaseModel):
             "nvidia-blackwell": 0.6466,  # only 3 GB200 rows: weakly constrained
         }
     )
-    gemm_default: float = _frac(0.70, "GEMM fraction of dense peak where no family value exists.")
+    # no training rows for other families: the mean of the three fitted values (not fitted itself)
+    gemm_default: float = _frac(0.622, "GEMM fraction of dense peak where no family value exists.")
     hbm: float = _frac(0.80, "Fraction of HBM bandwidth achieved by memory-bound kernels.")
     intra_node_link: float = _frac(
         0.95, "Fraction of scale-up link bandwidth achieved by collectives."
