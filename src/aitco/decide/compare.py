@@ -918,12 +918,18 @@ def _power_items(
     price: _Price,
     opt: HardwareOption,
     fac: Factors,
-    nodes: int,
+    nodes: float,
+    active_fraction: float | None = None,
 ) -> tuple[float, float]:
-    """Energy items (owned/colocation) and the energy and emissions of every mode."""
+    """Energy items (owned/colocation) and the energy and emissions of every mode.
+
+    ``active_fraction`` (average draw over TDP while serving, from the inference engine) replaces
+    the training draw factor for services.
+    """
     if acc.tdp_w is None:
         raise CatalogError(f"accelerators.{acc.id}.tdp_w", None, "a TDP to compute power")
-    fa = fac.value("utilization-power.training-fraction-of-tdp")
+    fa_id = "utilization-power.training-fraction-of-tdp"
+    fa = fac.value(fa_id) if active_fraction is None else active_fraction
     fi = fac.value("idle-power.fraction-of-tdp")
     sw = fac.value("network.switch-power-w-per-gpu")
     loss = fac.value("power-conversion.loss")
@@ -1248,7 +1254,6 @@ def _inference(
     qps = w.qps if w.qps else (_f(v.get("requests_per_s")) or 0.0)
     util = _f(v.get("utilization"))
     busy = min(1.0, util) if util is not None else 1.0
-    nodes = max(1, math.ceil(n / sysm.devices_per_node))
     lam_id = "failure.interruptions-per-gpu-hour"
     lam = fac.value(lam_id)
     restart_h = fac.value("restart.hours")
@@ -1311,7 +1316,14 @@ def _inference(
             {"held_gpu_h": n * hours, "idle_fraction": f, "usd_per_gpu_hour": p},
             fac.sources("fragmentation.idle-fraction"),
         )
-    kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, nodes)
+    engine_w = _f(v.get("power_w"))
+    active = None
+    if engine_w and acc.tdp_w:
+        # the engine's average GPU draw at the served load, over TDP; every hour is at that draw
+        active = min(1.0, engine_w / (n * acc.tdp_w))
+        run.busy_h = hours
+    # power: the share of the node(s) used (a 1-GPU replica draws 1/8 of an 8-GPU node's host)
+    kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, n / sysm.devices_per_node, active)
     _people_items(b, run, price, opt, fac)
     months = w.months
     _data_items(b, scn, fac, months, scn.data.stored_gb or 0.0, 0.0, one_off=one_off)
