@@ -308,3 +308,17 @@ def test_speculative_decoding() -> None:
         estimate_inference(LLAMA8, GPU, NODE, 1, draft_model=draft, qps=1.0)
     with pytest.raises(InputError):
         estimate_inference(LLAMA8, GPU, NODE, 1, draft_model=draft, acceptance_rate=1.5)
+
+
+def test_trace_driven_load() -> None:
+    t = np.arange(200) * 0.05
+    ins = np.full(200, 300)
+    outs = np.full(200, 100)
+    v = estimate_inference(LLAMA8, GPU, NODE, 1, trace=(t, ins, outs), efficiency=BARE).values
+    assert v["regime"].startswith("trace-driven")
+    assert v["requests_per_s"] == pytest.approx(200 / (199 * 0.05))
+    assert v["p50_ttft_s"] is not None
+    with pytest.raises(InputError):
+        estimate_inference(LLAMA8, GPU, NODE, 1, trace=(t, ins, outs), qps=3.0)
+    with pytest.raises(InputError):
+        estimate_inference(LLAMA8, GPU, NODE, 1, trace=([0.0], [1], [1]))

@@ -117,3 +117,28 @@ def test_validate_inference_json(capsys: pytest.CaptureFixture[str]) -> None:
     d = json.loads(out)
     assert d["offline_throughput"]["n"] >= 20
     assert {s["id"] for s in d["skipped"]} >= {"I058", "I059"}
+
+
+def test_infer_trace_counts_malformed_lines(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "trace.csv"
+    p.write_text(
+        "arrival_s,input_tokens,output_tokens\n0,100,50\n0.1,200,80\nbad,1,1\n0.3,150,-6\n"
+        "0.5,120,40\n"
+    )
+    code, out, _ = _run(
+        ["infer", "--model", "llama-3.1-8b", "--hardware", "h100-sxm5-80gb", "--trace", str(p),
+         "--json"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0
+    d = json.loads(out)
+    assert d["trace_malformed_lines"] == [4, 5]
+    assert d["p99_ttft_s"] is not None
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time,in\n1,2\n")
+    code, _, err = _run(
+        ["infer", "--model", "llama-3.1-8b", "--hardware", "h100-sxm5-80gb", "--trace", str(bad)],
+        capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert "arrival_s" in err

@@ -109,6 +109,12 @@ def infer(
     num_requests: Annotated[
         int, typer.Option("--num-requests", help="Requests simulated with --qps.")
     ] = 5000,
+    trace: Annotated[
+        str | None,
+        typer.Option(
+            "--trace", help="CSV of requests: arrival_s,input_tokens,output_tokens (simulated)."
+        ),
+    ] = None,
     draft_model: Annotated[
         str | None, typer.Option("--draft-model", help="Speculative decoding: draft model.")
     ] = None,
@@ -133,6 +139,7 @@ def infer(
     arch = cat.resolve_model(model, field="--model")
     acc, system = cat.hardware(hardware, field="--hardware")
     draft = cat.resolve_model(draft_model, field="--draft-model") if draft_model else None
+    trace_arrays, bad_lines = read_trace(trace) if trace else (None, [])
     res = estimate_inference(
         arch, acc, system, gpus, precision=precision.value,
         kv_precision=kv_precision.value if kv_precision else None,
@@ -141,9 +148,11 @@ def infer(
         slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, efficiency=_efficiency(calibration),
         engine=engine.value, allocation=allocation.value, input_cv=length_cv,
         output_cv=length_cv, num_requests=num_requests, draft_model=draft,
-        spec_tokens=spec_tokens, acceptance_rate=acceptance_rate,
+        spec_tokens=spec_tokens, acceptance_rate=acceptance_rate, trace=trace_arrays,
     )  # fmt: skip
     v = res.values
+    if trace:
+        v["trace_malformed_lines"] = bad_lines
     if json_out:
         out: dict[str, Any] = dict(v)
         out["interval"] = {k: list(iv) for k, iv in res.interval.items()}
@@ -171,7 +180,7 @@ def infer(
     ]
     if "speculative_speedup" in v:
         rows.append(("speculative speed-up", v["speculative_speedup"], f"draft {draft_model}"))
-    if qps is not None:
+    if qps is not None or trace:
         for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s"):
             rows.append((k, v.get(k), ""))
         rows.append(
@@ -191,8 +200,66 @@ def infer(
             f"[bold red]saturated:[/bold red] {fmt(qps)} req/s exceeds the capacity of "
             f"{fmt(v['max_qps'])} req/s; latencies are unbounded"
         )
+    if bad_lines:
+        console.print(
+            f"[yellow]trace: skipped {len(bad_lines)} malformed line(s): "
+            f"{', '.join(map(str, bad_lines[:20]))}{' ...' if len(bad_lines) > 20 else ''}[/yellow]"
+        )
     if explain:
         print_explain(res.to_estimate())
+
+
+TRACE_COLUMNS = ("arrival_s", "input_tokens", "output_tokens")
+
+
+def read_trace(path: str) -> tuple[tuple[list[float], list[int], list[int]], list[int]]:
+    """Read a request trace CSV; malformed lines are skipped and their line numbers returned.
+
+    Parameters
+    ----------
+    path : str
+        CSV with a header naming ``arrival_s``, ``input_tokens`` and ``output_tokens``.
+
+    Returns
+    -------
+    ((arrival_s, input_tokens, output_tokens), bad_lines)
+        The columns, and the 1-based line numbers that were skipped.
+    """
+    import csv
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("--trace", path, "an existing CSV file")
+    arr: list[float] = []
+    ins: list[int] = []
+    outs: list[int] = []
+    bad: list[int] = []
+    with open(p, encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in TRACE_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(
+                "--trace", path, f"a CSV header with {', '.join(TRACE_COLUMNS)}", file=path,
+                hint=f"missing {', '.join(missing)}",
+            )  # fmt: skip
+        for row in reader:
+            try:
+                t = float(row["arrival_s"])
+                i = int(float(row["input_tokens"]))
+                o = int(float(row["output_tokens"]))
+            except (TypeError, ValueError):
+                bad.append(reader.line_num)
+                continue
+            if not (t >= 0 and i >= 1 and o >= 1) or t != t:
+                bad.append(reader.line_num)
+                continue
+            arr.append(t)
+            ins.append(i)
+            outs.append(o)
+    if len(arr) < 2:
+        raise InputError("--trace", path, "at least 2 valid requests", file=path)
+    return (arr, ins, outs), bad
 
 
 def validate_inference_cmd(

@@ -1058,6 +1058,7 @@ def estimate_inference(
     draft_model: ModelArch | None = None,
     spec_tokens: int = 4,
     acceptance_rate: float = 0.7,
+    trace: tuple[ArrayLike, ArrayLike, ArrayLike] | None = None,
 ) -> InferenceResult:
     r"""Predict throughput, TTFT, TPOT, tail latency and memory of serving ``model``.
 
@@ -1107,6 +1108,10 @@ def estimate_inference(
         Draft tokens proposed per step.
     acceptance_rate : float
         Per-token acceptance probability of the draft's proposals. [0-1]
+    trace : (arrival_s, input_tokens, output_tokens), optional
+        Trace-driven load instead of Poisson: the requests are dealt round-robin to the
+        replicas and one replica's share is simulated; ``qps`` and the mean lengths come from
+        the trace.
 
     Returns
     -------
@@ -1146,15 +1151,35 @@ def estimate_inference(
         raise InputError("--mode", mode, "'online' or 'offline'")
     given = [
         n
-        for n, v in (("--batch", batch), ("--concurrency", concurrency), ("--qps", qps))
+        for n, v in (
+            ("--batch", batch),
+            ("--concurrency", concurrency),
+            ("--qps", qps),
+            ("--trace", trace),
+        )
         if v is not None
     ]
     if len(given) > 1 or (given and mode == "offline"):
         raise InputError(
             "load",
             " + ".join(given + (["--mode offline"] if mode == "offline" else [])),
-            "only one of --batch, --concurrency, --qps, --mode offline",
+            "only one of --batch, --concurrency, --qps, --trace, --mode offline",
         )
+    tr_arr = tr_in = tr_out = None
+    if trace is not None:
+        tr_arr = np.asarray(trace[0], dtype=np.float64)
+        tr_in = np.asarray(trace[1], dtype=np.int64)
+        tr_out = np.asarray(trace[2], dtype=np.int64)
+        if tr_arr.size < 2 or not (tr_arr.size == tr_in.size == tr_out.size):
+            raise InputError("--trace", tr_arr.size, "at least 2 requests with times and lengths")
+        span = float(tr_arr.max() - tr_arr.min())
+        if span <= 0:
+            raise InputError("--trace", "arrival_s", "arrivals spread over a positive time")
+        order = np.argsort(tr_arr, kind="stable")
+        tr_arr, tr_in, tr_out = tr_arr[order] - tr_arr.min(), tr_in[order], tr_out[order]
+        qps = tr_arr.size / span
+        input_tokens = max(round(float(tr_in.mean())), 1)
+        output_tokens = max(round(float(tr_out.mean())), 1)
     if engine not in ENGINES:
         raise InputError("--engine", engine, f"one of {', '.join(ENGINES)}")
     eng = ENGINES[engine]
@@ -1264,23 +1289,42 @@ def estimate_inference(
     else:
         regime = "open-loop Poisson arrivals (simulated)"
         per_replica = qps / replicas
-        sim = queueing.simulate_poisson(
-            it,
-            per_replica,
-            input_tokens,
-            output_tokens,
-            input_cv=input_cv,
-            output_cv=output_cv,
-            max_num_seqs=b_max,
-            kv_capacity_tokens=cap.max_tokens,
-            max_num_tokens=eng.max_num_tokens,
-            num_requests=num_requests,
-            seed=seed,
-            scheduler_steps=scheduler_steps,
-            chunked=eng.chunked_prefill,
-            slo_ttft_s=None if slo_ttft_ms is None else slo_ttft_ms / 1000.0,
-            slo_tpot_s=None if slo_tpot_ms is None else slo_tpot_ms / 1000.0,
-        )
+        if tr_arr is not None and tr_in is not None and tr_out is not None:
+            regime = "trace-driven arrivals (simulated)"
+            room = max(cap.max_tokens - 1, 2)
+            sel = slice(0, None, replicas)
+            t_in = np.minimum(tr_in[sel], max(room // 2, 1))
+            sim = queueing.simulate_continuous_batching(
+                it,
+                tr_arr[sel],
+                t_in,
+                np.minimum(tr_out[sel], room - t_in),
+                max_num_seqs=b_max,
+                kv_capacity_tokens=cap.max_tokens,
+                max_num_tokens=eng.max_num_tokens,
+                scheduler_steps=scheduler_steps,
+                chunked=eng.chunked_prefill,
+                slo_ttft_s=None if slo_ttft_ms is None else slo_ttft_ms / 1000.0,
+                slo_tpot_s=None if slo_tpot_ms is None else slo_tpot_ms / 1000.0,
+            )
+        else:
+            sim = queueing.simulate_poisson(
+                it,
+                per_replica,
+                input_tokens,
+                output_tokens,
+                input_cv=input_cv,
+                output_cv=output_cv,
+                max_num_seqs=b_max,
+                kv_capacity_tokens=cap.max_tokens,
+                max_num_tokens=eng.max_num_tokens,
+                num_requests=num_requests,
+                seed=seed,
+                scheduler_steps=scheduler_steps,
+                chunked=eng.chunked_prefill,
+                slo_ttft_s=None if slo_ttft_ms is None else slo_ttft_ms / 1000.0,
+                slo_tpot_s=None if slo_tpot_ms is None else slo_tpot_ms / 1000.0,
+            )
         cap_rps = serving.max_request_rate(it, i, o, b_max)
         vals["utilization"] = per_replica / cap_rps
         vals["saturated"] = bool(per_replica >= cap_rps)
