@@ -138,3 +138,27 @@ def test_real_engine_api_equals_compare(catalog: Any) -> None:
         assert [(i["name"], i["usd"]) for i in o_api["items"]] == [
             (i.name, i.usd) for i in o_eng.items
         ]
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"calibration": "/etc/profile.yaml"}, "calibration"),
+        ({"workload": {**BODY["workload"], "model": "/etc/hf/config.json"}}, "workload.model"),
+    ],
+)
+def test_web_requests_cannot_make_the_server_read_files(
+    client: Any, patch: dict, field: str
+) -> None:
+    r = client.post("/api/v1/compare", json={**BODY, **patch})
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == field
+
+
+def test_openapi_lists_catalog_ids(client: Any, catalog: Any) -> None:
+    comps = client.get("/openapi.json").json()["components"]["schemas"]
+    assert set(comps["HardwareOption"]["properties"]["hardware"]["enum"]) == {
+        *catalog.accelerators,
+        *catalog.systems,
+    }
+    assert "calibration" not in comps["Scenario"]["properties"]

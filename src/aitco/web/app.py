@@ -29,7 +29,7 @@ from fastapi.staticfiles import StaticFiles
 from aitco import __version__
 from aitco.catalog.loader import Catalog, load_catalog
 from aitco.decide.scenario import Precision, PricingMode, Scenario
-from aitco.errors import AitcoError, InputError
+from aitco.errors import AitcoError, InputError, UnknownIdError
 from aitco.report.html import environment, headline_keys
 from aitco.report.model import ReportData
 
@@ -166,6 +166,7 @@ class _Engine:
         from aitco.report.model import build_report
 
         scen = Scenario.from_dict(body, file=None)
+        check_web_scenario(scen, self.catalog)
         key = json.dumps(scen.to_dict(), sort_keys=True)
         with self._key_lock("report:" + key):
             with self._lock:
@@ -200,9 +201,46 @@ class _Engine:
         return figs
 
 
-def _scenario_schema() -> tuple[dict[str, Any], dict[str, Any]]:
+def check_web_scenario(scen: Scenario, catalog: Catalog) -> None:
+    """Refuse what a web request may not ask of the server: reading files.
+
+    The CLI accepts a model as a ``config.json``/YAML path and a calibration profile path; a web
+    request may only name catalog ids, so that no request makes the server read its own files.
+
+    Raises
+    ------
+    InputError
+        ``calibration`` is set, or a model is not a catalog id (with the closest ids).
+    """
+    if scen.calibration is not None:
+        raise InputError(
+            "calibration",
+            scen.calibration,
+            "no calibration path in a web request (the server reads no files)",
+            hint="use the CLI: aitco compare SCENARIO --calibration FILE",
+        )
+    workloads = [("workload.model", scen.workload)] if scen.workload is not None else []
+    workloads += [(f"stages[{i}].workload.model", st.workload) for i, st in enumerate(scen.stages)]
+    for where, wl in workloads:
+        if wl is not None and wl.model not in catalog.models:
+            raise UnknownIdError("model", wl.model, catalog.models, field=where)
+
+
+def _scenario_schema(catalog: Catalog) -> tuple[dict[str, Any], dict[str, Any]]:
+    """JSON schema of a web scenario: the Scenario's, with catalog ids as enums, no file paths."""
     s = Scenario.model_json_schema(ref_template="#/components/schemas/{model}")
     defs = s.pop("$defs", {})
+    s.get("properties", {}).pop("calibration", None)
+    # what the page sends (the server also takes multi-stage ``stages``)
+    s["required"] = ["workload", "options"]
+    if "options" in s.get("properties", {}):
+        s["properties"]["options"]["minItems"] = 1
+    hardware = sorted([*catalog.accelerators, *catalog.systems])
+    if "HardwareOption" in defs:
+        defs["HardwareOption"]["properties"]["hardware"]["enum"] = hardware
+    for name in ("TrainingWorkload", "InferenceWorkload"):
+        if name in defs:
+            defs[name]["properties"]["model"]["enum"] = sorted(catalog.models)
     return s, defs
 
 
@@ -290,7 +328,7 @@ def create_app(
         schema = get_openapi(
             title=app.title, version=app.version, description=app.description, routes=app.routes
         )
-        scen, defs = _scenario_schema()
+        scen, defs = _scenario_schema(catalog)
         comps = schema.setdefault("components", {}).setdefault("schemas", {})
         comps.update(defs)
         comps["Scenario"] = scen
