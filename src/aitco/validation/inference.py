@@ -282,17 +282,27 @@ def _predict_row(
         i, o, cv = il, ol, 0.0
     ii, oo = round(i), round(o)
 
+    res_box: list[Any] = []
+
     def add(metric: str, kind: str, measured: float | None, predicted: float | None) -> None:
         if measured is None or predicted is None or not math.isfinite(predicted):
             return
+        if res_box:  # the resolved plan, not "auto"
+            v = res_box[-1].values
+            setup_ = f"{model.id} {hw}x{gpus} {prec} tp{v['tp']} pp{v['pp']} {eng}"
+        else:
+            setup_ = setup
         rep.comparisons.append(
-            Comparison(rid, metric, kind, measured, predicted, setup, row.get("reliability") or "C")
+            Comparison(
+                rid, metric, kind, measured, predicted, setup_, row.get("reliability") or "C"
+            )
         )
 
     if "offline" in scen:
         r = estimate_inference(
             model, acc, system, gpus, input_tokens=ii, output_tokens=oo, mode="offline", **common
         )
+        res_box.append(r)
         add(
             "output_tokens_per_s",
             THROUGHPUT,
@@ -316,6 +326,7 @@ def _predict_row(
             scheduler_steps=steps,
             **common,
         )
+        res_box.append(r)
         v = r.values
         if v.get("saturated"):
             n_lat = sum(
@@ -340,6 +351,7 @@ def _predict_row(
         r = estimate_inference(
             model, acc, system, gpus, input_tokens=ii, output_tokens=oo, batch=b, **common
         )
+        res_box.append(r)
         add(
             "output_tokens_per_s",
             STATIC,
@@ -350,6 +362,7 @@ def _predict_row(
         r = estimate_inference(
             model, acc, system, gpus, input_tokens=ii, output_tokens=oo, batch=1, **common
         )
+        res_box.append(r)
         add("ttft_ms_mean", LATENCY, _f(row, "ttft_ms_mean"), _ms(r.values["ttft_s"]))
         add("tpot_ms_mean", LATENCY, _f(row, "tpot_ms_mean"), _ms(r.values["tpot_s"]))
     else:
