@@ -64,7 +64,7 @@ def test_self_hosting_wins_at_high_volume(catalog):
         "llama-3.1-8b",
         volume_tokens_per_month=1e11,
         apis=["openai/gpt-4o"],
-        engine_check=False,
+        load_check=False,
     )
     row = r["apis"][0]
     assert row["self_host_wins"]
@@ -77,7 +77,7 @@ def test_self_hosting_wins_at_high_volume(catalog):
         "llama-3.1-8b",
         volume_tokens_per_month=row["break_even_tokens_per_month"],
         apis=["openai/gpt-4o"],
-        engine_check=False,
+        load_check=False,
     )
     assert low["apis"][0]["self_host_wins"]
     tiny = api_vs_self_host(
@@ -85,7 +85,7 @@ def test_self_hosting_wins_at_high_volume(catalog):
         "llama-3.1-8b",
         volume_tokens_per_month=1e5,
         apis=["openai/gpt-4o"],
-        engine_check=False,
+        load_check=False,
     )
     assert not tiny["apis"][0]["self_host_wins"]
 
@@ -97,7 +97,7 @@ def test_latency_objective_binds(catalog):
             "llama-3.1-70b",
             volume_tokens_per_month=1e9,
             max_tpot_s=1e-6,
-            engine_check=False,
+            load_check=False,
         )
 
 
@@ -108,7 +108,7 @@ def test_cli(capsys):
     assert exc.value.code == 0
     d = json.loads(out)
     assert d["apis"]
-    assert d["self_host"]["engine_check"]["available"] in (True, False)
+    assert d["self_host"]["load_check"]["available"] in (True, False)
     with pytest.raises(SystemExit) as exc:
         main(["api-vs-self-host", "--api", "openai/gpt-4", "--json"])
     _, err = capsys.readouterr()

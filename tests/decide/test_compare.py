@@ -312,3 +312,12 @@ def test_reserved_pays_for_fragmentation(cat, monkeypatch):
     # 10 % idle (test factor): 80 held GPU-h x 0.1/0.9 x $2
     assert rs.usd("fragmentation_idle") == pytest.approx(80 * 0.1 / 0.9 * 2.0)
     assert "fragmentation_idle" not in {i.name for i in od.items}
+
+
+def test_hot_spares_for_owned(cat, monkeypatch):
+    monkeypatch.setattr(cmp, "_engine", lambda kind: _fake_training(10.0))
+    b = compare(
+        _scn(options=[{"hardware": "h100-sxm5-80gb", "gpus": 8, "pricing": "owned"}]), cat
+    ).options[0]
+    per_h = b.values["price_usd_per_gpu_hour"]
+    assert b.usd("hot_spares") == pytest.approx(8 * 10.0 * 0.04 * per_h)

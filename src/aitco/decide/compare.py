@@ -890,6 +890,7 @@ def _reliability_items(
         {**common, "firmware_h": run.overhead.get("firmware_h", 0.0)},
         src,
     )
+    _spares_item(b, run, price, opt, fac)
     if opt.pricing in HELD:
         f = fac.value("fragmentation.idle-fraction")
         idle = float(reliability.fragmentation_idle_h(n * run.wall_h, f))
@@ -902,6 +903,25 @@ def _reliability_items(
             {"held_gpu_h": n * run.wall_h, "idle_fraction": f, "usd_per_gpu_hour": p},
             fac.sources("fragmentation.idle-fraction"),
         )
+
+
+def _spares_item(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption, fac: Factors) -> None:
+    """Owned clusters keep spare accelerators to swap in for failed ones: their capital cost."""
+    sid = "spares.fraction"
+    if opt.pricing not in OWNED or not fac.has(sid):
+        return
+    f = fac.value(sid)
+    if not 0.0 <= f <= 1.0:
+        raise InputError(sid, f, "a fraction in [0, 1] (fractions are 0-1, not percent)")
+    held = run.gpus * run.wall_h
+    b.add(
+        "hot_spares",
+        held * f * price.usd_per_gpu_h,
+        "reliability",
+        "held GPU-hours x spare share of the fleet x capital cost per GPU-hour",
+        {"held_gpu_h": held, "spares_fraction": f, "usd_per_gpu_hour": price.usd_per_gpu_h},
+        fac.sources(sid),
+    )
 
 
 def _pue_id(sysm: System, opt: HardwareOption) -> str:
@@ -1304,6 +1324,7 @@ def _inference(
         {"gpus": n, "hours": hours, "downtime_fraction": phi, "usd_per_gpu_hour": p},
         src,
     )
+    _spares_item(b, run, price, opt, fac)
     if opt.pricing in HELD:
         f = fac.value("fragmentation.idle-fraction")
         idle = float(reliability.fragmentation_idle_h(n * hours, f))
