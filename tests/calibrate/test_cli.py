@@ -186,6 +186,45 @@ def test_actual_vs_estimate_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert rows["comm_time_s"]["actual"] == pytest.approx(200e-6)
     assert rows["usd"]["estimate"] == pytest.approx(rows["accelerator_hours"]["estimate"] * 2.0)
     assert "explain" in doc
+    chain = doc["loss_chain"]  # from the Kineto split scaled to the logged step
+    assert chain[0]["item"] == "ideal_at_peak"
+    assert sum(r["time_s"] for r in chain) == pytest.approx(13.17)
+    by = {r["item"]: r for r in chain}
+    assert by["exposed_communication"]["share_of_step"] == pytest.approx(0.2)
+    assert by["idle"]["share_of_step"] == pytest.approx(0.25)
+
+
+def test_actual_vs_estimate_timers_chain(
+    shared_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = shared_dir / "fixtures" / "deepspeed_megatron_log.txt"
+    code, out, _ = run(
+        [
+            "actual-vs-estimate",
+            str(log),
+            "--model",
+            "llama-2-7b",
+            "--hardware",
+            "a100-sxm4-80gb",
+            "--gpus",
+            "8",
+            "--seq-len",
+            "2048",
+            "--global-batch",
+            "32",
+            "--json",
+        ],
+        capsys,
+    )
+    assert code == 0
+    doc = json.loads(out)
+    by = {r["item"]: r for r in doc["loss_chain"]}
+    assert by["optimizer"]["time_s"] == pytest.approx(1.17251)
+    assert by["exposed_communication"]["time_s"] == pytest.approx(0.1626)
+    assert by["data_loading"]["time_s"] == pytest.approx(0.00083)
+    rows = {r["item"]: r for r in doc["rows"]}
+    assert rows["step_time_s"]["actual"] == pytest.approx(4.1031)
+    assert rows["mfu_reported_by_framework"]["actual"] == pytest.approx(112.9 / 312.0)
 
 
 def test_probe_numpy_writes_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

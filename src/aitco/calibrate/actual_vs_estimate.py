@@ -16,10 +16,12 @@ from aitco.calibrate import measurements as meas
 from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.explain import Estimate, Term
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
-from aitco.units import SECONDS_PER_HOUR
+from aitco.units import SECONDS_PER_HOUR, TERA
 
 #: Time terms of the training estimate that are communication.
 COMM_TERMS = ("tp_comm_s", "cp_comm_s", "ep_comm_s", "zero3_comm_s", "dp_comm_s", "pp_comm_s")
+#: Milliseconds per second (framework timers are in ms).
+MS_PER_S = 1e3
 #: Percent per unit fraction.
 PERCENT = 100.0
 
@@ -154,7 +156,7 @@ def actual_vs_estimate(
         for group in trainlog["timers_ms"].values():
             v = group.get("backward_allreduce") or group.get("allreduce")
             if v:
-                comm_act = v / 1e3
+                comm_act = v / MS_PER_S
                 comm_src = "framework timers (backward all-reduce)"
                 break
     rows.append(_row("comm_time_s", "s", comm_act, comm_est, comm_src))
@@ -199,6 +201,18 @@ def actual_vs_estimate(
     rows.append(
         _row("usd", "USD", usd_a, usd_e, "FOCUS billed cost" if focus else "measured hours x rate")
     )
+    extra: dict[str, Any] = {}
+    chain = _loss_chain(
+        model, acc, gpus, seq_len, global_batch, precision, step_a, trainlog, kineto
+    )
+    if chain:
+        extra["loss_chain"] = chain
+    if telemetry and telemetry.get("idle_device_hours") is not None:
+        extra["idle"] = meas.idle_accelerators(telemetry, usd_per_accelerator_hour=rate)
+    if energy_a is not None and steps and step_a:
+        extra["energy_per_token"] = meas.energy_per_token(energy_a, global_batch * seq_len * steps)
+    if focus and focus.get("accelerator_hours"):
+        extra["billed_rate"] = meas.billed_rate(focus)
     terms = [
         Term(
             name=r["item"],
@@ -222,6 +236,7 @@ def actual_vs_estimate(
             "plan": ev.get("plan"),
             "estimate_time_terms_s": res.time_terms_s,
             "efficiency": efficiency.model_dump(),
+            **extra,
         },
         terms=terms,
         dominant=worst["item"] if worst else "",
@@ -231,3 +246,46 @@ def actual_vs_estimate(
             "ratio = estimate / actual; error_pct = (ratio - 1) x 100",
         ],
     )
+
+
+def _loss_chain(
+    model: ModelArch,
+    acc: Accelerator,
+    gpus: int,
+    seq_len: int,
+    global_batch: int,
+    precision: str,
+    step_s: float | None,
+    trainlog: dict[str, Any] | None,
+    kineto: dict[str, Any] | None,
+) -> list[dict[str, Any]] | None:
+    """Return the loss chain of the step from profiler splits or framework timers (or None)."""
+    peak = acc.peak_tflops.get(precision)
+    if not step_s or not peak:
+        return None
+    ideal = (
+        meas.model_flops_per_token(model, seq_len) * global_batch * seq_len / (gpus * peak * TERA)
+    )
+    parts: dict[str, float] = {}
+    if kineto and kineto.get("step_time_s"):
+        scale = step_s / kineto["step_time_s"]  # the trace's split applied to the logged step
+        parts = {
+            "exposed_communication": kineto["exposed_comm_s"] * scale,
+            "memory_copies": kineto["exposed_memcpy_s"] * scale,
+            "idle": kineto["idle_s"] * scale,
+        }
+    elif trainlog and isinstance(trainlog.get("timers_ms"), dict):
+        t: dict[str, float] = {}
+        for group in trainlog["timers_ms"].values():
+            for k, v in group.items():
+                t.setdefault(k, v)
+        if t.get("backward_allreduce"):
+            parts["exposed_communication"] = t["backward_allreduce"] / MS_PER_S
+        if t.get("batch_generator") is not None:
+            parts["data_loading"] = t["batch_generator"] / MS_PER_S
+        opt = t.get("optimizer", t.get("step"))
+        if opt is not None:
+            parts["optimizer"] = opt / MS_PER_S
+    if not parts:
+        return None
+    return meas.loss_chain(step_s, min(ideal, step_s), parts)
