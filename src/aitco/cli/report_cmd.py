@@ -105,7 +105,7 @@ def roi_template_cmd(
     ] = None,
 ) -> None:
     """Write the ROI workbook: inputs, live monthly ROI, payback, NPV, IRR, break-even, chart."""
-    from aitco.report.xlsx import WorkbookInputs, write_roi_workbook
+    from aitco.report.xlsx import WorkbookInputs, fill_from_option, write_roi_workbook
 
     inputs = WorkbookInputs(notes=["Example inputs: replace the yellow cells with your own."])
     roi_in = _roi_inputs(roi)
@@ -117,32 +117,6 @@ def roi_template_cmd(
         fill_from_option(inputs, cheap, data.scenario)
     path = write_roi_workbook(output, inputs)
     console.print(f"wrote {path}")
-
-
-def fill_from_option(inputs: Any, option: Any, scenario: dict[str, Any]) -> None:
-    """Fill the running or up-front cost of ``inputs`` from a compared option.
-
-    A serving workload priced over ``months`` becomes a monthly running cost
-    (``total_usd / months``); a training run becomes the up-front investment.
-    """
-    wl = scenario.get("workload") or {}
-    if wl.get("kind") == "inference":
-        months = float(wl.get("months", 1.0))
-        per_month = option.values.get("usd_per_month")
-        inputs.monthly_cost_usd = (
-            float(per_month) if isinstance(per_month, int | float) else option.total_usd / months
-        )
-        inputs.notes.append(
-            f"monthly_cost_usd = total {option.total_usd:,.0f} USD / {months:g} months of "
-            f"{option.name} "
-            "(cheapest option of the scenario, aitco compare)"
-        )
-    else:
-        inputs.upfront_usd = option.total_usd
-        inputs.notes.append(
-            f"upfront_usd = total {option.total_usd:,.0f} USD of {option.name} "
-            "(cheapest option of the scenario, aitco compare)"
-        )
 
 
 def web_cmd(

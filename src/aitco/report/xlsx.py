@@ -30,6 +30,7 @@ from aitco.units import DAYS_PER_MONTH, MONTHS_PER_YEAR
 
 if TYPE_CHECKING:  # pragma: no cover
     from aitco.decide.roi import RoiInputs
+    from aitco.report.model import OptionView
 
 #: Monthly rows written when the horizon is shorter, so that a user can lengthen it. [months]
 DEFAULT_ROWS = 120
@@ -565,3 +566,44 @@ def inputs_from_mapping(data: Mapping[str, Any], *, file: str | None = None) -> 
 
     inp = RoiInputs.from_dict(dict(data), file=file)
     return WorkbookInputs.from_roi_inputs(inp, notes=[f"inputs from {file}"] if file else [])
+
+
+def fill_from_option(
+    inputs: WorkbookInputs, option: OptionView, scenario: Mapping[str, Any]
+) -> None:
+    """Fill the running or up-front cost of ``inputs`` from a compared option.
+
+    Parameters
+    ----------
+    inputs : WorkbookInputs
+        Updated in place; a note says where the value came from.
+    option : aitco.report.model.OptionView
+        The option (usually the cheapest of the comparison).
+    scenario : mapping
+        The scenario as a dict (its workload kind decides).
+
+    Notes
+    -----
+    A serving workload's cost per month (``usd_per_month``, else ``total_usd / months``) becomes
+    ``monthly_cost_usd``; a training run's ``total_usd`` becomes ``upfront_usd``.
+    """
+    wl = scenario.get("workload") or {}
+    if wl.get("kind") == "inference":
+        months = float(wl.get("months", 1.0))
+        per_month = option.values.get("usd_per_month")
+        if isinstance(per_month, int | float):
+            inputs.monthly_cost_usd = float(per_month)
+            how = f"usd_per_month of {option.name}"
+        else:
+            inputs.monthly_cost_usd = option.total_usd / months
+            how = f"total {option.total_usd:,.0f} USD / {months:g} months of {option.name}"
+        inputs.notes.append(
+            f"monthly_cost_usd = {inputs.monthly_cost_usd:,.0f} USD: {how} "
+            "(cheapest option of the scenario, aitco compare)"
+        )
+    else:
+        inputs.upfront_usd = option.total_usd
+        inputs.notes.append(
+            f"upfront_usd = total {option.total_usd:,.0f} USD of {option.name} "
+            "(cheapest option of the scenario, aitco compare)"
+        )

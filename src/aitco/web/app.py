@@ -409,8 +409,7 @@ async def _run(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def _workbook(data: ReportData) -> bytes:
-    from aitco.cli.report_cmd import fill_from_option
-    from aitco.report.xlsx import WorkbookInputs, roi_workbook_bytes
+    from aitco.report.xlsx import WorkbookInputs, fill_from_option, roi_workbook_bytes
 
     inputs = WorkbookInputs(
         notes=["Savings, prices and margins are yours to fill in (yellow cells)."]
