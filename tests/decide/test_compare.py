@@ -321,3 +321,42 @@ def test_hot_spares_for_owned(cat, monkeypatch):
     ).options[0]
     per_h = b.values["price_usd_per_gpu_hour"]
     assert b.usd("hot_spares") == pytest.approx(8 * 10.0 * 0.04 * per_h)
+
+
+def test_power_chain_hand_computed(cat, monkeypatch):
+    monkeypatch.setattr(cmp, "_engine", lambda kind: _fake_training(10.0))
+    b = compare(
+        _scn(options=[{"hardware": "h100-sxm5-80gb", "gpus": 8, "pricing": "owned"}]), cat
+    ).options[0]
+    inp = b.item("electricity_it_active").inputs
+    node_w = inp["node_power_w"]
+    # test factors: active 0.8 x TDP, idle 0.2, 30 W switch/GPU, loss 5 %, $0.08/kWh
+    active_kwh = (8 * inp["tdp_w"] * 0.8 + 1 * node_w + 8 * 30) * 10.0 / 1000
+    assert b.usd("electricity_it_active") == pytest.approx(active_kwh * 0.08)
+    # idle: only the fragmentation-idle hours (10 % of held capacity): 10 h x 0.1/0.9
+    idle_kwh = (8 * inp["tdp_w"] * 0.2 + node_w + 8 * 30) * (10.0 * 0.1 / 0.9) / 1000
+    assert b.usd("electricity_it_idle") == pytest.approx(idle_kwh * 0.08)
+    it = active_kwh + idle_kwh
+    assert b.usd("power_conversion_loss") == pytest.approx(it * (1 / 0.95 - 1) * 0.08)
+    assert b.usd("cooling_pue_overhead") == pytest.approx(it / 0.95 * (inp["pue"] - 1) * 0.08)
+    assert b.values["energy_kwh"] == pytest.approx(it / 0.95 * inp["pue"])
+    assert b.values["kg_co2e"] == pytest.approx(b.values["energy_kwh"] * 0.4)
+
+
+def test_data_and_compliance_hand_computed(cat, monkeypatch):
+    monkeypatch.setattr(cmp, "_engine", lambda kind: _fake_training(730.5))  # one month
+    scn = _scn(
+        data={"stored_gb": 1000, "acquisition_usd": 500, "raw_tb": 2, "cleaning_usd_per_tb": 100,
+              "labeled_items": 1000, "labeling_usd_per_item": 0.1, "egress_gb": 100,
+              "cross_zone_gb": 50},
+        compliance={"gb_per_day": 10, "retention_days": 90, "storage_tier": "s3-ia"},
+    )  # fmt: skip
+    b = compare(scn, cat).options[0]
+    assert b.usd("data_acquisition") == pytest.approx(500)
+    assert b.usd("data_cleaning") == pytest.approx(200)
+    assert b.usd("data_labeling") == pytest.approx(100)
+    assert b.usd("dataset_storage") == pytest.approx(1000 * 1.0 * 0.023)
+    assert b.usd("egress") == pytest.approx(100 * 0.09)
+    assert b.usd("cross_zone_transfer") == pytest.approx(50 * 0.02)
+    days = 730.5 / 24
+    assert b.usd("retention") == pytest.approx(10 * days**2 / 2 / 30.4375 * 0.0125)
