@@ -577,4 +577,24 @@ def fit_efficiency(
     eff = eff.with_overrides(
         {"training_log_ratio_q10": s["log_ratio_q10"], "training_log_ratio_q90": s["log_ratio_q90"]}
     )
-    return eff, {"objective_mean_abs_log_ratio": best, "evaluations": evals, **s}
+    return eff, {"objective": best, "loss": loss, "evaluations": evals, **s}
+
+
+def markdown_table(results: list[RowResult]) -> str:
+    """Return the per-row error table in Markdown (as pasted into ``docs/training.md``)."""
+    lines = [
+        "| id | run | metric | published | predicted | APE | plan (searched if the row has none) |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
+    for r in results:
+        if r.skipped:
+            lines.append(f"| {r.row_id} | {r.label} | - | - | - | skipped | {r.skipped} |")
+            continue
+        metric = {"tokens_per_s_per_gpu": "tokens/s/GPU", "tflops_per_gpu": "TFLOP/s/GPU"}.get(
+            r.target, r.target
+        )
+        lines.append(
+            f"| {r.row_id} | {r.label} | {metric} | {r.observed:,.4g} | {r.predicted:,.4g} | "
+            f"{r.ape:.1%} | {r.plan} |"
+        )
+    return "\n".join(lines) + "\n"
