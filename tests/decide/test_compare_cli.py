@@ -147,3 +147,20 @@ def test_validate_tco_json(capsys):
     # budget: half the rows fill in an unstated cluster size or batch; median APE within 50 %
     assert s["median_ape"] < 0.5
     assert all(0 < r["goodput"] <= 1 for r in res["rows"])
+
+
+def test_calibration_profile_changes_throughput(tmp_path, capsys):
+    from aitco.calibrate.profile import CalibrationProfile, save_profile
+    from aitco.perf.efficiency import DEFAULT_EFFICIENCY
+
+    slow = {k: v / 2 for k, v in DEFAULT_EFFICIENCY.gemm.items()}
+    prof = CalibrationProfile(efficiency=DEFAULT_EFFICIENCY.model_copy(update={"gemm": slow}))
+    path = save_profile(prof, tmp_path / "slow.yaml")
+    scn = EXAMPLES / "default.yaml"
+    _, base, _ = run(["tco", str(scn), "--json"], capsys)
+    code, cal, _ = run(["tco", str(scn), "--json", "--calibration", str(path)], capsys)
+    assert code == 0
+    days = {o["name"]: o["wall_clock_days"] for o in json.loads(base)["options"]}
+    for o in json.loads(cal)["options"]:
+        if o["hardware"] == "h100-sxm5-80gb":
+            assert o["wall_clock_days"] > days[o["name"]]
