@@ -360,3 +360,18 @@ def test_data_and_compliance_hand_computed(cat, monkeypatch):
     assert b.usd("cross_zone_transfer") == pytest.approx(50 * 0.02)
     days = 730.5 / 24
     assert b.usd("retention") == pytest.approx(10 * days**2 / 2 / 30.4375 * 0.0125)
+
+
+def test_scenario_sections_round_trip(tmp_path):
+    import yaml
+
+    for scn in (
+        default_training(),
+        default_inference(),
+        Scenario.from_yaml(DATA.parents[3] / "examples" / "multistage-tco.yaml"),
+    ):
+        path = tmp_path / "s.yaml"
+        scn.to_yaml(path)
+        again = Scenario.from_yaml(path)
+        assert again == scn
+        assert yaml.safe_load(path.read_text())  # plain YAML
