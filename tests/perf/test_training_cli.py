@@ -120,3 +120,35 @@ def test_validate_training_missing_csv(capsys: pytest.CaptureFixture[str]) -> No
     code, _, err = run(["validate", "training", "/nonexistent.csv"], capsys)
     assert code == 2
     assert "CSV" in err
+
+
+def test_train_calibration_profile_changes_the_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aitco.calibrate.profile import CalibrationProfile, save_profile
+    from aitco.perf.efficiency import DEFAULT_EFFICIENCY
+
+    slow = DEFAULT_EFFICIENCY.with_overrides({"gemm": {"nvidia-hopper": 0.3}})
+    path = save_profile(CalibrationProfile(efficiency=slow), tmp_path / "p.yaml")
+    args = [*BASE, "--tp", "1", "--micro-batch", "1", "--json"]
+    _, out_default, _ = run(args, capsys)
+    code, out_cal, _ = run([*args, "--calibration", str(path)], capsys)
+    assert code == 0
+    assert json.loads(out_cal)["step_time_s"] > 1.3 * json.loads(out_default)["step_time_s"]
+
+
+def test_train_hf_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
+        "intermediate_size": 4096, "num_attention_heads": 16, "num_key_value_heads": 4,
+        "num_hidden_layers": 8, "vocab_size": 32000, "max_position_embeddings": 4096,
+        "hidden_act": "silu", "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
+    }  # fmt: skip
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(cfg), encoding="utf-8")
+    code, out, _ = run(["train", "--model", str(f), "--hardware", "h100-sxm5-80gb", "--gpus", "1",
+                        "--method", "qlora", "--json"], capsys)  # fmt: skip
+    assert code == 0
+    d = json.loads(out)
+    assert d["method"] == "qlora"
+    assert d["fits"] is True
