@@ -18,15 +18,16 @@ from aitco.errors import InputError
 #: Headline values shown in the comparison table, in order, when an option has them.
 HEADLINE_KEYS: tuple[str, ...] = (
     "wall_clock_days",
-    "gpu_hours",
-    "usd_per_million_tokens",
     "usd_per_month",
-    "goodput",
-    "energy_kwh",
-    "kg_co2e",
     "p99_e2e_latency_s",
     "e2e_latency_s",
     "ttft_s",
+    "tpot_s",
+    "usd_per_million_tokens",
+    "gpu_hours",
+    "goodput",
+    "energy_kwh",
+    "kg_co2e",
 )
 
 #: Name prefixes of the items that make up the advertised price of rented compute (the start of
