@@ -510,7 +510,12 @@ def _price(
         # a rented instance runs on the offer's own system (its NICs and scale-out fabric)
         offer_sys = cat.offers[price.offer].system
         if offer_sys and offer_sys in cat.systems and cat.systems[offer_sys].accelerator == acc.id:
-            sysm = cat.systems[offer_sys]
+            osys = cat.systems[offer_sys]
+            if osys.node_power_w == 0 and sysm.node_power_w > 0:
+                # no host power published for the instance: the matching node's host power
+                osys = osys.model_copy(update={"node_power_w": sysm.node_power_w})
+                price.inputs["node_power_w_from"] = sysm.id
+            sysm = osys
             price.inputs["system"] = offer_sys
     if isinstance(w, TrainingWorkload):
         return _training(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
