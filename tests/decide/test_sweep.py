@@ -305,3 +305,44 @@ def test_fast_evaluator_option(catalog):
     res = sweep(_spec(evaluator="fast"), catalog)
     assert res.partial.valid > 0
     assert type(res.plan.evaluator).__name__ == "TrainingEvaluator"
+
+
+def test_engine_serving_evaluator_equals_estimate_inference(catalog):
+    from aitco.perf.inference import estimate_inference
+    from aitco.units import DTYPES
+
+    spec = SweepSpec.from_dict(
+        {
+            "kind": "serving",
+            "workload": {"model": "llama-3.1-8b", "input_tokens": 1024, "output_tokens": 256},
+            "grid": {
+                "hardware": ["h100-sxm5-80gb", "l40s"],
+                "gpus": [1, 2],
+                "batch": [1, 8, 64],
+                "precision": ["bf16", "fp8", "int4"],
+            },
+        }
+    )
+    plan = build_plan(spec, catalog)
+    idx = np.arange(plan.n_configs)
+    m = evaluate_all(plan, idx)
+    v = decode(plan, idx)
+    ok = np.flatnonzero(m["reason"] == 0)
+    assert ok.size > 20
+    model = catalog.resolve_model("llama-3.1-8b")
+    for j in ok[::5]:
+        acc, sysm = catalog.hardware(spec.grid["hardware"][int(v["option.hardware"][j])])
+        g, b = int(v["option.gpus"][j]), int(v["workload.batch"][j])
+        r = estimate_inference(
+            model,
+            acc,
+            sysm,
+            g,
+            precision=DTYPES[int(v["workload.precision"][j])],
+            input_tokens=1024,
+            output_tokens=256,
+            concurrency=b,
+            tp=g,
+        )
+        assert m["tpot_s"][j] == pytest.approx(r.values["tpot_s"], rel=1e-9)
+        assert m["ttft_s"][j] == pytest.approx(r.values["ttft_s"], rel=1e-9)

@@ -486,6 +486,16 @@ def optimize_cmd(
         if out["status"] != "optimal":
             raise typer.Exit(2)
         return
+    if out["status"] == "infeasible_at_p99":
+        from aitco.cli.render import err_console
+
+        n = len(out.get("p99_checks", []))
+        err_console.print(
+            f"[bold red]infeasible at P99:[/bold red] none of the {n} cheapest plans meeting the "
+            "bounds at steady state meets them at P99 under Poisson arrivals",
+            highlight=False,
+        )
+        raise typer.Exit(2)
     if out["status"] != "optimal":
         from aitco.cli.render import err_console
 
@@ -737,7 +747,7 @@ def api_vs_self_host_cmd(
         "max_ttft_s",
         "max_tpot_s",
         "prices",
-        "engine_check",
+        "load_check",
     ]
     _check_keys(args, allowed, file)
     _coerce(

@@ -3,17 +3,19 @@
 The managed side is the dated API price catalog (``catalog/data/apis``): a blended price per
 million tokens for the user's request mix (input/output lengths, share of cached input, batch
 discount). The self-hosted side prices the user's open model on rented (or owned) accelerators:
-every hardware x tensor-parallel degree x precision x batch candidate is evaluated at once with
-the vectorised serving model (:class:`aitco.decide.evaluators.ServingEvaluator`), candidates that
-miss the latency objectives or do not fit are dropped, and the replicas needed for each monthly
+every hardware x tensor-parallel degree x precision x batch candidate is evaluated with the
+inference engine's continuous-batching model, grouped by hardware
+(:class:`aitco.decide.evaluators.EngineServingEvaluator`); candidates that miss the latency
+objectives or do not fit are dropped, and the replicas needed for each monthly
 volume are rounded up -- so the self-hosted price per token falls with volume (fixed replicas
 amortised) while the API price is flat. The break-even volume is the smallest volume from which
-self-hosting is at least as cheap as the API. The cheapest plan at the user's volume is also run
-through the full inference engine (:func:`aitco.perf.inference.estimate_inference`) as a check.
+self-hosting is at least as cheap as the API. The cheapest plan at the user's volume is then
+simulated under Poisson arrivals (:func:`poisson_check`) for its P99 latencies.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,7 @@ import numpy as np
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import ApiPrice
 from aitco.decide import evaluators as ev
-from aitco.errors import InputError
+from aitco.errors import AitcoError, InputError
 from aitco.units import DTYPES, HOURS_PER_MONTH, MEGA, SECONDS_PER_HOUR
 
 #: Hardware offered by default for self-hosting (common inference accelerators).
@@ -41,6 +43,10 @@ VOLUME_MIN_TOKENS = 1e4
 VOLUME_MAX_TOKENS = 1e13
 VOLUME_POINTS_PER_DECADE = 40
 SECONDS_PER_MONTH = HOURS_PER_MONTH * SECONDS_PER_HOUR
+#: Requests simulated by the Poisson load check of the chosen plan.
+POISSON_CHECK_REQUESTS = 2000
+#: Cheapest plans tried, in price order, to find one that meets the objectives at P99.
+LOAD_CHECK_CANDIDATES = 20
 
 
 def api_usd_per_mtok(
@@ -117,10 +123,18 @@ def self_host_candidates(
     for p in precisions:
         if p not in DTYPES:
             raise InputError("--precision", p, f"one of {', '.join(DTYPES)}")
-    known = [h for h in hardware]
+    known = list(hardware)
     hw = ev.hardware_table(catalog, known, [None], prices=prices, field_name="--hardware")
-    mt = ev.model_table([catalog.resolve_model(model, field="--model")])
-    e = ev.ServingEvaluator(hw=hw, models=mt)
+    arch = catalog.resolve_model(model, field="--model")
+    mt = ev.model_table([arch])
+    pairs = [catalog.hardware(h, field="--hardware") for h in known]
+    e = ev.EngineServingEvaluator(
+        hw=hw,
+        models=mt,
+        accelerators=[a for a, _ in pairs],
+        systems=[sy for _, sy in pairs],
+        model_archs=[arch],
+    )
     grids = np.meshgrid(
         np.arange(len(known)),
         np.asarray(tps, dtype=float),
@@ -143,17 +157,19 @@ def self_host_candidates(
         "workload.output_tokens": np.full(n, float(output_tokens)),
     }
     m = e.evaluate(v)
-    ok = m["reason"] == 0
+    rows = m["rows"]
+    ok = m["reason"][rows] == 0
     if max_ttft_s is not None:
         ok &= m["ttft_s"] <= max_ttft_s
     if max_tpot_s is not None:
         ok &= m["tpot_s"] <= max_tpot_s
     sel = np.flatnonzero(ok)
+    at = rows[sel]
     return {
-        "hardware": [known[i] for i in h_i[sel]],
-        "gpus": g[sel],
-        "precision": [DTYPES[i] for i in prec[sel]],
-        "batch": b[sel],
+        "hardware": [known[i] for i in h_i[at]],
+        "gpus": g[at],
+        "precision": [DTYPES[i] for i in prec[at]],
+        "batch": b[at],
         "requests_per_s": m["requests_per_s"][sel],
         "usd_per_hour": m["usd_per_hour"][sel],
         "ttft_s": m["ttft_s"][sel],
@@ -229,7 +245,7 @@ def api_vs_self_host(
     max_ttft_s: float | None = None,
     max_tpot_s: float | None = None,
     prices: dict[str, dict[str, float]] | None = None,
-    engine_check: bool = True,
+    load_check: bool = True,
 ) -> dict[str, Any]:
     """Compare each managed API with self-hosting ``model``; the volume where self-hosting wins.
 
@@ -255,8 +271,11 @@ def api_vs_self_host(
         Latency objectives self-hosting must meet (the API's latency is the provider's).
     prices : dict, optional
         Rental price overrides ``{hardware: {mode: usd_per_gpu_hour}}``.
-    engine_check : bool
-        Re-run the plan chosen at the user's volume through the inference engine.
+    load_check : bool
+        Simulate the chosen plan under Poisson arrivals (P99 latencies). With latency
+        objectives, the ``LOAD_CHECK_CANDIDATES`` cheapest plans are simulated, each scaled to the
+        replicas the engine needs to meet the objectives at P99 (``replicas_for_slo``), and the
+        cheapest after scaling is chosen.
 
     Returns
     -------
@@ -311,7 +330,7 @@ def api_vs_self_host(
             "or add hardware",
         )
     grid = volume_grid(vol)
-    curve, best = self_host_usd_per_mtok(cands, grid, input_tokens, output_tokens)
+    curve, _ = self_host_usd_per_mtok(cands, grid, input_tokens, output_tokens)
     out_apis = []
     for aid, api in rows_api:
         p = api_usd_per_mtok(api, input_tokens, output_tokens, cached_fraction, batch_api)
@@ -356,61 +375,118 @@ def api_vs_self_host(
         ],
     }
     if vol is not None:
-        j = int(np.flatnonzero(grid == vol)[0])
-        k = int(best[j])
-        rps = float(cands["requests_per_s"][k])
         need = vol / (input_tokens + output_tokens) / SECONDS_PER_MONTH
-        plan = {
-            "hardware": cands["hardware"][k],
-            "gpus_per_replica": int(cands["gpus"][k]),
-            "precision": cands["precision"][k],
-            "batch": int(cands["batch"][k]),
-            "replicas": int(max(np.ceil(need / rps), 1)),
-            "requests_per_s_needed": need,
-            "requests_per_s_per_replica": rps,
-            "ttft_s": float(cands["ttft_s"][k]),
-            "tpot_s": float(cands["tpot_s"][k]),
-            "usd_per_million_tokens": float(curve[j]),
-            "utilization": need / (max(np.ceil(need / rps), 1) * rps),
-            "model": "aitco.decide.evaluators.ServingEvaluator (roofline, unloaded latency)",
-        }
-        if engine_check:
-            plan["engine_check"] = _engine_check(catalog, model, plan, input_tokens, output_tokens)
+        rps_all = np.asarray(cands["requests_per_s"], dtype=float)
+        reps = np.maximum(np.ceil(need / rps_all), 1.0)
+        monthly = reps * np.asarray(cands["usd_per_hour"]) * HOURS_PER_MONTH
+        ranked = np.lexsort((np.arange(monthly.size), monthly))
+
+        def make_plan(k: int) -> dict[str, Any]:
+            return {
+                "hardware": cands["hardware"][k],
+                "gpus_per_replica": int(cands["gpus"][k]),
+                "precision": cands["precision"][k],
+                "batch": int(cands["batch"][k]),
+                "replicas": int(reps[k]),
+                "requests_per_s_needed": need,
+                "requests_per_s_per_replica": float(rps_all[k]),
+                "ttft_s": float(cands["ttft_s"][k]),
+                "tpot_s": float(cands["tpot_s"][k]),
+                "usd_per_million_tokens": float(monthly[k] / (vol / MEGA)),
+                "utilization": need / (reps[k] * rps_all[k]),
+                "model": "inference engine, steady-state continuous batching at the batch",
+            }
+
+        plan = make_plan(int(ranked[0]))
+        if load_check:
+            slo = max_ttft_s is not None or max_tpot_s is not None
+            best_cost = math.inf
+            for n_tried, k in enumerate(ranked[: LOAD_CHECK_CANDIDATES if slo else 1], start=1):
+                cand = make_plan(int(k))
+                chk = poisson_check(
+                    catalog, model, cand, input_tokens, output_tokens, max_ttft_s, max_tpot_s
+                )
+                chk["plans_checked"] = n_tried
+                cand["load_check"] = chk
+                if not slo:
+                    plan = cand
+                    break
+                # replicas the engine needs to meet the objectives at P99 under Poisson load
+                need_r = chk.get("replicas_for_slo")
+                if not need_r:
+                    if n_tried == 1:
+                        plan = cand
+                    continue
+                scale = need_r / cand["replicas"]
+                cost = cand["usd_per_million_tokens"] * scale
+                if cost < best_cost:
+                    best_cost = cost
+                    cand["replicas"] = int(need_r)
+                    cand["usd_per_million_tokens"] = cost
+                    cand["utilization"] = cand["utilization"] / scale
+                    plan = cand
+        # the per-API verdicts at the user's volume use the plan finally chosen
+        for row in out_apis:
+            row["self_host_monthly_usd"] = plan["usd_per_million_tokens"] * vol / MEGA
+            row["self_host_wins"] = bool(
+                plan["usd_per_million_tokens"] <= row["usd_per_million_tokens"]
+            )
         result["self_host"] = plan
     return result
 
 
-def _engine_check(
-    catalog: Catalog, model: str, plan: dict[str, Any], input_tokens: int, output_tokens: int
+def poisson_check(
+    catalog: Catalog,
+    model: str,
+    plan: dict[str, Any],
+    input_tokens: int,
+    output_tokens: int,
+    max_ttft_s: float | None = None,
+    max_tpot_s: float | None = None,
 ) -> dict[str, Any]:
-    """Run the chosen replica through the full inference engine (continuous batching)."""
-    try:
-        from aitco.perf.inference import estimate_inference
-    except ImportError:  # pragma: no cover - engine is part of the package
-        return {"available": False}
+    """Simulate the plan under Poisson arrivals with the inference engine: P99 latencies.
+
+    The candidates are ranked at steady-state mean latency; this re-runs the chosen plan
+    (``replicas x gpus_per_replica`` accelerators, tensor parallel within a replica, the batch
+    as the engine's ``max_num_seqs``) at the needed request rate with
+    :func:`aitco.perf.inference.estimate_inference` and reports its P99 TTFT and TPOT, and
+    whether they meet the objectives.
+    """
+    from aitco.perf.inference import estimate_inference
+
     acc, sysm = catalog.hardware(plan["hardware"])
     try:
         res = estimate_inference(
             catalog.resolve_model(model),
             acc,
             sysm,
-            plan["gpus_per_replica"],
+            plan["gpus_per_replica"] * plan["replicas"],
             precision=plan["precision"],
             input_tokens=input_tokens,
             output_tokens=output_tokens,
-            concurrency=plan["batch"],
+            qps=plan["requests_per_s_needed"],
             tp=plan["gpus_per_replica"],
+            max_batch=plan["batch"],
+            num_requests=POISSON_CHECK_REQUESTS,
+            slo_ttft_ms=None if max_ttft_s is None else max_ttft_s * 1e3,
+            slo_tpot_ms=None if max_tpot_s is None else max_tpot_s * 1e3,
         )
-    except Exception as exc:  # report it; never fail the comparison on the check
+    except AitcoError as exc:
         return {"available": False, "error": str(exc)}
     v = res.values
-    rps = v.get("requests_per_s")
-    out = {
+    out: dict[str, Any] = {
         "available": True,
-        "ttft_s": v.get("ttft_s"),
-        "tpot_s": v.get("tpot_s"),
-        "requests_per_s_per_replica": rps,
+        "p99_ttft_s": v.get("p99_ttft_s"),
+        "p99_tpot_s": v.get("p99_tpot_s"),
+        "saturated": v.get("saturated"),
+        "utilization": v.get("utilization"),
+        "replicas": plan["replicas"],
+        "replicas_for_slo": v.get("replicas_for_slo"),
     }
-    if rps:
-        out["ratio_to_sweep_model"] = float(rps) / plan["requests_per_s_per_replica"]
+    ok = not v.get("saturated", False)
+    if max_ttft_s is not None and v.get("p99_ttft_s") is not None:
+        ok &= v["p99_ttft_s"] <= max_ttft_s
+    if max_tpot_s is not None and v.get("p99_tpot_s") is not None:
+        ok &= v["p99_tpot_s"] <= max_tpot_s
+    out["meets_objectives_at_p99"] = bool(ok)
     return out

@@ -847,3 +847,152 @@ class EngineTrainingEvaluator:
         out_any["rows"] = rows
         out_any["reason"] = reason
         return out_any
+
+
+@dataclass
+class EngineServingEvaluator:
+    r"""Serving configurations priced with the inference engine's iteration model.
+
+    For each group of equal (hardware, model, precision, KV precision, gpus = tensor-parallel
+    degree of one replica, input and output lengths) the engine's
+    :func:`aitco.perf.inference.iteration_model`, :func:`~aitco.perf.inference.memory_plan` and
+    :func:`aitco.perf.kvcache.kv_capacity` are built once and the batch sizes of the group are
+    evaluated together with :func:`aitco.perf.inference.continuous_batching_step` -- the same
+    steady-state continuous-batching model ``aitco infer --concurrency B`` uses.
+
+    Notes
+    -----
+    TPOT = the mean iteration time at running batch *B*; output tokens/s = B / TPOT; TTFT =
+    one iteration carrying the prompt as a chunk beside the *B* decodes; replicas for the
+    arrival rate :math:`\lceil q\,o / \text{tokens/s} \rceil`; $/Mtok as in
+    :class:`ServingEvaluator`. A batch above the KV capacity or the engine's ``max_num_seqs``
+    is invalid (memory). Latencies are steady-state means, not percentiles under Poisson load.
+    """
+
+    hw: HardwareTable
+    models: ModelTable
+    accelerators: list[Any]
+    systems: list[Any]
+    model_archs: list[Any]
+    qps: float | None = None
+    efficiency: EfficiencyParams = DEFAULT_EFFICIENCY
+    engine: str = "vllm"
+    keys: dict[str, list[Any]] = field(default_factory=lambda: dict(SERVING_KEYS))
+    metrics: tuple[str, ...] = SERVING_METRICS
+
+    def __post_init__(self) -> None:
+        self._cache: dict[Any, Any] = {}
+
+    def _group(self, hi: int, mi: int, pi: int, ki: int, tp: int, i: int, o: int) -> Any:
+        """Return (iteration model, max sequences, fixed GB, usable GB) or an int reason code."""
+        from aitco.perf.inference import ENGINES, iteration_model, memory_plan, resolve_precisions
+        from aitco.perf.kvcache import kv_capacity
+
+        key = (hi, mi, pi, ki, tp, i, o)
+        if key in self._cache:
+            return self._cache[key]
+        acc, sysm, model = self.accelerators[hi], self.systems[hi], self.model_archs[mi]
+        try:
+            prec = resolve_precisions(acc, DTYPES[pi], None if ki < 0 else DTYPES[ki])
+        except InputError:
+            self._cache[key] = 64
+            return 64
+        if model.mla is None and model.n_heads % tp:
+            self._cache[key] = 1
+            return 1
+        eng = ENGINES[self.engine]
+        mp = memory_plan(model, acc, tp=tp, pp=1, precisions=prec, engine=eng)
+        if not mp.fits:
+            self._cache[key] = 16
+            return 16
+        cap = kv_capacity(
+            model, mp.kv_gb, input_tokens=i, output_tokens=o, kv_precision=prec.kv, tp=tp, pp=1
+        )
+        it = iteration_model(
+            model, acc, sysm, tp=tp, pp=1, precisions=prec, efficiency=self.efficiency
+        )
+        val = (
+            it,
+            min(cap.max_sequences, eng.max_num_seqs),
+            mp.weights_gb + mp.activations_gb,
+            mp.usable_gb,
+        )
+        self._cache[key] = val
+        return val
+
+    def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Evaluate a chunk of serving configurations, one engine model per group."""
+        from aitco.perf.inference import continuous_batching_step
+
+        n = _chunk_len(v)
+        h = self.hw
+        full = {k: np.broadcast_to(np.asarray(a), (n,)) for k, a in v.items()}
+        hw, mdl, prec = full["option.hardware"], full["workload.model"], full["workload.precision"]
+        kvp, g, bsz = full["workload.kv_precision"], full["option.gpus"], full["workload.batch"]
+        i_tok, o_tok = full["workload.input_tokens"], full["workload.output_tokens"]
+        price = h.price[hw, full["option.pricing"], full["option.region"]]
+        reason = np.zeros(n, dtype=np.int64)
+        # precision support is the engine's call (int4/fp4 weights may run on 16-bit compute)
+        reason |= np.where(g > h.scale_up_domain[hw], 2, 0)
+        reason |= np.where(np.isnan(price), 32, 0)
+        rows = np.flatnonzero(reason == 0)
+        tpot = np.zeros(rows.size)
+        ttft = np.zeros(rows.size)
+        mem = np.zeros(rows.size)
+        if rows.size:
+            outer = np.stack(
+                [hw[rows], mdl[rows], prec[rows], kvp[rows], g[rows], i_tok[rows], o_tok[rows]]
+            )
+            outer = outer.astype(float)
+            order = np.lexsort(outer[::-1])
+            cut = np.flatnonzero(np.any(np.diff(outer[:, order], axis=1) != 0, axis=0)) + 1
+            for grp in np.split(order, cut):
+                r = rows[grp]
+                k = (
+                    int(hw[r[0]]),
+                    int(mdl[r[0]]),
+                    int(prec[r[0]]),
+                    int(kvp[r[0]]),
+                    int(g[r[0]]),
+                    int(i_tok[r[0]]),
+                    int(o_tok[r[0]]),
+                )
+                got = self._group(*k)
+                if isinstance(got, int):
+                    reason[r] |= got
+                    continue
+                it, max_seqs, fixed_gb, usable_gb = got
+                b = bsz[r].astype(float)
+                reason[r] |= np.where(b > max_seqs, 16, 0)
+                i, o = float(k[5]), float(k[6])
+                tpot[grp] = continuous_batching_step(it, b, i, o)
+                ttft[grp] = it.iteration_s(b, b * (i + o / 2.0), i, i * (i + 1) / 2.0, 1.0)
+                mem[grp] = fixed_gb + (usable_gb - fixed_gb) * np.minimum(b / max(max_seqs, 1), 1.0)
+        keep = reason[rows] == 0
+        rows, tpot, ttft, mem = rows[keep], tpot[keep], ttft[keep], mem[keep]
+        b = bsz[rows].astype(float)
+        o = o_tok[rows].astype(float)
+        tok_s = b / tpot
+        gr = g[rows].astype(float)
+        usd_h = price[rows] * gr
+        if self.qps is not None:
+            replicas = np.ceil(self.qps * o / tok_s)
+            served = self.qps * o
+        else:
+            replicas = np.ones_like(tok_s)
+            served = tok_s
+        total_h = usd_h * replicas
+        return {
+            "ttft_s": ttft,
+            "tpot_s": tpot,
+            "e2e_latency_s": ttft + (o - 1.0) * tpot,
+            "output_tokens_per_s": tok_s,
+            "requests_per_s": tok_s / o,
+            "replicas": replicas,
+            "total_gpus": gr * replicas,
+            "usd_per_hour": total_h,
+            "usd_per_million_tokens": total_h / (SECONDS_PER_HOUR * served) * 1e6,
+            "memory_per_gpu_gb": mem,
+            "rows": rows,
+            "reason": reason,
+        }

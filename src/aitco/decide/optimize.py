@@ -32,7 +32,9 @@ def with_constraints(spec: SweepSpec, **limits: Any) -> SweepSpec:
     return spec.model_copy(update={"constraints": cons})
 
 
-def optimize(spec: SweepSpec, catalog: Catalog, **kwargs: Any) -> dict[str, Any]:
+def optimize(
+    spec: SweepSpec, catalog: Catalog, *, p99_check: bool = True, **kwargs: Any
+) -> dict[str, Any]:
     """Find the cheapest feasible plan and the Pareto front under ``spec.constraints``.
 
     Parameters
@@ -41,6 +43,11 @@ def optimize(spec: SweepSpec, catalog: Catalog, **kwargs: Any) -> dict[str, Any]
         The search space, objective and constraints.
     catalog : Catalog
         Hardware, prices, models.
+    p99_check : bool
+        Serving with an arrival rate and latency bounds: the sweep ranks plans at steady-state
+        mean latency; the top-K are then simulated under Poisson arrivals by the inference
+        engine, each scaled to the replicas it needs to meet the bounds at P99
+        (``replicas_for_slo``), and ``best`` is the cheapest after scaling (``p99_checks``).
     **kwargs
         Passed to :func:`aitco.decide.sweep.sweep` (backend, scheduler, workers, progress).
 
@@ -59,6 +66,8 @@ def optimize(spec: SweepSpec, catalog: Catalog, **kwargs: Any) -> dict[str, Any]
         out["status"] = "optimal"
         out["best"] = top[0]
         out["closest"] = []
+        if spec.kind == "serving" and p99_check:
+            _verify_p99(spec, catalog, out)
     else:
         out["status"] = "infeasible"
         out["best"] = None
@@ -76,6 +85,61 @@ def optimize(spec: SweepSpec, catalog: Catalog, **kwargs: Any) -> dict[str, Any]
                 for reason, n in out["invalid_reasons"].items()
             ]
     return out
+
+
+def _verify_p99(spec: SweepSpec, catalog: Catalog, out: dict[str, Any]) -> None:
+    """Re-check the top serving plans at P99 under Poisson load; keep the cheapest that passes."""
+    from aitco.decide.api_vs_self_host import poisson_check
+
+    qps = spec.workload.get("qps")
+    c = spec.constraints
+    if qps is None or (c.max_ttft_s is None and c.max_tpot_s is None):
+        return
+    checks = []
+    chosen = None
+    best_cost = float("inf")
+    for row in out["top"]:
+        plan = {
+            "hardware": row["hardware"],
+            "gpus_per_replica": int(row["gpus"]),
+            "replicas": int(row["replicas"]),
+            "precision": row["precision"],
+            "batch": int(row["batch"]),
+            "requests_per_s_needed": float(qps),
+        }
+        chk = poisson_check(
+            catalog,
+            str(row["model"]),
+            plan,
+            int(row["input_tokens"]),
+            int(row["output_tokens"]),
+            c.max_ttft_s,
+            c.max_tpot_s,
+        )
+        checks.append({"config": row["config"], **chk})
+        need_r = chk.get("replicas_for_slo")
+        if not need_r:
+            continue
+        scale = need_r / row["replicas"]
+        cost = row["usd_per_hour"] * scale
+        if cost < best_cost:
+            best_cost = cost
+            chosen = {
+                **row,
+                "replicas_at_p99": int(need_r),
+                "total_gpus_at_p99": int(need_r) * int(row["gpus"]),
+                "usd_per_hour_at_p99": cost,
+                "usd_per_million_tokens_at_p99": row["usd_per_million_tokens"] * scale,
+                "p99_ttft_s_at_sweep_replicas": chk.get("p99_ttft_s"),
+                "p99_tpot_s_at_sweep_replicas": chk.get("p99_tpot_s"),
+            }
+    out["p99_checks"] = checks
+    if chosen is None:
+        out["status"] = "infeasible_at_p99"
+        out["best_steady_state"] = out["best"]
+        out["best"] = None
+    else:
+        out["best"] = chosen
 
 
 def infeasible_message(out: dict[str, Any]) -> str:

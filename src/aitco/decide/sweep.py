@@ -105,9 +105,10 @@ class SweepSpec(BaseModel):
     kind : {"training", "serving"}
         Which evaluator prices the configurations.
     evaluator : {"engine", "fast"}
-        Training only: ``engine`` prices step times with the training engine's vectorised plan
-        model (:func:`aitco.perf.training.evaluate_plans`), ``fast`` with the compact model of
-        :class:`aitco.decide.evaluators.TrainingEvaluator` (a few times faster, less detailed).
+        ``engine`` prices configurations with the engines' vectorised models (training:
+        :func:`aitco.perf.training.evaluate_plans`; serving: the inference engine's iteration
+        model and continuous batching), ``fast`` with the compact roofline models of
+        :class:`aitco.decide.evaluators.TrainingEvaluator` / ``ServingEvaluator``.
     workload : dict
         Base workload fields (``model``, ``tokens``, ``seq_len``, ``global_batch``,
         ``precision``, ``plan``; or ``input_tokens``, ``output_tokens``, ``qps`` for serving).
@@ -375,9 +376,19 @@ def build_plan(
                 )
         else:
             qps = spec.workload.get("qps")
-            evaluator = ev.ServingEvaluator(
-                hw=hw_table, models=mt, qps=None if qps is None else float(qps)
-            )
+            q = None if qps is None else float(qps)
+            if spec.evaluator == "fast":
+                evaluator = ev.ServingEvaluator(hw=hw_table, models=mt, qps=q)
+            else:
+                pairs = [catalog.hardware(x, field="option.hardware") for x in hw_ids]
+                evaluator = ev.EngineServingEvaluator(
+                    hw=hw_table,
+                    models=mt,
+                    accelerators=[a for a, _ in pairs],
+                    systems=[s for _, s in pairs],
+                    model_archs=models,
+                    qps=q,
+                )
     dims = []
     for k in keys:
         dims.append(_dimension(k, values[k], hw_ids, model_ids, regions))
