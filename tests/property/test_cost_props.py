@@ -167,3 +167,15 @@ def test_compare_zero_failures_zero_rework(cat, lam):
     else:
         assert b.usd("restart_requeue") > 0
     assert np.isclose(sum(i.usd for i in b.items), b.total_usd)
+
+
+@settings(max_examples=10)
+@given(p=st.floats(0.0, 1.0))
+def test_compare_owned_total_is_affine_in_electricity_price(cat, p):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cmp, "_engine", lambda kind: _fake)
+        t0, t1, t2 = (
+            _owned(cat, **{"electricity.usd-per-kwh.us": x}).total_usd for x in (0.0, p, 2 * p)
+        )
+    assert t2 - t1 == pytest.approx(t1 - t0, rel=1e-9, abs=1e-9)
+    assert t1 >= t0

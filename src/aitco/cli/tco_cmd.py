@@ -150,6 +150,12 @@ def render_comparison(c: Comparison) -> None:
             ("$/M tokens", "usd_per_million_tokens", 4),
         ]
     head += [("energy [kWh]", "energy_kwh", 0), ("kg CO2e", "kg_co2e", 0)]
+    if any("capex_usd" in o.values for o in c.options):
+        head += [
+            ("capex (owned) [USD]", "capex_usd", 0),
+            ("book value at end [USD]", "book_value_end_usd", 0),
+            ("market value at end [USD]", "market_value_end_usd", 0),
+        ]
     for label, key, digits in head:
         rows.append(
             [f"[bold]{escape(label)}[/bold]", *(_num(o.values.get(key), digits) for o in c.options)]
