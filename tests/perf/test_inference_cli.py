@@ -142,3 +142,20 @@ def test_infer_trace_counts_malformed_lines(tmp_path, capsys: pytest.CaptureFixt
     )  # fmt: skip
     assert code == 2
     assert "arrival_s" in err
+
+
+def test_infer_calibration_profile_changes_the_answer(
+    tmp_path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from aitco.calibrate.profile import CalibrationProfile, save_profile
+    from aitco.perf.efficiency import DEFAULT_EFFICIENCY
+
+    slow = DEFAULT_EFFICIENCY.with_overrides({"decode_hbm": 0.45})
+    p = save_profile(CalibrationProfile(efficiency=slow), tmp_path / "prof.yaml")
+    args = ["infer", "--model", "llama-3.1-8b", "--hardware", "h100-sxm5-80gb", "--json"]
+    _, base, _ = _run(args, capsys)
+    code, cal, _ = _run([*args, "--calibration", str(p)], capsys)
+    assert code == 0
+    # batch-1 decode is weight-bound: half the bandwidth fraction, a much slower TPOT
+    assert json.loads(cal)["tpot_s"] > 1.4 * json.loads(base)["tpot_s"]
