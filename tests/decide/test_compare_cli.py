@@ -13,6 +13,23 @@ DATA = Path(__file__).parent / "data" / "tco_test_catalog.yaml"
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
+SMALL = """
+name: small
+workload: {kind: training, model: gpt2-1.02b, tokens: 2.04e10, seq_len: 2048, global_batch: 256}
+options:
+  - {hardware: a100-sxm4-80gb, gpus: 64, pricing: owned}
+  - {hardware: h100-sxm5-80gb, gpus: 32, pricing: owned}
+  - {hardware: h100-sxm5-80gb, gpus: 32, pricing: on_demand, provider: aws}
+"""
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    p = tmp_path / "small.yaml"
+    p.write_text(SMALL)
+    return p
+
+
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as exc:
         main([*args, "--catalog", str(DATA)])
@@ -69,7 +86,7 @@ def test_compare_scenario_file_and_preset(capsys):
     assert js["comparisons"][0]["preset"] == "industry-2024"
 
 
-def test_preset_list_show_diff(capsys):
+def test_preset_list_show_diff(capsys, small):
     code, out, _ = run(["preset", "list", "--json"], capsys)
     assert code == 0
     ids = {p["id"] for p in json.loads(out)["presets"]}
@@ -149,14 +166,14 @@ def test_validate_tco_json(capsys):
     assert all(0 < r["goodput"] <= 1 for r in res["rows"])
 
 
-def test_calibration_profile_changes_throughput(tmp_path, capsys):
+def test_calibration_profile_changes_throughput(tmp_path, capsys, small):
     from aitco.calibrate.profile import CalibrationProfile, save_profile
     from aitco.perf.efficiency import DEFAULT_EFFICIENCY
 
     slow = {k: v / 2 for k, v in DEFAULT_EFFICIENCY.gemm.items()}
     prof = CalibrationProfile(efficiency=DEFAULT_EFFICIENCY.model_copy(update={"gemm": slow}))
     path = save_profile(prof, tmp_path / "slow.yaml")
-    scn = EXAMPLES / "default.yaml"
+    scn = small
     _, base, _ = run(["tco", str(scn), "--json"], capsys)
     code, cal, _ = run(["tco", str(scn), "--json", "--calibration", str(path)], capsys)
     assert code == 0

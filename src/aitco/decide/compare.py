@@ -119,6 +119,8 @@ class Factors:
     preset: str | None = None
     overrides: dict[str, float | list[float]] = field(default_factory=dict)
     used: dict[str, str] = field(default_factory=dict)
+    #: Engine results memoised within one :func:`compare` call (same hardware, other pricing).
+    memo: dict[Any, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._preset_over: dict[str, float | list[float]] = {}
@@ -559,20 +561,32 @@ def _training(
 ) -> Breakdown:
     est = _engine("training")
     plan = w.plan.model_dump(exclude_none=True, exclude_defaults=True) or None
-    res = est(
-        model,
-        acc,
-        sysm,
+    key = (
+        "training",
+        model.id,
+        acc.id,
+        sysm.model_dump_json(),
         opt.gpus,
-        seq_len=w.seq_len,
-        global_batch=w.batch_sequences,
-        tokens=w.tokens,
-        precision=w.precision,
-        method=w.method,
-        plan=plan,
-        efficiency=eff,
-        lora_rank=w.lora_rank,
+        w.model_dump_json(),
+        eff.model_dump_json(),
     )
+    res = fac.memo.get(key)
+    if res is None:  # the same hardware under several pricing modes runs the engine once
+        res = est(
+            model,
+            acc,
+            sysm,
+            opt.gpus,
+            seq_len=w.seq_len,
+            global_batch=w.batch_sequences,
+            tokens=w.tokens,
+            precision=w.precision,
+            method=w.method,
+            plan=plan,
+            efficiency=eff,
+            lora_rank=w.lora_rank,
+        )
+        fac.memo[key] = res
     v = res.values
     productive_h = float(v["wall_clock_h"])
     n = opt.gpus
@@ -1237,6 +1251,20 @@ def _inference(
     est = _engine("inference")
 
     def run_engine(gpus: int) -> Any:
+        key = (
+            "inference",
+            model.id,
+            acc.id,
+            sysm.model_dump_json(),
+            gpus,
+            w.model_dump_json(),
+            eff.model_dump_json(),
+        )
+        if key not in fac.memo:
+            fac.memo[key] = _run_inference(gpus)
+        return fac.memo[key]
+
+    def _run_inference(gpus: int) -> Any:
         return est(
             model,
             acc,
