@@ -35,6 +35,9 @@ FTE_HOURS_PER_YEAR = 2080.0
 #: Paid hours of one full-time employee per month. [h/FTE-month]
 FTE_HOURS_PER_MONTH = FTE_HOURS_PER_YEAR / MONTHS_PER_YEAR
 
+#: Lowest IRR searched per period (-99 %): below it the discount factors overflow.
+IRR_LOWER_BOUND = -0.99
+
 #: Default relative swing of each input in the tornado analysis (+/- 20 %).
 TORNADO_DEFAULT_SWING = 0.2
 
@@ -255,7 +258,7 @@ def npv(rate: float, cash_flows_usd: ArrayLike) -> float:
     return float(np.sum(c / (1.0 + rate) ** t))
 
 
-def irr(cash_flows_usd: ArrayLike, *, tol: float = 1e-12, max_iter: int = 200) -> float | None:
+def irr(cash_flows_usd: ArrayLike, *, tol: float = 0.0, max_iter: int = 2000) -> float | None:
     r"""Compute the internal rate of return per period (where the NPV is zero), or None.
 
     Parameters
@@ -263,19 +266,19 @@ def irr(cash_flows_usd: ArrayLike, *, tol: float = 1e-12, max_iter: int = 200) -
     cash_flows_usd : array_like
         Cash flow of each period, the first at period 0. [USD]
     tol : float
-        Tolerance on the rate.
+        Tolerance on the rate (default 0: bisect to floating-point resolution).
     max_iter : int
-        Iterations of the bisection.
+        Iteration cap of the bisection.
 
     Returns
     -------
     float or None
         IRR per period; None when the flows do not change sign (no IRR exists) or no root lies
-        in (-0.9999, 1e6).
+        in (``IRR_LOWER_BOUND``, 1e6).
 
     Notes
     -----
-    Solves :math:`\sum_t c_t (1+r)^{-t} = 0` by bisection on :math:`r` between -0.9999 and an
+    Solves :math:`\sum_t c_t (1+r)^{-t} = 0` by bisection on :math:`r` between -0.99 and an
     upper bound found by doubling; for conventional flows (outflows first, then inflows) the NPV
     falls monotonically in *r* and the root is unique. Same value as Excel's ``=IRR(C0:CT)`` and
     ``numpy_financial.irr``.
@@ -285,9 +288,11 @@ def irr(cash_flows_usd: ArrayLike, *, tol: float = 1e-12, max_iter: int = 200) -
         return None
 
     def f(r: float) -> float:
-        return npv(r, c)
+        # near r = -1 the discount factors overflow to inf, which still has the right sign
+        with np.errstate(over="ignore", invalid="ignore"):
+            return npv(r, c)
 
-    lo, hi = -0.9999, 1.0
+    lo, hi = IRR_LOWER_BOUND, 1.0
     f_lo = f(lo)
     while f(hi) * f_lo > 0 and hi < 1e6:
         hi *= 2.0
@@ -296,7 +301,7 @@ def irr(cash_flows_usd: ArrayLike, *, tol: float = 1e-12, max_iter: int = 200) -
     for _ in range(max_iter):
         mid = 0.5 * (lo + hi)
         fm = f(mid)
-        if fm == 0 or hi - lo < tol:
+        if fm == 0 or hi - lo <= tol or mid in (lo, hi):
             return mid
         if fm * f_lo > 0:
             lo, f_lo = mid, fm
