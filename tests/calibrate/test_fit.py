@@ -69,7 +69,7 @@ def test_round_trip_recovers_known_parameters(hw) -> None:
     assert fit.params_["intra_node_link"] == pytest.approx(0.66, abs=1e-4)
     assert fit.params_["scale_out_link"] == pytest.approx(0.55, abs=1e-4)
     assert np.max(np.abs(fit.residuals_)) < 1e-6
-    assert fit.unconstrained_ == []
+    assert fit.unconstrained_ == ["decode_hbm", "serving_overhead_s"]  # no serving observations
     np.testing.assert_allclose(fit.predict(obs), [o.value for o in obs], rtol=1e-5)
 
 
@@ -154,3 +154,38 @@ def test_observation_validation(hw) -> None:
         Observation(kind="bogus", value=1.0, acc=acc)
     with pytest.raises(InputError):
         Observation(kind="matmul_tflops", value=float("nan"), acc=acc)
+
+
+@pytest.mark.slow
+def test_serving_round_trip(catalog) -> None:
+    """Recover decode_hbm and the per-iteration overhead from TTFT/TPOT at two loads.
+
+    The serving model simulates a queue, so its predictions jitter by ~0.1 % between nearby
+    parameter values; the tolerance (1 %) reflects that, not a fudge.
+    """
+    acc, system = catalog.hardware("l40s")
+    model = catalog.resolve_model("llama-3.2-3b")
+    true = DEFAULT_EFFICIENCY.with_overrides({"decode_hbm": 0.7, "serving_overhead_s": 0.006})
+    obs = []
+    for qps in (1.0, 8.0):
+        for kind in ("serving_ttft_s", "serving_tpot_s"):
+            o = Observation(
+                kind=kind,
+                value=1.0,
+                acc=acc,
+                system=system,
+                model=model,
+                conditions={
+                    "gpus": 1,
+                    "tp": 1,
+                    "input_tokens": 1000,
+                    "output_tokens": 250,
+                    "qps": qps,
+                },
+            )
+            o.value = default_predict(o, true)
+            obs.append(o)
+    fit = EfficiencyFit(params=("decode_hbm", "serving_overhead_s")).fit(obs)
+    assert fit.params_["decode_hbm"] == pytest.approx(0.7, rel=0.01)
+    assert fit.params_["serving_overhead_s"] == pytest.approx(0.006, rel=0.01)
+    assert np.max(np.abs(fit.residuals_)) < 0.01

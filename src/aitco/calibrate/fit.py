@@ -49,11 +49,25 @@ PredictFn = Callable[[Observation, EfficiencyParams], float]
 
 #: Parameters fitted by default. ``gemm`` means the GEMM fraction of the observations'
 #: accelerator family (``gemm:<family>``).
-DEFAULT_PARAMS = ("gemm", "hbm", "intra_node_link", "scale_out_link")
+DEFAULT_PARAMS = (
+    "gemm",
+    "hbm",
+    "intra_node_link",
+    "scale_out_link",
+    "decode_hbm",
+    "serving_overhead_s",
+)
 #: Bounds of every fitted fraction (the EfficiencyParams validators allow [0.01, 1]).
 PARAM_BOUNDS = (0.01, 1.0)
-#: Relative step for the finite-difference Jacobian (in the transformed variable).
-FD_STEP = 1e-4
+#: A fitted value this close to a bound (as a fraction of the range) is reported as at the bound.
+BOUND_MARGIN = 0.01
+#: Span above the lower bound allowed for a parameter without an upper bound (x its magnitude).
+OPEN_BOUND_SPAN = 10.0
+#: Log-residual given to a trial point where the model has no finite prediction.
+INVALID_RESIDUAL = 50.0
+#: Step of the central-difference Jacobian, in the logistic-transformed variable. Large enough
+#: to see through the small jitter of simulated predictors (the serving queue simulation).
+FD_STEP = 1e-2
 #: Matrices a matmul reads and writes (A, B, C) for the roofline byte count.
 MATMUL_OPERANDS = 3
 #: FLOPs per multiply-add.
@@ -127,7 +141,46 @@ def _step_time_s(obs: Observation, eff: EfficiencyParams) -> float:
     return float(res.values["step_time_s"])
 
 
+#: Inference estimates reused between the TTFT and TPOT observations of one run.
+_SERVING_CACHE: dict[tuple[Any, ...], dict[str, Any]] = {}
+_SERVING_CACHE_MAX = 256
+
+
+def _serving(obs: Observation, eff: EfficiencyParams) -> float:
+    from aitco.perf.inference import estimate_inference
+
+    c = obs.conditions
+    if obs.model is None or obs.system is None:
+        raise InputError(
+            "observation.model", None, "a model and a system for a serving observation"
+        )
+    key = (obs.model.id, obs.acc.id, obs.system.id, tuple(sorted(c.items())), eff.model_dump_json())
+    vals = _SERVING_CACHE.get(key)
+    if vals is None:
+        res = estimate_inference(
+            obs.model,
+            obs.acc,
+            obs.system,
+            int(c["gpus"]),
+            precision=str(c.get("precision", "bf16")),
+            input_tokens=int(c["input_tokens"]),
+            output_tokens=int(c["output_tokens"]),
+            qps=c.get("qps"),
+            concurrency=c.get("concurrency"),
+            mode="online",
+            tp=c.get("tp"),
+            efficiency=eff,
+        )
+        vals = res.values
+        if len(_SERVING_CACHE) >= _SERVING_CACHE_MAX:
+            _SERVING_CACHE.clear()
+        _SERVING_CACHE[key] = vals
+    return float(vals["ttft_s"] if obs.kind == "serving_ttft_s" else vals["tpot_s"])
+
+
 PREDICTORS: dict[str, PredictFn] = {
+    "serving_ttft_s": _serving,
+    "serving_tpot_s": _serving,
     "collective_time_s": _collective_time_s,
     "matmul_tflops": _matmul_tflops,
     "memory_bandwidth_gb_s": _memory_bandwidth_gb_s,
@@ -140,15 +193,38 @@ def default_predict(obs: Observation, eff: EfficiencyParams) -> float:
     return PREDICTORS[obs.kind](obs, eff)
 
 
-def _to_u(x: float) -> float:
+def param_bounds(name: str) -> tuple[float, float]:
+    """Bounds of a fitted parameter: the ``ge``/``le`` of its EfficiencyParams field.
+
+    ``gemm:<family>`` and fields without both bounds use :data:`PARAM_BOUNDS`.
+    """
     lo, hi = PARAM_BOUNDS
+    info = EfficiencyParams.model_fields.get(name)
+    if info is not None:
+        for m in info.metadata:
+            if getattr(m, "ge", None) is not None:
+                lo = float(m.ge)
+            if getattr(m, "le", None) is not None:
+                hi = float(m.le)
+    if hi <= lo:  # only a lower bound (e.g. an exponent >= 1): allow a decade above it
+        hi = lo + OPEN_BOUND_SPAN * max(abs(lo), 1.0)
+    return lo, hi
+
+
+def _near_bound(name: str, v: float) -> bool:
+    lo, hi = param_bounds(name)
+    return min(v - lo, hi - v) < BOUND_MARGIN * (hi - lo)
+
+
+def _to_u(x: float, bounds: tuple[float, float]) -> float:
+    lo, hi = bounds
     f = min(max((x - lo) / (hi - lo), 1e-6), 1 - 1e-6)
     return math.log(f / (1 - f))
 
 
-def _from_u(u: float) -> float:
-    lo, hi = PARAM_BOUNDS
-    return lo + (hi - lo) / (1 + math.exp(-u))
+def _from_u(u: float, bounds: tuple[float, float]) -> float:
+    lo, hi = bounds
+    return lo + (hi - lo) / (1 + math.exp(-min(max(u, -700.0), 700.0)))
 
 
 class EfficiencyFit:
@@ -168,6 +244,8 @@ class EfficiencyFit:
         Maximum Levenberg-Marquardt iterations.
     tol : float
         Stop when the cost improves by less than this (relative).
+    fd_step : float
+        Step of the central-difference Jacobian in the transformed variable.
 
     Attributes
     ----------
@@ -202,12 +280,14 @@ class EfficiencyFit:
         predict_fn: PredictFn | None = None,
         max_iter: int = 50,
         tol: float = 1e-10,
+        fd_step: float = FD_STEP,
     ) -> None:
         self.params = tuple(params)
         self.base = base
         self.predict_fn = predict_fn
         self.max_iter = max_iter
         self.tol = tol
+        self.fd_step = fd_step
 
     # ------------------------------------------------------------------ helpers
     def _resolve(self, observations: Sequence[Observation]) -> list[str]:
@@ -245,15 +325,23 @@ class EfficiencyFit:
         return base.with_overrides(over)
 
     def _residuals(
-        self, obs: Sequence[Observation], eff: EfficiencyParams, fn: PredictFn
+        self,
+        obs: Sequence[Observation],
+        eff: EfficiencyParams,
+        fn: PredictFn,
+        *,
+        strict: bool = True,
     ) -> np.ndarray:
         out = np.empty(len(obs))
         for i, o in enumerate(obs):
             pred = fn(o, eff)
             if not (math.isfinite(pred) and pred > 0):
-                raise InputError(
-                    "prediction", pred, f"a positive prediction for {o.kind} ({o.source})"
-                )
+                if strict:
+                    raise InputError(
+                        "prediction", pred, f"a positive prediction for {o.kind} ({o.source})"
+                    )
+                out[i] = INVALID_RESIDUAL  # e.g. a saturated queue: reject the trial step
+                continue
             out[i] = math.sqrt(o.weight) * (math.log(pred) - math.log(o.value))
         return out
 
@@ -271,16 +359,20 @@ class EfficiencyFit:
         active = []
         for j, n in enumerate(names):
             x = list(x0)
-            x[j] = _from_u(_to_u(x0[j]) + 0.5)
+            x[j] = _from_u(_to_u(x0[j], param_bounds(n)) + 0.5, param_bounds(n))
             rj = self._residuals(obs, self._with(self.base, names, x), fn)
             if np.max(np.abs(rj - r0)) > 1e-9:
                 active.append(n)
         self.unconstrained_ = [n for n in names if n not in active]
         base = self.base
-        u = np.array([_to_u(self._value(base, n)) for n in active])
+        bounds = [param_bounds(n) for n in active]
+        u = np.array([_to_u(self._value(base, n), b) for n, b in zip(active, bounds, strict=True)])
+
+        def vals_of(uv: np.ndarray) -> list[float]:
+            return [_from_u(v, b) for v, b in zip(uv, bounds, strict=True)]
 
         def res(uv: np.ndarray) -> np.ndarray:
-            return self._residuals(obs, self._with(base, active, [_from_u(v) for v in uv]), fn)
+            return self._residuals(obs, self._with(base, active, vals_of(uv)), fn, strict=False)
 
         r = res(u)
         cost = float(r @ r)
@@ -292,8 +384,8 @@ class EfficiencyFit:
                 break
             for j in range(len(active)):
                 du = np.zeros_like(u)
-                du[j] = FD_STEP
-                jac[:, j] = (res(u + du) - r) / FD_STEP
+                du[j] = self.fd_step
+                jac[:, j] = (res(u + du) - res(u - du)) / (2 * self.fd_step)
             jtj = jac.T @ jac
             g = jac.T @ r
             improved = False
@@ -312,18 +404,13 @@ class EfficiencyFit:
             if not improved or rel < self.tol or cost < 1e-24:
                 break
         self.n_iter_ = it
-        vals = [_from_u(v) for v in u]
+        vals = vals_of(u)
         self.params_ = dict(zip(active, vals, strict=True))
         self.fitted_ = list(active)
         self.efficiency_ = self._with(base, active, vals)
         self.residuals_ = res(u) / np.sqrt([o.weight for o in obs])
         self.observations_ = obs
-        lo, hi = PARAM_BOUNDS
-        self.at_bound_ = [
-            n
-            for n, v in self.params_.items()
-            if v - lo < 0.01 * (hi - lo) or hi - v < 0.01 * (hi - lo)
-        ]
+        self.at_bound_ = [n for n, v in self.params_.items() if _near_bound(n, v)]
         self.stderr_ = self._stderr(active, vals, obs, fn)
         return self
 
@@ -338,7 +425,7 @@ class EfficiencyFit:
         for j in range(len(active)):
             x = list(vals)
             h = max(1e-6, 1e-4 * vals[j])
-            x[j] = min(vals[j] + h, PARAM_BOUNDS[1])
+            x[j] = min(vals[j] + h, param_bounds(active[j])[1])
             x[j] = x[j] if x[j] > vals[j] else vals[j] - h
             jac[:, j] = (self._residuals(obs, self._with(self.base, active, x), fn) - r) / (
                 x[j] - vals[j]
@@ -396,11 +483,16 @@ def profile_from_fit(
         all_notes.append(
             f"{n}: no observation depends on it; left at {fit._value(fit.base, n):.3g}"
         )
+    if len(fit.observations_) <= len(fit.fitted_):
+        all_notes.append(
+            f"{len(fit.fitted_)} parameters from {len(fit.observations_)} observations: the fit is "
+            "not unique (no standard errors); add runs at other loads or sizes, or fit fewer "
+            "parameters (--params)"
+        )
     for n in fit.at_bound_:
         all_notes.append(
             f"{n}: fitted value {fit.params_[n]:.3g} is at its bound; the data want a value "
-            "outside "
-            f"[{PARAM_BOUNDS[0]}, {PARAM_BOUNDS[1]}] (the model misses this effect)"
+            f"outside {list(param_bounds(n))} (the model misses this effect)"
         )
     return CalibrationProfile(
         accelerator=accelerator,
@@ -417,7 +509,8 @@ def _depends(fit: EfficiencyFit, obs: Observation, name: str) -> bool:
     fn = fit.predict_fn or default_predict
     base = fit.efficiency_
     v = fit.params_[name]
+    lo, hi = param_bounds(name)
     bumped = EfficiencyFit._with(
-        base, [name], [min(v * 1.05, PARAM_BOUNDS[1]) if v < 0.95 else v * 0.95]
+        base, [name], [v + 0.05 * (hi - v) if v < hi else v - 0.05 * (v - lo)]
     )
     return bool(abs(fn(obs, bumped) - fn(obs, base)) > 1e-12 * abs(fn(obs, base)))

@@ -12,6 +12,8 @@ kind                      conditions                                            
 ``memory_bandwidth_gb_s``                                                       GB/s
 ``step_time_s``           ``model``, ``gpus``, ``seq_len``, ``global_batch``,   s
                           ``plan``, ``precision``
+``serving_ttft_s``        ``model``, ``gpus``, ``tp``, ``input_tokens``,        s
+``serving_tpot_s``        ``output_tokens``, ``qps`` or ``concurrency``         s
 ========================  ====================================================  ==========
 """
 
@@ -27,12 +29,21 @@ from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.errors import InputError
 
 #: Observation kinds understood by the default predictor.
-OBSERVATION_KINDS = ("collective_time_s", "matmul_tflops", "memory_bandwidth_gb_s", "step_time_s")
+OBSERVATION_KINDS = (
+    "collective_time_s",
+    "matmul_tflops",
+    "memory_bandwidth_gb_s",
+    "step_time_s",
+    "serving_ttft_s",
+    "serving_tpot_s",
+)
 #: nccl-tests rows within this many doublings of the largest size are used for the link fit
 #: (bandwidth-bound; smaller sizes are dominated by latency, which is not a fitted parameter).
 NCCL_FIT_LOG2_SPAN = 3.0
 #: Microseconds per second.
 US_PER_S = 1e6
+#: Milliseconds per second.
+MS_PER_S = 1e3
 
 
 @dataclass
@@ -171,6 +182,62 @@ def from_trainlog(
             source=result.path,
         )
     ]
+
+
+def from_serving(
+    result: ParseResult,
+    model: ModelArch,
+    acc: Accelerator,
+    system: System,
+    *,
+    gpus: int,
+    tp: int | None = None,
+    precision: str = "bf16",
+) -> list[Observation]:
+    """Mean TTFT and TPOT observations, one pair per run of a vLLM/SGLang benchmark result.
+
+    Mean input and output lengths are the run's token totals over completed requests; the load
+    is the request rate (``qps``), or the concurrency cap when the rate was ``inf``.
+    """
+    if result.kind not in ("vllm", "sglang"):
+        raise InputError("result.kind", result.kind, "a vLLM or SGLang benchmark result")
+    out: list[Observation] = []
+    for i, r in enumerate(result.records):
+        done = r.get("completed")
+        tin, tout = r.get("total_input_tokens"), r.get("total_output_tokens")
+        if not done or not tin or not tout:
+            continue
+        rate = r.get("request_rate")
+        conc = r.get("max_concurrency")
+        cond: dict[str, Any] = {
+            "gpus": gpus,
+            "tp": tp,
+            "precision": precision,
+            "input_tokens": max(1, round(tin / done)),
+            "output_tokens": max(1, round(tout / done)),
+        }
+        if isinstance(rate, int | float) and math.isfinite(rate) and rate > 0:
+            cond["qps"] = float(rate)
+        elif conc:
+            cond["concurrency"] = int(conc)
+        else:
+            continue
+        src = f"{result.path} (run {i + 1})"
+        for kind, key in (("serving_ttft_s", "mean_ttft_ms"), ("serving_tpot_s", "mean_tpot_ms")):
+            v = r.get(key) or r.get(key.replace("mean_", "median_"))
+            if v and v > 0:
+                out.append(
+                    Observation(
+                        kind=kind,
+                        value=v / MS_PER_S,
+                        acc=acc,
+                        system=system,
+                        model=model,
+                        conditions=dict(cond),
+                        source=src,
+                    )
+                )
+    return out
 
 
 def from_probe(

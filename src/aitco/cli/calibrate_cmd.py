@@ -241,13 +241,13 @@ def calibrate(
     precision: Annotated[str, typer.Option("--precision")] = "bf16",
     params: Annotated[
         str, typer.Option("--params", help="Comma-separated parameters to fit.")
-    ] = "gemm,hbm,intra_node_link,scale_out_link",
+    ] = "gemm,hbm,intra_node_link,scale_out_link,decode_hbm,serving_overhead_s",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Fit the efficiency parameters to your logs and write a calibration profile."""
     from aitco.calibrate import measurements as meas
     from aitco.calibrate.fit import EfficiencyFit, profile_from_fit
-    from aitco.calibrate.observations import from_nccl, from_trainlog
+    from aitco.calibrate.observations import from_nccl, from_serving, from_trainlog
     from aitco.calibrate.profile import save_profile
     from aitco.cli import state
 
@@ -297,6 +297,20 @@ def calibrate(
             for k in ("step_time_s", "tokens_per_s_per_gpu", "mfu"):
                 if tt.get(k) is not None:
                     measured[k] = float(tt[k])
+        elif r.kind in ("vllm", "sglang"):
+            if not (model and gpus):
+                raise InputError(
+                    "--model/--gpus",
+                    None,
+                    "the served model and GPU count",
+                    file=r.path,
+                    hint="needed to fit serving latencies",
+                )
+            arch = cat.resolve_model(model, field="--model")
+            obs += from_serving(r, arch, acc, system, gpus=gpus, tp=tp, precision=precision)
+            for k in ("mean_ttft_ms", "mean_tpot_ms", "output_throughput"):
+                if isinstance(r.summary.get(k), int | float):
+                    measured[f"{r.kind}_{k}"] = float(r.summary[k])
         elif r.kind in ("dcgm", "nvidia-smi"):
             for k in ("mean_power_w", "idle_fraction", "energy_j"):
                 if r.summary.get(k) is not None:
