@@ -322,3 +322,10 @@ def test_trace_driven_load() -> None:
         estimate_inference(LLAMA8, GPU, NODE, 1, trace=(t, ins, outs), qps=3.0)
     with pytest.raises(InputError):
         estimate_inference(LLAMA8, GPU, NODE, 1, trace=([0.0], [1], [1]))
+
+
+def test_cold_start_reported() -> None:
+    v = estimate_inference(LLAMA70, GPU, NODE, 2, tp=2, precision="fp8", efficiency=BARE).values
+    # one node reads ~72 GB of fp8 weights from NVMe at 7 GB/s, plus provisioning and warm-up
+    assert v["cold_start_weights_load_s"] == pytest.approx(v["weights_gb"] / 7.0)
+    assert v["cold_start_s"] > v["cold_start_weights_load_s"]

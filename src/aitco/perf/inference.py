@@ -1401,6 +1401,9 @@ def estimate_inference(
     energy = serving.energy_per_token(acc, gpus, out_tps, utilization=busy)
 
     weights_total_gb = mp.weights_gb * tp_ * pp_
+    # a new replica reads its weights from each node's local NVMe (nodes in parallel)
+    nodes = math.ceil(tp_ * pp_ / system.devices_per_node)
+    cold = serving.cold_start(weights_total_gb / nodes)
     vals.update(
         {
             "ttft_s": ttft,
@@ -1430,6 +1433,8 @@ def estimate_inference(
             "engine": eng.name,
             "regime": regime,
             **energy,
+            "cold_start_s": cold.total_s,
+            "cold_start_weights_load_s": cold.load_s,
         }
     )
     if sim is None:
