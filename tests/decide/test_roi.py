@@ -186,3 +186,19 @@ def test_vectorised_flat_forms():
     assert np.allclose(roi.monthly_roi(s, 1.0), s - 1)
     with pytest.raises(InputError):
         roi.breakeven_calls_per_month(1.0, 0.0, 0.5)
+
+
+def test_costs_priced_from_scenarios(catalog):
+    from aitco.decide.compare import compare
+    from aitco.decide.scenario import Scenario
+
+    inp = roi.RoiInputs.from_yaml("examples/roi_chat_service_tco.yaml")
+    out, used = roi.with_scenario_costs(inp, catalog, file="examples/roi_chat_service_tco.yaml")
+    scn = Scenario.from_yaml("examples/inference-llama3-8b-chat.yaml")
+    best = min(b.total_usd for b in compare(scn, catalog).options)
+    assert out.variable_cost_usd == pytest.approx(best / scn.workload.months)
+    assert used["serving_scenario"]["variable_cost_usd"] == pytest.approx(out.variable_cost_usd)
+    assert out.iteration_cost_usd > 0
+    bad = inp.model_copy(update={"serving_scenario": "finetune-lora-llama3-70b.yaml"})
+    with pytest.raises(InputError, match="inference"):
+        roi.with_scenario_costs(bad, catalog, file="examples/roi_chat_service_tco.yaml")

@@ -77,7 +77,10 @@ def roi_cmd(
         if explain:
             print_explain(est)
         return
+    from aitco.cli import state
+
     inp = roi.RoiInputs.from_yaml(roi_file)
+    inp, priced = roi.with_scenario_costs(inp, state.catalog(), file=roi_file)
     updates: dict[str, Any] = {}
     if monthly_savings_usd is not None:
         updates["monthly_savings_usd"] = monthly_savings_usd
@@ -90,6 +93,7 @@ def roi_cmd(
     res = roi.roi_series(inp)
     res["tornado"] = roi.tornado(inp, metric=tornado_metric, swing=tornado_swing)
     res["roi"] = res["mean_monthly_roi"]
+    res["priced_from_scenarios"] = priced
     if json_out:
         print_json(res)
         return
@@ -152,7 +156,10 @@ def breakeven_cmd(
     from aitco.decide import roi
 
     if roi_file is not None:
+        from aitco.cli import state
+
         inp = roi.RoiInputs.from_yaml(roi_file)
+        inp, _ = roi.with_scenario_costs(inp, state.catalog(), file=roi_file)
         price = price_per_call_usd if price_per_call_usd is not None else inp.price_per_call_usd
         margin = gross_margin if gross_margin is not None else inp.gross_margin
         if price is None or margin is None:

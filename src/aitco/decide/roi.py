@@ -389,6 +389,9 @@ class RoiInputs(BaseModel):
         Annual discount rate for NPV. [1/year]
     price_per_call_usd, gross_margin : float, optional
         When given, the break-even call volume of each month is reported too.
+    serving_scenario, training_scenario : str, optional
+        Scenario YAML files priced with :func:`aitco.decide.compare.compare` by
+        :func:`with_scenario_costs` (serving: monthly cost; training: cost per iteration).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -406,6 +409,16 @@ class RoiInputs(BaseModel):
     discount_rate: float = Field(default=0.10, gt=-1)
     price_per_call_usd: float | None = Field(default=None, gt=0)
     gross_margin: float | None = Field(default=None, gt=0, le=1)
+    serving_scenario: str | None = Field(
+        default=None,
+        description="Inference scenario YAML; its cheapest option's monthly TCO "
+        "becomes variable_cost_usd (serving scales with traffic).",
+    )
+    training_scenario: str | None = Field(
+        default=None,
+        description="Training scenario YAML; its cheapest option's TCO becomes "
+        "iteration_cost_usd (one run per model iteration).",
+    )
 
     @classmethod
     def from_yaml(cls, path: str) -> RoiInputs:
@@ -432,6 +445,63 @@ class RoiInputs(BaseModel):
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"])
             raise InputError(loc, err.get("input"), err["msg"], file=file) from exc
+
+
+def with_scenario_costs(
+    inp: RoiInputs, catalog: Any, *, file: str | None = None
+) -> tuple[RoiInputs, dict[str, Any]]:
+    """Fill costs from the scenarios named in the inputs (the full TCO of their cheapest option).
+
+    Parameters
+    ----------
+    inp : RoiInputs
+        Inputs, possibly naming ``serving_scenario`` / ``training_scenario`` (paths relative to
+        the ROI file's folder when ``file`` is given).
+    catalog : Catalog
+        Catalog to price the scenarios with.
+    file : str, optional
+        The ROI file (to resolve relative scenario paths).
+
+    Returns
+    -------
+    (RoiInputs, dict)
+        Inputs with ``variable_cost_usd`` = serving TCO per month (total / months) and
+        ``iteration_cost_usd`` = training TCO, and a dict saying which option priced each.
+    """
+    from pathlib import Path
+
+    from aitco.decide.compare import compare
+    from aitco.decide.scenario import Scenario
+
+    base = Path(file).parent if file else Path(".")
+    upd: dict[str, Any] = {}
+    used: dict[str, Any] = {}
+    for key, target in (
+        ("serving_scenario", "variable_cost_usd"),
+        ("training_scenario", "iteration_cost_usd"),
+    ):
+        path = getattr(inp, key)
+        if path is None:
+            continue
+        p = Path(path)
+        if not p.is_absolute():
+            p = base / p
+        scn = Scenario.from_yaml(p)
+        if scn.workload is None:
+            raise InputError(key, path, "a scenario with a workload and options")
+        want = "inference" if key == "serving_scenario" else "training"
+        if scn.workload.kind != want:
+            raise InputError(key, path, f"an {want} scenario", file=file)
+        comp = compare(scn, catalog)
+        best = min(comp.options, key=lambda b: b.total_usd)
+        cost = best.total_usd
+        if want == "inference":
+            cost = cost / float(getattr(scn.workload, "months", 1.0))
+        upd[target] = cost
+        used[key] = {"file": str(p), "option": best.name, target: cost, "total_usd": best.total_usd}
+    if not upd:
+        return inp, used
+    return inp.model_copy(update=upd), used
 
 
 #: Inputs the tornado analysis varies (the numeric levers of :class:`RoiInputs`).
