@@ -375,3 +375,23 @@ def test_scenario_sections_round_trip(tmp_path):
         again = Scenario.from_yaml(path)
         assert again == scn
         assert yaml.safe_load(path.read_text())  # plain YAML
+
+
+def test_every_accelerator_and_mode_prices_or_fails_cleanly(cat):
+    """No traceback for any catalog accelerator x pricing mode: a price or an AitcoError."""
+    from aitco.errors import AitcoError
+
+    for acc in sorted(cat.accelerators):
+        for mode in ("on_demand", "spot", "owned"):
+            scn = Scenario.from_dict(
+                {
+                    "workload": {"kind": "training", "model": "gpt2-124m", "tokens": 1e8},
+                    "options": [{"hardware": acc, "gpus": 8, "pricing": mode}],
+                }
+            )
+            try:
+                b = compare(scn, cat).options[0]
+            except AitcoError:
+                continue
+            assert math.isfinite(b.total_usd)
+            assert b.total_usd > 0

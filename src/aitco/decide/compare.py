@@ -483,6 +483,15 @@ def _engine(kind: str) -> Any:
         ) from exc
 
 
+def _guarded(fn: Any, what: str, *args: Any, **kw: Any) -> Any:
+    """Run an engine; an arithmetic failure inside it becomes one clear error, not a traceback."""
+    try:
+        return fn(*args, **kw)
+    except ArithmeticError as exc:
+        msg = f"{what}: the performance engine failed ({type(exc).__name__}: {exc})"
+        raise AitcoError(msg) from exc
+
+
 def _checkpoint_bytes(model: ModelArch, w: TrainingWorkload) -> float:
     from aitco.perf.params import param_counts
 
@@ -572,7 +581,9 @@ def _training(
     )
     res = fac.memo.get(key)
     if res is None:  # the same hardware under several pricing modes runs the engine once
-        res = est(
+        res = _guarded(
+            est,
+            f"{where}: training {model.id} on {opt.gpus} x {acc.id}",
             model,
             acc,
             sysm,
@@ -685,7 +696,7 @@ def _training(
         "usd_per_million_tokens": b.total_usd / tokens * MEGA,
         "energy_kwh": kwh,
         "kg_co2e": kg,
-        "energy_per_token_j": float(carbon.energy_per_token_j(kwh, tokens)),
+        "energy_per_token_j": _per_token_j(kwh, tokens),
         "offer": price.offer,
         **price.capex,
     }
@@ -966,6 +977,11 @@ def _power_items(
     the training draw factor for services.
     """
     if acc.tdp_w is None:
+        if opt.pricing in RENTED:  # energy is inside the rental price: report it as unknown
+            b.assumptions.append(
+                f"{acc.id} has no published TDP: energy and emissions not estimated"
+            )
+            return math.nan, math.nan
         raise CatalogError(f"accelerators.{acc.id}.tdp_w", None, "a TDP to compute power")
     fa_id = "utilization-power.training-fraction-of-tdp"
     fa = fac.value(fa_id) if active_fraction is None else active_fraction
@@ -1218,13 +1234,19 @@ def _compliance_items(b: Breakdown, scn: Scenario, fac: Factors, period_days: fl
     )
 
 
+def _per_token_j(kwh: float, tokens: float) -> float | None:
+    if not tokens or not math.isfinite(kwh):
+        return None
+    return float(carbon.energy_per_token_j(kwh, tokens))
+
+
 def _carbon_items(b: Breakdown, fac: Factors, kg: float) -> None:
     cid = "carbon.usd-per-tonne"
     if fac.has(cid):
         p = fac.value(cid)
         if p < 0:
             raise InputError(cid, p, "a carbon price >= 0")
-        if p > 0:
+        if p > 0 and math.isfinite(kg):
             b.add(
                 "carbon_price",
                 kg / KG_PER_TONNE * p,
@@ -1265,7 +1287,9 @@ def _inference(
         return fac.memo[key]
 
     def _run_inference(gpus: int) -> Any:
-        return est(
+        return _guarded(
+            est,
+            f"{where}: serving {model.id} on {gpus} x {acc.id}",
             model,
             acc,
             sysm,
@@ -1410,7 +1434,7 @@ def _inference(
         "goodput": (hours - lost_h) / hours,
         "energy_kwh": kwh,
         "kg_co2e": kg,
-        "energy_per_token_j": float(carbon.energy_per_token_j(kwh, tokens)) if tokens else None,
+        "energy_per_token_j": _per_token_j(kwh, tokens),
         "offer": price.offer,
         **price.capex,
     }
