@@ -490,3 +490,19 @@ def test_unusable_file_is_parse_error(tmp_path: Path, fn) -> None:
     empty.write_text("")
     with pytest.raises(ParseError):
         fn(empty)
+
+
+def test_trainlog_bounded_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import aitco.calibrate.parsers.train_log as tl
+
+    monkeypatch.setattr(tl, "MAX_RECORDS_KEPT", 10)
+    f = tmp_path / "long.jsonl"
+    f.write_text(
+        "".join(f'{{"step": {i}, "step_time_ms": {1000 + i % 3}}}\n' for i in range(1, 1001))
+    )
+    r = parse_train_log(f)
+    assert len(r.records) == 10
+    assert r.summary["n_steps"] == 1000
+    assert r.summary["last_step"] == 1000
+    assert r.summary["step_time_s"] == approx(1.001)  # median over all 999 steady-state steps
+    assert "only the first 10" in r.meta["note"]

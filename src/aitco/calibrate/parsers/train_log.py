@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,19 @@ from aitco.units import GIB, GIGA
 MS_PER_S = 1e3
 #: Percent per unit fraction.
 PERCENT = 100.0
+#: Step records kept as dicts (the numbers of every step are kept in compact arrays).
+MAX_RECORDS_KEPT = 100_000
+#: Per-step numbers whose steady-state medians the summary reports.
+SERIES_KEYS = (
+    "step_time_s",
+    "tflops_per_gpu",
+    "tokens_per_s_per_gpu",
+    "tokens_per_s",
+    "samples_per_s",
+    "mfu",
+    "loss",
+    "memory_gb",
+)
 #: Steps numbered up to this are excluded from the steady-state medians (compilation, warm-up).
 WARMUP_STEPS = 1
 
@@ -302,17 +316,10 @@ def _first_line_is_object(head: str) -> bool:
 
 def _parse_lines(p: Path) -> ParseResult:
     skipped = SkipLog()
-    records: list[dict[str, Any]] = []
+    steps = _Steps()
+    add = steps.add
     frameworks: dict[str, str] = {}
     timers: dict[str, list[dict[str, float]]] = {}
-
-    def add(rec: dict[str, Any]) -> None:
-        """Append a step record, merging it into the previous one when both are the same step."""
-        if records and "step" in rec and records[-1].get("step") == rec["step"]:
-            for k, v in rec.items():
-                records[-1].setdefault(k, v)
-        else:
-            records.append(rec)
 
     ds_steps: dict[int, int] = {}
     ignored = 0
@@ -390,7 +397,9 @@ def _parse_lines(p: Path) -> ParseResult:
                 ds_steps[int(m.group(1))] = int(m.group(2))
                 continue
             ignored += 1
-    if not records:
+    steps.close()
+    records = steps.kept
+    if not steps.n:
         raise ParseError(
             str(p), "no training step records found (Megatron, DeepSpeed, torchtitan, JSONL)"
         )
@@ -405,7 +414,10 @@ def _parse_lines(p: Path) -> ParseResult:
         lines_ignored=ignored,
         skipped=skipped,
     )
-    res.summary = _summary(records, framework)
+    res.summary = steps.summary(framework)
+    if steps.n > len(records):
+        res.meta["records_kept"] = len(records)
+        res.meta["note"] = f"only the first {len(records):,} of {steps.n:,} step records are kept"
     if timers:
         res.summary["timers_ms"] = {
             group: {
@@ -419,40 +431,71 @@ def _parse_lines(p: Path) -> ParseResult:
     return res
 
 
-def _median(records: list[dict[str, Any]], key: str) -> float | None:
-    vals = [
-        r[key]
-        for r in records
-        if isinstance(r.get(key), int | float)
-        and not (0 < r.get("step", WARMUP_STEPS + 1) <= WARMUP_STEPS)
-    ]
-    return statistics.median(vals) if vals else None
+class _Steps:
+    """Step records in bounded memory.
 
+    The first :data:`MAX_RECORDS_KEPT` are kept as dicts; every step's numbers go to compact
+    arrays for the medians.
+    """
 
-def _summary(records: list[dict[str, Any]], framework: str) -> dict[str, Any]:
-    steps = [r["step"] for r in records if isinstance(r.get("step"), int)]
-    out: dict[str, Any] = {
-        "framework": framework,
-        "n_steps": len(records),
-        "first_step": min(steps) if steps else None,
-        "last_step": max(steps) if steps else None,
-    }
-    for key in (
-        "step_time_s",
-        "tflops_per_gpu",
-        "tokens_per_s_per_gpu",
-        "tokens_per_s",
-        "samples_per_s",
-        "mfu",
-        "loss",
-        "memory_gb",
-    ):
-        out[key] = _median(records, key)
-    gb = [r["global_batch"] for r in records if isinstance(r.get("global_batch"), int | float)]
-    out["global_batch"] = int(gb[-1]) if gb else None
-    total = [r["train_iters"] for r in records if "train_iters" in r]
-    out["train_iters"] = total[-1] if total else None
-    return out
+    def __init__(self) -> None:
+        self.kept: list[dict[str, Any]] = []
+        self.last: dict[str, Any] | None = None
+        self.n = 0
+        self.series = {k: array("d") for k in SERIES_KEYS}
+        self.first_step: int | None = None
+        self.last_step: int | None = None
+        self.global_batch: float | None = None
+        self.train_iters: int | None = None
+
+    def add(self, rec: dict[str, Any]) -> None:
+        """Add a step record, merged into the previous one when both are the same step."""
+        if self.last is not None and "step" in rec and self.last.get("step") == rec["step"]:
+            for k, v in rec.items():
+                self.last.setdefault(k, v)
+            return
+        self._finish()
+        self.last = rec
+
+    def _finish(self) -> None:
+        r = self.last
+        if r is None:
+            return
+        self.last = None
+        self.n += 1
+        step = r.get("step")
+        if isinstance(step, int):
+            self.first_step = step if self.first_step is None else min(self.first_step, step)
+            self.last_step = step if self.last_step is None else max(self.last_step, step)
+        warm = isinstance(step, int) and 0 < step <= WARMUP_STEPS
+        for k, arr in self.series.items():
+            v = r.get(k)
+            if not warm and isinstance(v, int | float) and not isinstance(v, bool):
+                arr.append(float(v))
+        if isinstance(r.get("global_batch"), int | float):
+            self.global_batch = r["global_batch"]
+        if "train_iters" in r:
+            self.train_iters = r["train_iters"]
+        if len(self.kept) < MAX_RECORDS_KEPT:
+            self.kept.append(r)
+
+    def close(self) -> None:
+        """Finish the last record."""
+        self._finish()
+
+    def summary(self, framework: str) -> dict[str, Any]:
+        """Steady-state medians and run facts."""
+        out: dict[str, Any] = {
+            "framework": framework,
+            "n_steps": self.n,
+            "first_step": self.first_step,
+            "last_step": self.last_step,
+        }
+        for k, arr in self.series.items():
+            out[k] = statistics.median(arr) if arr else None
+        out["global_batch"] = int(self.global_batch) if self.global_batch else None
+        out["train_iters"] = self.train_iters
+        return out
 
 
 def _parse_trainer_state(p: Path) -> ParseResult:
