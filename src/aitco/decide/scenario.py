@@ -48,7 +48,9 @@ class TrainingWorkload(BaseModel):
     tokens: float = Field(gt=0, description="Tokens to train on. [tokens]")
     seq_len: int = Field(default=2048, ge=1)
     global_batch: int | None = Field(default=None, ge=1, description="Global batch. [sequences]")
-    global_batch_tokens: int | None = Field(default=None, ge=1, description="Global batch. [tokens]")
+    global_batch_tokens: int | None = Field(
+        default=None, ge=1, description="Global batch. [tokens]"
+    )
     precision: Precision = "bf16"
     method: Literal["full", "lora", "qlora"] = "full"
     lora_rank: int = Field(default=16, ge=1)
@@ -107,9 +109,13 @@ class HardwareOption(BaseModel):
     hardware: str = Field(description="Accelerator or system id.")
     gpus: int = Field(ge=1, description="Accelerators used. [count]")
     pricing: PricingMode = "on_demand"
-    offer: str | None = Field(default=None, description="Cloud offer id; default: cheapest for the term.")
+    offer: str | None = Field(
+        default=None, description="Cloud offer id; default: cheapest for the term."
+    )
     region: str | None = None
-    usd_per_gpu_hour: float | None = Field(default=None, ge=0, description="Override of the rental price.")
+    usd_per_gpu_hour: float | None = Field(
+        default=None, ge=0, description="Override of the rental price."
+    )
     cooling: Literal["air", "liquid"] | None = None
     provider: str | None = Field(default=None, description="Cloud provider to take offers from.")
 
@@ -283,9 +289,9 @@ def scenario_error(exc: ValidationError, data: Any, file: str | None) -> InputEr
     loc = [p for p in err["loc"] if not (isinstance(p, str) and p in ("training", "inference"))]
     value: Any = data
     for p in loc:
-        if isinstance(value, dict) and p in value:
-            value = value[p]
-        elif isinstance(value, list) and isinstance(p, int) and p < len(value):
+        in_dict = isinstance(value, dict) and p in value
+        in_list = isinstance(value, list) and isinstance(p, int) and p < len(value)
+        if in_dict or in_list:
             value = value[p]
         else:
             value = err.get("input")
