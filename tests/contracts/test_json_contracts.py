@@ -35,11 +35,34 @@ GLOSSARY = REPO / "docs" / "glossary.md"
 FIXTURES = REPO.parent / "shared" / "fixtures"
 
 #: The 26 accelerator ids that the foundation issue (2) requires in the catalog.
-REQUIRED_ACCELERATORS = (
-    "a100-sxm4-40gb a100-sxm4-80gb a100-pcie-80gb h100-sxm5-80gb h100-pcie-80gb h800-sxm5-80gb "
-    "h200-sxm-141gb b200 gb200 l40s l4 a10g rtx-6000-ada rtx-4090 mi300x mi325x gaudi2 gaudi3 "
-    "tpu-v4 tpu-v5e tpu-v5p tpu-v6e inferentia2 trainium2 jetson-agx-orin-64gb v100-sxm2-32gb"
-).split()
+REQUIRED_ACCELERATORS = [
+    "a100-sxm4-40gb",
+    "a100-sxm4-80gb",
+    "a100-pcie-80gb",
+    "h100-sxm5-80gb",
+    "h100-pcie-80gb",
+    "h800-sxm5-80gb",
+    "h200-sxm-141gb",
+    "b200",
+    "gb200",
+    "l40s",
+    "l4",
+    "a10g",
+    "rtx-6000-ada",
+    "rtx-4090",
+    "mi300x",
+    "mi325x",
+    "gaudi2",
+    "gaudi3",
+    "tpu-v4",
+    "tpu-v5e",
+    "tpu-v5p",
+    "tpu-v6e",
+    "inferentia2",
+    "trainium2",
+    "jetson-agx-orin-64gb",
+    "v100-sxm2-32gb",
+]
 
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
@@ -107,7 +130,12 @@ def is_num(x: object) -> bool:
 
 def is_int(x: object) -> bool:
     """An integer value (an int, or a float with no fractional part); bool excluded."""
-    return is_num(x) and float(x) == int(x)  # type: ignore[arg-type]
+    return is_num(x) and float(x) == int(x)  # type: ignore[arg-type,call-overload]
+
+
+def is_pos(x: object) -> bool:
+    """A real, finite, positive number."""
+    return is_num(x) and x > 0  # type: ignore[operator]
 
 
 def is_fraction(x: object) -> bool:
@@ -215,18 +243,21 @@ PLAN_KEYS = ("tp", "pp", "cp", "ep", "dp", "zero", "micro_batch", "recompute")
 def test_train_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     d = run_json(TRAIN_TOKENS, capsys)
     for k in TRAIN_KEYS_NUM:
-        assert is_num(d.get(k)) and d[k] > 0, f"{k} = {d.get(k)!r}"
+        assert is_pos(d.get(k)), f"{k} = {d.get(k)!r}"
     for k in ("mfu", "hfu"):
-        assert is_fraction(d.get(k)) and d[k] > 0, f"{k} = {d.get(k)!r} (a fraction 0-1)"
+        assert is_fraction(d.get(k)), f"{k} = {d.get(k)!r} (a fraction 0-1)"
+        assert d[k] > 0, f"{k} = {d[k]!r}"
     assert d["hfu"] >= d["mfu"] - 1e-12
     assert d["hardware_tflops_per_gpu"] >= d["model_tflops_per_gpu"] - 1e-9
-    assert isinstance(d.get("fits"), bool) and d["fits"] is True
+    assert isinstance(d.get("fits"), bool)
+    assert d["fits"] is True
     plan = d.get("plan")
     assert isinstance(plan, dict)
     for k in PLAN_KEYS:
         assert k in plan, f"plan.{k} missing"
     for k in ("tp", "pp", "cp", "ep", "dp", "micro_batch"):
-        assert is_int(plan[k]) and plan[k] >= 1, f"plan.{k} = {plan[k]!r}"
+        assert is_int(plan[k]), f"plan.{k} = {plan[k]!r}"
+        assert plan[k] >= 1, f"plan.{k} = {plan[k]!r}"
     assert plan["zero"] in (0, 1, 2, 3)
     assert plan["recompute"] in ("none", "selective", "full")
     assert plan["tp"] * plan["pp"] * plan["cp"] * plan["dp"] == 8
@@ -292,14 +323,14 @@ QPS_KEYS = ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_lat
 def test_infer_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     d = run_json([*INFER, "--json"], capsys)
     for k in INFER_KEYS_NUM:
-        assert is_num(d.get(k)) and d[k] > 0, f"{k} = {d.get(k)!r}"
-    assert is_int(d.get("max_concurrency")) and d["max_concurrency"] >= 1
-    assert isinstance(d.get("fits"), bool) and d["fits"] is True
+        assert is_pos(d.get(k)), f"{k} = {d.get(k)!r}"
+    assert is_int(d.get("max_concurrency"))
+    assert d["max_concurrency"] >= 1
+    assert isinstance(d.get("fits"), bool)
+    assert d["fits"] is True
     assert d["total_tokens_per_s"] >= d["output_tokens_per_s"]
     # one request: 512 prompt + 256 output tokens (defaults)
-    assert d["total_tokens_per_s"] == pytest.approx(
-        d["requests_per_s"] * (512 + 256), rel=0.02
-    )
+    assert d["total_tokens_per_s"] == pytest.approx(d["requests_per_s"] * (512 + 256), rel=0.02)
     assert d["e2e_latency_s"] >= d["ttft_s"]
     assert d["e2e_latency_s"] == pytest.approx(d["ttft_s"] + 255 * d["tpot_s"], rel=0.05)
     # llama-3-8b in bf16: about 16 GB of weights
@@ -310,11 +341,12 @@ def test_infer_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
 def test_infer_qps_tail_latency_and_replicas(capsys: pytest.CaptureFixture[str]) -> None:
     d = run_json(INFER_QPS, capsys)
     for k in QPS_KEYS:
-        assert is_num(d.get(k)) and d[k] > 0, f"{k} = {d.get(k)!r}"
+        assert is_pos(d.get(k)), f"{k} = {d.get(k)!r}"
     assert d["p99_ttft_s"] >= d["p50_ttft_s"]
     assert d["p99_tpot_s"] >= d["p50_tpot_s"]
     assert d["p99_e2e_latency_s"] >= d["p99_ttft_s"]
-    assert is_int(d.get("replicas_for_slo")) and d["replicas_for_slo"] >= 1
+    assert is_int(d.get("replicas_for_slo"))
+    assert d["replicas_for_slo"] >= 1
     for k in INFER_KEYS_NUM:
         assert k in d
 
@@ -327,14 +359,18 @@ PRICING_MODES = ("on_demand", "spot", "owned", "reserved_1y", "reserved_3y", "co
 
 
 def _check_breakdown_option(o: dict[str, Any]) -> None:
-    assert isinstance(o.get("name"), str) and o["name"]
-    assert is_num(o.get("total_usd")) and o["total_usd"] > 0, o.get("total_usd")
+    assert isinstance(o.get("name"), str)
+    assert o["name"]
+    assert is_pos(o.get("total_usd")), o.get("total_usd")
     items = o.get("items")
-    assert isinstance(items, list) and items, f"{o['name']}: no items"
+    assert isinstance(items, list), f"{o['name']}: no items"
+    assert items, f"{o['name']}: no items"
     for it in items:
-        assert isinstance(it.get("name"), str) and it["name"]
+        assert isinstance(it.get("name"), str)
+        assert it["name"]
         assert is_num(it.get("usd")), it
-        assert isinstance(it.get("category"), str) and it["category"]
+        assert isinstance(it.get("category"), str)
+        assert it["category"]
     # items always sum to the total (issue 5, Tests)
     assert sum(it["usd"] for it in items) == pytest.approx(o["total_usd"], rel=1e-9, abs=1e-6)
 
@@ -342,7 +378,8 @@ def _check_breakdown_option(o: dict[str, Any]) -> None:
 def test_compare_default_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     d = run_json(["compare", "--json"], capsys)
     options = d.get("options")
-    assert isinstance(options, list) and options
+    assert isinstance(options, list)
+    assert options
     for o in options:
         _check_breakdown_option(o)
         # the name names the hardware id and the pricing mode
@@ -351,7 +388,8 @@ def test_compare_default_json_contract(capsys: pytest.CaptureFixture[str]) -> No
     training = [o for o in options if o.get("kind") == "training"]
     assert training, "the default scenario has a training comparison"
     for o in training:
-        assert is_num(o.get("wall_clock_days")) and o["wall_clock_days"] > 0
+        assert is_num(o.get("wall_clock_days"))
+        assert o["wall_clock_days"] > 0
     # 64 A100-80GB, 32 H100-80GB and 48 L40S, each on-demand, on spot and owned
     seen = {(o["hardware"], o["gpus"], o["pricing"]) for o in training}
     for hw, gpus in (("a100-sxm4-80gb", 64), ("h100-sxm5-80gb", 32), ("l40s", 48)):
@@ -457,15 +495,21 @@ def test_calibrate_writes_profile(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def _check_audit(d: dict[str, Any]) -> None:
-    assert is_int(d.get("billed_tokens")) and d["billed_tokens"] >= 0
-    assert is_int(d.get("useful_tokens")) and 0 <= d["useful_tokens"] <= d["billed_tokens"]
-    assert is_num(d.get("waste_usd")) and d["waste_usd"] >= 0
+    assert is_int(d.get("billed_tokens"))
+    assert d["billed_tokens"] >= 0
+    assert is_int(d.get("useful_tokens"))
+    assert 0 <= d["useful_tokens"] <= d["billed_tokens"]
+    assert is_num(d.get("waste_usd"))
+    assert d["waste_usd"] >= 0
     assert is_fraction(d.get("waste_share"))
-    assert isinstance(d.get("causes"), list) and d["causes"]
+    assert isinstance(d.get("causes"), list)
+    assert d["causes"]
     for c in d["causes"]:
         assert isinstance(c.get("name"), str)
-        assert is_num(c.get("usd")) and c["usd"] >= 0
-        assert is_int(c.get("tokens")) and c["tokens"] >= 0
+        assert is_num(c.get("usd"))
+        assert c["usd"] >= 0
+        assert is_int(c.get("tokens"))
+        assert c["tokens"] >= 0
 
 
 def test_audit_json_contract_on_real_log(capsys: pytest.CaptureFixture[str]) -> None:
@@ -601,7 +645,8 @@ def test_bad_input_exits_2_without_traceback(
     args = [subst.get(a, a) for a in BAD_INPUT[label]]
     code, out, err = run(args, capsys)
     assert code == 2, f"aitco {label}: exit {code}, expected 2; stderr: {err[-500:]}"
-    assert "Traceback" not in err and "Traceback" not in out
+    assert "Traceback" not in err
+    assert "Traceback" not in out
     assert err.strip(), "an error message on stderr"
     assert not out.strip().startswith("{"), "no JSON result for bad input"
     # nothing half-written
@@ -723,7 +768,7 @@ def test_no_percentages_and_fractions_in_0_1(
             continue
         if key.endswith(PERCENT_SUFFIXES):
             bad.add(f"{path} (a percentage)")
-        if key in FRACTION_KEYS or key.endswith(FRACTION_SUFFIXES):
-            if is_num(v) and not 0.0 <= v <= 1.0 + 1e-9:
-                bad.add(f"{path} = {v} (a fraction outside 0-1)")
+        is_fraction_key = key in FRACTION_KEYS or key.endswith(FRACTION_SUFFIXES)
+        if is_fraction_key and is_num(v) and not 0.0 <= v <= 1.0 + 1e-9:
+            bad.add(f"{path} = {v} (a fraction outside 0-1)")
     assert not bad, f"aitco {label} --json breaks the naming conventions: {sorted(bad)}"
