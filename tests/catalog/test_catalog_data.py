@@ -198,3 +198,23 @@ def test_sources_have_title_and_location(catalog) -> None:
     for key, s in catalog.sources.items():
         assert s.title, key
         assert s.url or s.document, key
+
+
+def test_every_entry_renders_with_sources(catalog) -> None:
+    """``catalog show`` material exists for every entry of every kind (each row sourced, dated)."""
+    from aitco.catalog.loader import catalog_json
+    from aitco.catalog.schema import KINDS
+
+    for kind in KINDS:
+        for entry in catalog.kind(kind).values():
+            rows = catalog_json(entry)["values"]
+            assert rows, entry.id
+            for row in rows:
+                assert row["source"], (entry.id, row["field"])
+                assert row["retrieved"], (entry.id, row["field"])
+
+
+def test_offer_terms_unique_per_region(catalog) -> None:
+    for o in catalog.offers.values():
+        keys = [(p.term, p.region) for p in o.prices]
+        assert len(keys) == len(set(keys)), o.id
