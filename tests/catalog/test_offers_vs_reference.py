@@ -1,0 +1,59 @@
+"""Every shipped offer price traces back to a row of shared/reference/cloud-prices.csv."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pytest
+
+PROVIDERS = {
+    "AWS": "aws", "GCP": "gcp", "Azure": "azure", "Lambda": "lambda", "RunPod": "runpod",
+    "Hot Aisle": "hotaisle", "DigitalOcean": "digitalocean", "Oracle OCI": "oci",
+    "Cudo Compute": "cudo", "Vast.ai": "vastai", "Salad": "salad", "CoreWeave": "coreweave",
+    "Spheron": "spheron",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rows(shared_dir: Path) -> list[dict[str, str]]:
+    path = shared_dir / "reference" / "cloud-prices.csv"
+    with open(path, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x) for x in re.findall(r"\d+\.\d+|\d+", text)]
+
+
+def test_every_offer_price_is_in_the_reference(catalog, rows) -> None:
+    by_instance: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for r in rows:
+        by_instance.setdefault((PROVIDERS[r["provider"]], r["instance"].strip()), []).append(r)
+    for o in catalog.offers.values():
+        if o.provenance["provider"].source.key != "aitco-shared-reference":
+            continue  # not imported from the CSV
+        cands = by_instance.get((o.provider, o.instance))
+        assert cands, f"{o.id}: no reference row for {o.provider} {o.instance}"
+        for p in o.prices:
+            if p.term in ("on_demand", "spot"):
+                col = "on_demand_usd_per_hour" if p.term == "on_demand" else "spot_usd_per_hour"
+                vals = [float(r[col]) for r in cands if r[col]]
+            else:  # committed prices are quoted in the notes, per instance or per accelerator
+                vals = [
+                    v * k
+                    for r in cands
+                    for v in _numbers(r["notes"])
+                    for k in (1, o.accelerators_per_instance)
+                ]
+            assert any(abs(v - p.usd_per_hour) < 1e-6 for v in vals), (o.id, p.term, p.usd_per_hour)
+
+
+def test_every_mapped_reference_row_is_imported(catalog, rows) -> None:
+    offers = {(o.provider, o.instance) for o in catalog.offers.values()}
+    skipped = {"B300", "RTX-A6000", "GH200"}  # accelerators not in the catalog
+    for r in rows:
+        if r["accelerator"] in skipped:
+            continue
+        assert (PROVIDERS[r["provider"]], r["instance"].strip()) in offers, r["instance"]
