@@ -248,3 +248,19 @@ def test_efficiency_scales_compute() -> None:
         plan={"tp": 1, "dp": 8, "micro_batch": 1, "recompute": "none", "zero": 1}, efficiency=slow
     )
     assert b.time_terms_s["compute_s"] > a.time_terms_s["compute_s"]
+
+
+def test_partial_recompute_sits_between_none_and_full() -> None:
+    base = {"tp": 1, "dp": 8, "micro_batch": 2, "zero": 1, "vp": 1}
+    none = _est(plan={**base, "recompute": "none"})
+    half = _est(plan={**base, "recompute": "full", "recompute_fraction": 0.5})
+    full = _est(plan={**base, "recompute": "full"})
+    assert full.values["plan"]["recompute_fraction"] == 1.0
+    a = [r.memory_terms_gb["activations"] for r in (none, half, full)]
+    t = [r.values["step_time_s"] for r in (none, half, full)]
+    assert a[0] > a[1] > a[2]
+    assert t[0] < t[1] < t[2]
+    ratio = [r.values["hfu"] / r.values["mfu"] for r in (none, half, full)]
+    assert ratio[0] < ratio[1] < ratio[2]
+    with pytest.raises(InputError):
+        _est(plan={**base, "recompute": "full", "recompute_fraction": 1.5})

@@ -161,6 +161,7 @@ def train(
     plan_s = (
         f"tp={p['tp']} pp={p['pp']} cp={p['cp']} ep={p['ep']} dp={p['dp']} zero={p['zero']} "
         f"micro_batch={p['micro_batch']} recompute={p['recompute']}"
+        + (f" ({p['recompute_fraction']:.0%} of layers)" if p["recompute_fraction"] < 1 else "")
         + (f" vp={p['vp']}" if p["vp"] > 1 else "")
         + f"  (grad. accumulation {v['gradient_accumulation']})"
     )

@@ -76,39 +76,39 @@ class EfficiencyParams(BaseModel):
     # rows at once; no per-row or per-model factor). Fit and residuals: docs/efficiency.md.
     gemm: dict[str, float] = Field(
         default_factory=lambda: {
-            "nvidia-ampere": 0.6076,
+            "nvidia-ampere": 0.6186,
             "nvidia-hopper": 0.6118,
-            "nvidia-blackwell": 0.6466,  # only 3 GB200 rows: weakly constrained
+            "nvidia-blackwell": 0.6718,  # only 3 GB200 rows: weakly constrained
         }
     )
     # no training rows for other families: the mean of the three fitted values (not fitted itself)
-    gemm_default: float = _frac(0.622, "GEMM fraction of dense peak where no family value exists.")
+    gemm_default: float = _frac(0.634, "GEMM fraction of dense peak where no family value exists.")
     hbm: float = _frac(0.80, "Fraction of HBM bandwidth achieved by memory-bound kernels.")
     intra_node_link: float = _frac(
-        0.95, "Fraction of scale-up link bandwidth achieved by collectives."
+        0.8557, "Fraction of scale-up link bandwidth achieved by collectives."
     )
     scale_out_link: float = _frac(0.6475, "Fraction of NIC bandwidth achieved by collectives.")
     dp_overlap: float = Field(default=1.0, ge=0.0, le=1.0, description="Share of DP comm hidden.")
     attention: float = _frac(
-        0.2977, "Fraction of the bf16 dense peak reached by FlashAttention kernels (training)."
+        0.2988, "Fraction of the bf16 dense peak reached by FlashAttention kernels (training)."
     )
     tp_overlap: float = Field(
-        default=0.1231,
+        default=0.2237,
         ge=0.0,
         le=1.0,
         description="Share of TP collectives hidden behind GEMMs when TP comm overlap is on.",
     )
     elementwise_hbm: float = _frac(
-        0.5141,
+        0.4991,
         "Fraction of HBM bandwidth reached by training's elementwise, normalisation, loss and "
         "optimizer kernels (many small, partly unfused kernels; weight streaming uses `hbm`).",
     )
     training_log_ratio_q10: float = Field(
-        default=-0.1475,
+        default=-0.1373,
         description="10th percentile of ln(observed/predicted) tokens/s/GPU on validation rows.",
     )
     training_log_ratio_q90: float = Field(
-        default=0.2010,
+        default=0.1867,
         description="90th percentile of ln(observed/predicted) tokens/s/GPU on validation rows.",
     )
 

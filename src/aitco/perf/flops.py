@@ -218,7 +218,9 @@ def training_flops_per_token(
     )
 
 
-def recompute_flops_per_token(ms: ModelShape, seq_len: ArrayLike, recompute: ArrayLike) -> F64:
+def recompute_flops_per_token(
+    ms: ModelShape, seq_len: ArrayLike, recompute: ArrayLike, fraction: ArrayLike = 1.0
+) -> F64:
     """Extra forward FLOPs executed again by activation recomputation, per token [FLOP].
 
     Parameters
@@ -230,6 +232,9 @@ def recompute_flops_per_token(ms: ModelShape, seq_len: ArrayLike, recompute: Arr
     recompute : array_like of int
         0 none, 1 selective (attention core only, Korthikanti et al. 2022), 2 full (the layer's
         whole forward).
+    fraction : array_like
+        Share of the layers fully recomputed when ``recompute`` is 2 (Megatron's
+        ``--recompute-num-layers``); the others keep their activations. [0-1]
 
     Returns
     -------
@@ -239,4 +244,4 @@ def recompute_flops_per_token(ms: ModelShape, seq_len: ArrayLike, recompute: Arr
     r = np.asarray(recompute)
     att = ms.n_layers * attention_flops_per_token(ms, seq_len)
     full = ms.n_layers * layer_matmul_flops_per_token(ms) + att
-    return np.where(r == 2, full, np.where(r == 1, att, 0.0))
+    return np.where(r == 2, np.asarray(fraction, dtype=float) * full, np.where(r == 1, att, 0.0))

@@ -144,6 +144,7 @@ def training_memory_bytes(
     n_micro: ArrayLike,
     vp: ArrayLike = 1,
     trainable_params: float | None = None,
+    recompute_fraction: ArrayLike = 1.0,
 ) -> dict[str, F64]:
     r"""Peak memory per device of a training plan, by component [B].
 
@@ -174,6 +175,8 @@ def training_memory_bytes(
         Interleaved (virtual) pipeline stages per device. [count]
     trainable_params : float, optional
         Trainable parameters for LoRA (default: ``ms.lora_params``). [count]
+    recompute_fraction : array_like
+        Share of the layers fully recomputed when ``recompute`` is 2. [0-1]
 
     Returns
     -------
@@ -224,7 +227,11 @@ def training_memory_bytes(
     grads = np.where(zero >= 2, trainable * grad_b / dp, trainable * grad_b)
     opt = np.where(zero >= 1, trainable * optimizer_bytes / dp, trainable * optimizer_bytes)
     tokens = mb * seq_len / cp
-    per_layer = activation_bytes_per_token_layer(ms, recompute, precision) * tokens / tp
+    frac = np.where(np.asarray(recompute) == 2, np.asarray(recompute_fraction, dtype=float), 0.0)
+    rc = np.asarray(recompute)
+    kept = activation_bytes_per_token_layer(ms, np.where(rc == 2, 0, rc), precision)
+    inputs_only = activation_bytes_per_token_layer(ms, 2, precision)
+    per_layer = (frac * inputs_only + (1.0 - frac) * kept) * tokens / tp
     in_flight = np.minimum(pp, m) * (1.0 + np.where(vp > 1, (pp - 1) / (pp * vp), 0.0))
     acts = per_layer * lps * in_flight
     # full recompute re-materialises one layer's full activations during its backward

@@ -26,7 +26,11 @@ MAX_CP = 32
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 VIRTUAL_STAGES = (1, 2, 4, 8)
 ZERO_STAGES = (0, 1, 2, 3)
-PLAN_KEYS = ("tp", "pp", "cp", "ep", "dp", "zero", "micro_batch", "recompute", "vp")
+PLAN_KEYS = (
+    "tp", "pp", "cp", "ep", "dp", "zero", "micro_batch", "recompute", "vp", "recompute_fraction",
+)  # fmt: skip
+#: Shares of the layers fully recomputed tried with ``recompute="full"``.
+RECOMPUTE_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 #: Candidates evaluated per numpy pass: blocks this size keep the ~100 temporaries in the CPU
 #: cache, about 3x faster than one pass over a million-element array (benchmarks/).
 CHUNK = 16384
@@ -88,7 +92,7 @@ def candidate_plans(
         Sequences per step. [count]
     fixed : dict, optional
         Plan fields held at a given value (``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``,
-        ``micro_batch``, ``recompute`` as code, ``vp``).
+        ``micro_batch``, ``recompute`` as code, ``vp``, ``recompute_fraction``).
 
     Returns
     -------
@@ -109,8 +113,9 @@ def candidate_plans(
     mb = opts("micro_batch", MICRO_BATCHES)
     rc = opts("recompute", list(RECOMPUTE_CODES.values()))
     vp = opts("vp", VIRTUAL_STAGES)
-    grids = np.meshgrid(tp, pp, cp, ep, zero, mb, rc, vp, indexing="ij")
-    t, p, c, e, z, b, r, v = (g.ravel() for g in grids)
+    rf = opts("recompute_fraction", RECOMPUTE_FRACTIONS)
+    grids = np.meshgrid(tp, pp, cp, ep, zero, mb, rc, vp, rf, indexing="ij")
+    t, p, c, e, z, b, r, v, f = (g.ravel() for g in grids)
     tpc = t * p * c
     ok = gpus % tpc == 0
     d = np.where(ok, gpus // np.maximum(tpc, 1), 0)
@@ -119,6 +124,7 @@ def candidate_plans(
     ok &= d >= 1
     ok &= (d % e == 0) & (d >= e)
     ok &= b * d <= global_batch
+    ok &= (r == 2) | (f == 1.0)  # a recompute share only means something with full recompute
     if "vp" in fx:  # an explicit interleaving may leave uneven stages
         ok &= (v == 1) | (p > 1)
     else:
@@ -133,6 +139,7 @@ def candidate_plans(
         "micro_batch": b[ok],
         "recompute": r[ok],
         "vp": v[ok],
+        "recompute_fraction": f[ok].astype(float),
     }
 
 
@@ -194,5 +201,6 @@ def search_plans(
         best = int(np.argmin(np.where(fits, res["step_time_s"], np.inf)))
     else:
         best = int(np.argmin(res["memory_per_gpu_bytes"]))
-    plan = {k: int(cands[k][best]) for k in PLAN_KEYS}
+    plan: dict[str, Any] = {k: int(cands[k][best]) for k in PLAN_KEYS if k != "recompute_fraction"}
+    plan["recompute_fraction"] = float(cands["recompute_fraction"][best])
     return plan, {**cands, **res}, n

@@ -148,6 +148,7 @@ def _evaluate_plans(
     optimizer: str = "adam",
     lora_params: float | None = None,
     tp_comm_overlap: Any = False,
+    recompute_fraction: Any = 1.0,
 ) -> dict[str, F64]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -177,6 +178,9 @@ def _evaluate_plans(
         Optimizer state format.
     lora_params : float, optional
         Adapter parameters (LoRA/QLoRA). [count]
+    recompute_fraction : array_like
+        Share of the layers fully recomputed when ``recompute`` is 2 (Megatron
+        ``--recompute-num-layers`` / L). [0-1]
     tp_comm_overlap : array_like of bool
         Whether TP collectives are overlapped with GEMMs (Megatron ``tp_comm_overlap``); a
         fraction ``eff.tp_overlap`` of them is then hidden.
@@ -205,7 +209,8 @@ def _evaluate_plans(
     tokens = mb * s / cp  # tokens of one micro-batch on one device group member
     h = float(ms.d_model)
 
-    full_rc = (rc == 2).astype(float)  # full recomputation re-runs the layer forward
+    # full recomputation re-runs the layer forward, on a fraction of the layers
+    full_rc = np.where(rc == 2, np.asarray(recompute_fraction, dtype=float), 0.0)
     any_rc = (rc >= 1).astype(float)  # selective or full re-run the attention core
     tok_tp = tokens / tp  # tokens per device after sequence parallel
     tok_layers = tok_tp * lps
@@ -294,6 +299,7 @@ def _evaluate_plans(
         zero=zero,
         micro_batch=mb,
         recompute=rc,
+        recompute_fraction=recompute_fraction,
         n_micro=m,
         vp=vp,
         trainable_params=lora_params,
@@ -342,7 +348,7 @@ def _evaluate_plans(
     tokens_per_s = global_batch * s / step
     per_gpu = tokens_per_s / gpus
     model_fpt = training_flops_per_token(ms, s, method, lora_params)
-    hw_fpt = model_fpt + recompute_flops_per_token(ms, s, rc)
+    hw_fpt = model_fpt + recompute_flops_per_token(ms, s, rc, recompute_fraction)
     mfu = model_fpt * per_gpu / (hw.peak_mfu_tflops * TERA)
     hfu = hw_fpt * per_gpu / (hw.peak_mfu_tflops * TERA)
     total_mem = mem["total"]
@@ -609,6 +615,13 @@ def estimate_training(
         if rc not in RECOMPUTE_CODES:
             raise InputError("--recompute", rc, "none, selective or full")
         fixed["recompute"] = RECOMPUTE_CODES[rc]
+        if rc == "full" and p.get("recompute_fraction") is None:
+            fixed["recompute_fraction"] = 1.0  # "full" as given: every layer
+    if p.get("recompute_fraction") is not None:
+        frac = float(p["recompute_fraction"])
+        if not 0.0 < frac <= 1.0:
+            raise InputError("recompute_fraction", frac, "a share of layers in (0, 1]")
+        fixed["recompute_fraction"] = frac
     best, res, n = search_plans(
         ms,
         hw,
@@ -657,9 +670,10 @@ def estimate_training(
             "fsdp": bool(p.get("fsdp")) or False,
             "micro_batch": best["micro_batch"],
             "recompute": RECOMPUTE_NAMES[best["recompute"]],
+            "recompute_fraction": best["recompute_fraction"],
             "vp": best["vp"],
             "tp_comm_overlap": bool(p.get("tp_comm_overlap", False)),
-            "searched": not explicit or len(fixed) < 9,
+            "searched": n > 1,
         },
     }
     if tokens is not None:
@@ -695,6 +709,7 @@ def estimate_training(
             "gemm_efficiency": hw.gemm_efficiency,
             "attention_efficiency": e.attention,
             "recompute": pl["recompute"],
+            "recompute_fraction": pl["recompute_fraction"],
         },
         "memory_bound_s": {
             "hbm_bandwidth_gb_s": hw.hbm_bandwidth_gb_s,

@@ -409,7 +409,9 @@ def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResu
     p = res.values["plan"]
     plan_s = (
         f"tp{p['tp']} pp{p['pp']} cp{p['cp']} ep{p['ep']} dp{p['dp']} z{p['zero']} "
-        f"mb{p['micro_batch']} {p['recompute']}" + (f" vp{p['vp']}" if p["vp"] > 1 else "")
+        f"mb{p['micro_batch']} {p['recompute']}"
+        + (f"@{p['recompute_fraction']:g}" if p["recompute_fraction"] < 1 else "")
+        + (f" vp{p['vp']}" if p["vp"] > 1 else "")
     )
     dom = max(res.time_terms_s.items(), key=lambda kv: kv[1])[0]
     return RowResult(
