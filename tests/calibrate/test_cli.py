@@ -254,3 +254,57 @@ def test_probe_numpy_writes_profile(tmp_path: Path, capsys: pytest.CaptureFixtur
     prof = load_profile(out_file)
     assert prof.probe is not None
     assert prof.probe.matmul_size == 128
+
+
+def test_ingest_idle_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        [
+            "ingest",
+            "nvidia-smi",
+            str(DATA / "nvidia_smi_util.csv"),
+            "--usd-per-gpu-hour",
+            "3.6",
+            "--json",
+        ],
+        capsys,
+    )
+    assert code == 0
+    s = json.loads(out)["files"][0]["summary"]
+    assert s["idle_cost_usd"] == pytest.approx(10 / 3600 * 3.6)  # GPU 1 idle for 10 s
+
+
+def test_probe_then_calibrate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aitco.calibrate.profile import CalibrationProfile, ProbeResult, save_profile
+
+    probe_file = tmp_path / "probe.yaml"
+    save_profile(
+        CalibrationProfile(
+            probe=ProbeResult(
+                device="NVIDIA H100 80GB HBM3",
+                backend="torch-cuda",
+                matmul_tflops={"bf16": 700.0},
+                memory_bandwidth_gb_s=2800.0,
+                matmul_size=8192,
+            )
+        ),
+        probe_file,
+    )
+    out_file = tmp_path / "p.yaml"
+    code, _, _ = run(
+        [
+            "calibrate",
+            str(probe_file),
+            "-o",
+            str(out_file),
+            "--hardware",
+            "h100-sxm5-80gb",
+            "--params",
+            "gemm,hbm",
+            "--json",
+        ],
+        capsys,
+    )
+    assert code == 0
+    prof = load_profile(out_file)
+    assert prof.efficiency.hbm == pytest.approx(2800 / 3350, rel=1e-4)
+    assert prof.efficiency.gemm_for("nvidia-hopper") == pytest.approx(700 / 989.4, rel=1e-3)

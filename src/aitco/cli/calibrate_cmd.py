@@ -32,6 +32,7 @@ SHOWN: dict[str, tuple[str, ...]] = {
         "energy_j",
         "energy_source",
         "idle_fraction",
+        "idle_cost_usd",
     ),
     "nvidia-smi": (
         "n_devices",
@@ -40,6 +41,7 @@ SHOWN: dict[str, tuple[str, ...]] = {
         "mean_power_w",
         "energy_j",
         "idle_fraction",
+        "idle_cost_usd",
         "timestamps_increasing",
     ),
     "trainlog": (
@@ -139,6 +141,10 @@ def ingest(
     idle_threshold: Annotated[
         float, typer.Option("--idle-threshold", help="Utilisation below which a GPU is idle [0-1].")
     ] = 0.30,
+    usd_per_gpu_hour: Annotated[
+        float | None,
+        typer.Option("--usd-per-gpu-hour", help="Price of a GPU-hour, for the idle cost [USD/h]."),
+    ] = None,
 ) -> None:
     """Parse logs and exports: nccl-tests, DCGM, nvidia-smi, training logs, vLLM, FOCUS, ..."""
     if kind != "auto" and kind not in KINDS:
@@ -157,7 +163,11 @@ def ingest(
                 if interval_s <= 0:
                     raise InputError("--interval-s", interval_s, "a positive number of seconds")
                 kw["interval_s"] = interval_s
-        results.append(parse_any(f, k, **kw))
+        r = parse_any(f, k, **kw)
+        idle_h = r.summary.get("idle_device_hours") if k in ("dcgm", "nvidia-smi") else None
+        if idle_h is not None and usd_per_gpu_hour is not None:
+            r.summary["idle_cost_usd"] = idle_h * usd_per_gpu_hour
+        results.append(r)
     if as_json:
         print_json(
             {
@@ -247,16 +257,22 @@ def calibrate(
     """Fit the efficiency parameters to your logs and write a calibration profile."""
     from aitco.calibrate import measurements as meas
     from aitco.calibrate.fit import EfficiencyFit, profile_from_fit
-    from aitco.calibrate.observations import from_nccl, from_serving, from_trainlog
-    from aitco.calibrate.profile import save_profile
+    from aitco.calibrate.observations import from_nccl, from_probe, from_serving, from_trainlog
+    from aitco.calibrate.profile import load_profile, save_profile
     from aitco.cli import state
 
-    results = _parse_all(files)
+    probes = [f for f in files if f.suffix in (".yaml", ".yml")]
+    results = _parse_all([f for f in files if f not in probes])
     cat = state.catalog()
     acc, system, how = _resolve_hardware(cat, hardware, results)
     obs = []
     measured: dict[str, float] = {}
     notes = [f"accelerator {acc.id} ({how}), system {system.id}"]
+    for f in probes:  # profiles written by `aitco probe` on this accelerator
+        prof_in = load_profile(f)
+        if prof_in.probe is None:
+            raise InputError("FILE", str(f), "a profile with probe results (from aitco probe)")
+        obs += from_probe(prof_in.probe.model_dump(), acc, source=str(f))
     for r in results:
         if r.kind == "nccl":
             obs += from_nccl(r, acc, system)
@@ -332,7 +348,7 @@ def calibrate(
         fit,
         accelerator=acc.id,
         family=acc.family,
-        sources=[r.path for r in results],
+        sources=[r.path for r in results] + [str(f) for f in probes],
         measurements=measured,
         notes=notes,
     )
