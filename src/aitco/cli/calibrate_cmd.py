@@ -55,6 +55,12 @@ SHOWN: dict[str, tuple[str, ...]] = {
         "loss",
         "global_batch",
         "total_flos",
+        "global_step",
+        "max_steps",
+        "last_loss",
+        "eval_loss",
+        "last_num_tokens",
+        "train_runtime_s",
     ),
     "vllm": (
         "backend",
