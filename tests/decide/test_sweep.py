@@ -346,3 +346,15 @@ def test_engine_serving_evaluator_equals_estimate_inference(catalog):
         )
         assert m["tpot_s"][j] == pytest.approx(r.values["tpot_s"], rel=1e-9)
         assert m["ttft_s"][j] == pytest.approx(r.values["ttft_s"], rel=1e-9)
+
+
+def test_unknown_spec_keys_suggest(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_text("sweep:\n  objectve: total_usd\n")
+    code, _, err = run(["sweep", str(f)], capsys)
+    assert code == 2
+    assert "did you mean 'objective'" in err
+    f.write_text("sweep:\n  constraints: {max_wallclock_h: 3}\n")
+    code, _, err = run(["sweep", str(f)], capsys)
+    assert code == 2
+    assert "max_wall_clock_h" in err

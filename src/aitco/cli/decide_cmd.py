@@ -346,7 +346,11 @@ def _show_rows(
     if not rows:
         console.print(f"{title}: none")
         return
-    cols = [c.rsplit(".", 1)[-1] for c in swept] + metrics
+    keys = [c.rsplit(".", 1)[-1] for c in swept]
+    # keys equal in every shown row go to the caption: the table keeps what distinguishes rows
+    same = [k for k in keys if len({str(r.get(k)) for r in rows}) == 1 and len(rows) > 1]
+    cols = [k for k in keys if k not in same] + metrics
+    caption = ", ".join(f"{k}={rows[0].get(k)}" for k in same) or None
     console.print(
         table(
             title,
@@ -355,6 +359,7 @@ def _show_rows(
                 [r.get(c) if isinstance(r.get(c), int | float) else str(r.get(c)) for c in cols]
                 for r in rows
             ],
+            caption=f"all rows: {caption}" if caption else None,
         )
     )
 

@@ -14,6 +14,7 @@ The time-series form (:func:`roi_series`) runs month by month over a horizon wit
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -444,7 +445,12 @@ class RoiInputs(BaseModel):
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"])
-            raise InputError(loc, err.get("input"), err["msg"], file=file) from exc
+            hint = None
+            if err["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(str(err["loc"][-1]), list(cls.model_fields), n=3)
+                hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else None
+            expected = "a known key" if err["type"] == "extra_forbidden" else err["msg"]
+            raise InputError(loc, err.get("input"), expected, file=file, hint=hint) from exc
 
 
 def with_scenario_costs(

@@ -171,9 +171,7 @@ class SweepSpec(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
-            raise InputError(loc or "sweep", err.get("input"), err["msg"], file=file) from exc
+            raise validation_error(exc, cls, file, "sweep") from exc
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> SweepSpec:
@@ -186,6 +184,31 @@ class SweepSpec(BaseModel):
         except yaml.YAMLError as exc:
             raise InputError("yaml", str(path), f"valid YAML ({exc})", file=str(path)) from exc
         return cls.from_dict(data, file=str(p))
+
+
+def validation_error(
+    exc: ValidationError, model: type[BaseModel], file: str | None, what: str
+) -> InputError:
+    """Turn a pydantic error into an InputError; unknown keys suggest the closest valid ones."""
+    err = exc.errors()[0]
+    loc = [str(p) for p in err["loc"]]
+    hint = None
+    if err["type"] == "extra_forbidden" and loc:
+        owner: Any = model
+        for part in loc[:-1]:
+            fld = getattr(owner, "model_fields", {}).get(part)
+            ann = getattr(fld, "annotation", None) if fld is not None else None
+            owner = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+            if owner is None:
+                break
+        valid = list(getattr(owner, "model_fields", {})) if owner is not None else []
+        close = difflib.get_close_matches(loc[-1], valid, n=3, cutoff=0.5)
+        if close:
+            hint = f"did you mean {', '.join(repr(c) for c in close)}?"
+        elif valid:
+            hint = f"valid keys: {', '.join(valid)}"
+    expected = "a known key" if err["type"] == "extra_forbidden" else err["msg"]
+    return InputError(".".join(loc) or what, err.get("input"), expected, file=file, hint=hint)
 
 
 # ----------------------------------------------------------------------------- key handling
