@@ -120,40 +120,45 @@ class EfficiencyParams(BaseModel):
         description="Per-iteration serving-engine overhead (scheduling, sampling, kernel launches "
         "not hidden by CUDA graphs) added to every forward pass. [s]",
     )
+    serving_overhead_by_engine: dict[str, float] = Field(
+        default_factory=lambda: {"trtllm": 0.0},
+        description="Per-iteration host overhead by serving engine (C++ executor vs Python "
+        "scheduler), like gemm by family; engines absent use serving_overhead_s. [s]",
+    )
     serving_layer_overhead_s: float = Field(
-        default=3e-05,
+        default=7.5e-05,
         ge=0.0,
         le=0.001,
         description="Per-layer per-iteration gap between kernels (launch/tail latency of the ~10 "
         "kernels of a layer, even under CUDA graphs); scales with depth. [s]",
     )
     decode_hbm: float = _frac(
-        0.9,
+        0.95,
         "Fraction of HBM bandwidth reached by inference weight streaming and paged-attention KV "
         "reads (GEMV/GEMM at small M, XQA/paged attention kernels).",
     )
     roofline_p: float = Field(
-        default=3.0,
+        default=2.0,
         ge=1.0,
         description="Exponent of the smooth roofline of the linear layers, t = (C^p + M^p)^(1/p): "
         "large = plain max(C, M); small = compute and weight streaming overlap poorly near the "
         "ridge point (GEMMs with M of a few hundred tokens).",
     )
     inference_throughput_log_ratio_q10: float = Field(
-        default=-0.076,
+        default=-0.089,
         description="10th percentile of ln(observed/predicted) offline throughput on the "
         "inference validation rows (interval of aitco infer).",
     )
     inference_throughput_log_ratio_q90: float = Field(
-        default=0.276,
+        default=0.165,
         description="90th percentile of ln(observed/predicted) offline throughput.",
     )
     inference_latency_log_ratio_q10: float = Field(
-        default=-0.098,
+        default=-0.178,
         description="10th percentile of ln(observed/predicted) TTFT/TPOT on the validation rows.",
     )
     inference_latency_log_ratio_q90: float = Field(
-        default=0.612,
+        default=0.326,
         description="90th percentile of ln(observed/predicted) TTFT/TPOT on the validation rows.",
     )
     serving_overhead_per_seq_s: float = Field(
@@ -170,6 +175,12 @@ class EfficiencyParams(BaseModel):
         description="Factor on the GEMM efficiency per halving of the operand width below 16 bit "
         "(fp8/int8: x s, fp4: x s^2). [0-1]",
     )
+
+    def serving_overhead_for(self, engine: str | None) -> float:
+        """Per-iteration serving overhead of an engine (``serving_overhead_s`` if not fitted)."""
+        if engine is None:
+            return self.serving_overhead_s
+        return self.serving_overhead_by_engine.get(engine, self.serving_overhead_s)
 
     def gemm_for(self, family: str) -> float:
         """GEMM efficiency of an accelerator family."""

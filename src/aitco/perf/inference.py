@@ -630,6 +630,7 @@ def iteration_model(
     pp: int = 1,
     precisions: Precisions,
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
+    engine: str | None = None,
 ) -> IterationModel:
     """Build the :class:`IterationModel` of one replica.
 
@@ -647,6 +648,9 @@ def iteration_model(
         Resolved data types (:func:`resolve_precisions`).
     efficiency : EfficiencyParams
         Efficiency parameters (fitted globally).
+    engine : str, optional
+        Serving engine, for its per-iteration host overhead
+        (:meth:`EfficiencyParams.serving_overhead_for`).
 
     Returns
     -------
@@ -722,7 +726,7 @@ def iteration_model(
         pp_bandwidth_gb_s=float(pbw),
         pp_latency_us=float(plat),
         pp_efficiency=float(peff),
-        overhead_s=efficiency.serving_overhead_s,
+        overhead_s=efficiency.serving_overhead_for(engine),
         overhead_per_seq_s=efficiency.serving_overhead_per_seq_s,
         layer_overhead_s=efficiency.serving_layer_overhead_s,
         n_layers=model.n_layers,
@@ -1214,8 +1218,9 @@ def estimate_inference(
             max(mp.kv_gb - d_gb, 0.0), mp.kv_gb - d_gb > 0,
         )  # fmt: skip
         draft_it = iteration_model(
-            draft_model, acc, system, tp=tp_, pp=1, precisions=prec, efficiency=efficiency
-        )
+            draft_model, acc, system, tp=tp_, pp=1, precisions=prec, efficiency=efficiency,
+            engine=eng.name,
+        )  # fmt: skip
         assumptions.append(
             f"speculative decoding: draft {draft_model.id}, k={spec_tokens}, acceptance "
             f"{acceptance_rate:g} (expected "
@@ -1239,7 +1244,9 @@ def estimate_inference(
             f"a model that fits on {acc.id} at tp {tp_} pp {pp_} in {precision}",
             hint=_not_fit_message(model, acc, system, mp, prec, eng, tp_, pp_),
         )
-    it = iteration_model(model, acc, system, tp=tp_, pp=pp_, precisions=prec, efficiency=efficiency)
+    it = iteration_model(
+        model, acc, system, tp=tp_, pp=pp_, precisions=prec, efficiency=efficiency, engine=eng.name
+    )
     engine_cap = max_batch or eng.max_num_seqs
     b_max = int(min(cap.max_sequences, engine_cap))
     i, o = float(input_tokens), float(output_tokens)

@@ -403,11 +403,12 @@ FIT_STARTS: tuple[dict[str, float], ...] = (
 #: Grid of the global inference-efficiency fit (the only parameters fitted on this data).
 FIT_GRID: dict[str, tuple[float, ...]] = {
     "serving_overhead_s": (0.0, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.010),
-    "serving_layer_overhead_s": (0.0, 1e-5, 2e-5, 3e-5, 5e-5, 7.5e-5, 1e-4, 1.25e-4),
-    "serving_overhead_per_seq_s": (0.0, 1e-6, 2e-6, 4e-6, 8e-6),
-    "lowp_gemm_scale": (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0),
-    "decode_hbm": (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
-    "roofline_p": (1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 1e9),
+    "serving_overhead_by_engine.trtllm": (0.0, 0.0005, 0.001, 0.002, 0.003, 0.004, 0.006),
+    "serving_layer_overhead_s": (0.0, 1e-5, 2e-5, 3e-5, 5e-5, 7.5e-5, 1e-4),
+    "serving_overhead_per_seq_s": (0.0, 1e-6, 2e-6, 4e-6),
+    "lowp_gemm_scale": (0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0),
+    "decode_hbm": (0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
+    "roofline_p": (1.5, 2.0, 3.0, 5.0, 1e9),
 }
 
 
@@ -437,7 +438,7 @@ def fit_inference_efficiency(
     g = grid or FIT_GRID
 
     def objective(ov: dict[str, float]) -> float:
-        rep = validate(path, efficiency=base.with_overrides(ov), catalog=cat)
+        rep = validate(path, efficiency=base.with_overrides(_nest(ov)), catalog=cat)
         fitted = [c for c in rep.comparisons if c.metric in FIT_METRICS]
         errs = [abs(c.log_ratio) for c in fitted]
         w = [RELIABILITY_WEIGHT.get(c.reliability, 0.25) for c in fitted]
@@ -446,11 +447,10 @@ def fit_inference_efficiency(
         w += [1.0] * n_sat
         return float(np.average(errs, weights=w))
 
-    results = [_descend(objective, {k: float(getattr(base, k)) for k in g}, g, passes)]
+    start0 = {k: _get(base, k) for k in g}
+    results = [_descend(objective, start0, g, passes)]
     for start in FIT_STARTS:
-        results.append(
-            _descend(objective, {**{k: float(getattr(base, k)) for k in g}, **start}, g, passes)
-        )
+        results.append(_descend(objective, {**start0, **start}, g, passes))
     best_ov, best_obj = min(results, key=lambda r: r[1])
     return best_ov, best_obj
 
@@ -492,3 +492,24 @@ def interval_log_ratios(rep: ValidationReport) -> dict[str, float]:
         "inference_latency_log_ratio_q10": float(np.percentile(lat, 10)),
         "inference_latency_log_ratio_q90": float(np.percentile(lat, 90)),
     }
+
+
+def _get(eff: EfficiencyParams, key: str) -> float:
+    """Value of a (possibly dotted ``field.key``) efficiency parameter."""
+    if "." in key:
+        f, k = key.split(".", 1)
+        d = getattr(eff, f)
+        return float(d.get(k, eff.serving_overhead_s if f == "serving_overhead_by_engine" else 0.0))
+    return float(getattr(eff, key))
+
+
+def _nest(ov: dict[str, float]) -> dict[str, Any]:
+    """Turn dotted keys (``serving_overhead_by_engine.trtllm``) into nested overrides."""
+    out: dict[str, Any] = {}
+    for k, v in ov.items():
+        if "." in k:
+            f, sub = k.split(".", 1)
+            out.setdefault(f, {})[sub] = v
+        else:
+            out[k] = v
+    return out
