@@ -88,3 +88,34 @@ def test_model_yaml_path_resolves(tmp_path: Path, catalog) -> None:
     m = catalog.resolve_model(str(f))
     assert m.id == "tiny-llama-like"
     assert not missing_provenance(m)
+
+
+def test_overlay_wrong_type_and_unknown_dtype(tmp_path: Path) -> None:
+    f = tmp_path / "typ.yaml"
+    f.write_text("kind: accelerators\nentries:\n  - id: l4\n    memory_gb: eighty\n", "utf-8")
+    with pytest.raises(CatalogError) as exc:
+        load_catalog([f], use_env=False)
+    assert "memory_gb" in str(exc.value)
+    assert "eighty" in str(exc.value)
+    g = tmp_path / "dtype.yaml"
+    g.write_text("kind: accelerators\nentries:\n  - id: l4\n    peak_tflops: {fp9: 3}\n", "utf-8")
+    with pytest.raises(CatalogError, match="fp9"):
+        load_catalog([g], use_env=False)
+
+
+def test_cli_overlay_bad_file_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aitco.cli.app import main
+
+    f = tmp_path / "neg.yaml"
+    f.write_text(
+        "kind: offers\nentries:\n  - id: aws-g6.xlarge\n    prices:\n"
+        "      - {term: on_demand, region: us, usd_per_hour: -1, as_of: 2026-01-01,"
+        " source: vantage-aws-2026}\n",
+        "utf-8",
+    )
+    with pytest.raises(SystemExit) as exc:
+        main(["catalog", "check", str(f)])
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2
+    assert "Traceback" not in err
+    assert "usd_per_hour" in err
