@@ -47,6 +47,7 @@ class Engine(StrEnum):
     vllm_v1 = "vllm-v1"
     sglang = "sglang"
     trtllm = "trtllm"
+    generic = "generic"
 
 
 class Allocation(StrEnum):

@@ -141,6 +141,16 @@ ENGINES: dict[str, EngineLimits] = {
         "max_running_requests derived from memory (4096 used as the cap), "
         "chunked_prefill 8192-16384",
     ),
+    "generic": EngineLimits(
+        "generic",
+        256,
+        8192,
+        0.90,
+        "total",
+        "generic engine (DeepSpeed-Inference, HF, FasterTransformer, llama.cpp): vLLM 0.6-like "
+        "limits, whole-prompt prefill",
+        chunked_prefill=False,
+    ),
     "trtllm": EngineLimits(
         "trtllm",
         2048,

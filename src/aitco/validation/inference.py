@@ -182,7 +182,7 @@ def _engine(row: dict[str, str]) -> str:
     for pat, eng in ENGINE_PATTERNS:
         if pat in e:
             return eng
-    return "vllm"
+    return "generic"
 
 
 def _f(row: dict[str, str], key: str) -> float | None:
