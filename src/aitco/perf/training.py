@@ -2,17 +2,22 @@
 
 :func:`evaluate_plans` is the vectorised core: every argument that describes a parallel plan is
 an array, so one call prices a million candidate plans (the plan search uses it). It composes
-:mod:`aitco.perf.flops` (work), :mod:`aitco.perf.memory` (fit), :mod:`aitco.perf.roofline`
-(kernels) and :mod:`aitco.perf.comms` (collectives on the real topology).
+:mod:`aitco.perf.flops` (work), :mod:`aitco.perf.memory` (fit) and :mod:`aitco.perf.comms`
+(collectives on the real topology). Each kind of kernel sits on one side of the roofline
+(:mod:`aitco.perf.roofline`) at training sizes: GEMMs and FlashAttention are compute-bound,
+norms/activations/residuals/casts/loss are memory-bound, so their times add.
 :func:`estimate_training` is the single-plan interface used by the CLI, TCO and validation.
 
 Step-time model (per device on the critical pipeline stage)::
 
-    t_mb   = compute (GEMMs at gemm x peak, FlashAttention at gemm x bf16 peak)
-           + memory-bound ops (norms, activations, residuals, rotary, loss) at hbm x bandwidth
-           + TP/SP all-gathers and reduce-scatters (4 per layer fwd+bwd, +2 with full recompute)
-           + EP all-to-alls (4 per MoE layer) + CP ring exposure (K/V blocks beyond attention time)
-           [+ ZeRO-3/FSDP parameter gathers and gradient reduce-scatters, overlapped]
+    t_mb   = GEMMs at gemm[family] x dtype peak + FlashAttention (fwd + 2.5x bwd + recompute)
+             at attention x bf16 peak
+           + memory-bound ops at elementwise_hbm x bandwidth + 4 us per kernel launch
+           + TP/SP all-gathers and reduce-scatters (8 per layer, 12 with full recompute;
+             x (1 - tp_overlap) when TP comm overlap is on)
+           + EP all-to-alls (4 per MoE layer, 6 with full recompute)
+           + CP ring exposure (K/V blocks beyond the attention time)
+           [+ ZeRO-3/FSDP parameter gathers and gradient reduce-scatters not hidden]
     step   = (m + (p-1)/v) t_mb + PP p2p + exposed DP gradient sync + optimizer step
 
 References
