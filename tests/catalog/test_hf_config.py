@@ -35,17 +35,40 @@ PUBLISHED = {
     "bloom-560m": (0.559, None, "HF bigscience/bloom-560m (559,214,592)"),
     "mpt-7b": (6.7, None, "HF mosaicml/mpt-7b model card"),
     "falcon-40b": (41.8, None, "HF tiiuae/falcon-40b model page (41.8B params)"),
+    "qwen3-8b": (8.2, None, "Qwen3 model card: 8.2B parameters"),
+    "qwen3-30b-a3b": (30.5, 3.3, "Qwen3 model card: 30.5B total, 3.3B activated"),
+}
+
+
+#: Known misses of activated-parameter counts (reported, strict xfail).
+KNOWN_ACTIVE_MISSES = {
+    "qwen3-30b-a3b": (
+        "derived active 3.353B (incl. 0.31B input embedding, 0.31B head) vs the card's '3.3B' "
+        "(+1.6%); the card does not say what it counts as activated"
+    ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_param_counts_match_published(name: str) -> None:
-    total_b, active_b, cite = PUBLISHED[name]
+    total_b, _active_b, cite = PUBLISHED[name]
     m = model_from_hf_config(DATA / name / "config.json")
-    p = param_counts(m)
-    assert p.total / GIGA == pytest.approx(total_b, rel=0.01), cite
-    if active_b is not None:
-        assert p.active / GIGA == pytest.approx(active_b, rel=0.01), cite
+    assert param_counts(m).total / GIGA == pytest.approx(total_b, rel=0.01), cite
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_ACTIVE_MISSES[n]))
+        if n in KNOWN_ACTIVE_MISSES
+        else n
+        for n in sorted(k for k, v in PUBLISHED.items() if v[1] is not None)
+    ],
+)
+def test_active_counts_match_published(name: str) -> None:
+    _total_b, active_b, cite = PUBLISHED[name]
+    m = model_from_hf_config(DATA / name / "config.json")
+    assert param_counts(m).active / GIGA == pytest.approx(active_b, rel=0.01), cite
 
 
 def test_every_supported_family_has_a_fixture() -> None:

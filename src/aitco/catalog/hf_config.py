@@ -146,6 +146,28 @@ def _qwen2_moe(c: _Cfg) -> dict[str, Any]:
     return out
 
 
+def _qwen3(c: _Cfg) -> dict[str, Any]:
+    """Qwen3: Llama-like, explicit head_dim, no QKV bias (per-head q/k RMSNorms not counted)."""
+    return _llama_like(c)
+
+
+def _qwen3_moe(c: _Cfg) -> dict[str, Any]:
+    out = _qwen3(c)
+    if c.get("mlp_only_layers") or int(c.get("decoder_sparse_step", 1)) != 1:
+        raise InputError(
+            "decoder_sparse_step",
+            c.get("decoder_sparse_step", 1),
+            "1 with no mlp_only_layers (interleaved dense/MoE layers are not modelled)",
+            file=str(c.path),
+        )
+    out["moe"] = MoE(
+        n_experts=int(c.req("num_experts")),
+        n_active=int(c.req("num_experts_per_tok")),
+        d_ff_expert=int(c.req("moe_intermediate_size")),
+    )
+    return out
+
+
 def _gemma(c: _Cfg) -> dict[str, Any]:
     out = _llama_like(c, tied_default=True)
     out["ffn_type"] = "geglu"
@@ -338,6 +360,8 @@ READERS: dict[str, Callable[[_Cfg], dict[str, Any]]] = {
     "mixtral": _mixtral,
     "qwen2": _qwen2,
     "qwen2_moe": _qwen2_moe,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
     "gemma": _gemma,
     "gemma2": _gemma2,
     "phi3": _phi3,
