@@ -979,6 +979,17 @@ def _interval(v: float | None, q10: float, q90: float) -> tuple[float, float] | 
     return (v * math.exp(q10), v * math.exp(q90))
 
 
+def _cite(entry: Any, *fields: str) -> list[str]:
+    """Citations of catalog values used by a term (empty when the entry has no provenance)."""
+    prov = getattr(entry, "provenance", {}) or {}
+    out = []
+    for f in fields:
+        p = prov.get(f)
+        if p is not None:
+            out.append(f"{entry.id}.{f}: {p.source.cite()}")
+    return out
+
+
 def _check_positive(name: str, v: float | int | None, *, integer: bool = False) -> None:
     if v is None:
         return
@@ -1494,6 +1505,7 @@ def estimate_inference(
                 "gemm_efficiency": it.gemm_efficiency,
                 "compute_precision": prec.compute,
             },
+            sources=_cite(acc, f"peak_tflops.{prec.compute}"),
         ),
         Term(
             name="weights_read_s",
@@ -1505,6 +1517,7 @@ def estimate_inference(
                 "hbm_bandwidth_gb_s": it.hbm_bandwidth_gb_s,
                 "hbm_efficiency": it.hbm_efficiency,
             },
+            sources=_cite(acc, "hbm_bandwidth_gb_s"),
         ),
         Term(
             name="kv_read_s",
@@ -1524,6 +1537,7 @@ def estimate_inference(
                 "link_bandwidth_gb_s": it.link_bandwidth_gb_s,
                 "link_latency_us": it.link_latency_us,
             },
+            sources=_cite(system, "intra_node_bandwidth_gb_s", "scale_out_bandwidth_gb_s"),
         ),
         Term(
             name="overhead_s",
@@ -1557,6 +1571,7 @@ def estimate_inference(
                 "activations_gb": mp.activations_gb,
                 "reserve_gb": mp.reserve_gb,
             },
+            sources=_cite(acc, "memory_gb"),
         ),
         Term(
             name="max_batch_per_replica",
