@@ -203,7 +203,13 @@ JSON_COMMANDS: dict[str, list[str]] = {
     "api-prices": ["api-prices", "--json"],
     "catalog list": ["catalog", "list", "accelerators", "--json"],
     "catalog show": ["catalog", "show", "h100-sxm5-80gb", "--json"],
+    "catalog sources": ["catalog", "sources", "--json"],
     "preset list": ["preset", "list", "--json"],
+    "preset show": ["preset", "show", "industry-2024", "--json"],
+    "preset diff": ["preset", "diff", "aitco-default", "industry-2024", "--json"],
+    "validate training": ["validate", "training", "--json"],
+    "validate inference": ["validate", "inference", "--json"],
+    "validate tco": ["validate", "tco", "--json"],
 }  # fmt: skip
 
 
@@ -684,6 +690,9 @@ NESTED_RECORDS = {
     "buy-vs-rent": ("owned",),
     "api-vs-self-host": ("apis[]", "self_host"),
     "ingest": ("files[]",),
+    "catalog sources": ("sources[]",),
+    "validate training": ("rows_table[]",),
+    "validate tco": ("rows[]", "summary"),
 }
 
 
