@@ -51,7 +51,7 @@ NODE = System(
 # no overheads and no low-precision penalty: makes hand computation exact
 BARE = EfficiencyParams(
     gemm={"nvidia-hopper": 0.5, "nvidia-ampere": 0.5}, gemm_default=0.5, decode_hbm=0.5,
-    attention=0.5, serving_overhead_s=0.0, serving_layer_overhead_s=0.0,
+    attention=0.5, prefill_attention=0.5, serving_overhead_s=0.0, serving_layer_overhead_s=0.0,
     serving_overhead_per_seq_s=0.0, lowp_gemm_scale=1.0, roofline_p=1e9, elementwise_hbm=0.5,
 )  # fmt: skip
 # elementwise traffic per token (bf16, tp 1): 2 x (4 d + 3 d_ff + 2 (q + kv)) x 2 B x 32 layers

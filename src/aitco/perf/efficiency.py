@@ -126,14 +126,14 @@ class EfficiencyParams(BaseModel):
         "scheduler), like gemm by family; engines absent use serving_overhead_s. [s]",
     )
     serving_layer_overhead_s: float = Field(
-        default=7.5e-05,
+        default=5e-05,
         ge=0.0,
         le=0.001,
         description="Per-layer per-iteration gap between kernels (launch/tail latency of the ~10 "
         "kernels of a layer, even under CUDA graphs); scales with depth. [s]",
     )
     decode_hbm: float = _frac(
-        0.95,
+        0.9,
         "Fraction of HBM bandwidth reached by inference weight streaming and paged-attention KV "
         "reads (GEMV/GEMM at small M, XQA/paged attention kernels).",
     )
@@ -145,21 +145,26 @@ class EfficiencyParams(BaseModel):
         "ridge point (GEMMs with M of a few hundred tokens).",
     )
     inference_throughput_log_ratio_q10: float = Field(
-        default=-0.089,
+        default=-0.094,
         description="10th percentile of ln(observed/predicted) offline throughput on the "
         "inference validation rows (interval of aitco infer).",
     )
     inference_throughput_log_ratio_q90: float = Field(
-        default=0.165,
+        default=0.152,
         description="90th percentile of ln(observed/predicted) offline throughput.",
     )
     inference_latency_log_ratio_q10: float = Field(
-        default=-0.178,
+        default=-0.145,
         description="10th percentile of ln(observed/predicted) TTFT/TPOT on the validation rows.",
     )
     inference_latency_log_ratio_q90: float = Field(
-        default=0.326,
+        default=0.642,
         description="90th percentile of ln(observed/predicted) TTFT/TPOT on the validation rows.",
+    )
+    prefill_attention: float = _frac(
+        0.7,
+        "Fraction of the 16-bit dense peak reached by forward-only (inference) FlashAttention "
+        "kernels on prompt tokens; the training field 'attention' covers forward+backward.",
     )
     serving_overhead_per_seq_s: float = Field(
         default=0.0,

@@ -743,7 +743,7 @@ def iteration_model(
         roofline_p=efficiency.roofline_p,
         head_peak_tflops=float(acc.peak_tflops[precisions.activations]),
         attn_peak_tflops=float(acc.peak_tflops[precisions.activations]),
-        attn_gemm_efficiency=efficiency.attention,
+        attn_gemm_efficiency=efficiency.prefill_attention,
     )
 
 

@@ -412,6 +412,7 @@ FIT_GRID: dict[str, tuple[float, ...]] = {
     "lowp_gemm_scale": (0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0),
     "decode_hbm": (0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
     "roofline_p": (1.5, 2.0, 3.0, 5.0, 1e9),
+    "prefill_attention": (0.3, 0.4, 0.5, 0.6, 0.7),
 }
 
 
