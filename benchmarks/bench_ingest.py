@@ -128,6 +128,7 @@ def main() -> None:
         "--lines", type=float, default=200_000, help="lines per file (5e6 for the target)"
     )
     ap.add_argument("--no-tracemalloc", action="store_true", help="skip the traced memory pass")
+    ap.add_argument("--only", choices=("dcgm", "nvidia-smi"), help="benchmark one format only")
     ap.add_argument("--keep", type=Path, default=None, help="write the files here and keep them")
     args = ap.parse_args()
     lines = int(args.lines)
@@ -137,12 +138,14 @@ def main() -> None:
         t0 = time.perf_counter()
         dcgm = out / "dmon.txt"
         smi = out / "smi.csv"
-        n1 = write_dcgm(dcgm, lines)
-        n2 = write_nvidia_smi(smi, lines)
+        n1 = write_dcgm(dcgm, lines) if args.only != "nvidia-smi" else 0
+        n2 = write_nvidia_smi(smi, lines) if args.only != "dcgm" else 0
         dt = time.perf_counter() - t0
         print(f"generated 2 files in {dt:.1f} s (process peak RSS {peak_rss_mb():.0f} MB)")
-        measure("dcgmi dmon", parse_dcgm, dcgm, n1, not args.no_tracemalloc)
-        measure("nvidia-smi", parse_nvidia_smi, smi, n2, not args.no_tracemalloc)
+        if n1:
+            measure("dcgmi dmon", parse_dcgm, dcgm, n1, not args.no_tracemalloc)
+        if n2:
+            measure("nvidia-smi", parse_nvidia_smi, smi, n2, not args.no_tracemalloc)
 
 
 if __name__ == "__main__":
