@@ -781,3 +781,53 @@ def test_no_percentages_and_fractions_in_0_1(
         if is_fraction_key and is_num(v) and not 0.0 <= v <= 1.0 + 1e-9:
             bad.add(f"{path} = {v} (a fraction outside 0-1)")
     assert not bad, f"aitco {label} --json breaks the naming conventions: {sorted(bad)}"
+
+
+# --------------------------------------------------------------------------------------------
+# docs/cli.md: one section per command, every flag mentioned
+# --------------------------------------------------------------------------------------------
+
+CLI_MD = REPO / "docs" / "cli.md"
+
+
+def _leaf_commands() -> dict[str, Any]:
+    """``{"catalog show": click command, ...}`` for every command of the app."""
+    import typer
+
+    sizes = [(t, len(t.registered_commands), len(t.registered_groups)) for t in _typers()]
+    cli_app._register()
+    group = typer.main.get_group(cli_app.app)
+    for t, n_cmd, n_grp in sizes:
+        if n_cmd:  # registered before: drop the duplicates just appended
+            del t.registered_commands[n_cmd:]
+            del t.registered_groups[n_grp:]
+    found: dict[str, Any] = {}
+
+    def walk(cmd: Any, path: list[str]) -> None:
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk(sub, [*path, name])
+        else:
+            found[" ".join(path)] = cmd
+
+    walk(group, [])
+    return found
+
+
+def test_cli_md_documents_every_command_and_flag() -> None:
+    assert CLI_MD.is_file(), "docs/cli.md is missing"
+    text = CLI_MD.read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^## `aitco ([^`]+)`\n(.*?)(?=^## |\Z)", text, flags=re.M | re.S))
+    problems = []
+    for name, cmd in sorted(_leaf_commands().items()):
+        if name not in sections:
+            problems.append(f"no section for `aitco {name}`")
+            continue
+        for p in cmd.params:
+            if p.param_type_name != "option" or getattr(p, "hidden", False) or p.name == "help":
+                continue
+            for opt in list(p.opts) + list(p.secondary_opts):
+                if f"`{opt}`" not in sections[name]:
+                    problems.append(f"`aitco {name}`: flag {opt} not documented")
+    assert not problems, problems
