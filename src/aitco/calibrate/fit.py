@@ -63,6 +63,22 @@ PARAM_BOUNDS = (0.01, 1.0)
 BOUND_MARGIN = 0.01
 #: Span above the lower bound allowed for a parameter without an upper bound (x its magnitude).
 OPEN_BOUND_SPAN = 10.0
+#: Levenberg-Marquardt: initial damping, damping factor per rejected/accepted step, tries per
+#: iteration, and the floor of the damping.
+LM_LAMBDA0 = 1e-3
+LM_FACTOR = 10.0
+LM_TRIES = 20
+LM_LAMBDA_MIN = 1e-12
+#: Cost below which the fit is exact (synthetic data) and stops.
+COST_EXACT = 1e-24
+#: Bump of a parameter (in the transformed variable) to test whether observations depend on it,
+#: and the smallest change of a residual that counts as a dependence.
+SENSITIVITY_STEP = 0.5
+SENSITIVITY_MIN = 1e-9
+#: Relative step of the forward-difference Jacobian used for standard errors.
+STDERR_REL_STEP = 1e-4
+#: Logistic transforms keep this far from the bounds (fraction of the range).
+EDGE = 1e-6
 #: Log-residual given to a trial point where the model has no finite prediction.
 INVALID_RESIDUAL = 50.0
 #: Step of the central-difference Jacobian, in the logistic-transformed variable. Large enough
@@ -218,7 +234,7 @@ def _near_bound(name: str, v: float) -> bool:
 
 def _to_u(x: float, bounds: tuple[float, float]) -> float:
     lo, hi = bounds
-    f = min(max((x - lo) / (hi - lo), 1e-6), 1 - 1e-6)
+    f = min(max((x - lo) / (hi - lo), EDGE), 1 - EDGE)
     return math.log(f / (1 - f))
 
 
@@ -359,9 +375,9 @@ class EfficiencyFit:
         active = []
         for j, n in enumerate(names):
             x = list(x0)
-            x[j] = _from_u(_to_u(x0[j], param_bounds(n)) + 0.5, param_bounds(n))
+            x[j] = _from_u(_to_u(x0[j], param_bounds(n)) + SENSITIVITY_STEP, param_bounds(n))
             rj = self._residuals(obs, self._with(self.base, names, x), fn)
-            if np.max(np.abs(rj - r0)) > 1e-9:
+            if np.max(np.abs(rj - r0)) > SENSITIVITY_MIN:
                 active.append(n)
         self.unconstrained_ = [n for n in names if n not in active]
         base = self.base
@@ -376,7 +392,7 @@ class EfficiencyFit:
 
         r = res(u)
         cost = float(r @ r)
-        lam = 1e-3
+        lam = LM_LAMBDA0
         it = 0
         jac = np.zeros((len(obs), len(active)))
         for it in range(1, self.max_iter + 1):  # noqa: B007 - n_iter_ after the loop
@@ -389,19 +405,19 @@ class EfficiencyFit:
             jtj = jac.T @ jac
             g = jac.T @ r
             improved = False
-            for _ in range(20):
-                step = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj) + 1e-12), -g)
+            for _ in range(LM_TRIES):
+                step = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj) + LM_LAMBDA_MIN), -g)
                 u_new = u + step
                 r_new = res(u_new)
                 c_new = float(r_new @ r_new)
                 if c_new < cost:
                     improved = True
-                    rel = (cost - c_new) / max(cost, 1e-300)
+                    rel = (cost - c_new) / cost
                     u, r, cost = u_new, r_new, c_new
-                    lam = max(lam / 10, 1e-12)
+                    lam = max(lam / LM_FACTOR, LM_LAMBDA_MIN)
                     break
-                lam *= 10
-            if not improved or rel < self.tol or cost < 1e-24:
+                lam *= LM_FACTOR
+            if not improved or rel < self.tol or cost < COST_EXACT:
                 break
         self.n_iter_ = it
         vals = vals_of(u)
@@ -424,7 +440,7 @@ class EfficiencyFit:
         jac = np.zeros((len(obs), len(active)))
         for j in range(len(active)):
             x = list(vals)
-            h = max(1e-6, 1e-4 * vals[j])
+            h = max(EDGE, STDERR_REL_STEP * vals[j])
             x[j] = min(vals[j] + h, param_bounds(active[j])[1])
             x[j] = x[j] if x[j] > vals[j] else vals[j] - h
             jac[:, j] = (self._residuals(obs, self._with(self.base, active, x), fn) - r) / (
