@@ -506,3 +506,20 @@ def test_trainlog_bounded_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert r.summary["last_step"] == 1000
     assert r.summary["step_time_s"] == approx(1.001)  # median over all 999 steady-state steps
     assert "only the first 10" in r.meta["note"]
+
+
+def test_dcgm_exporter_prometheus_text() -> None:
+    r = parse_dcgm(DATA / "dcgm_exporter.prom")
+    s = r.summary
+    assert r.format == "dcgm-exporter"
+    assert r.skipped.count == 1
+    assert r.skipped.first[0][0] == 19
+    assert r.lines_ignored == 1  # XID errors: not a field we aggregate
+    g0, g1 = s["devices"]["node-1 GPU 0"], s["devices"]["node-1 GPU 1"]
+    assert g0["samples"] == 2
+    assert g0["time_s"] == approx(60.0)  # 30 s between scrapes (ms timestamps)
+    assert g0["energy_j"] == approx(19500.0)  # TOTEC delta in mJ
+    assert g1["energy_j"] == approx(2700.0)
+    assert s["idle_devices"] == ["node-1 GPU 1"]
+    assert g0["fields"]["POWER"]["mean"] == approx(650.0)
+    assert detect_kind(DATA / "dcgm_exporter.prom") == "dcgm"

@@ -37,6 +37,7 @@ SAMPLES: dict[str, str] = {
 EXTRA_LINES = [
     (DATA / "steps.jsonl").read_text().splitlines(),
     (DATA / "nccl_all_gather_pre213.txt").read_text().splitlines(),
+    (DATA / "dcgm_exporter.prom").read_text().splitlines(),
 ]
 
 

@@ -19,6 +19,7 @@ References
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,10 @@ def parse_dcgm(
         If no ``#Entity`` header or no data row is found.
     """
     p = Path(path)
+    with open_text(p) as fh:
+        head = fh.read(4096)
+    if _PROM_HINT.search(head) and "#Entity" not in head:
+        return _parse_exporter(p, interval_s=interval_s, idle_threshold=idle_threshold)
     agg = TelemetryAggregator(idle_threshold)
     skipped = SkipLog()
     fields: list[str] | None = None
@@ -186,4 +191,108 @@ def parse_dcgm(
         lines_ignored=ignored,
         skipped=skipped,
         meta={"headers_seen": headers},
+    )
+
+
+# --------------------------------------------------------------------------- dcgm-exporter
+#: dcgm-exporter (Prometheus) metric names -> dmon short names used above.
+EXPORTER_METRICS = {
+    "DCGM_FI_DEV_POWER_USAGE": "POWER",
+    "DCGM_FI_DEV_BOARD_POWER_WATTS": "POWER",
+    "DCGM_FI_DEV_POWER_USAGE_INSTANT": "POWINST",
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "TOTEC",
+    "DCGM_FI_DEV_GPU_UTIL": "GPUTL",
+    "DCGM_FI_DEV_MEM_COPY_UTIL": "MCUTL",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": "GRACT",
+    "DCGM_FI_PROF_SM_ACTIVE": "SMACT",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "TENSO",
+    "DCGM_FI_PROF_DRAM_ACTIVE": "DRAMA",
+    "DCGM_FI_DEV_GPU_TEMP": "TMPTR",
+    "DCGM_FI_DEV_FB_USED": "FBUSD",
+}
+#: Milliseconds per second (Prometheus sample timestamps are in ms).
+MS_PER_S = 1e3
+_PROM_HINT = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_FI_\w+", re.M)
+_PROM_LINE = re.compile(r"^(DCGM_FI_\w+)(?:\{([^}]*)\})?\s+(\S+)(?:\s+(\d+))?\s*$")
+_PROM_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def _parse_exporter(p: Path, *, interval_s: float, idle_threshold: float) -> ParseResult:
+    """Parse dcgm-exporter Prometheus text (one or more scrapes, optional ms timestamps).
+
+    A device's sample is complete when one of its metrics repeats (the next scrape begins).
+    """
+    agg = TelemetryAggregator(idle_threshold)
+    skipped = SkipLog()
+    pending: dict[str, dict[str, float]] = {}
+    pending_t: dict[str, float | None] = {}
+    last_gap: dict[str, float] = {}
+    seen: set[str] = set()
+    n = ignored = 0
+
+    def flush(dev: str, dt_s: float) -> None:
+        vals = pending.pop(dev)
+        pending_t.pop(dev, None)
+        util = vals.get("GPUTL")
+        agg.add(
+            dev,
+            dt_s,
+            vals,
+            power_w=vals.get("POWER", vals.get("POWINST")),
+            util=util / PERCENT if util is not None else vals.get("GRACT"),
+            energy_counter_j=vals["TOTEC"] / MJ_PER_J if "TOTEC" in vals else None,
+        )
+
+    with open_text(p) as fh:
+        for n, raw in enumerate(fh, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            m = _PROM_LINE.match(line)
+            if not m:
+                skipped.add(n, "not a Prometheus sample line", line)
+                continue
+            name = EXPORTER_METRICS.get(m.group(1))
+            if name is None:
+                ignored += 1
+                continue
+            try:
+                x = float(m.group(3))
+            except ValueError:
+                skipped.add(n, "sample value is not a number", line)
+                continue
+            if not -INF < x < INF:
+                skipped.add(n, "sample value is not finite", line)
+                continue
+            labels = dict(_PROM_LABEL.findall(m.group(2) or ""))
+            gpu = labels.get("gpu", labels.get("device", "0"))
+            host = labels.get("Hostname", labels.get("hostname", ""))
+            dev = f"{host} GPU {gpu}" if host else f"GPU {gpu}"
+            t = int(m.group(4)) / MS_PER_S if m.group(4) else None
+            if dev in pending and name in pending[dev]:  # next scrape: close the previous sample
+                t0 = pending_t.get(dev)
+                gap = t - t0 if t is not None and t0 is not None else None
+                if gap is not None and gap > 0:
+                    last_gap[dev] = gap
+                flush(dev, gap if gap is not None and gap > 0 else interval_s)
+            pending.setdefault(dev, {})[name] = x
+            pending_t.setdefault(dev, t)
+            seen.add(name)
+    for dev in list(pending):
+        flush(dev, last_gap.get(dev, interval_s))
+    if not agg.devices:
+        raise ParseError(str(p), "no DCGM metrics found (dcgm-exporter / Prometheus text)")
+    summary: dict[str, Any] = agg.summary()
+    summary["fields"] = sorted(seen)
+    summary["units"] = {f: KNOWN_UNITS.get(f, "") for f in sorted(seen)}
+    summary["interval_s"] = interval_s
+    return ParseResult(
+        kind="dcgm",
+        path=str(p),
+        format="dcgm-exporter",
+        format_version="Prometheus text exposition",
+        summary=summary,
+        lines_read=n,
+        lines_ignored=ignored,
+        skipped=skipped,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,8 @@ def detect_kind(path: str | Path) -> str:
             return "kineto"
     if "#Entity" in first or s.startswith("#Entity"):
         return "dcgm"
+    if re.search(r"^(?:# (?:HELP|TYPE) )?DCGM_FI_\w+", s, re.M):
+        return "dcgm"  # dcgm-exporter Prometheus text
     if (
         "# nThread" in text
         or "out-of-place" in text
