@@ -831,3 +831,128 @@ def test_cli_md_documents_every_command_and_flag() -> None:
                 if f"`{opt}`" not in sections[name]:
                     problems.append(f"`aitco {name}`: flag {opt} not documented")
     assert not problems, problems
+
+
+# --------------------------------------------------------------------------------------------
+# the flags each issue's Interface section promises
+# --------------------------------------------------------------------------------------------
+
+#: command -> flags (and choices) from the issues' Interface sections.
+ISSUE_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
+    "train": {  # issue 3
+        "--model": (), "--hardware": (), "--gpus": (), "--tokens": (), "--seq-len": (),
+        "--global-batch": (), "--global-batch-tokens": (), "--micro-batch": (),
+        "--precision": ("bf16", "fp16", "fp8", "fp32"), "--tp": (), "--pp": (), "--cp": (),
+        "--ep": (), "--dp": (), "--zero": (), "--fsdp": (),
+        "--recompute": ("none", "selective", "full"), "--method": ("full", "lora", "qlora"),
+        "--plan": (), "--json": (), "--explain": (), "--calibration": (),
+    },
+    "infer": {  # issue 4
+        "--model": (), "--hardware": (), "--gpus": (), "--tp": (), "--pp": (),
+        "--precision": ("bf16", "fp16", "fp8", "int8", "int4", "fp4"), "--kv-precision": (),
+        "--input-tokens": (), "--output-tokens": (), "--batch": (), "--concurrency": (),
+        "--qps": (), "--mode": ("offline",), "--slo-ttft-ms": (), "--slo-tpot-ms": (),
+        "--json": (), "--explain": (), "--calibration": (),
+    },
+    "compare": {"--json": (), "--explain": (), "--preset": ()},  # issue 5
+    "tco": {"--json": (), "--explain": (), "--calibration": ()},
+    "roi": {"--monthly-savings-usd": (), "--monthly-cost-usd": (), "--json": ()},  # issue 6
+    "breakeven": {
+        "--fixed-cost-usd": (), "--price-per-call-usd": (), "--gross-margin": (), "--json": (),
+    },
+    "sweep": {"--backend": (), "--scheduler": (), "--workers": (), "--json": ()},
+    "optimize": {"--json": ()},
+    "buy-vs-rent": {"--json": ()},
+    "api-vs-self-host": {"--json": ()},
+    "arbitrage": {"--json": ()},
+    "fit-score": {"--json": ()},
+    "levers": {"--json": ()},
+    "ingest": {"--json": ()},  # issue 7
+    "calibrate": {"-o": ()},
+    "actual-vs-estimate": {"--json": ()},
+    "probe": {"-o": ()},
+    "audit": {"--price": (), "--tokenizer": (), "--json": ()},  # issue 8
+    "report": {"-o": ()},  # issue 9
+    "roi-template": {"-o": ()},
+    "web": {"--host": (), "--port": ()},
+    "catalog list": {"--json": ()},  # issue 2
+    "catalog show": {"--json": ()},
+}  # fmt: skip
+
+
+def test_issue_interface_flags_exist() -> None:
+    commands = _leaf_commands()
+    problems = []
+    for name, flags in ISSUE_FLAGS.items():
+        cmd = commands.get(name)
+        if cmd is None:
+            problems.append(f"no command `aitco {name}`")
+            continue
+        ctx = cmd.make_context(name, [], resilient_parsing=True)
+        opts = {o: p for p in cmd.params for o in [*p.opts, *p.secondary_opts]}
+        for flag, choices in flags.items():
+            if flag not in opts:
+                problems.append(f"`aitco {name}`: no {flag}")
+                continue
+            shown = opts[flag].display_type(ctx)
+            problems += [
+                f"`aitco {name} {flag}`: no choice {c!r} ({shown})"
+                for c in choices
+                if not re.search(rf"(?<![\w-]){re.escape(c)}(?![\w-])", shown)
+            ]
+    assert not problems, problems
+
+
+def test_ingest_accepts_every_kind_of_issue_7(capsys: pytest.CaptureFixture[str]) -> None:
+    kinds = [
+        "nccl",
+        "dcgm",
+        "nvidia-smi",
+        "trainlog",
+        "vllm",
+        "sglang",
+        "focus",
+        "codecarbon",
+        "auto",
+    ]
+    code, _, err = run(["ingest", "no-such-kind", "x", "--json"], capsys)
+    assert code == 2
+    for k in kinds:
+        assert re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", err), f"kind {k} not listed"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--mode", "offline"], ["--batch", "8"], ["--concurrency", "16"]],
+    ids=["offline", "batch", "concurrency"],
+)
+def test_infer_load_modes_keep_the_contract(
+    extra: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = run_json([*INFER, *extra, "--json"], capsys)
+    for k in INFER_KEYS_NUM:
+        assert is_pos(d.get(k)), f"{k} = {d.get(k)!r}"
+    assert d["fits"] is True
+
+
+def test_train_global_batch_tokens_and_fsdp(capsys: pytest.CaptureFixture[str]) -> None:
+    args = [
+        "train", "--model", "llama-3.2-1b", "--hardware", "h100-sxm5-80gb", "--gpus", "8",
+        "--seq-len", "2048", "--global-batch-tokens", "1048576", "--fsdp", "--json",
+    ]  # fmt: skip
+    d = run_json(args, capsys)
+    assert d["global_batch"] == 1048576 // 2048
+    assert d["plan"]["fsdp"] is True or d["plan"]["zero"] == 3
+
+
+def test_train_lora_trains_less(capsys: pytest.CaptureFixture[str]) -> None:
+    base = [
+        "train", "--model", "llama-3.2-1b", "--hardware", "a100-sxm4-80gb", "--gpus", "1",
+        "--tp", "1", "--pp", "1", "--zero", "0", "--micro-batch", "1", "--recompute", "none",
+        "--seq-len", "2048", "--global-batch", "8",
+    ]  # fmt: skip
+    full = run_json([*base, "--method", "full", "--json"], capsys)
+    lora = run_json([*base, "--method", "lora", "--json"], capsys)
+    # same plan: a frozen base has no weight gradients or optimizer states to hold
+    assert lora["plan"]["micro_batch"] == full["plan"]["micro_batch"] == 1
+    assert lora["memory_per_gpu_gb"] < full["memory_per_gpu_gb"]
