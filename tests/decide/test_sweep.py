@@ -358,3 +358,41 @@ def test_unknown_spec_keys_suggest(tmp_path, capsys):
     code, _, err = run(["sweep", str(f)], capsys)
     assert code == 2
     assert "max_wall_clock_h" in err
+
+
+def test_owned_capital_price_matches_compare(catalog):
+    from aitco.decide.compare import compare
+    from aitco.decide.evaluators import owned_usd_per_gpu_hour
+    from aitco.decide.scenario import Scenario
+
+    acc, sysm = catalog.hardware("h100-sxm5-80gb")
+    scn = Scenario.from_dict(
+        {
+            "name": "t",
+            "workload": {
+                "kind": "training",
+                "model": "llama-3-8b",
+                "tokens": 1e10,
+                "seq_len": 4096,
+                "global_batch": 512,
+            },
+            "options": [
+                {"hardware": "h100-sxm5-80gb", "gpus": 8, "pricing": "owned", "region": "us"}
+            ],
+        }
+    )
+    capital = compare(scn, catalog).options[0].values["price_usd_per_gpu_hour"]
+    f = catalog.factor_value
+    energy = (
+        (
+            acc.tdp_w * f("utilization-power.training-fraction-of-tdp")
+            + sysm.node_power_w / sysm.devices_per_node
+        )
+        / 1000.0
+        / (1 - f("power-conversion.loss"))
+        * f("pue.air")
+        * f("electricity.usd-per-kwh.us")
+    )
+    assert owned_usd_per_gpu_hour(acc, sysm, catalog, "us") == pytest.approx(
+        capital + energy, rel=1e-9
+    )

@@ -158,36 +158,64 @@ def _factor(cat: Catalog | None, fid: str, default: float) -> float:
 def owned_usd_per_gpu_hour(
     acc: Accelerator, sysm: System, cat: Catalog | None, region: str | None = None
 ) -> float | None:
-    r"""Cost of one owned accelerator-hour: amortised capex plus facility energy.
+    r"""Cost of one owned accelerator-hour: the cost of holding the capital plus facility energy.
 
     Notes
     -----
-    .. math::
+    Capital per accelerator as in ``aitco compare``: :math:`K = P(1+s)(1+n+o)(1+i)` (chip
+    price *P*, server *s*, network *n*, storage *o* and installation *i* fractions). Holding it for
+    the ownership horizon *H* costs the equivalent annual cost times *H*
+    (:func:`aitco.cost.finance.ownership_split_usd`: depreciation to book value, the gap between
+    book and market (residual-value curve) value, and financing at the discount rate), spread
+    over the hours of *H*. Energy per hour:
 
-        c = \frac{P (1 + o)}{Y \cdot 8766} +
-            \frac{(W_{acc} u + W_{node}/n)}{1000} (1 + \ell)\, \mathrm{PUE}\, e
+    .. math:: \frac{W_{acc} u + W_{node}/n_{dev}}{1000} \cdot \frac{\mathrm{PUE}}{1 - \ell} \cdot e
 
-    with *P* the accelerator price, *o* the server overhead, *Y* the useful life in years, *u*
-    the training draw as a fraction of TDP, :math:`\ell` the conversion loss and *e* the
-    electricity price. Factors come from the catalog when present (``server.overhead-fraction``,
-    ``useful-life.years``, ``pue.air``, ``utilization-power.training-fraction-of-tdp``,
-    ``power-conversion.loss``, ``electricity.usd-per-kwh.<region>``) and otherwise from the
-    named defaults of this module.
+    with *u* the training draw as a fraction of TDP, :math:`\ell` the conversion loss and *e* the
+    electricity price. Factor ids: ``server.overhead-fraction``, ``network.capex-fraction``,
+    ``storage.capex-fraction``, ``installation.fraction-of-capex``,
+    ``ownership.horizon-years``, ``useful-life.years``, ``finance.discount-rate``,
+    ``residual-value.<id or class>``, ``pue.air``/``pue.liquid``,
+    ``utilization-power.training-fraction-of-tdp``, ``power-conversion.loss``,
+    ``electricity.usd-per-kwh.<region>``; the named defaults of this module stand in for any
+    factor the catalog lacks.
     """
+    from aitco.cost import finance
+
     if acc.price is None:
         return None
-    over = _factor(cat, "server.overhead-fraction", DEFAULT_SERVER_OVERHEAD_FRACTION)
+    chip = acc.price.usd
+    server = chip * _factor(cat, "server.overhead-fraction", DEFAULT_SERVER_OVERHEAD_FRACTION)
+    network = (chip + server) * _factor(cat, "network.capex-fraction", 0.0)
+    storage = (chip + server) * _factor(cat, "storage.capex-fraction", 0.0)
+    install = (chip + server + network + storage) * _factor(
+        cat, "installation.fraction-of-capex", 0.0
+    )
+    capex = chip + server + network + storage + install
     life = _factor(cat, "useful-life.years", DEFAULT_USEFUL_LIFE_YEARS)
+    horizon = _factor(cat, "ownership.horizon-years", life)
+    rate = _factor(cat, "finance.discount-rate", 0.0)
+    curve: list[float] = [1.0, 0.0]
+    if cat is not None:
+        cid = f"residual-value.{acc.id}"
+        if cid not in cat.factors:
+            cid = f"residual-value.{acc.residual_class}"
+        if cid in cat.factors:
+            val = cat.factors[cid].value
+            curve = list(val) if isinstance(val, list) else [1.0, float(val)]
+    book = float(finance.book_value_fraction(horizon, life))
+    market = float(finance.residual_fraction(curve, horizon))
+    split = finance.ownership_split_usd(capex, book, market, rate, horizon)
+    capital_h = float(split["total_usd"]) / (horizon * HOURS_PER_YEAR)
     pue = _factor(cat, "pue.liquid" if sysm.cooling == "liquid" else "pue.air", DEFAULT_PUE)
     util = _factor(
         cat, "utilization-power.training-fraction-of-tdp", DEFAULT_UTILIZATION_POWER_FRACTION
     )
     loss = _factor(cat, "power-conversion.loss", DEFAULT_CONVERSION_LOSS)
     kwh = _factor(cat, f"electricity.usd-per-kwh.{region or 'us'}", DEFAULT_USD_PER_KWH)
-    capex_h = acc.price.usd * (1.0 + over) / (life * HOURS_PER_YEAR)
     it_w = (acc.tdp_w or 0.0) * util + sysm.node_power_w / sysm.devices_per_node
-    energy_h = it_w / 1000.0 * (1.0 + loss) * pue * kwh
-    return capex_h + energy_h
+    energy_h = it_w / 1000.0 / (1.0 - loss) * pue * kwh
+    return capital_h + energy_h
 
 
 def hardware_table(
