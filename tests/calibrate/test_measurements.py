@@ -56,7 +56,7 @@ def test_bus_bandwidth_intra_node(catalog) -> None:
     b = meas.bus_bandwidth(s, system)
     assert b["scope"] == "intra-node"
     assert b["link_bandwidth_gb_s"] == pytest.approx(450)
-    assert b["link_fraction"] == pytest.approx(282.32 / 450)
+    assert b["busbw_to_link_ratio"] == pytest.approx(282.32 / 450)
     # ring all-reduce ideal: 2(n-1)/n M/B + 2(n-1) alpha
     m, n = 1073741824, 4
     ideal = 2 * (n - 1) / n * m / 450e9 + 2 * (n - 1) * system.intra_node_latency_us * 1e-6

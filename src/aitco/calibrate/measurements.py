@@ -192,8 +192,9 @@ def bus_bandwidth(nccl_summary: dict[str, Any], system: System) -> dict[str, Any
     -------
     dict
         ``bus_bandwidth_plateau_gb_s``, ``ideal_bus_bandwidth_gb_s``, ``link_bandwidth_gb_s``,
-        ``link_fraction`` (plateau / link bandwidth), ``measured_time_s``, ``ideal_time_s``,
-        ``comm_amplification``, ``scope`` (intra-node or scale-out).
+        ``busbw_to_link_ratio`` (plateau / link bandwidth; above 1 when the library beats the
+        modelled link), ``measured_time_s``, ``ideal_time_s``, ``comm_amplification``, ``scope``
+        (intra-node or scale-out).
     """
     n = nccl_summary.get("n_ranks")
     plateau = nccl_summary.get("bus_bandwidth_plateau_gb_s")
@@ -220,7 +221,7 @@ def bus_bandwidth(nccl_summary: dict[str, Any], system: System) -> dict[str, Any
         "bus_bandwidth_plateau_gb_s": plateau,
         "avg_bus_bandwidth_gb_s": nccl_summary.get("avg_bus_bandwidth_gb_s"),
         "link_bandwidth_gb_s": float(bw),
-        "link_fraction": plateau / float(bw),
+        "busbw_to_link_ratio": plateau / float(bw),
         "ideal_bus_bandwidth_gb_s": ideal_bus,
         "measured_time_s": measured_t,
         "ideal_time_s": ideal_t,

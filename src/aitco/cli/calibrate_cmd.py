@@ -285,7 +285,7 @@ def calibrate(
             bb = meas.bus_bandwidth(r.summary, system)
             measured["bus_bandwidth_plateau_gb_s"] = bb["bus_bandwidth_plateau_gb_s"]
             measured["comm_amplification"] = bb["comm_amplification"]
-            measured["link_fraction"] = bb["link_fraction"]
+            measured["busbw_to_link_ratio"] = bb["busbw_to_link_ratio"]
         elif r.kind == "trainlog":
             if not (model and gpus and seq_len):
                 raise InputError(
