@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from aitco.calibrate import measurements as meas
+from aitco.calibrate.parsers._telemetry import TelemetryAggregator
 from aitco.calibrate.parsers.dcgm import parse_dcgm
 from aitco.calibrate.parsers.focus import parse_focus
 from aitco.calibrate.parsers.nccl_tests import parse_nccl
@@ -96,3 +99,30 @@ def test_energy_per_token_and_billed_rate() -> None:
     assert r["discount_vs_list"] == pytest.approx(1 - 9.8325 / 12.29)
     with pytest.raises(InputError):
         meas.billed_rate({"accelerator_hours": 0})
+
+
+_pos = st.floats(min_value=1e-3, max_value=1e3, allow_nan=False)
+
+
+@given(step=_pos, ideal_share=st.floats(0.01, 1.0), parts=st.lists(_pos, max_size=4))
+def test_loss_chain_properties(step: float, ideal_share: float, parts: list[float]) -> None:
+    named = {f"part{i}": p for i, p in enumerate(parts)}
+    rows = meas.loss_chain(step, ideal_share * step, named)
+    # the items always add up to the measured step, and the last fraction is ideal / step
+    assert sum(r["time_s"] for r in rows) == pytest.approx(step, rel=1e-9, abs=1e-12)
+    assert rows[-1]["throughput_fraction_after"] == pytest.approx(ideal_share, rel=1e-6)
+
+
+@given(
+    powers=st.lists(st.floats(0, 2000), min_size=1, max_size=30),
+    scale=st.floats(0.1, 10),
+    dt=st.floats(0.01, 60),
+)
+def test_integrated_energy_is_linear(powers: list[float], scale: float, dt: float) -> None:
+    a, b = TelemetryAggregator(), TelemetryAggregator()
+    for p in powers:
+        a.add("GPU 0", dt, {"POWER": p}, power_w=p, util=0.5)
+        b.add("GPU 0", dt, {"POWER": p * scale}, power_w=p * scale, util=0.5)
+    ea, eb = a.summary()["energy_j"], b.summary()["energy_j"]
+    assert eb == pytest.approx(ea * scale, rel=1e-9, abs=1e-9)
+    assert a.summary()["device_hours"] == pytest.approx(len(powers) * dt / 3600)
