@@ -945,3 +945,30 @@ def test_train_lora_trains_less(capsys: pytest.CaptureFixture[str]) -> None:
     # same plan: a frozen base has no weight gradients or optimizer states to hold
     assert lora["plan"]["micro_batch"] == full["plan"]["micro_batch"] == 1
     assert lora["memory_per_gpu_gb"] < full["memory_per_gpu_gb"]
+
+
+# --------------------------------------------------------------------------------------------
+# the web JSON API gives the CLI's numbers under the same names (issue 9)
+# --------------------------------------------------------------------------------------------
+
+
+def test_web_compare_api_matches_cli_tco(capsys: pytest.CaptureFixture[str]) -> None:
+    yaml = pytest.importorskip("yaml")
+    testclient = pytest.importorskip("fastapi.testclient")
+    from aitco.web.app import create_app
+
+    scenario = EXAMPLES / "training-h100-vs-a100-vs-l40s.yaml"
+    cli = run_json(["tco", str(scenario), "--json"], capsys)
+    client = testclient.TestClient(create_app())
+    r = client.post("/api/v1/compare", json=yaml.safe_load(scenario.read_text()))
+    assert r.status_code == 200, r.text[:500]
+    web = r.json()
+    assert [o["name"] for o in web["options"]] == [o["name"] for o in cli["options"]]
+    for w, c in zip(web["options"], cli["options"], strict=True):
+        assert w["total_usd"] == pytest.approx(c["total_usd"], rel=1e-9)
+        for k in set(w) & set(c) - {"items"}:
+            assert w[k] == (pytest.approx(c[k], rel=1e-9) if is_num(c[k]) else c[k]), k
+    documented = glossary_names()
+    keys = set(_all_keys({k: v for k, v in web.items() if k != "scenario"}, set()))
+    missing = sorted(k for k in keys if k not in documented)
+    assert not missing, f"/api/v1/compare prints keys not in docs/glossary.md: {missing}"
