@@ -304,6 +304,8 @@ def test_train_plan_that_does_not_fit_says_by_how_much(capsys: pytest.CaptureFix
         d = json.loads(out)
         assert d["fits"] is False
         assert d["memory_per_gpu_gb"] > 24.0
+        over = d["memory_per_gpu_gb"] - d["memory_capacity_gb"]
+        assert d["over_by_gb"] == pytest.approx(over, rel=1e-9)
     else:  # ... or as a clear error naming the amount
         assert code == 2
         assert re.search(r"\d", err), err
@@ -355,6 +357,16 @@ def test_infer_qps_tail_latency_and_replicas(capsys: pytest.CaptureFixture[str])
     assert d["replicas_for_slo"] >= 1
     for k in INFER_KEYS_NUM:
         assert k in d
+
+
+def test_infer_model_that_does_not_fit_suggests_tp(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["infer", "--model", "llama-3-70b", "--hardware", "l4", "--gpus", "1", "--json"]
+    code, out, err = run(args, capsys)
+    assert code == 2, "weights alone exceed memory: a clear error (issue 4, Bad input)"
+    assert "Traceback" not in err
+    assert not out.strip()
+    assert re.search(r"\d+(\.\d+)? GB", err), "says so with the numbers"
+    assert re.search(r"\btp\b", err), "suggests the smallest tp (or a lower precision)"
 
 
 # --------------------------------------------------------------------------------------------
