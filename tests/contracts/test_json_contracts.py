@@ -426,6 +426,67 @@ def test_tco_multistage_json(capsys: pytest.CaptureFixture[str]) -> None:
             assert sum(s["total_usd"] for s in stages) == pytest.approx(o["total_usd"], rel=1e-6)
 
 
+SMALL_SCENARIO = """name: contract-small
+workload: {kind: training, name: p, model: gpt2-124m, tokens: 1.0e9, global_batch: 64}
+options:
+- {hardware: h100-sxm5-80gb, gpus: 8, pricing: %(pricing)s%(option)s}
+%(extra)s
+"""
+
+#: Issue 5, Bad input: each a clear error naming the field.
+TCO_BAD_INPUT = {
+    "negative price": ("on_demand", ", usd_per_gpu_hour: -1", "", "usd_per_gpu_hour"),
+    "fraction above 1": ("owned", "", "assumptions: {power-conversion.loss: 1.5}", "loss"),
+    "PUE below 1 (owned)": (
+        "owned", "", "assumptions: {pue.air: 0.9, pue.liquid: 0.9, pue.hyperscale: 0.9}", "pue",
+    ),
+    "PUE below 1 (rented)": (
+        "on_demand", "", "assumptions: {pue.air: 0.9, pue.liquid: 0.9, pue.hyperscale: 0.9}",
+        "pue",
+    ),
+    "spot without checkpoints": ("spot", "", "ops: {checkpointing: none}", "checkpoint"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(TCO_BAD_INPUT))
+def test_tco_bad_input_names_the_field(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pricing, option, extra, field = TCO_BAD_INPUT[case]
+    path = tmp_path / "scenario.yaml"
+    path.write_text(SMALL_SCENARIO % {"pricing": pricing, "option": option, "extra": extra})
+    code, _, err = run(["tco", str(path), "--json"], capsys)
+    assert code == 2, f"{case}: exit {code}; a clear error was expected (issue 5, Bad input)"
+    assert "Traceback" not in err
+    assert field in err, f"{case}: the error does not name {field!r}: {err.strip()}"
+
+
+def test_optimize_impossible_constraint_says_which_binds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = [
+        "optimize", str(EXAMPLES / "sweep_training.yaml"), "--deadline-h", "0.001",
+        "--no-progress", "--json",
+    ]  # fmt: skip
+    code, out, err = run(args, capsys)
+    assert code in (0, 2), err  # no plan meets it: bad input (exit 2), still one JSON object
+    assert "Traceback" not in err
+    d = json.loads(out)
+    assert d["status"].startswith("infeasible")
+    assert d["binding"], "names the constraint that binds"
+    assert any("wall_clock" in str(b) for b in d["binding"])
+    assert d["closest"], "and the closest plan"
+
+
+def test_infer_above_capacity_reports_saturation(capsys: pytest.CaptureFixture[str]) -> None:
+    d = run_json([*INFER, "--qps", "500", "--num-requests", "500", "--json"], capsys)
+    assert d["saturated"] is True
+    for k in QPS_KEYS:  # null, never an infinite latency
+        assert d[k] is None or is_num(d[k]), f"{k} = {d[k]!r}"
+    assert is_pos(d["max_qps"])
+    assert d["max_qps"] < 500
+
+
 # --------------------------------------------------------------------------------------------
 # issue 6: decisions
 # --------------------------------------------------------------------------------------------
