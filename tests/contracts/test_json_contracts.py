@@ -444,6 +444,9 @@ TCO_BAD_INPUT = {
         "on_demand", "", "assumptions: {pue.air: 0.9, pue.liquid: 0.9, pue.hyperscale: 0.9}",
         "pue",
     ),
+    "PUE below 1 (override not used by this option)": (
+        "on_demand", "", "assumptions: {pue.air: 0.9}", "pue",
+    ),
     "spot without checkpoints": ("spot", "", "ops: {checkpointing: none}", "checkpoint"),
 }  # fmt: skip
 
