@@ -65,7 +65,14 @@ def _root(
     """Estimate, compare and audit what AI training and inference really cost."""
 
 
+_REGISTERED: list[bool] = []
+
+
 def _register() -> None:
+    """Import every command module once and let it add its commands."""
+    if _REGISTERED:
+        return
+    _REGISTERED.append(True)
     for name in COMMAND_MODULES:
         try:
             mod = importlib.import_module(f"aitco.cli.{name}")
