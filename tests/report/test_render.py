@@ -16,7 +16,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def _option(name: str, rent: float, days: float, extra: dict[str, tuple[str, float]]) -> Breakdown:
-    b = Breakdown(name=name, hardware=name.split()[0], pricing="on_demand", gpus=8)
+    b = Breakdown(name=name, hardware=(name.split() or ["?"])[0], pricing="on_demand", gpus=8)
     b.add("rental", rent, "compute", formula="gpus x hours x usd_per_gpu_hour", inputs={"gpus": 8})
     for item, (cat, usd) in extra.items():
         b.add(item, usd, cat, formula=f"{item} formula", sources=["factor.x"])
@@ -157,3 +157,16 @@ def test_markdown_writes_pngs_beside_it(options: list[Breakdown], tmp_path: Path
     assert "| h100 x32 spot **(cheapest)** | $104,000 |" in md
     assert "| failure_rework | reliability | $15,000 |" in md
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_plots_survive_duplicate_and_long_names() -> None:
+    # found by the API fuzzer: four options with the same name; also absurdly long names
+    same = [
+        _option("l4 x1 on_demand", 1000.0, 1.0, {"labour": ("people", 5000.0)}) for _ in range(4)
+    ]
+    long = [_option("x" * 300 + f" {k}", 1000.0 * (k + 1), 1.0 + k, {}) for k in range(3)]
+    odd = [_option(n, 1000.0, 1.0, {}) for n in ("\x1f", "\U0010300d&kæ", "费用 ✓")]
+    for opts in (same, long, odd):
+        data = model.report_from_options("edge", opts)
+        for _s, _c, png in plots.report_figures(data):
+            assert png.startswith(PNG)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import io
 import math
+import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,8 @@ _EXTRA_COLOURS = ("#8c564b", "#17becf", "#bcbd22", "#7f7f7f")
 
 #: Hidden-cost items smaller than this share of the total are grouped as "other". [fraction]
 WATERFALL_MIN_SHARE = 0.01
+#: Longest option or item label drawn in a plot (longer ones end with an ellipsis). [characters]
+MAX_LABEL_CHARS = 40
 #: Heatmaps with at most this many cells print each value in its cell.
 MAX_ANNOTATED_CELLS = 120
 #: Resolution of the PNGs. [dots per inch]
@@ -53,8 +56,19 @@ def _png(fig: Figure) -> bytes:
 
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
+    with warnings.catch_warnings():
+        # when labels leave no room, matplotlib falls back to the plain layout: still a plot
+        warnings.filterwarnings("ignore", message="constrained_layout not applied")
+        # a name in a script the bundled font lacks is drawn as boxes, not refused
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
+        fig.savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
+
+
+def _label(name: str) -> str:
+    """Printable label of at most :data:`MAX_LABEL_CHARS` characters (with an ellipsis)."""
+    name = "".join(ch if ch.isprintable() else "?" for ch in name)
+    return name if len(name) <= MAX_LABEL_CHARS else name[: MAX_LABEL_CHARS - 1] + "…"
 
 
 def _usd_axis(ax: Axes, axis: str = "x") -> None:
@@ -105,17 +119,18 @@ def cost_breakdown_png(options: Sequence[OptionView]) -> bytes:
         c for c in cats if c not in CATEGORY_COLOURS
     ]
     fig, ax = _figure(8.0, 0.55 * len(options) + 1.6)
-    names = [o.name for o in options]
+    ys = list(range(len(options)))
     left = [0.0] * len(options)
     extra: dict[str, str] = {}
     for c in order:
         w = [o.by_category().get(c, 0.0) for o in options]
         ax.barh(
-            names, w, left=left, color=_colour(c, extra), label=c, edgecolor="white", linewidth=0.5
+            ys, w, left=left, color=_colour(c, extra), label=c, edgecolor="white", linewidth=0.5
         )
         left = [a + b for a, b in zip(left, w, strict=True)]
     for y, o in enumerate(options):
         ax.text(o.total_usd, y, "  " + _usd_short(o.total_usd), va="center", fontsize=8)
+    ax.set_yticks(ys, [_label(o.name) for o in options])
     ax.invert_yaxis()
     _usd_axis(ax, "x")
     ax.set_xlim(0, max((o.total_usd for o in options), default=1.0) * 1.18 or 1.0)
@@ -155,7 +170,7 @@ def waterfall_png(option: OptionView) -> bytes:
             steps.append((i.name, i.usd, i.category))
     if small:
         steps.append(("other (small items)", small, "other"))
-    labels = ["compute price", *[s[0] for s in steps], "full TCO"]
+    labels = ["compute price", *[_label(s[0]) for s in steps], "full TCO"]
     fig, ax = _figure(max(6.5, 0.62 * len(labels) + 2), 4.4)
     extra: dict[str, str] = {}
     ax.bar(0, start, color=CATEGORY_COLOURS["compute"])
@@ -180,7 +195,7 @@ def waterfall_png(option: OptionView) -> bytes:
     ax.set_ylabel("USD")
     uplift = (option.total_usd / start - 1.0) if start > 0 else math.nan
     extra_txt = f": +{uplift:.0%} over the compute price" if math.isfinite(uplift) else ""
-    ax.set_title(f"{option.name}\ncompute price to full TCO{extra_txt}", fontsize=9)
+    ax.set_title(f"{_label(option.name)}\ncompute price to full TCO{extra_txt}", fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     return _png(fig)
 
@@ -217,7 +232,11 @@ def pareto_png(points: Sequence[Mapping[str, Any]], *, xlabel: str, title: str) 
         )
     for p in points:
         ax.annotate(
-            p["name"], (p["x"], p["y"]), textcoords="offset points", xytext=(4, 4), fontsize=7
+            _label(p["name"]),
+            (p["x"], p["y"]),
+            textcoords="offset points",
+            xytext=(4, 4),
+            fontsize=7,
         )
     _usd_axis(ax, "y")
     ax.set_xlabel(xlabel)
