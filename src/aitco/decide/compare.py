@@ -128,6 +128,32 @@ class Factors:
             if self.preset not in self.catalog.presets:
                 raise UnknownIdError("preset", self.preset, self.catalog.presets, field="preset")
             self._preset_over = dict(self.catalog.presets[self.preset].overrides)
+        for fid, v in self._preset_over.items():
+            self._check_override(fid, v, f"presets.{self.preset}.overrides.{fid}")
+        for fid, v in self.overrides.items():
+            self._check_override(fid, v, f"assumptions.{fid}")
+
+    def _check_override(self, fid: str, v: float | list[float], where: str) -> None:
+        """Reject overrides that cannot be right for the factor they replace.
+
+        Unknown factor ids, non-finite or negative values, fractions outside [0, 1] and a PUE
+        below 1 (facility power can never be below IT power) are errors naming the field.
+        """
+        fac = self.catalog.factors.get(fid)
+        if fac is None:
+            # ids looked up with a fallback (e.g. residual-value.<accelerator>) are accepted when
+            # a catalog factor of the same family (the text before the last dot) exists
+            family = fid.rsplit(".", 1)[0] + "."
+            fac = next((f for k, f in self.catalog.factors.items() if k.startswith(family)), None)
+            if fac is None:
+                raise UnknownIdError("factor", fid, self.catalog.factors, field=where)
+        for x in v if isinstance(v, list) else [v]:
+            if not math.isfinite(float(x)) or float(x) < 0:
+                raise InputError(where, v, f"a finite, non-negative value in {fac.unit}")
+            if fac.category == "pue" and float(x) < 1.0:
+                raise InputError(where, v, "a PUE >= 1 (facility power >= IT power)")
+            if fac.unit.startswith("fraction") and fac.category != "finance" and float(x) > 1.0:
+                raise InputError(where, v, f"a fraction in [0, 1] ({fac.unit})")
 
     def has(self, fid: str) -> bool:
         """Whether ``fid`` has a value anywhere."""
