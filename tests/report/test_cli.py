@@ -132,3 +132,36 @@ def test_roi_template_filled_from_a_serving_scenario(
     cells = {ws.cell(r, 1).value: ws.cell(r, 2).value for r in range(4, 20)}
     assert cells["Fixed running cost"] == pytest.approx(cheapest.values["usd_per_month"], rel=1e-12)
     assert cells["Savings in month 1"] == 128000  # from the ROI YAML
+
+
+def test_report_with_a_sweep_front(
+    scenario_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep_mod = pytest.importorskip("aitco.decide.sweep")
+    spec = {
+        "sweep": {
+            "kind": "training",
+            "workload": {"model": "gpt2-124m", "tokens": 2e9, "seq_len": 1024, "global_batch": 256},
+            "grid": {
+                "option.hardware": ["a100-sxm4-80gb", "h100-sxm5-80gb"],
+                "option.gpus": [8, 16, 32],
+                "option.pricing": ["on_demand", "spot"],
+            },
+            "objective": "total_usd",
+            "pareto": ["total_usd", "wall_clock_h"],
+        }
+    }
+    sf = tmp_path / "sweep.yaml"
+    sf.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "r.md"
+    code, _o, err = run(["report", str(scenario_file), "-o", str(out), "--sweep", str(sf)], capsys)
+    assert code == 0, err
+    assert (tmp_path / "r_files" / "pareto_sweep.png").read_bytes().startswith(b"\x89PNG")
+    from aitco.catalog.loader import load_catalog
+    from aitco.report.model import ReportData, add_sweep_front
+
+    data = ReportData(title="t")
+    add_sweep_front(data, sweep_mod.SweepSpec.from_yaml(sf), load_catalog(use_env=False))
+    ref = sweep_mod.sweep(sweep_mod.SweepSpec.from_yaml(sf), load_catalog(use_env=False)).to_json()
+    assert data.sweep_front is not None
+    assert data.sweep_front["rows"] == ref["pareto"]  # the decide layer's front, unchanged

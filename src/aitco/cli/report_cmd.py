@@ -33,7 +33,12 @@ def _roi_inputs(roi_file: str | None) -> Any:
     return RoiInputs.from_yaml(roi_file)
 
 
-def _build(scenario_path: str, roi_file: str | None, telemetry: list[str] | None = None) -> Any:
+def _build(
+    scenario_path: str,
+    roi_file: str | None,
+    telemetry: list[str] | None = None,
+    sweep_file: str | None = None,
+) -> Any:
     from aitco.decide.scenario import Scenario
 
     scen = Scenario.from_yaml(scenario_path)
@@ -46,7 +51,16 @@ def _build(scenario_path: str, roi_file: str | None, telemetry: list[str] | None
     try:
         from aitco.report.model import build_report
 
-        return build_report(scen, state.catalog(), roi_inputs=roi_in, utilisation=util)
+        cat = state.catalog()
+        data = build_report(scen, cat, roi_inputs=roi_in, utilisation=util)
+        if sweep_file is not None:
+            from aitco.decide.sweep import SweepSpec
+            from aitco.report.model import add_sweep_front
+
+            add_sweep_front(
+                data, SweepSpec.from_yaml(sweep_file), cat, source=Path(sweep_file).name
+            )
+        return data
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("aitco."):
             raise EngineMissingError(f"{exc.name} is not available in this install") from exc
@@ -70,13 +84,19 @@ def report_cmd(
             help="dcgmi dmon or nvidia-smi CSV telemetry: utilisation/idle heatmap (repeatable).",
         ),
     ] = None,
+    sweep: Annotated[
+        str | None,
+        typer.Option(
+            "--sweep", help="Sweep YAML (aitco sweep): add the Pareto front of its plans."
+        ),
+    ] = None,
 ) -> None:
     """Write a report: comparison, itemised breakdown and plots (HTML or Markdown)."""
     out = Path(output)
     suffix = out.suffix.lower()
     if suffix not in (".html", ".htm", ".md", ".markdown"):
         raise InputError("-o", output, "a path ending in .html or .md")
-    data = _build(scenario, roi, telemetry)
+    data = _build(scenario, roi, telemetry, sweep)
     if suffix in (".html", ".htm"):
         from aitco.decide.scenario import write_atomic
         from aitco.report.html import render_html

@@ -171,6 +171,9 @@ class ReportData:
         Points ``{name, x, y, front}`` of the cost-vs-time front (x = days, y = USD).
     pareto_latency : list of dict
         Points of the cost-vs-latency front (x = seconds, y = USD).
+    sweep_front : dict, optional
+        Pareto front of a sweep (:func:`aitco.decide.sweep.sweep`): ``metrics`` (the two
+        minimised metrics), ``rows`` (the front's configurations), ``source``, ``evaluated``.
     notes : list of str
         What was left out and why (no ROI inputs, no telemetry...).
     scenario : dict
@@ -190,6 +193,7 @@ class ReportData:
     pareto_latency: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     scenario: dict[str, Any] = field(default_factory=dict)
+    sweep_front: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (the web API's and ``report.json``'s shape)."""
@@ -228,6 +232,7 @@ class ReportData:
             "tornado": self.tornado,
             "notes": self.notes,
             "scenario": self.scenario,
+            "sweep_front": self.sweep_front,
         }
 
 
@@ -300,6 +305,33 @@ def add_roi(data: ReportData, roi_inputs: Any, *, metric: str = "npv_usd") -> No
     data.roi = roi.roi_series(roi_inputs)
     data.tornado = roi.tornado(roi_inputs, metric=metric)
     data.tornado_metric = metric
+
+
+def add_sweep_front(data: ReportData, spec: Any, catalog: Any, *, source: str = "") -> None:
+    """Attach the Pareto front of a sweep (:func:`aitco.decide.sweep.sweep`) to ``data``.
+
+    Parameters
+    ----------
+    data : ReportData
+        The report.
+    spec : aitco.decide.sweep.SweepSpec
+        The sweep (its ``pareto`` names the two metrics, e.g. ``total_usd`` and
+        ``wall_clock_h``, or a latency for serving).
+    catalog : aitco.catalog.loader.Catalog
+        The catalog.
+    source : str
+        Where the sweep came from (shown in the caption).
+    """
+    from aitco.decide.sweep import sweep
+
+    res = sweep(spec, catalog).to_json()
+    data.sweep_front = {
+        "metrics": list(res.get("pareto_metrics") or spec.pareto),
+        "rows": res["pareto"],
+        "source": source,
+        "evaluated": res.get("evaluated"),
+        "feasible": res.get("feasible"),
+    }
 
 
 def build_report(

@@ -247,6 +247,57 @@ def pareto_png(points: Sequence[Mapping[str, Any]], *, xlabel: str, title: str) 
     return _png(fig)
 
 
+def sweep_front_png(front: Mapping[str, Any]) -> bytes:
+    """Plot the Pareto front of a sweep: each configuration on the front, joined by a step line.
+
+    Parameters
+    ----------
+    front : mapping
+        :attr:`aitco.report.model.ReportData.sweep_front` (``metrics``: the two minimised
+        metrics, the first drawn on the y axis; ``rows``: the front's configurations).
+
+    Returns
+    -------
+    bytes
+        PNG image.
+    """
+    y_key, x_key = (m.lstrip("-") for m in front["metrics"][:2])
+    rows = sorted(
+        (
+            r
+            for r in front["rows"]
+            if isinstance(r.get(x_key), int | float) and isinstance(r.get(y_key), int | float)
+        ),
+        key=lambda r: r[x_key],
+    )
+    fig, ax = _figure(7.5, 4.6)
+    xs = [r[x_key] for r in rows]
+    ys = [r[y_key] for r in rows]
+    ax.step(xs, ys, where="post", color="#D55E00", alpha=0.6)
+    ax.scatter(xs, ys, color="#D55E00", zorder=3, label=f"Pareto front ({len(rows)} plans)")
+    for r in rows:
+        parts = [str(r[k]) for k in ("hardware", "gpus", "pricing", "precision") if k in r]
+        ax.annotate(
+            _label(" ".join(parts)),
+            (r[x_key], r[y_key]),
+            textcoords="offset points",
+            xytext=(4, 4),
+            fontsize=7,
+        )
+    if y_key.endswith("_usd"):
+        _usd_axis(ax, "y")
+    ax.set_xlabel(x_key)
+    ax.set_ylabel(y_key)
+    n = front.get("evaluated")
+    ax.set_title(
+        f"Sweep: {y_key} vs {x_key}" + (f" ({n:,} plans evaluated)" if isinstance(n, int) else ""),
+        fontsize=10,
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
 def roi_png(series: Mapping[str, Any]) -> bytes:
     """Cumulative net cash flow and monthly ROI over the horizon, with the payback month.
 
@@ -458,6 +509,15 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
                 lambda: pareto_png(
                     data.pareto_latency, xlabel="latency [s]", title="Cost vs latency"
                 ),
+            )
+        )
+    if data.sweep_front is not None and data.sweep_front.get("rows"):
+        sf = data.sweep_front
+        todo.append(
+            (
+                "pareto_sweep",
+                f"Pareto front of the sweep {sf.get('source', '')}".rstrip(),
+                lambda: sweep_front_png(sf),
             )
         )
     if data.roi is not None:
