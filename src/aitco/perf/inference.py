@@ -1427,13 +1427,6 @@ def estimate_inference(
     step = max(lin_compute, lin_memory) + attn + comm + ovh
     busy = (max(lin_compute, lin_memory) + attn) / step if step > 0 else 0.0
     energy = serving.energy_per_token(acc, gpus, out_tps, utilization=busy)
-    power = energy.get("power_w")
-    if power and math.isfinite(req_s):
-        # achieved ops: 2 x active parameters per processed token (prompt and output)
-        achieved_ops_s = FLOPS_PER_MAC * param_counts(model).active * req_s * (i + o)
-        energy["achieved_tops_per_w"] = achieved_ops_s / TERA / power
-    else:
-        energy["achieved_tops_per_w"] = None
 
     weights_total_gb = mp.weights_gb * tp_ * pp_
     # a new replica reads its weights from each node's local NVMe (nodes in parallel)
