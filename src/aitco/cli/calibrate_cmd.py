@@ -248,13 +248,27 @@ def calibrate(
     global_batch: Annotated[
         int | None, typer.Option("--global-batch", help="Global batch (sequences).", min=1)
     ] = None,
-    tp: Annotated[int | None, typer.Option("--tp", min=1)] = None,
-    pp: Annotated[int | None, typer.Option("--pp", min=1)] = None,
-    cp: Annotated[int | None, typer.Option("--cp", min=1)] = None,
-    ep: Annotated[int | None, typer.Option("--ep", min=1)] = None,
-    dp: Annotated[int | None, typer.Option("--dp", min=1)] = None,
-    zero: Annotated[int | None, typer.Option("--zero", min=0, max=3)] = None,
-    precision: Annotated[str, typer.Option("--precision")] = "bf16",
+    tp: Annotated[
+        int | None, typer.Option("--tp", help="Tensor parallel degree of the run.", min=1)
+    ] = None,
+    pp: Annotated[
+        int | None, typer.Option("--pp", help="Pipeline parallel degree of the run.", min=1)
+    ] = None,
+    cp: Annotated[
+        int | None, typer.Option("--cp", help="Context parallel degree of the run.", min=1)
+    ] = None,
+    ep: Annotated[
+        int | None, typer.Option("--ep", help="Expert parallel degree of the run.", min=1)
+    ] = None,
+    dp: Annotated[
+        int | None, typer.Option("--dp", help="Data parallel degree of the run.", min=1)
+    ] = None,
+    zero: Annotated[
+        int | None, typer.Option("--zero", help="ZeRO stage 0-3 of the run.", min=0, max=3)
+    ] = None,
+    precision: Annotated[
+        str, typer.Option("--precision", help="Training/serving dtype (bf16, fp16, fp8, ...).")
+    ] = "bf16",
     params: Annotated[
         str, typer.Option("--params", help="Comma-separated parameters to fit.")
     ] = "gemm,hbm,intra_node_link,scale_out_link,decode_hbm,serving_overhead_s",
@@ -398,13 +412,27 @@ def actual_vs_estimate_cmd(
         int | None,
         typer.Option("--global-batch", help="Global batch (sequences; else from the log).", min=1),
     ] = None,
-    tp: Annotated[int | None, typer.Option("--tp", min=1)] = None,
-    pp: Annotated[int | None, typer.Option("--pp", min=1)] = None,
-    cp: Annotated[int | None, typer.Option("--cp", min=1)] = None,
-    ep: Annotated[int | None, typer.Option("--ep", min=1)] = None,
-    dp: Annotated[int | None, typer.Option("--dp", min=1)] = None,
-    zero: Annotated[int | None, typer.Option("--zero", min=0, max=3)] = None,
-    precision: Annotated[str, typer.Option("--precision")] = "bf16",
+    tp: Annotated[
+        int | None, typer.Option("--tp", help="Tensor parallel degree of the run.", min=1)
+    ] = None,
+    pp: Annotated[
+        int | None, typer.Option("--pp", help="Pipeline parallel degree of the run.", min=1)
+    ] = None,
+    cp: Annotated[
+        int | None, typer.Option("--cp", help="Context parallel degree of the run.", min=1)
+    ] = None,
+    ep: Annotated[
+        int | None, typer.Option("--ep", help="Expert parallel degree of the run.", min=1)
+    ] = None,
+    dp: Annotated[
+        int | None, typer.Option("--dp", help="Data parallel degree of the run.", min=1)
+    ] = None,
+    zero: Annotated[
+        int | None, typer.Option("--zero", help="ZeRO stage 0-3 of the run.", min=0, max=3)
+    ] = None,
+    precision: Annotated[
+        str, typer.Option("--precision", help="Training/serving dtype (bf16, fp16, fp8, ...).")
+    ] = "bf16",
     calibration: Annotated[
         str | None, typer.Option("--calibration", help="Calibration profile YAML.")
     ] = None,
