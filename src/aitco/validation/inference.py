@@ -47,6 +47,7 @@ HARDWARE_IDS: dict[str, str] = {
     "B200-180GB": "b200",
     "A100-80GB": "a100-sxm4-80gb",  # SXM assumed (DGX/HGX)
     "A100-40GB": "a100-sxm4-40gb",
+    "A40": "a40",
 }
 
 #: MLPerf Inference Llama-2-70B (OpenOrca subset): mean output tokens per sample derived in the
