@@ -26,7 +26,7 @@ def shared_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def catalog():  # noqa: ANN201
+def catalog():
     """The built-in catalog (no user overlays)."""
     from aitco.catalog.loader import load_catalog
 

@@ -1,4 +1,4 @@
-"""aitco: what will this AI workload really cost, on which hardware, and is it worth it?
+"""aitco: what will this AI workload really cost, on which hardware, and is it worth it.
 
 The public API is re-exported here; see the README and ``docs/`` for the guide.
 """

@@ -22,7 +22,7 @@ def test_version(capsys):
 
 
 def test_unknown_id_exit_2_no_traceback(capsys):
-    code, out, err = run(["catalog", "show", "h100-sxm5"], capsys)
+    code, _out, err = run(["catalog", "show", "h100-sxm5"], capsys)
     assert code == 2
     assert "Traceback" not in err
     assert "h100-sxm5-80gb" in err

@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> None:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])
         err_console.print(
-            f"[bold red]error:[/bold red] {loc} = {err.get('input')!r}: {err['msg']}", highlight=False
+            f"[bold red]error:[/bold red] {loc} = {err.get('input')!r}: {err['msg']}",
+            highlight=False,
         )
         sys.exit(2)
     sys.exit(0)

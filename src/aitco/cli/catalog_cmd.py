@@ -12,18 +12,37 @@ from aitco.cli import state
 from aitco.cli.render import console, print_json, table
 from aitco.errors import UnknownIdError
 
-catalog_app = typer.Typer(help="Browse the catalog: every value with its source and date.", no_args_is_help=True)
+catalog_app = typer.Typer(
+    help="Browse the catalog: every value with its source and date.", no_args_is_help=True
+)
 
 _SUMMARY: dict[str, tuple[str, ...]] = {
-    "accelerators": ("vendor", "memory_gb", "hbm_bandwidth_gb_s", "peak_tflops.bf16", "tdp_w", "launch_year"),
-    "systems": ("accelerator", "devices_per_node", "intra_node_fabric", "intra_node_bandwidth_gb_s", "scale_out_bandwidth_gb_s"),
+    "accelerators": (
+        "vendor",
+        "memory_gb",
+        "hbm_bandwidth_gb_s",
+        "peak_tflops.bf16",
+        "tdp_w",
+        "launch_year",
+    ),
+    "systems": (
+        "accelerator",
+        "devices_per_node",
+        "intra_node_fabric",
+        "intra_node_bandwidth_gb_s",
+        "scale_out_bandwidth_gb_s",
+    ),
     "offers": ("provider", "instance", "accelerator", "accelerators_per_instance"),
     "models": ("family", "n_layers", "d_model", "n_heads", "vocab_size", "published_params_b"),
     "factors": ("category", "value", "unit", "region"),
     "apis": ("provider", "model", "input_usd_per_mtok", "output_usd_per_mtok", "as_of"),
     "presets": ("description",),
 }
-_ALIASES = {k.rstrip("s"): k for k in KINDS} | {"clouds": "offers", "api": "apis", "hardware": "accelerators"}
+_ALIASES = {k.rstrip("s"): k for k in KINDS} | {
+    "clouds": "offers",
+    "api": "apis",
+    "hardware": "accelerators",
+}
 
 
 def _kind(kind: str) -> str:
@@ -73,8 +92,23 @@ def show_cmd(
     if json_out:
         print_json(data)
         return
-    rows = [[r["field"], _short(r["value"]), r["source_key"] or "-", r["retrieved"] or "-", r["note"] or ""] for r in data["values"]]
-    console.print(table(f"{entry.id} ({kind}) {entry.name}", ["field", "value", "source", "retrieved", "note"], rows))
+    rows = [
+        [
+            r["field"],
+            _short(r["value"]),
+            r["source_key"] or "-",
+            r["retrieved"] or "-",
+            r["note"] or "",
+        ]
+        for r in data["values"]
+    ]
+    console.print(
+        table(
+            f"{entry.id} ({kind}) {entry.name}",
+            ["field", "value", "source", "retrieved", "note"],
+            rows,
+        )
+    )
     keys = sorted({r["source_key"] for r in data["values"] if r["source_key"]})
     for key in keys:
         console.print(f"  [dim]{key}[/dim]: {cat.sources[key].cite()}", highlight=False)
@@ -86,14 +120,22 @@ def _short(v: Any) -> str:
 
 
 @catalog_app.command("sources")
-def sources_cmd(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def sources_cmd(
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
     """List the bibliography the catalog cites."""
     cat = state.catalog()
     rows = [s.model_dump(mode="json") for s in cat.sources.values()]
     if json_out:
         print_json({"count": len(rows), "sources": rows})
         return
-    console.print(table("sources", ["key", "title", "retrieved"], [[r["key"], r["title"], r["retrieved"]] for r in rows]))
+    console.print(
+        table(
+            "sources",
+            ["key", "title", "retrieved"],
+            [[r["key"], r["title"], r["retrieved"]] for r in rows],
+        )
+    )
 
 
 @catalog_app.command("check")
@@ -107,7 +149,10 @@ def check_cmd(
     if json_out:
         print_json({"ok": True, "files": files, "counts": counts})
         return
-    console.print(f"[green]ok[/green]: {', '.join(files)} valid; catalog now has " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    console.print(
+        f"[green]ok[/green]: {', '.join(files)} valid; catalog now has "
+        + ", ".join(f"{v} {k}" for k, v in counts.items())
+    )
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:

@@ -82,7 +82,9 @@ def print_explain(est: Estimate) -> None:
     for c in ("term", "value", "unit", "formula", "inputs"):
         t.add_column(c)
     for term in est.terms:
-        inputs = ", ".join(f"{k}={fmt(v) if not isinstance(v, str) else v}" for k, v in term.inputs.items())
+        inputs = ", ".join(
+            f"{k}={fmt(v) if not isinstance(v, str) else v}" for k, v in term.inputs.items()
+        )
         name = f"[bold]{term.name}[/bold]" if term.name == est.dominant else term.name
         t.add_row(name, fmt(term.value), term.unit, term.formula, inputs)
     console.print(t)

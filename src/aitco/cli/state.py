@@ -13,10 +13,10 @@ def set_overlays(paths: list[str]) -> None:
 
 
 def overlays() -> list[str]:
-    """The ``--catalog`` files given on the command line."""
+    """Return the ``--catalog`` files given on the command line."""
     return list(_overlays)
 
 
 def catalog() -> Catalog:
-    """The catalog with the built-in data, ``AITCO_CATALOG`` and the ``--catalog`` overlays."""
+    """Load the catalog: built-in data, ``AITCO_CATALOG``, then the ``--catalog`` overlays."""
     return load_catalog(_overlays)

@@ -74,7 +74,7 @@ class ParamCounts:
 
 
 def attention_params_per_layer(m: ModelArch) -> int:
-    """Weights and biases of one attention block. [count]"""
+    """Count the weights and biases of one attention block [count]."""
     d = m.d_model
     if m.mla is not None:
         a = m.mla
@@ -100,7 +100,7 @@ def attention_params_per_layer(m: ModelArch) -> int:
 
 
 def ffn_params(m: ModelArch, d_ff: int) -> int:
-    """Weights and biases of one FFN of hidden size ``d_ff``. [count]"""
+    """Count the weights and biases of one FFN of hidden size ``d_ff`` [count]."""
     mats = 3 if m.gated_ffn else 2
     bias = (d_ff * (mats - 1) + m.d_model) if m.mlp_bias else 0
     return mats * m.d_model * d_ff + bias
