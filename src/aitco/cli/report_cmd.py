@@ -89,7 +89,6 @@ def report_cmd(
         typer.Option(
             "--sweep",
             help="Sweep YAML (aitco sweep): add the Pareto front of its plans.",
-            hidden=True,  # until docs/cli.md documents it (tests/contracts checks visible flags)
         ),
     ] = None,
 ) -> None:
