@@ -4,8 +4,9 @@
 model, hardware, GPU count, sequence length, batch and plan (with the default or a calibrated
 efficiency set) and lines its values up with the measured ones, item by item: step time,
 tokens/s/GPU, MFU, communication time, energy and dollars. Each row gives the actual value, the
-estimate, their ratio (estimate / actual) and the signed error in percent, and says where the
-actual value came from. Items without a measurement show the estimate alone.
+estimate, their ratio (estimate / actual), the signed relative error as a fraction of the
+actual (``error_fraction`` = ratio - 1; 0.24 = 24 % over) and where the actual value came
+from. Items without a measurement show the estimate alone.
 """
 
 from __future__ import annotations
@@ -22,9 +23,6 @@ from aitco.units import SECONDS_PER_HOUR, TERA
 COMM_TERMS = ("tp_comm_s", "cp_comm_s", "ep_comm_s", "zero3_comm_s", "dp_comm_s", "pp_comm_s")
 #: Milliseconds per second (framework timers are in ms).
 MS_PER_S = 1e3
-#: Percent per unit fraction.
-PERCENT = 100.0
-
 
 def _row(
     item: str, unit: str, actual: float | None, estimate: float | None, source: str
@@ -36,7 +34,7 @@ def _row(
         "actual": actual,
         "estimate": estimate,
         "ratio": ratio,
-        "error_pct": (ratio - 1) * PERCENT if ratio is not None else None,
+        "error_fraction": ratio - 1 if ratio is not None else None,
         "actual_source": source,
     }
 
@@ -219,14 +217,14 @@ def actual_vs_estimate(
             value=r["estimate"] if r["estimate"] is not None else float("nan"),
             unit=r["unit"],
             formula="aitco estimate_training" if r["item"] != "usd" else "hours x rate",
-            inputs={"actual": r["actual"], "error_pct": r["error_pct"]},
+            inputs={"actual": r["actual"], "error_fraction": r["error_fraction"]},
             sources=[r["actual_source"]],
         )
         for r in rows
     ]
     worst = max(
-        (r for r in rows if r["error_pct"] is not None),
-        key=lambda r: abs(r["error_pct"]),
+        (r for r in rows if r["error_fraction"] is not None),
+        key=lambda r: abs(r["error_fraction"]),
         default=None,
     )
     return Estimate(
@@ -243,7 +241,7 @@ def actual_vs_estimate(
         assumptions=[
             "estimate from aitco.perf.training.estimate_training with the given plan",
             "actual tokens/s/GPU = global_batch x seq_len / step time / GPUs (if the log has none)",
-            "ratio = estimate / actual; error_pct = (ratio - 1) x 100",
+            "ratio = estimate / actual; error_fraction = ratio - 1 (signed fraction of the actual)",
         ],
     )
 

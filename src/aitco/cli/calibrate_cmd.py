@@ -495,7 +495,7 @@ def actual_vs_estimate_cmd(
             r["unit"],
             r["actual"],
             r["estimate"],
-            f"{r['error_pct']:+.1f}%" if r["error_pct"] is not None else "-",
+            f"{100.0 * r['error_fraction']:+.1f}%" if r["error_fraction"] is not None else "-",
             r["actual_source"],
         ]
         for r in est.values["rows"]

@@ -70,7 +70,7 @@ def roi_cmd(
                     ["monthly savings [USD]", v["monthly_savings_usd"]],
                     ["monthly cost [USD]", v["monthly_cost_usd"]],
                     ["net per month [USD]", v["net_monthly_usd"]],
-                    ["ROI", f"{v['roi']:.4f} ({v['roi_percent']:.1f} %)"],
+                    ["ROI", f"{v['roi']:.4f} ({100.0 * v['roi']:.1f} %)"],
                 ],
             )
         )

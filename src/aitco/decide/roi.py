@@ -152,7 +152,6 @@ def roi_estimate(monthly_savings_usd: float, monthly_cost_usd: float) -> Estimat
         kind="roi",
         values={
             "roi": r,
-            "roi_percent": 100.0 * r,
             "net_monthly_usd": net,
             "monthly_savings_usd": monthly_savings_usd,
             "monthly_cost_usd": monthly_cost_usd,
