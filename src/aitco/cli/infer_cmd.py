@@ -185,7 +185,12 @@ def infer(
         for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s"):
             rows.append((k, v.get(k), ""))
         rows.append(
-            ("utilisation", v.get("utilization"), f"capacity {fmt(v.get('max_qps'))} req/s")
+            (
+                "utilisation",
+                v.get("utilization"),
+                f"offered load {fmt(v.get('offered_load'))}, "
+                f"capacity {fmt(v.get('max_qps'))} req/s",
+            )
         )
         if "replicas_for_slo" in v:
             rows.append(

@@ -1354,7 +1354,10 @@ def estimate_inference(
                 slo_tpot_s=None if slo_tpot_ms is None else slo_tpot_ms / 1000.0,
             )
         cap_rps = serving.max_request_rate(it, i, o, b_max)
-        vals["utilization"] = per_replica / cap_rps
+        # offered load (arrival rate over capacity) may exceed 1; utilization is the busy
+        # fraction of the capacity and saturates at 1 (then `saturated` is true)
+        vals["offered_load"] = per_replica / cap_rps
+        vals["utilization"] = min(1.0, vals["offered_load"])
         vals["saturated"] = bool(per_replica >= cap_rps)
         vals["max_qps"] = cap_rps * replicas
         if vals["saturated"]:
