@@ -454,8 +454,8 @@ def optimize_cmd(
     max_gpus: Annotated[int | None, typer.Option(help="Max accelerators in use.")] = None,
     max_ttft_s: Annotated[float | None, typer.Option(help="Max TTFT (serving). [s]")] = None,
     max_tpot_s: Annotated[float | None, typer.Option(help="Max TPOT (serving). [s]")] = None,
-    max_usd_per_million_tokens: Annotated[
-        float | None, typer.Option(help="Max $/Mtok (serving).")
+    max_usd_per_million_output_tokens: Annotated[
+        float | None, typer.Option(help="Max $ per million output tokens (serving). [USD/Mtok]")
     ] = None,
     allowed_clouds: Annotated[
         str | None, typer.Option(help="Comma-separated providers allowed.")
@@ -487,7 +487,7 @@ def optimize_cmd(
         max_gpus=max_gpus,
         max_ttft_s=max_ttft_s,
         max_tpot_s=max_tpot_s,
-        max_usd_per_million_tokens=max_usd_per_million_tokens,
+        max_usd_per_million_output_tokens=max_usd_per_million_output_tokens,
         allowed_providers=split(allowed_clouds),
         allowed_regions=split(allowed_regions),
         allowed_pricing=split(allowed_pricing),

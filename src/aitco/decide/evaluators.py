@@ -603,7 +603,7 @@ SERVING_METRICS: tuple[str, ...] = (
     "replicas",
     "total_gpus",
     "usd_per_hour",
-    "usd_per_million_tokens",
+    "usd_per_million_output_tokens",
     "memory_per_gpu_gb",
 )
 
@@ -705,7 +705,7 @@ class ServingEvaluator:
             "replicas": replicas,
             "total_gpus": g * replicas,
             "usd_per_hour": usd_h_total,
-            "usd_per_million_tokens": usd_h_total / (SECONDS_PER_HOUR * served_tok_s) * 1e6,
+            "usd_per_million_output_tokens": usd_h_total / (SECONDS_PER_HOUR * served_tok_s) * 1e6,
             "memory_per_gpu_gb": mem_gb,
             "reason": reason,
         }
@@ -1019,7 +1019,7 @@ class EngineServingEvaluator:
             "replicas": replicas,
             "total_gpus": gr * replicas,
             "usd_per_hour": total_h,
-            "usd_per_million_tokens": total_h / (SECONDS_PER_HOUR * served) * 1e6,
+            "usd_per_million_output_tokens": total_h / (SECONDS_PER_HOUR * served) * 1e6,
             "memory_per_gpu_gb": mem,
             "rows": rows,
             "reason": reason,

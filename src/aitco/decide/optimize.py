@@ -129,7 +129,9 @@ def _verify_p99(spec: SweepSpec, catalog: Catalog, out: dict[str, Any]) -> None:
                 "replicas_at_p99": int(need_r),
                 "total_gpus_at_p99": int(need_r) * int(row["gpus"]),
                 "usd_per_hour_at_p99": cost,
-                "usd_per_million_tokens_at_p99": row["usd_per_million_tokens"] * scale,
+                "usd_per_million_output_tokens_at_p99": (
+                    row["usd_per_million_output_tokens"] * scale
+                ),
                 "p99_ttft_s_at_sweep_replicas": chk.get("p99_ttft_s"),
                 "p99_tpot_s_at_sweep_replicas": chk.get("p99_tpot_s"),
             }

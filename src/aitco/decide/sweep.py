@@ -43,7 +43,7 @@ CONSTRAINT_METRICS: dict[str, str] = {
     "max_ttft_s": "ttft_s",
     "max_tpot_s": "tpot_s",
     "max_e2e_latency_s": "e2e_latency_s",
-    "max_usd_per_million_tokens": "usd_per_million_tokens",
+    "max_usd_per_million_output_tokens": "usd_per_million_output_tokens",
     "max_usd_per_hour": "usd_per_hour",
     "max_memory_per_gpu_gb": "memory_per_gpu_gb",
 }
@@ -62,8 +62,8 @@ class Constraints(BaseModel):
         Accelerators in use (all replicas). [count]
     max_ttft_s, max_tpot_s, max_e2e_latency_s : float
         Serving latency objectives. [s]
-    max_usd_per_million_tokens, max_usd_per_hour : float
-        Serving price caps.
+    max_usd_per_million_output_tokens, max_usd_per_hour : float
+        Serving price caps (per million output tokens [USD/Mtok]; per hour [USD/h]).
     allowed_pricing : list of str
         Pricing modes allowed (e.g. ``[on_demand, reserved_1y]``).
     allowed_regions : list of str
@@ -80,7 +80,7 @@ class Constraints(BaseModel):
     max_ttft_s: float | None = Field(default=None, gt=0)
     max_tpot_s: float | None = Field(default=None, gt=0)
     max_e2e_latency_s: float | None = Field(default=None, gt=0)
-    max_usd_per_million_tokens: float | None = Field(default=None, gt=0)
+    max_usd_per_million_output_tokens: float | None = Field(default=None, gt=0)
     max_usd_per_hour: float | None = Field(default=None, gt=0)
     max_memory_per_gpu_gb: float | None = Field(default=None, gt=0)
     allowed_pricing: list[str] | None = None
@@ -425,12 +425,12 @@ def build_plan(
     if n_configs >= 2**62:
         raise InputError("grid", n_configs, "fewer than 2**62 configurations; use sample:")
     objective = spec.objective or (
-        "total_usd" if spec.kind == "training" else "usd_per_million_tokens"
+        "total_usd" if spec.kind == "training" else "usd_per_million_output_tokens"
     )
     pareto = spec.pareto or (
         ["total_usd", "wall_clock_h"]
         if spec.kind == "training"
-        else ["usd_per_million_tokens", "ttft_s"]
+        else ["usd_per_million_output_tokens", "ttft_s"]
     )
     valid_metrics = set(evaluator.metrics)
     for name, m in [("objective", objective), ("pareto", pareto[0]), ("pareto", pareto[1])]:
