@@ -29,7 +29,7 @@ def test_hand_computed_two_offers(tmp_path):
         gpus=3,
         threshold_usd_per_gpu_hour=None,
         fallback_usd_per_gpu_hour=5.0,
-        tokens_per_gpu_s=1.0,
+        tokens_per_s_per_gpu=1.0,
         restart_h=0.0,
     )
     assert r["total_usd"] == pytest.approx(2 * (2 * 1 + 1 * 2))
@@ -41,7 +41,7 @@ def test_hand_computed_two_offers(tmp_path):
         gpus=3,
         threshold_usd_per_gpu_hour=1.5,
         fallback_usd_per_gpu_hour=5.0,
-        tokens_per_gpu_s=1.0,
+        tokens_per_s_per_gpu=1.0,
         restart_h=0.0,
     )
     assert r2["total_usd"] == pytest.approx(2 * (2 * 1 + 5))
@@ -62,7 +62,7 @@ def test_restarts_and_preemptions_cost_tokens(tmp_path):
         gpus=2,
         threshold_usd_per_gpu_hour=None,
         fallback_usd_per_gpu_hour=9.0,
-        tokens_per_gpu_s=1.0,
+        tokens_per_s_per_gpu=1.0,
         restart_h=0.5,
     )
     # start at t0 (2 GPUs) and the preemption at t1 (2 GPUs), 0.5 h each
@@ -106,7 +106,7 @@ def test_policy_never_worse_than_any_single_offer_without_churn(tmp_path_factory
     kw = {
         "gpus": gpus,
         "fallback_usd_per_gpu_hour": 20.0,
-        "tokens_per_gpu_s": 1.0,
+        "tokens_per_s_per_gpu": 1.0,
         "restart_h": 0.0,
     }
     pol = simulate(tr, threshold_usd_per_gpu_hour=None, **kw)

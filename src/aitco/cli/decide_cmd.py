@@ -860,7 +860,7 @@ def arbitrage_cmd(
     fallback_usd_per_gpu_hour: Annotated[
         float | None, typer.Option(help="On-demand fallback price (default: max seen).")
     ] = None,
-    tokens_per_gpu_s: Annotated[
+    tokens_per_s_per_gpu: Annotated[
         float, typer.Option(help="Output tokens/s of one working GPU.")
     ] = 1000.0,
     restart_h: Annotated[float, typer.Option(help="Work lost per start or preemption. [h]")] = 0.25,
@@ -877,7 +877,7 @@ def arbitrage_cmd(
         gpus=gpus,
         threshold_usd_per_gpu_hour=threshold_usd_per_gpu_hour,
         fallback_usd_per_gpu_hour=fallback_usd_per_gpu_hour,
-        tokens_per_gpu_s=tokens_per_gpu_s,
+        tokens_per_s_per_gpu=tokens_per_s_per_gpu,
         restart_h=restart_h,
         baseline=baseline,
     )
@@ -885,7 +885,7 @@ def arbitrage_cmd(
         print_json(res)
         return
     console.print(
-        f"{res['rows']} price rows, {len(res['offers'])} offers, {res['hours']:.0f} h; fleet of "
+        f"{res['rows']} price rows, {len(res['offers'])} offers, {res['trace_h']:.0f} h; fleet of "
         f"{res['gpus']} GPUs; threshold {res['threshold_usd_per_gpu_hour']:.3g} $/GPU-h, "
         f"fallback {res['fallback_usd_per_gpu_hour']:.3g} $/GPU-h",
         highlight=False,

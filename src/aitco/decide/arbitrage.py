@@ -179,7 +179,7 @@ def simulate(
     gpus: int,
     threshold_usd_per_gpu_hour: float | None,
     fallback_usd_per_gpu_hour: float,
-    tokens_per_gpu_s: float,
+    tokens_per_s_per_gpu: float,
     restart_h: float = 0.25,
     only_offer: str | None = None,
 ) -> dict[str, Any]:
@@ -195,7 +195,7 @@ def simulate(
         Use an offer only while its price is at or below this (None: any price).
     fallback_usd_per_gpu_hour : float
         Price of the fallback capacity (on-demand) for GPUs no offer provides. [USD/GPU-h]
-    tokens_per_gpu_s : float
+    tokens_per_s_per_gpu : float
         Output tokens one working GPU produces per second. [tokens/s]
     restart_h : float
         Work lost by each GPU that starts on an offer or is preempted. [h]
@@ -220,8 +220,8 @@ def simulate(
     """
     if gpus < 1:
         raise InputError("--gpus", gpus, "an integer >= 1")
-    if tokens_per_gpu_s <= 0:
-        raise InputError("--tokens-per-gpu-s", tokens_per_gpu_s, "a throughput > 0")
+    if tokens_per_s_per_gpu <= 0:
+        raise InputError("--tokens-per-s-per-gpu", tokens_per_s_per_gpu, "a throughput > 0")
     if fallback_usd_per_gpu_hour < 0:
         raise InputError("--fallback-usd-per-gpu-hour", fallback_usd_per_gpu_hour, "a price >= 0")
     price = trace.usd_per_gpu_hour.copy()
@@ -260,7 +260,7 @@ def simulate(
     spend = (np.nan_to_num(alloc * price).sum(axis=1) + fb * fallback_usd_per_gpu_hour) * dt_h
     gpu_h = gpus * dt_h
     useful = gpu_h - lost
-    tokens = float(np.sum(useful)) * tokens_per_gpu_s * SECONDS_PER_HOUR
+    tokens = float(np.sum(useful)) * tokens_per_s_per_gpu * SECONDS_PER_HOUR
     total = float(spend.sum())
     share = {o: float(np.sum(alloc[:, j] * dt_h)) for j, o in enumerate(trace.offers)}
     share[FALLBACK] = float(np.sum(fb * dt_h))
@@ -285,7 +285,7 @@ def arbitrage(
     gpus: int = 8,
     threshold_usd_per_gpu_hour: float | None = None,
     fallback_usd_per_gpu_hour: float | None = None,
-    tokens_per_gpu_s: float = 1000.0,
+    tokens_per_s_per_gpu: float = 1000.0,
     restart_h: float = 0.25,
     baseline: str | None = None,
 ) -> dict[str, Any]:
@@ -301,7 +301,7 @@ def arbitrage(
         Price cap of the policy; default the fallback price (use spot while it is cheaper).
     fallback_usd_per_gpu_hour : float, optional
         On-demand fallback price; default the highest price seen in the trace.
-    tokens_per_gpu_s : float
+    tokens_per_s_per_gpu : float
         Throughput of one working GPU. [tokens/s]
     restart_h : float
         Work lost per start or preemption. [h]
@@ -327,7 +327,7 @@ def arbitrage(
             gpus=gpus,
             threshold_usd_per_gpu_hour=threshold,
             fallback_usd_per_gpu_hour=fb,
-            tokens_per_gpu_s=tokens_per_gpu_s,
+            tokens_per_s_per_gpu=tokens_per_s_per_gpu,
             restart_h=restart_h,
             only_offer=only,
         )
@@ -346,13 +346,13 @@ def arbitrage(
         "trace": str(trace_path),
         "rows": tr.rows,
         "offers": tr.offers,
-        "hours": float((tr.times[-1] - tr.times[0]) / SECONDS_PER_HOUR)
+        "trace_h": float((tr.times[-1] - tr.times[0]) / SECONDS_PER_HOUR)
         if tr.times.size > 1
         else 0.0,
         "gpus": gpus,
         "threshold_usd_per_gpu_hour": thr,
         "fallback_usd_per_gpu_hour": fb,
-        "tokens_per_gpu_s": tokens_per_gpu_s,
+        "tokens_per_s_per_gpu": tokens_per_s_per_gpu,
         "restart_h": restart_h,
         "policy": policy,
         "baseline_offer": baseline,
