@@ -999,7 +999,7 @@ def levers_cmd(
 ) -> None:
     """Rank savings levers: fp8, plan, recompute/ZeRO, spot, fine-tune, quantise, region."""
     from aitco.cli import state
-    from aitco.decide.levers import levers
+    from aitco.decide.levers import levers, time_added
     from aitco.decide.scenario import Scenario
 
     res = levers(
@@ -1025,7 +1025,7 @@ def levers_cmd(
                     lv["lever"],
                     lv["usd_saved"],
                     f"{lv['saved_fraction']:.0%}" if lv["saved_fraction"] is not None else "-",
-                    lv["time_added"],
+                    time_added(lv),
                     lv["risk"],
                     lv["change"],
                 ]

@@ -43,6 +43,21 @@ RISKS: dict[str, tuple[str, str]] = {
 }
 
 
+#: is training -> (time measure compared, key of its change with the lever, unit in the name).
+TIME_ADDED_KEYS: dict[bool, tuple[str, str]] = {
+    True: ("wall_clock_days", "time_added_days"),
+    False: ("e2e_latency_s", "time_added_s"),
+}
+
+
+def time_added(row: dict[str, Any]) -> float | None:
+    """Return the lever's change of the time measure (``time_added_days`` or ``time_added_s``)."""
+    for _tkey, key in TIME_ADDED_KEYS.values():
+        if row.get(key) is not None:
+            return float(row[key])
+    return None
+
+
 def _one_option(scn: Scenario, option: str | None) -> tuple[Scenario, HardwareOption]:
     if scn.workload is None or not scn.options:
         raise InputError(
@@ -116,7 +131,8 @@ def levers(
     -------
     dict
         ``base`` (cost and time of the option as given) and ``levers`` (ranked: ``lever``,
-        ``change``, ``applicable``, ``usd_saved``, ``saved_fraction``, ``time_added``,
+        ``change``, ``applicable``, ``usd_saved``, ``saved_fraction``, ``time_metric``,
+        ``time_added_days`` (training) or ``time_added_s`` (service),
         ``risk``, ``risk_reason``, or ``reason`` when not applicable).
     """
     scn, opt = _one_option(scenario, option)
@@ -267,19 +283,19 @@ def levers(
         row["result"] = res
         row["usd_saved"] = base["total_usd"] - res["total_usd"]
         row["saved_fraction"] = row["usd_saved"] / base["total_usd"] if base["total_usd"] else None
-        tkey = "wall_clock_days" if w.kind == "training" else "e2e_latency_s"
+        tkey, added_key = TIME_ADDED_KEYS[w.kind == "training"]
         row["time_metric"] = tkey
         if res.get(tkey) is not None and base.get(tkey) is not None:
-            row["time_added"] = res[tkey] - base[tkey]
+            row[added_key] = res[tkey] - base[tkey]
         else:
-            row["time_added"] = None
+            row[added_key] = None
         rows.append(row)
     risk_rank = {"low": 0, "medium": 1, "high": 2}
     rows.sort(
         key=lambda r: (
             not r.get("applicable", False),
             -(r.get("usd_saved") or 0.0),
-            r.get("time_added") or 0.0,
+            time_added(r) or 0.0,
             risk_rank[r["risk"]],
         )
     )
