@@ -208,7 +208,7 @@ def _render(out: dict[str, Any]) -> None:
     if sh:
         console.print(
             table(
-                f"Self-hosting {sh['model']} on {sh['gpus_total']} x {sh['accelerator']} "
+                f"Self-hosting {sh['model']} on {sh['total_gpus']} x {sh['accelerator']} "
                 f"({sh['pricing']})",
                 ["", "API (billed)", "self-hosted"],
                 [
@@ -425,7 +425,7 @@ def self_host_comparison(
         "accelerator": acc.id,
         "model": model,
         "pricing": pricing,
-        "gpus_total": b.gpus,
+        "total_gpus": b.gpus,
         "fits": b.values.get("fits"),
         "scaled": b.values.get("scaled"),
         "utilization": b.values.get("utilization"),

@@ -290,7 +290,7 @@ def validate_inference_cmd(
             ],
             "skipped": [{"id": i, "reason": r} for i, r in rep.skipped],
             "saturated": [
-                {"id": i, "qps": q, "predicted_max_qps": m, "latency_figures": n}
+                {"id": i, "requests_per_s": q, "predicted_max_qps": m, "latency_figures": n}
                 for i, q, m, n in rep.saturated
             ],
         })  # fmt: skip

@@ -133,7 +133,7 @@ def render_comparison(c: Comparison) -> None:
     rows: list[list[Any]] = []
     if c.kind == "inference":
         head = [
-            ("GPUs deployed", "gpus_total", 0),
+            ("GPUs deployed", "total_gpus", 0),
             ("utilisation", "utilization", 3),
             ("TTFT [s]", "ttft_s", 3),
             ("TPOT [s]", "tpot_s", 3),

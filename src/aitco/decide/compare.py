@@ -1440,9 +1440,9 @@ def _inference(
     b.values = {
         "fits": bool(v.get("fits", True)),
         "replicas": replicas,
-        "gpus_total": n,
+        "total_gpus": n,
         "months": w.months,
-        "qps": qps,
+        "requests_per_s": qps,
         "requests_per_s_capacity": rps_capacity,
         "scaled": scaled or None,
         "meets_slo": _meets_slo(w, v),
