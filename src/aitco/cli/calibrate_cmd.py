@@ -99,7 +99,7 @@ SHOWN: dict[str, tuple[str, ...]] = {
         "duration_s",
         "energy_kwh",
         "gpu_energy_kwh",
-        "emissions_kg_co2e",
+        "kg_co2e",
         "pue",
     ),
     "kineto": (

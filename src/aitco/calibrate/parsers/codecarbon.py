@@ -64,7 +64,7 @@ V3_COLUMNS = {"water_consumed", "wue", "experiment_id", "gpu_utilization_percent
 #: Normalised names with units: CodeCarbon's energy columns are kWh, power W, emissions kg.
 RENAME = {
     "duration": "duration_s",
-    "emissions": "emissions_kg_co2e",
+    "emissions": "kg_co2e",
     "energy_consumed": "energy_kwh",
     "cpu_energy": "cpu_energy_kwh",
     "gpu_energy": "gpu_energy_kwh",
@@ -73,7 +73,7 @@ RENAME = {
     "gpu_power": "gpu_power_w",
     "ram_power": "ram_power_w",
     "water_consumed": "water_l",
-    "emissions_rate": "emissions_kg_co2e_per_s",
+    "emissions_rate": "kg_co2e_per_s",
 }
 
 
@@ -89,8 +89,8 @@ def parse_codecarbon(path: str | Path) -> ParseResult:
     -------
     ParseResult
         One record per row (``duration_s``, ``energy_kwh``, ``gpu_energy_kwh``,
-        ``emissions_kg_co2e``, ``pue``, ``gpu_count``, ...); ``summary`` has the totals
-        ``energy_kwh``, ``gpu_energy_kwh``, ``emissions_kg_co2e``, ``duration_s``, the mean
+        ``kg_co2e``, ``pue``, ``gpu_count``, ...); ``summary`` has the totals
+        ``energy_kwh``, ``gpu_energy_kwh``, ``kg_co2e``, ``duration_s``, the mean
         ``gpu_power_w`` and the versions seen.
 
     Raises
@@ -166,7 +166,7 @@ def parse_codecarbon(path: str | Path) -> ParseResult:
         "gpu_energy_kwh": gpu_e,
         "cpu_energy_kwh": total("cpu_energy_kwh"),
         "ram_energy_kwh": total("ram_energy_kwh"),
-        "emissions_kg_co2e": total("emissions_kg_co2e"),
+        "kg_co2e": total("kg_co2e"),
         "mean_gpu_power_w": gpu_e * WATTS_PER_KILOWATT * SECONDS_PER_HOUR / dur
         if gpu_e is not None and dur
         else None,
