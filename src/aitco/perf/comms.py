@@ -310,7 +310,7 @@ def group_link(
     intra_efficiency: ArrayLike = 1.0,
     inter_efficiency: ArrayLike = 1.0,
 ) -> tuple[F64, F64, F64]:
-    """Bandwidth, latency and efficiency seen by a group of ``n_ranks`` ranks of a ``System``.
+    r"""Bandwidth, latency and efficiency seen by a group of ``n_ranks`` ranks of a ``System``.
 
     Ranks are numbered so that consecutive ranks share a node (tensor parallel innermost); a group
     whose members are ``stride`` ranks apart spans ``n_ranks * stride`` consecutive devices. If
@@ -337,6 +337,21 @@ def group_link(
         Per-message latency. [us]
     efficiency : ndarray
         The efficiency fraction that applies. [0-1]
+
+    Notes
+    -----
+    A group that crosses nodes gets one device's scale-out bandwidth even when several of its
+    members share a node. For NCCL's multi-channel ring all-reduce that is pessimistic: each
+    channel leaves the node through a different NIC, so the ring's bus bandwidth [3]_ can reach
+    :math:`\min(B_{\mathrm{intra}}, k B_{\mathrm{NIC}})` with :math:`k` members per node; the
+    nccl-tests fixture (16 H100, 2 nodes, 8 x 400G) reaches 338.8 GB/s, 6.8x the 50 GB/s per
+    GPU. That model was tried (docs/training.md, "Scale-out bandwidth of groups that share a
+    node") and not adopted: refitted globally it made the training validation clearly worse,
+    in-sample and held out, because the published ZeRO-3/FSDP runs across nodes (Megatron-LM
+    2021, 768-2240 A100) are bound at about 16-18 GB/s per GPU, 65-72% of one 200G NIC,
+    whatever the group size, and the other cross-node DP rows favour one NIC per GPU too. The
+    per-device bandwidth therefore stays; it is the bandwidth of the framework-level DP traffic
+    the efficiencies were fitted on, not an NCCL-ring ceiling.
     """
     span = _arr(n_ranks) * _arr(stride)
     intra = span <= scale_up_size(system)
