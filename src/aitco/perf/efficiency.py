@@ -192,7 +192,7 @@ class EfficiencyParams(BaseModel):
         return self.gemm.get(family, self.gemm_default)
 
     def with_overrides(self, overrides: dict[str, Any]) -> EfficiencyParams:
-        """A copy with some parameters replaced (validated); ``gemm`` entries are merged."""
+        """Return a copy with some parameters replaced (validated); ``gemm`` entries merge."""
         data = self.model_dump()
         for k, v in overrides.items():
             if k == "gemm" and isinstance(v, dict):
