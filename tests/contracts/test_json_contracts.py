@@ -764,19 +764,16 @@ DYNAMIC_KEY_OBJECTS = {
 }  # fmt: skip
 
 
-def _all_keys(o: Any, preset_ids: set[str]) -> Iterator[str]:
+def _all_keys(o: Any) -> Iterator[str]:
     """Every key of every object in ``o``, recursively, except inside dynamic-key objects."""
     if isinstance(o, dict):
         for k, v in o.items():
-            key = str(k)
-            for pid in preset_ids:  # preset diff puts preset ids into key names
-                key = key.replace(pid, "<preset>")
-            yield key
+            yield str(k)
             if k not in DYNAMIC_KEY_OBJECTS:
-                yield from _all_keys(v, preset_ids)
+                yield from _all_keys(v)
     elif isinstance(o, list):
         for x in o:
-            yield from _all_keys(x, preset_ids)
+            yield from _all_keys(x)
 
 
 @pytest.mark.parametrize("label", sorted(JSON_COMMANDS))
@@ -787,10 +784,7 @@ def test_every_json_key_is_in_the_glossary(
     _needs_fixtures(args)
     d = run_json(args, capsys)
     documented = glossary_names()
-    presets = (
-        {d[k] for k in ("a", "b") if isinstance(d.get(k), str)} if label == "preset diff" else set()
-    )
-    keys = set(_all_keys(d, presets))
+    keys = set(_all_keys(d))
     missing = sorted(k for k in keys if k not in documented)
     assert not missing, (
         f"aitco {label} --json prints keys not documented in docs/glossary.md: {missing}"
@@ -1042,6 +1036,6 @@ def test_web_compare_api_matches_cli_tco(capsys: pytest.CaptureFixture[str]) -> 
         for k in set(w) & set(c) - {"items"}:
             assert w[k] == (pytest.approx(c[k], rel=1e-9) if is_num(c[k]) else c[k]), k
     documented = glossary_names()
-    keys = set(_all_keys({k: v for k, v in web.items() if k != "scenario"}, set()))
+    keys = set(_all_keys({k: v for k, v in web.items() if k != "scenario"}))
     missing = sorted(k for k in keys if k not in documented)
     assert not missing, f"/api/v1/compare prints keys not in docs/glossary.md: {missing}"

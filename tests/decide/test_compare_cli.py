@@ -116,6 +116,12 @@ def test_preset_list_show_diff(capsys, small):
     owned = [o for o in d["options"] if "owned" in o["name"]]
     assert owned
     assert any(abs(o["delta_usd"]) > 0 for o in owned)
+    # presets are records, not parts of key names
+    for o in d["options"]:
+        assert [p["preset"] for p in o["presets"]] == ["aitco-default", "industry-2024"]
+        a, b = (p["total_usd"] for p in o["presets"])
+        assert o["delta_usd"] == pytest.approx(b - a)
+    assert all(len(f["presets"]) == 2 for f in d["factors"])
 
 
 @pytest.mark.parametrize(

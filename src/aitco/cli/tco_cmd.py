@@ -347,16 +347,16 @@ def preset_diff_data(
     cat = state.catalog()
     pa, pb = _preset(cat, a), _preset(cat, b)
     keys = sorted(set(pa.overrides) | set(pb.overrides))
-    factors = [
-        {
-            "factor": k,
-            a: pa.overrides.get(k, _catalog_value(cat, k)),
-            b: pb.overrides.get(k, _catalog_value(cat, k)),
-        }
-        for k in keys
-        if pa.overrides.get(k, _catalog_value(cat, k))
-        != pb.overrides.get(k, _catalog_value(cat, k))
-    ]
+    factors = []
+    for k in keys:
+        va, vb = (
+            pa.overrides.get(k, _catalog_value(cat, k)),
+            pb.overrides.get(k, _catalog_value(cat, k)),
+        )
+        if va != vb:
+            factors.append(
+                {"factor": k, "presets": [{"preset": a, "value": va}, {"preset": b, "value": vb}]}
+            )
     ca = run_comparisons(scenario, a, calibration)
     cb = run_comparisons(scenario, b, calibration)
     options = []
@@ -367,14 +367,22 @@ def preset_diff_data(
                 {
                     "scenario": x.name,
                     "name": oa.name,
-                    f"total_usd_{a}": oa.total_usd,
-                    f"total_usd_{b}": ob.total_usd,
+                    "presets": [
+                        {"preset": a, "total_usd": oa.total_usd},
+                        {"preset": b, "total_usd": ob.total_usd},
+                    ],
                     "delta_usd": delta,
                     "delta_fraction": delta / oa.total_usd if oa.total_usd else None,
                 }
             )
     ranks = [
-        {"scenario": x.name, f"cheapest_{a}": x.cheapest, f"cheapest_{b}": y.cheapest}
+        {
+            "scenario": x.name,
+            "presets": [
+                {"preset": a, "cheapest": x.cheapest},
+                {"preset": b, "cheapest": y.cheapest},
+            ],
+        }
         for x, y in zip(ca, cb, strict=True)
     ]
     return {"a": a, "b": b, "factors": factors, "options": options, "cheapest": ranks}
@@ -399,14 +407,13 @@ def preset_diff(
         table(
             f"Factors that differ: {a} vs {b}",
             ["factor", a, b],
-            [[f["factor"], _short(f[a]), _short(f[b])] for f in d["factors"]],
+            [[f["factor"], *(_short(p["value"]) for p in f["presets"])] for f in d["factors"]],
         )
     )
     rows = [
         [
             o["name"],
-            o[f"total_usd_{a}"],
-            o[f"total_usd_{b}"],
+            *(p["total_usd"] for p in o["presets"]),
             o["delta_usd"],
             "-" if o["delta_fraction"] is None else f"{100 * o['delta_fraction']:+.1f}%",
         ]
@@ -417,7 +424,8 @@ def preset_diff(
     )
     for r in d["cheapest"]:
         console.print(
-            f"{r['scenario']}: cheapest {r[f'cheapest_{a}']} ({a}) vs {r[f'cheapest_{b}']} ({b})",
+            f"{r['scenario']}: cheapest "
+            + " vs ".join(f"{p['cheapest']} ({p['preset']})" for p in r["presets"]),
             highlight=False,
         )
 
