@@ -134,4 +134,4 @@ def test_cli_example_and_bad_trace(tmp_path, capsys):
 
 def test_default_threshold_is_fallback():
     r = arbitrage("examples/price_trace_h100_spot.csv", gpus=8)
-    assert r["threshold_usd_per_gpu_hour"] == r["fallback_usd_per_gpu_hour"]
+    assert r["threshold_usd_per_gpu_h"] == r["fallback_usd_per_gpu_h"]

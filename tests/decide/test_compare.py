@@ -319,7 +319,7 @@ def test_hot_spares_for_owned(cat, monkeypatch):
     b = compare(
         _scn(options=[{"hardware": "h100-sxm5-80gb", "gpus": 8, "pricing": "owned"}]), cat
     ).options[0]
-    per_h = b.values["price_usd_per_gpu_hour"]
+    per_h = b.values["price_usd_per_gpu_h"]
     assert b.usd("hot_spares") == pytest.approx(8 * 10.0 * 0.04 * per_h)
 
 

@@ -381,7 +381,7 @@ def test_owned_capital_price_matches_compare(catalog):
             ],
         }
     )
-    capital = compare(scn, catalog).options[0].values["price_usd_per_gpu_hour"]
+    capital = compare(scn, catalog).options[0].values["price_usd_per_gpu_h"]
     f = catalog.factor_value
     energy = (
         (

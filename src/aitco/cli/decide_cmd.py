@@ -675,7 +675,7 @@ def buy_vs_rent_cmd(
         rows.append(
             [
                 mode,
-                r["usd_per_gpu_hour"],
+                r["price_usd_per_gpu_h"],
                 0.0,
                 r["monthly_usd"],
                 r["npv_usd"],
@@ -886,8 +886,8 @@ def arbitrage_cmd(
         return
     console.print(
         f"{res['rows']} price rows, {len(res['offers'])} offers, {res['trace_h']:.0f} h; fleet of "
-        f"{res['gpus']} GPUs; threshold {res['threshold_usd_per_gpu_hour']:.3g} $/GPU-h, "
-        f"fallback {res['fallback_usd_per_gpu_hour']:.3g} $/GPU-h",
+        f"{res['gpus']} GPUs; threshold {res['threshold_usd_per_gpu_h']:.3g} $/GPU-h, "
+        f"fallback {res['fallback_usd_per_gpu_h']:.3g} $/GPU-h",
         highlight=False,
     )
     rows = []
@@ -898,7 +898,7 @@ def arbitrage_cmd(
             [
                 name,
                 r["total_usd"],
-                r["usd_per_gpu_hour"],
+                r["effective_usd_per_gpu_h"],
                 r["usd_per_million_tokens"],
                 r["lost_gpu_hours"],
                 r["starts"],

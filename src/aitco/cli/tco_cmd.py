@@ -146,7 +146,7 @@ def render_comparison(c: Comparison) -> None:
             ("wall-clock days", "wall_clock_days", 3),
             ("goodput", "goodput", 4),
             ("GPU-hours", "gpu_hours", 0),
-            ("$/GPU-h effective", "usd_per_gpu_hour_effective", 3),
+            ("$/GPU-h effective", "effective_usd_per_gpu_h", 3),
             ("$/M tokens", "usd_per_million_tokens", 4),
         ]
     head += [("energy [kWh]", "energy_kwh", 0), ("kg CO2e", "kg_co2e", 0)]

@@ -206,7 +206,8 @@ def simulate(
     -------
     dict
         ``total_usd``, ``gpu_hours``, ``useful_gpu_hours``, ``tokens``,
-        ``usd_per_million_tokens``, ``starts``, ``preemptions``, ``share_by_offer``.
+        ``usd_per_million_tokens``, ``effective_usd_per_gpu_h`` (``total_usd / gpu_hours``),
+        ``starts``, ``preemptions``, ``share_by_offer``.
 
     Notes
     -----
@@ -272,7 +273,7 @@ def simulate(
         "lost_gpu_hours": float(lost.sum()),
         "tokens": tokens,
         "usd_per_million_tokens": total / (tokens / MEGA) if tokens > 0 else None,
-        "usd_per_gpu_hour": total / tot_h if tot_h > 0 else None,
+        "effective_usd_per_gpu_h": total / tot_h if tot_h > 0 else None,
         "starts": float(starts.sum() + fb_starts.sum()),
         "preemptions": float(preempt.sum()),
         "share_by_offer": {k: v / tot_h for k, v in share.items() if v > 0},
@@ -350,8 +351,8 @@ def arbitrage(
         if tr.times.size > 1
         else 0.0,
         "gpus": gpus,
-        "threshold_usd_per_gpu_hour": thr,
-        "fallback_usd_per_gpu_hour": fb,
+        "threshold_usd_per_gpu_h": thr,
+        "fallback_usd_per_gpu_h": fb,
         "tokens_per_s_per_gpu": tokens_per_s_per_gpu,
         "restart_h": restart_h,
         "policy": policy,

@@ -440,7 +440,7 @@ def _rent(
     monthly = compute + rework + support + staff
     return {
         "available": True,
-        "usd_per_gpu_hour": price,
+        "price_usd_per_gpu_h": price,
         "billed_fraction_of_hours": busy,
         "monthly_usd": monthly,
         "items": [

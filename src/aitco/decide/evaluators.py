@@ -398,7 +398,7 @@ TRAINING_METRICS: tuple[str, ...] = (
     "memory_per_gpu_gb",
     "wall_clock_h",
     "gpu_hours",
-    "usd_per_gpu_hour",
+    "price_usd_per_gpu_h",
     "total_usd",
     "dp",
     "total_gpus",
@@ -562,7 +562,7 @@ class TrainingEvaluator:
             "memory_per_gpu_gb": mem_gb,
             "wall_clock_h": wall_h,
             "gpu_hours": gpu_h,
-            "usd_per_gpu_hour": price,
+            "price_usd_per_gpu_h": price,
             "total_usd": gpu_h * price,
             "dp": dp,
             "total_gpus": g,
@@ -867,7 +867,7 @@ class EngineTrainingEvaluator:
             wall_h = wall_h + pre * lost_per
             out["wall_clock_h"] = wall_h
             out["gpu_hours"] = gr * wall_h
-            out["usd_per_gpu_hour"] = price[rows]
+            out["price_usd_per_gpu_h"] = price[rows]
             out["total_usd"] = rental_usd(out["gpu_hours"], price[rows])
             out["total_gpus"] = gr
         reason[rows] |= np.where(fits, 0, 16)
