@@ -42,7 +42,7 @@ def test_blended_api_price_by_hand():
 
 
 def test_self_host_price_by_hand():
-    cands = {"requests_per_s": np.array([1.0]), "usd_per_hour": np.array([2.0])}
+    cands = {"requests_per_s": np.array([1.0]), "usd_per_h": np.array([2.0])}
     vol = np.array([1e6, 1e12])
     p, _ = self_host_usd_per_mtok(cands, vol, 500, 500)
     # 1e6 tokens/month is far below one replica: a full replica-month for 1 Mtok

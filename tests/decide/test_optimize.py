@@ -114,6 +114,6 @@ def test_serving_optimize_checks_p99(catalog):
     if out["status"] == "optimal":
         best = out["best"]
         assert best["replicas_at_p99"] >= best["replicas"]
-        assert best["usd_per_hour_at_p99"] >= best["usd_per_hour"] - 1e-12
+        assert best["usd_per_h_at_p99"] >= best["usd_per_h"] - 1e-12
     else:
         assert out["status"] == "infeasible_at_p99"

@@ -115,7 +115,7 @@ def self_host_candidates(
     -------
     dict
         Arrays over the feasible candidates: ``hardware`` (ids), ``gpus``, ``precision``,
-        ``batch``, ``requests_per_s`` (one replica), ``usd_per_hour`` (one replica), ``ttft_s``,
+        ``batch``, ``requests_per_s`` (one replica), ``usd_per_h`` (one replica), ``ttft_s``,
         ``tpot_s``, ``output_tokens_per_s``.
     """
     if pricing not in ev.PRICING_MODES:
@@ -171,7 +171,7 @@ def self_host_candidates(
         "precision": [DTYPES[i] for i in prec[at]],
         "batch": b[at],
         "requests_per_s": m["requests_per_s"][sel],
-        "usd_per_hour": m["usd_per_hour"][sel],
+        "usd_per_h": m["usd_per_h"][sel],
         "ttft_s": m["ttft_s"][sel],
         "tpot_s": m["tpot_s"][sel],
         "output_tokens_per_s": m["output_tokens_per_s"][sel],
@@ -205,7 +205,7 @@ def self_host_usd_per_mtok(
         return np.full(volumes.shape, np.nan), np.full(volumes.shape, -1)
     need = volumes[:, None] / (input_tokens + output_tokens) / SECONDS_PER_MONTH
     replicas = np.maximum(np.ceil(need / rps[None, :]), 1.0)
-    monthly = replicas * np.asarray(cands["usd_per_hour"])[None, :] * HOURS_PER_MONTH
+    monthly = replicas * np.asarray(cands["usd_per_h"])[None, :] * HOURS_PER_MONTH
     per_mtok = monthly / (volumes[:, None] / MEGA)
     best = np.argmin(per_mtok, axis=1)
     return per_mtok[np.arange(volumes.size), best], best
@@ -378,7 +378,7 @@ def api_vs_self_host(
         need = vol / (input_tokens + output_tokens) / SECONDS_PER_MONTH
         rps_all = np.asarray(cands["requests_per_s"], dtype=float)
         reps = np.maximum(np.ceil(need / rps_all), 1.0)
-        monthly = reps * np.asarray(cands["usd_per_hour"]) * HOURS_PER_MONTH
+        monthly = reps * np.asarray(cands["usd_per_h"]) * HOURS_PER_MONTH
         ranked = np.lexsort((np.arange(monthly.size), monthly))
 
         def make_plan(k: int) -> dict[str, Any]:

@@ -121,14 +121,14 @@ def _verify_p99(spec: SweepSpec, catalog: Catalog, out: dict[str, Any]) -> None:
         if not need_r:
             continue
         scale = need_r / row["replicas"]
-        cost = row["usd_per_hour"] * scale
+        cost = row["usd_per_h"] * scale
         if cost < best_cost:
             best_cost = cost
             chosen = {
                 **row,
                 "replicas_at_p99": int(need_r),
                 "total_gpus_at_p99": int(need_r) * int(row["gpus"]),
-                "usd_per_hour_at_p99": cost,
+                "usd_per_h_at_p99": cost,
                 "usd_per_million_output_tokens_at_p99": (
                     row["usd_per_million_output_tokens"] * scale
                 ),

@@ -44,7 +44,7 @@ CONSTRAINT_METRICS: dict[str, str] = {
     "max_tpot_s": "tpot_s",
     "max_e2e_latency_s": "e2e_latency_s",
     "max_usd_per_million_output_tokens": "usd_per_million_output_tokens",
-    "max_usd_per_hour": "usd_per_hour",
+    "max_usd_per_h": "usd_per_h",
     "max_memory_per_gpu_gb": "memory_per_gpu_gb",
 }
 
@@ -62,7 +62,7 @@ class Constraints(BaseModel):
         Accelerators in use (all replicas). [count]
     max_ttft_s, max_tpot_s, max_e2e_latency_s : float
         Serving latency objectives. [s]
-    max_usd_per_million_output_tokens, max_usd_per_hour : float
+    max_usd_per_million_output_tokens, max_usd_per_h : float
         Serving price caps (per million output tokens [USD/Mtok]; per hour [USD/h]).
     allowed_pricing : list of str
         Pricing modes allowed (e.g. ``[on_demand, reserved_1y]``).
@@ -81,7 +81,7 @@ class Constraints(BaseModel):
     max_tpot_s: float | None = Field(default=None, gt=0)
     max_e2e_latency_s: float | None = Field(default=None, gt=0)
     max_usd_per_million_output_tokens: float | None = Field(default=None, gt=0)
-    max_usd_per_hour: float | None = Field(default=None, gt=0)
+    max_usd_per_h: float | None = Field(default=None, gt=0)
     max_memory_per_gpu_gb: float | None = Field(default=None, gt=0)
     allowed_pricing: list[str] | None = None
     allowed_regions: list[str] | None = None
