@@ -232,7 +232,7 @@ def actual_vs_estimate(
         values={
             "rows": rows,
             "plan": ev.get("plan"),
-            "estimate_time_terms_s": res.time_terms_s,
+            "time_split_s": res.time_terms_s,
             "efficiency": efficiency.model_dump(),
             **extra,
         },
