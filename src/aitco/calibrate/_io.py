@@ -1,32 +1,18 @@
-"""Small I/O helpers shared by the calibration modules (atomic writes, opening logs).
+"""Small I/O helpers shared by the calibration modules (opening logs; atomic writes).
 
-``aitco.decide.scenario.write_atomic`` lives in a higher layer, which ``calibrate`` may not
-import (see the import-linter contract), so the same temp-file-and-rename write is repeated here.
+``write_atomic`` is re-exported from :mod:`aitco.fileio`, the one implementation every layer uses.
 """
 
 from __future__ import annotations
 
 import gzip
-import os
-import tempfile
 from pathlib import Path
 from typing import IO
 
 from aitco.errors import ParseError
+from aitco.fileio import write_atomic
 
-
-def write_atomic(path: Path, text: str | bytes) -> None:
-    """Write a file atomically (temp file + rename) so nothing is left half-written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = "wb" if isinstance(text, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode) as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+__all__ = ["open_text", "write_atomic"]
 
 
 def open_text(path: str | Path) -> IO[str]:

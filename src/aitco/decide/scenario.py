@@ -7,8 +7,6 @@ file, the field path, the value and what was expected.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -16,6 +14,18 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from aitco.errors import InputError
+from aitco.fileio import write_atomic
+
+__all__ = [
+    "HardwareOption",
+    "InferenceWorkload",
+    "ParallelPlan",
+    "Scenario",
+    "Stage",
+    "TrainingWorkload",
+    "scenario_error",
+    "write_atomic",
+]
 
 Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 PricingMode = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "owned", "colocation"]
@@ -298,17 +308,3 @@ def scenario_error(exc: ValidationError, data: Any, file: str | None) -> InputEr
             break
     field = ".".join(str(p) for p in loc) or "scenario"
     return InputError(field, value, err["msg"].removeprefix("Value error, "), file=file)
-
-
-def write_atomic(path: Path, text: str | bytes) -> None:
-    """Write a file atomically (temp file + rename) so nothing is left half-written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = "wb" if isinstance(text, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode) as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

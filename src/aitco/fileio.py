@@ -1,0 +1,35 @@
+"""File output shared by every layer: atomic writes, so nothing is left half-written."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write a file atomically (temp file in the same folder + rename).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        Destination; its folder is created if needed.
+    text : str or bytes
+        Content; bytes are written in binary mode.
+
+    Notes
+    -----
+    ``os.replace`` is atomic on POSIX and Windows when source and destination are on the same
+    file system, so a reader sees either the old file or the complete new one; on any error the
+    temporary file is removed and the destination is untouched.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = "wb" if isinstance(text, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
