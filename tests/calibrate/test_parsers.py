@@ -341,7 +341,7 @@ def test_focus_fixture(fx: Path) -> None:
     r = parse_focus(fx / "focus_billing_sample.csv")
     s = r.summary
     assert r.format_version == "FOCUS 1.0"
-    assert s["rows"] == 7
+    assert s["n_rows"] == 7
     billed = 0.0000008 + 1.624 + 0.480884264 - 2.6137 + 0.012 + 0.000015 + 0.192
     assert s["billed_cost_usd"] == approx(billed)
     assert s["billed_by_category_usd"]["Credit"] == approx(-2.6137)
@@ -360,7 +360,7 @@ def test_focus_csv_duckdb_parquet_agree(tmp_path: Path) -> None:
     assert a.format_version == "FOCUS 1.1"
     assert a.summary["accelerator_hours"] == approx(20.0)  # 2.5 h of p5.48xlarge x 8
     assert a.summary["billed_usd_per_accelerator_hour"] == approx(12.29)
-    for k in ("billed_cost_usd", "effective_cost_usd", "accelerator_hours", "rows"):
+    for k in ("billed_cost_usd", "effective_cost_usd", "accelerator_hours", "n_rows"):
         assert b.summary[k] == approx(a.summary[k]), k
     pq_path = tmp_path / "f.parquet"
     table = pacsv.read_csv(

@@ -86,7 +86,7 @@ SHOWN: dict[str, tuple[str, ...]] = {
         "n_runs",
     ),
     "focus": (
-        "rows",
+        "n_rows",
         "billed_cost_usd",
         "effective_cost_usd",
         "list_cost_usd",

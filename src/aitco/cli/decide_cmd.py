@@ -885,8 +885,8 @@ def arbitrage_cmd(
         print_json(res)
         return
     console.print(
-        f"{res['rows']} price rows, {len(res['offers'])} offers, {res['trace_h']:.0f} h; fleet of "
-        f"{res['gpus']} GPUs; threshold {res['threshold_usd_per_gpu_h']:.3g} $/GPU-h, "
+        f"{res['n_rows']} price rows, {len(res['offers'])} offers, {res['trace_h']:.0f} h; "
+        f"fleet of {res['gpus']} GPUs; threshold {res['threshold_usd_per_gpu_h']:.3g} $/GPU-h, "
         f"fallback {res['fallback_usd_per_gpu_h']:.3g} $/GPU-h",
         highlight=False,
     )

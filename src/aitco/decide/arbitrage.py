@@ -345,7 +345,7 @@ def arbitrage(
     p, b = policy["usd_per_million_tokens"], base["usd_per_million_tokens"]
     return {
         "trace": str(trace_path),
-        "rows": tr.rows,
+        "n_rows": tr.rows,
         "offers": tr.offers,
         "trace_h": float((tr.times[-1] - tr.times[0]) / SECONDS_PER_HOUR)
         if tr.times.size > 1

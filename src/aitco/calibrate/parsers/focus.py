@@ -188,7 +188,7 @@ class _Totals:
     def summary(self) -> dict[str, Any]:
         h = self.acc_hours
         return {
-            "rows": self.rows,
+            "n_rows": self.rows,
             "billed_cost_usd": self.billed,
             "effective_cost_usd": self.effective,
             "list_cost_usd": self.listed,
@@ -408,7 +408,7 @@ def _parse_duckdb(p: Path, is_parquet: bool) -> ParseResult:
     finally:
         con.close()
     summary = tot.summary()
-    summary["rows"] = n_rows
+    summary["n_rows"] = n_rows
     if n_rows == 0:
         raise ParseError(str(p), "FOCUS file has no rows")
     skipped = SkipLog()
