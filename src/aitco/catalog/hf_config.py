@@ -23,7 +23,6 @@ References
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from aitco.catalog.loader import file_source
 from aitco.catalog.schema import MLA, ModelArch, MoE, Provenance, Source
 from aitco.errors import InputError
 
@@ -383,16 +383,7 @@ SUPPORTED: tuple[str, ...] = tuple(READERS)
 
 def config_source(path: Path) -> Source:
     """Return the provenance of values read from ``path``: the file, dated by its mtime."""
-    try:
-        day = dt.date.fromtimestamp(path.stat().st_mtime)
-    except OSError:
-        day = dt.date.today()
-    return Source(
-        key=f"file:{path}",
-        title=f"Hugging Face config.json {path.name}",
-        document=str(path.resolve()),
-        retrieved=day,
-    )
+    return file_source(path, f"Hugging Face config.json {path.name}")
 
 
 def model_from_hf_config(path: str | Path, *, model_id: str | None = None) -> ModelArch:

@@ -310,13 +310,18 @@ def _model_from_yaml(path: Path) -> ModelArch:
 
 
 def _overlay_source(path: Path) -> Source:
+    return file_source(path, f"user file {path.name}")
+
+
+def file_source(path: Path, title: str) -> Source:
+    """Provenance of values read from a user's file: the file itself, dated by its mtime."""
     try:
         day = dt.date.fromtimestamp(path.stat().st_mtime)
     except OSError:
         day = dt.date.today()
     return Source(
         key=f"file:{path}",
-        title=f"user file {path.name}",
+        title=title,
         document=str(path.resolve()),
         retrieved=day,
     )
