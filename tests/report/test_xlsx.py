@@ -113,7 +113,7 @@ def test_series_matches_roi_series(tmp_path: Path, fewer_rows: None) -> None:
             "net_usd",
             "cumulative_usd",
             "roi",
-            "breakeven_calls",
+            "calls_per_month",
         ):
             assert monthly[f"{col[name]}{r}"] == pytest.approx(row[name], rel=1e-9), (name, r)
     # months past the horizon are blank

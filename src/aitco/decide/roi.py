@@ -534,9 +534,9 @@ def roi_series(inp: RoiInputs) -> dict[str, Any]:
     -------
     dict
         ``months`` (list of per-month rows: month, traffic_factor, savings_usd, infra_usd,
-        labour_usd, iteration_usd, spend_usd, net_usd, cumulative_usd, roi, and
-        breakeven_calls when a price and margin are given) and the summary values
-        ``total_savings_usd``, ``total_spend_usd``, ``cumulative_roi``, ``payback_months``,
+        labour_usd, iteration_usd, spend_usd, net_usd, cumulative_usd, roi, and the
+        break-even volume calls_per_month when a price and margin are given) and the summary
+        values ``total_savings_usd``, ``total_spend_usd``, ``cumulative_roi``, ``payback_months``,
         ``npv_usd``, ``irr_monthly``, ``irr_annual``, ``mean_monthly_roi``.
 
     Notes
@@ -594,7 +594,7 @@ def roi_series(inp: RoiInputs) -> dict[str, Any]:
             "roi": float(roi_t[i]),
         }
         if be is not None:
-            row["breakeven_calls"] = float(be[i])
+            row["calls_per_month"] = float(be[i])
         rows.append(row)
     return {
         "horizon_months": inp.horizon_months,

@@ -232,7 +232,7 @@ _MONTH_COLS: tuple[tuple[str, str], ...] = (
     ("roi", "0.00%"),
     ("discounted_net_usd", "#,##0"),
     ("payback_candidate_months", "0.00"),
-    ("breakeven_calls", "#,##0"),
+    ("calls_per_month", "#,##0"),
 )
 _COL = {name: chr(ord("A") + i) for i, (name, _fmt) in enumerate(_MONTH_COLS)}
 
@@ -392,7 +392,7 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
                 f"IF({c['net_usd']}{r}<=0,{c['month']}{r},"
                 f'{c["month"]}{r}-1+(-({prev_cum}))/{c["net_usd"]}{r}),"")'
             ),
-            "breakeven_calls": (
+            "calls_per_month": (
                 f"IF(price_per_call_usd*gross_margin>0,"
                 f'{c["spend_usd"]}{r}/(price_per_call_usd*gross_margin),"")'
             ),
