@@ -79,6 +79,8 @@ def test_report_from_options(options: list[Breakdown]) -> None:
         "a100 x64 on_demand",
         "h100 x32 spot",
     }
+    # coordinates under their glossary names (unit in the name), not x/y
+    assert set(data.pareto_time[0]) == {"name", "wall_clock_days", "total_usd", "front"}
     j = data.to_json()
     assert [o["total_usd"] for o in j["options"]] == [120_300.0, 104_000.0, 130_000.0]
     with pytest.raises(InputError, match="options"):

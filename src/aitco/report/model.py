@@ -241,18 +241,27 @@ class ReportData:
         return out
 
 
-def pareto_points(points: Iterable[tuple[str, float, float]]) -> list[dict[str, Any]]:
+def pareto_points(
+    points: Iterable[tuple[str, float, float]],
+    *,
+    x_key: str = "x",
+    y_key: str = "total_usd",
+) -> list[dict[str, Any]]:
     r"""Mark the points no other point beats on both axes (lower is better on both).
 
     Parameters
     ----------
     points : iterable of (name, x, y)
         Candidates; ``x`` and ``y`` are both to be minimised (days or seconds, and USD).
+    x_key, y_key : str
+        Glossary names of the two coordinates in the output records (e.g. ``wall_clock_days``
+        and ``total_usd``), so the JSON says what and in which unit each one is.
 
     Returns
     -------
     list of dict
-        ``{name, x, y, front}`` for every finite point, ``front`` True on the Pareto front.
+        ``{name, <x_key>, <y_key>, front}`` for every finite point, ``front`` True on the
+        Pareto front.
 
     Notes
     -----
@@ -263,7 +272,7 @@ def pareto_points(points: Iterable[tuple[str, float, float]]) -> list[dict[str, 
     out = []
     for n, x, y in pts:
         dominated = any((qx <= x and qy <= y) and (qx < x or qy < y) for _m, qx, qy in pts)
-        out.append({"name": n, "x": x, "y": y, "front": not dominated})
+        out.append({"name": n, x_key: x, y_key: y, "front": not dominated})
     return out
 
 
@@ -295,11 +304,13 @@ def report_from_options(
         scenario=dict(scenario or {}),
     )
     if timed:
-        data.pareto_time = pareto_points((o.name, float(d), o.total_usd) for o, d in timed)
+        data.pareto_time = pareto_points(
+            ((o.name, float(d), o.total_usd) for o, d in timed), x_key="wall_clock_days"
+        )
     lat = [(o.name, o.latency_s(), o.total_usd) for o in views]
     lat_ok = [(n, x, y) for n, x, y in lat if x is not None]
     if lat_ok:
-        data.pareto_latency = pareto_points(lat_ok)
+        data.pareto_latency = pareto_points(lat_ok, x_key="latency_s")
     return data
 
 

@@ -200,17 +200,26 @@ def waterfall_png(option: OptionView) -> bytes:
     return _png(fig)
 
 
-def pareto_png(points: Sequence[Mapping[str, Any]], *, xlabel: str, title: str) -> bytes:
+def pareto_png(
+    points: Sequence[Mapping[str, Any]],
+    *,
+    xlabel: str,
+    title: str,
+    x_key: str = "x",
+    y_key: str = "total_usd",
+) -> bytes:
     """Scatter of options (x to minimise vs cost) with the Pareto front joined by a step line.
 
     Parameters
     ----------
     points : sequence of mapping
-        ``{name, x, y, front}`` from :func:`aitco.report.model.pareto_points` (y in USD).
+        ``{name, <x_key>, <y_key>, front}`` from :func:`aitco.report.model.pareto_points`.
     xlabel : str
         Label of the x axis, with its unit.
     title : str
         Plot title.
+    x_key, y_key : str
+        Keys of the coordinates in ``points`` (y in USD).
 
     Returns
     -------
@@ -219,21 +228,18 @@ def pareto_png(points: Sequence[Mapping[str, Any]], *, xlabel: str, title: str) 
     """
     fig, ax = _figure(7.0, 4.4)
     off = [p for p in points if not p["front"]]
-    on = sorted((p for p in points if p["front"]), key=lambda p: p["x"])
+    xk, yk = x_key, y_key
+    on = sorted((p for p in points if p["front"]), key=lambda p: p[xk])
+    ax.scatter([p[xk] for p in off], [p[yk] for p in off], c="#999999", label="dominated", zorder=2)
     ax.scatter(
-        [p["x"] for p in off], [p["y"] for p in off], c="#999999", label="dominated", zorder=2
-    )
-    ax.scatter(
-        [p["x"] for p in on], [p["y"] for p in on], c="#D55E00", label="Pareto front", zorder=3
+        [p[xk] for p in on], [p[yk] for p in on], c="#D55E00", label="Pareto front", zorder=3
     )
     if len(on) > 1:
-        ax.step(
-            [p["x"] for p in on], [p["y"] for p in on], where="post", color="#D55E00", alpha=0.6
-        )
+        ax.step([p[xk] for p in on], [p[yk] for p in on], where="post", color="#D55E00", alpha=0.6)
     for p in points:
         ax.annotate(
             _label(p["name"]),
-            (p["x"], p["y"]),
+            (p[xk], p[yk]),
             textcoords="offset points",
             xytext=(4, 4),
             fontsize=7,
@@ -497,7 +503,10 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
                 "pareto_time",
                 "Cost vs time: the Pareto front",
                 lambda: pareto_png(
-                    data.pareto_time, xlabel="wall-clock time [days]", title="Cost vs time to train"
+                    data.pareto_time,
+                    xlabel="wall-clock time [days]",
+                    title="Cost vs time to train",
+                    x_key="wall_clock_days",
                 ),
             )
         )
@@ -507,7 +516,10 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
                 "pareto_latency",
                 "Cost vs latency: the Pareto front",
                 lambda: pareto_png(
-                    data.pareto_latency, xlabel="latency [s]", title="Cost vs latency"
+                    data.pareto_latency,
+                    xlabel="latency [s]",
+                    title="Cost vs latency",
+                    x_key="latency_s",
                 ),
             )
         )
