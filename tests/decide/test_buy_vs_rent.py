@@ -27,7 +27,7 @@ def test_capex_and_rent_by_hand(catalog):
     od = r["rent"]["on_demand"]
     compute = 16 * HOURS_PER_MONTH * 0.5 * 3.0
     assert od["items"][0]["usd"] == pytest.approx(compute)
-    assert sum(i["usd"] for i in od["items"]) == pytest.approx(od["monthly_usd"])
+    assert sum(i["usd"] for i in od["items"]) == pytest.approx(od["usd_per_month"])
     # reserved bills every hour
     assert r["rent"]["reserved_1y"]["items"][0]["usd"] == pytest.approx(16 * HOURS_PER_MONTH * 2.2)
 

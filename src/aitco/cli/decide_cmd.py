@@ -665,7 +665,7 @@ def buy_vs_rent_cmd(
         f"{res['horizon_months']} months, discount {res['discount_rate']:.1%}/yr",
         highlight=False,
     )
-    rows = [["owned", "-", o["capex_usd"], o["opex_monthly_usd"], o["npv_usd"], "-", "-"]]
+    rows = [["owned", "-", o["capex_usd"], o["opex_usd_per_month"], o["npv_usd"], "-", "-"]]
     for mode, r in res["rent"].items():
         if not r.get("available", True):
             rows.append([mode, r["reason"], None, None, None, None, None])
@@ -677,7 +677,7 @@ def buy_vs_rent_cmd(
                 mode,
                 r["price_usd_per_gpu_h"],
                 0.0,
-                r["monthly_usd"],
+                r["usd_per_month"],
                 r["npv_usd"],
                 str(bem) if bem is not None else "never",
                 f"{beu:.0%}" if beu is not None else "-",
@@ -820,8 +820,8 @@ def api_vs_self_host_cmd(
         [
             r["api"],
             r["usd_per_million_tokens"],
-            r.get("api_monthly_usd"),
-            r.get("self_host_monthly_usd"),
+            r.get("api_usd_per_month"),
+            r.get("self_host_usd_per_month"),
             r["break_even_tokens_per_month"],
             "self-host" if r.get("self_host_wins") else "API",
         ]

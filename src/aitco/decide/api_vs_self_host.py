@@ -345,8 +345,8 @@ def api_vs_self_host(
         }
         if vol is not None:
             j = int(np.flatnonzero(grid == vol)[0])
-            row["api_monthly_usd"] = p * vol / MEGA
-            row["self_host_monthly_usd"] = float(curve[j]) * vol / MEGA
+            row["api_usd_per_month"] = p * vol / MEGA
+            row["self_host_usd_per_month"] = float(curve[j]) * vol / MEGA
             row["self_host_wins"] = bool(curve[j] <= p)
         out_apis.append(row)
     out_apis.sort(key=lambda r: r["usd_per_million_tokens"])
@@ -427,7 +427,7 @@ def api_vs_self_host(
                     plan = cand
         # the per-API verdicts at the user's volume use the plan finally chosen
         for row in out_apis:
-            row["self_host_monthly_usd"] = plan["usd_per_million_tokens"] * vol / MEGA
+            row["self_host_usd_per_month"] = plan["usd_per_million_tokens"] * vol / MEGA
             row["self_host_wins"] = bool(
                 plan["usd_per_million_tokens"] <= row["usd_per_million_tokens"]
             )

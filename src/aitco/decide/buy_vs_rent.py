@@ -208,12 +208,12 @@ def buy_vs_rent(
     curve = fac.curve(curve_id)
     t = np.arange(1, n_months + 1, dtype=float)
     resale = finance.residual_fraction(curve, t / MONTHS_PER_YEAR) * owned["resellable_usd"]
-    own_cum = owned["capex_usd"] + owned["opex_monthly_usd"] * t - resale
+    own_cum = owned["capex_usd"] + owned["opex_usd_per_month"] * t - resale
     rm = monthly_rate(rate)
     disc = (1.0 + rm) ** -t
     npv_own = (
         owned["capex_usd"]
-        + float(np.sum(owned["opex_monthly_usd"] * disc))
+        + float(np.sum(owned["opex_usd_per_month"] * disc))
         - float(resale[-1] * disc[-1])
     )
     owned["npv_usd"] = npv_own
@@ -238,11 +238,11 @@ def buy_vs_rent(
             continue
         r = _rent(mode, float(price), gpus, utilization, fac, provider)
         r["price_source"] = src
-        cum = r["monthly_usd"] * t
+        cum = r["usd_per_month"] * t
         months[f"{mode}_cumulative_usd"] = cum.tolist()
         be = np.flatnonzero(cum >= own_cum)
         r["break_even_month"] = int(t[be[0]]) if be.size else None
-        r["npv_usd"] = float(np.sum(r["monthly_usd"] * disc))
+        r["npv_usd"] = float(np.sum(r["usd_per_month"] * disc))
         r["owning_saves_usd"] = r["npv_usd"] - npv_own
         r["break_even_utilization"] = _break_even_u(
             acc,
@@ -410,7 +410,7 @@ def _owned(
         "capex_usd": capex,
         "capex_per_gpu_usd": per_gpu,
         "resellable_usd": (chip + server) * gpus * (1 + spares),
-        "opex_monthly_usd": opex,
+        "opex_usd_per_month": opex,
         "energy_kwh_per_month": energy_kwh,
         "it_power_w": it_w,
         "items": items,
@@ -442,7 +442,7 @@ def _rent(
         "available": True,
         "price_usd_per_gpu_h": price,
         "billed_fraction_of_hours": busy,
-        "monthly_usd": monthly,
+        "usd_per_month": monthly,
         "items": [
             _item(
                 "compute",
@@ -498,8 +498,8 @@ def _break_even_u(
             float(finance.residual_fraction(curve, n_months / MONTHS_PER_YEAR))
             * o["resellable_usd"]
         )
-        npv_o = o["capex_usd"] + float(np.sum(o["opex_monthly_usd"] * disc)) - resale * disc[-1]
-        npv_r = float(np.sum(_rent(mode, price, gpus, u, fac, provider)["monthly_usd"] * disc))
+        npv_o = o["capex_usd"] + float(np.sum(o["opex_usd_per_month"] * disc)) - resale * disc[-1]
+        npv_r = float(np.sum(_rent(mode, price, gpus, u, fac, provider)["usd_per_month"] * disc))
         return npv_r - npv_o
 
     lo, hi = 1e-6, 1.0

@@ -611,7 +611,7 @@ def roi_series(inp: RoiInputs) -> dict[str, Any]:
         "discount_rate_monthly": rm,
         "irr_monthly": irr_m,
         "irr_annual": None if irr_m is None else (1.0 + irr_m) ** MONTHS_PER_YEAR - 1.0,
-        "labour_monthly_usd": labour_m,
+        "labour_usd_per_month": labour_m,
         "labour_by_role_usd": {k: r.monthly_usd for k, r in inp.labour.items()},
         "months": rows,
     }

@@ -345,7 +345,7 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
         f"=SUM(D{first_lab + 1}:D{last_lab + 1})",
         wb.add_format({"num_format": "#,##0", "bold": True}),
     )
-    wb.define_name("labour_monthly_usd", f"=Inputs!$D${row + 1}")
+    wb.define_name("labour_usd_per_month", f"=Inputs!$D${row + 1}")
     row += 1
     ws.write(row, 0, "Monthly discount rate", bold)
     ws.write_formula(
@@ -377,7 +377,7 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
                 f"monthly_savings_usd*IF(savings_scale_with_traffic=1,{c['traffic_factor']}{r},1)"
             ),
             "infra_usd": f"monthly_cost_usd+variable_cost_usd*{c['traffic_factor']}{r}",
-            "labour_usd": "labour_monthly_usd",
+            "labour_usd": "labour_usd_per_month",
             "iteration_usd": (
                 f"IF(AND(iteration_months>0,MOD({c['month']}{r}-1,MAX(iteration_months,1))=0),"
                 "iteration_cost_usd,0)"
