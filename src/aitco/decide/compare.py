@@ -1441,7 +1441,7 @@ def _inference(
         "fits": bool(v.get("fits", True)),
         "replicas": replicas,
         "total_gpus": n,
-        "months": w.months,
+        "horizon_months": w.months,
         "requests_per_s": qps,
         "requests_per_s_capacity": rps_capacity,
         "scaled": scaled or None,
