@@ -295,6 +295,11 @@ def test_vllm_json_fixture(fx: Path) -> None:
     assert "request_goodput" in s
     assert s["request_goodput"] is None
     assert r.records[0]["extra"]["gpu"] == "4xNVIDIA_L40S"
+    # the same figures under aitco infer's names and units
+    assert s["ttft_s"] == approx(0.054577085783294024)
+    assert s["p99_tpot_s"] == approx(s["p99_tpot_ms"] / 1e3)
+    assert s["requests_per_s"] == s["request_throughput"]
+    assert s["output_tokens_per_s"] == s["output_throughput"]
 
 
 def test_vllm_stdout_fixture_matches_json(fx: Path) -> None:

@@ -10,7 +10,10 @@ Every run becomes one record with normalised keys (units in the names): ``backen
 ``{mean,median,std,p99,...}_{ttft,tpot,itl,e2el}_ms``; energy keys (``gpu_energy_j``,
 ``gpu_avg_power_w``, ``gpu_energy_per_output_token_j``) when present. vLLM's historical key
 typo ``"request_goodput:"`` is read as ``request_goodput``; SGLang's ``e2e_latency`` becomes
-``e2el``. Unknown keys are kept under ``extra``.
+``e2el``. Unknown keys are kept under ``extra``. Beside the tool's own names, each record also
+carries the glossary names of aitco's estimates (:data:`GLOSSARY_KEYS`: ``requests_per_s``,
+``output_tokens_per_s``, ``total_tokens_per_s``, ``ttft_s``, ``tpot_s``, ``e2e_latency_s`` from the
+means, ``p50_*``/``p99_*`` from the median/p99 in seconds) so a run lines up with ``aitco infer``.
 
 References
 ----------
@@ -76,6 +79,23 @@ STDOUT_LABELS = {
     "max request concurrency": "max_concurrency",
     "concurrency": "concurrency",
 }
+#: Milliseconds per second (the tools report latencies in ms).
+MS_PER_S = 1e3
+#: Glossary name -> (tool's key, divisor): the same figures under aitco's names and units.
+GLOSSARY_KEYS: dict[str, tuple[str, float]] = {
+    "requests_per_s": ("request_throughput", 1.0),
+    "output_tokens_per_s": ("output_throughput", 1.0),
+    "total_tokens_per_s": ("total_token_throughput", 1.0),
+    "ttft_s": ("mean_ttft_ms", MS_PER_S),
+    "tpot_s": ("mean_tpot_ms", MS_PER_S),
+    "e2e_latency_s": ("mean_e2el_ms", MS_PER_S),
+    "p50_ttft_s": ("median_ttft_ms", MS_PER_S),
+    "p99_ttft_s": ("p99_ttft_ms", MS_PER_S),
+    "p50_tpot_s": ("median_tpot_ms", MS_PER_S),
+    "p99_tpot_s": ("p99_tpot_ms", MS_PER_S),
+    "p50_e2e_latency_s": ("median_e2el_ms", MS_PER_S),
+    "p99_e2e_latency_s": ("p99_e2el_ms", MS_PER_S),
+}
 _STAT = re.compile(
     r"^(mean|median|std|p\d+(?:\.\d+)?)\s+(ttft|tpot|itl|e2el|e2e latency)\s*\(ms\)$", re.IGNORECASE
 )
@@ -119,6 +139,10 @@ def normalise_run(obj: dict[str, Any]) -> dict[str, Any]:
         rec["model"] = rec.pop("model_id")
     elif "model" in extra:
         rec["model"] = extra["model"]
+    for name, (key, div) in GLOSSARY_KEYS.items():
+        v = rec.get(key)
+        if isinstance(v, float):
+            rec[name] = v / div
     if extra:
         rec["extra"] = extra
     return rec
