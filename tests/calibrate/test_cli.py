@@ -184,7 +184,7 @@ def test_actual_vs_estimate_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert rows["tokens_per_s_per_gpu"]["actual"] == pytest.approx(4976.0)
     assert rows["step_time_s"]["ratio"] == pytest.approx(rows["step_time_s"]["estimate"] / 13.17)
     assert rows["comm_time_s"]["actual"] == pytest.approx(200e-6)
-    assert rows["usd"]["estimate"] == pytest.approx(rows["accelerator_hours"]["estimate"] * 2.0)
+    assert rows["usd"]["estimate"] == pytest.approx(rows["gpu_hours"]["estimate"] * 2.0)
     assert "explain" in doc
     chain = doc["loss_chain"]  # from the Kineto split scaled to the logged step
     assert chain[0]["item"] == "ideal_at_peak"

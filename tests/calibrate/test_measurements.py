@@ -29,7 +29,7 @@ def test_training_throughput_by_hand(catalog) -> None:
     assert t["achieved_tflops_per_gpu"] == pytest.approx(f_tok * 3980.1 / 1e12)
     assert t["mfu"] == pytest.approx(f_tok * 3980.1 / 1e12 / 989.4)
     assert t["mfu_from_log"] == pytest.approx(0.4975)
-    assert t["accelerator_hours"] == pytest.approx(8 * 1.005 * 4 / 3600)
+    assert t["gpu_hours"] == pytest.approx(8 * 1.005 * 4 / 3600)
     # without tokens/s in the log: from global batch x seq_len / step time
     t2 = meas.training_throughput(
         {"step_time_s": 2.0, "n_steps": 10}, gpus=4, seq_len=1000, global_batch=8
@@ -81,10 +81,10 @@ def test_idle_accelerators_and_cost() -> None:
     s = parse_dcgm(DATA / "dcgm_power_energy.txt").summary
     r = meas.idle_accelerators(s, usd_per_accelerator_hour=3.6)
     assert r["idle_devices"] == ["GPU 1"]
-    assert r["idle_device_hours"] == pytest.approx(6 / 3600)
+    assert r["idle_gpu_hours"] == pytest.approx(6 / 3600)
     assert r["idle_cost_usd"] == pytest.approx(6 / 3600 * 3.6)
     with pytest.raises(InputError):
-        meas.idle_accelerators({"idle_device_hours": None})
+        meas.idle_accelerators({"idle_gpu_hours": None})
 
 
 def test_energy_per_token_and_billed_rate() -> None:
@@ -95,10 +95,10 @@ def test_energy_per_token_and_billed_rate() -> None:
     assert meas.telemetry_energy_j({"gpu_energy_kwh": 2.0}) == pytest.approx(7.2e6)
     f = parse_focus(DATA / "focus_gpu.csv").summary
     r = meas.billed_rate(f)
-    assert r["billed_usd_per_accelerator_hour"] == pytest.approx(12.29)
+    assert r["billed_cost_usd_per_gpu_h"] == pytest.approx(12.29)
     assert r["discount_vs_list"] == pytest.approx(1 - 9.8325 / 12.29)
     with pytest.raises(InputError):
-        meas.billed_rate({"accelerator_hours": 0})
+        meas.billed_rate({"gpu_hours": 0})
 
 
 _pos = st.floats(min_value=1e-3, max_value=1e3, allow_nan=False)
@@ -125,4 +125,4 @@ def test_integrated_energy_is_linear(powers: list[float], scale: float, dt: floa
         b.add("GPU 0", dt, {"POWER": p * scale}, power_w=p * scale, util=0.5)
     ea, eb = a.summary()["energy_j"], b.summary()["energy_j"]
     assert eb == pytest.approx(ea * scale, rel=1e-9, abs=1e-9)
-    assert a.summary()["device_hours"] == pytest.approx(len(powers) * dt / 3600)
+    assert a.summary()["gpu_hours"] == pytest.approx(len(powers) * dt / 3600)

@@ -350,9 +350,9 @@ def test_focus_fixture(fx: Path) -> None:
     billed = 0.0000008 + 1.624 + 0.480884264 - 2.6137 + 0.012 + 0.000015 + 0.192
     assert s["billed_cost_usd"] == approx(billed)
     assert s["billed_by_category_usd"]["Credit"] == approx(-2.6137)
-    assert s["accelerator_hours"] == approx(1.296111)  # g5.4xlarge: 1 A10G
-    assert s["billed_usd_per_accelerator_hour"] == approx(1.624)
-    assert s["effective_usd_per_accelerator_hour"] == approx(2.0 / 1.296111)
+    assert s["gpu_hours"] == approx(1.296111)  # g5.4xlarge: 1 A10G
+    assert s["billed_cost_usd_per_gpu_h"] == approx(1.624)
+    assert s["effective_cost_usd_per_gpu_h"] == approx(2.0 / 1.296111)
 
 
 def test_focus_csv_duckdb_parquet_agree(tmp_path: Path) -> None:
@@ -363,9 +363,9 @@ def test_focus_csv_duckdb_parquet_agree(tmp_path: Path) -> None:
     b = parse_focus(DATA / "focus_gpu.csv", engine="duckdb")
     assert a.skipped.count == 2
     assert a.format_version == "FOCUS 1.1"
-    assert a.summary["accelerator_hours"] == approx(20.0)  # 2.5 h of p5.48xlarge x 8
-    assert a.summary["billed_usd_per_accelerator_hour"] == approx(12.29)
-    for k in ("billed_cost_usd", "effective_cost_usd", "accelerator_hours", "n_rows"):
+    assert a.summary["gpu_hours"] == approx(20.0)  # 2.5 h of p5.48xlarge x 8
+    assert a.summary["billed_cost_usd_per_gpu_h"] == approx(12.29)
+    for k in ("billed_cost_usd", "effective_cost_usd", "gpu_hours", "n_rows"):
         assert b.summary[k] == approx(a.summary[k]), k
     pq_path = tmp_path / "f.parquet"
     table = pacsv.read_csv(
@@ -375,7 +375,7 @@ def test_focus_csv_duckdb_parquet_agree(tmp_path: Path) -> None:
     pq.write_table(table, pq_path)
     c = parse_focus(pq_path)
     assert c.format == "focus-parquet"
-    assert c.summary["accelerator_hours"] == approx(20.0)
+    assert c.summary["gpu_hours"] == approx(20.0)
 
 
 def test_accelerators_in() -> None:

@@ -24,6 +24,7 @@ COMM_TERMS = ("tp_comm_s", "cp_comm_s", "ep_comm_s", "zero3_comm_s", "dp_comm_s"
 #: Milliseconds per second (framework timers are in ms).
 MS_PER_S = 1e3
 
+
 def _row(
     item: str, unit: str, actual: float | None, estimate: float | None, source: str
 ) -> dict[str, Any]:
@@ -160,14 +161,14 @@ def actual_vs_estimate(
     rows.append(_row("comm_time_s", "s", comm_act, comm_est, comm_src))
     # energy and money over the steps covered
     duration_s = None
-    if telemetry and telemetry.get("device_hours"):
+    if telemetry and telemetry.get("gpu_hours"):
         duration_s = (
-            telemetry["device_hours"] * SECONDS_PER_HOUR / max(telemetry.get("n_devices") or 1, 1)
+            telemetry["gpu_hours"] * SECONDS_PER_HOUR / max(telemetry.get("n_devices") or 1, 1)
         )
     steps = n_steps or (duration_s / step_a if duration_s and step_a else act.get("n_steps"))
     est_hours = gpus * ev["step_time_s"] * steps / SECONDS_PER_HOUR if steps else None
     act_hours = gpus * step_a * steps / SECONDS_PER_HOUR if steps and step_a else None
-    rows.append(_row("accelerator_hours", "h", act_hours, est_hours, src_log))
+    rows.append(_row("gpu_hours", "h", act_hours, est_hours, src_log))
     energy_a = meas.telemetry_energy_j(telemetry) if telemetry else None
     energy_e = None
     if power_fraction_of_tdp is not None and acc.tdp_w and est_hours is not None:
@@ -190,8 +191,8 @@ def actual_vs_estimate(
     )
     rate = usd_per_accelerator_hour
     usd_a = None
-    if focus and focus.get("accelerator_hours"):
-        rate = rate or focus.get("billed_usd_per_accelerator_hour")
+    if focus and focus.get("gpu_hours"):
+        rate = rate or focus.get("billed_cost_usd_per_gpu_h")
         usd_a = focus.get("accelerator_billed_usd")
     elif act_hours is not None and rate is not None:
         usd_a = act_hours * rate
@@ -205,11 +206,11 @@ def actual_vs_estimate(
     )
     if chain:
         extra["loss_chain"] = chain
-    if telemetry and telemetry.get("idle_device_hours") is not None:
+    if telemetry and telemetry.get("idle_gpu_hours") is not None:
         extra["idle"] = meas.idle_accelerators(telemetry, usd_per_accelerator_hour=rate)
     if energy_a is not None and steps and step_a:
         extra["energy_per_token"] = meas.energy_per_token(energy_a, global_batch * seq_len * steps)
-    if focus and focus.get("accelerator_hours"):
+    if focus and focus.get("gpu_hours"):
         extra["billed_rate"] = meas.billed_rate(focus)
     terms = [
         Term(

@@ -95,7 +95,7 @@ def training_throughput(
     dict
         ``step_time_s``, ``tokens_per_step``, ``tokens_per_s``, ``tokens_per_s_per_gpu``,
         ``achieved_tflops_per_gpu``, ``mfu``, ``mfu_from_log``, ``peak_tflops``,
-        ``accelerator_hours`` (of the steps counted), ``n_steps``.
+        ``gpu_hours`` (of the steps counted), ``n_steps``.
     """
     if gpus < 1:
         raise InputError("--gpus", gpus, "a positive number of accelerators")
@@ -130,7 +130,7 @@ def training_throughput(
         "mfu_from_log": mfu_log,
         "peak_tflops": peak,
         "n_steps": steps,
-        "accelerator_hours": gpus * step * steps / SECONDS_PER_HOUR if step and steps else None,
+        "gpu_hours": gpus * step * steps / SECONDS_PER_HOUR if step and steps else None,
     }
 
 
@@ -246,22 +246,22 @@ def idle_accelerators(
     Returns
     -------
     dict
-        ``idle_threshold``, ``device_hours``, ``idle_device_hours``, ``idle_fraction``,
+        ``idle_threshold``, ``gpu_hours``, ``idle_gpu_hours``, ``idle_fraction``,
         ``idle_devices`` (mean utilisation below the threshold), ``idle_cost_usd``.
     """
-    idle_h = telemetry_summary.get("idle_device_hours")
+    idle_h = telemetry_summary.get("idle_gpu_hours")
     if idle_h is None:
         raise InputError(
             "telemetry", "no utilisation", "DCGM GPUTL/GRACT or nvidia-smi utilization.gpu samples"
         )
     return {
         "idle_threshold": telemetry_summary.get("idle_threshold"),
-        "device_hours": telemetry_summary.get("device_hours"),
-        "idle_device_hours": idle_h,
+        "gpu_hours": telemetry_summary.get("gpu_hours"),
+        "idle_gpu_hours": idle_h,
         "idle_fraction": telemetry_summary.get("idle_fraction"),
         "idle_devices": telemetry_summary.get("idle_devices", []),
         "idle_cost_usd": idle_h * usd_per_accelerator_hour if usd_per_accelerator_hour else None,
-        "usd_per_accelerator_hour": usd_per_accelerator_hour,
+        "price_usd_per_gpu_h": usd_per_accelerator_hour,
     }
 
 
@@ -296,26 +296,24 @@ def telemetry_energy_j(summary: dict[str, Any]) -> float | None:
 
 def billed_rate(focus_summary: dict[str, Any]) -> dict[str, Any]:
     """Effective $/accelerator-hour actually billed, from a FOCUS parse summary."""
-    h = focus_summary.get("accelerator_hours") or 0.0
+    h = focus_summary.get("gpu_hours") or 0.0
     if h <= 0:
         raise InputError(
             "focus", "no accelerator rows", "FOCUS usage rows of GPU instances measured in hours"
         )
     return {
-        "accelerator_hours": h,
+        "gpu_hours": h,
         "billed_usd": focus_summary.get("accelerator_billed_usd"),
         "effective_usd": focus_summary.get("accelerator_effective_usd"),
-        "billed_usd_per_accelerator_hour": focus_summary.get("billed_usd_per_accelerator_hour"),
-        "effective_usd_per_accelerator_hour": focus_summary.get(
-            "effective_usd_per_accelerator_hour"
-        ),
-        "list_usd_per_accelerator_hour": focus_summary.get("list_usd_per_accelerator_hour"),
+        "billed_cost_usd_per_gpu_h": focus_summary.get("billed_cost_usd_per_gpu_h"),
+        "effective_cost_usd_per_gpu_h": focus_summary.get("effective_cost_usd_per_gpu_h"),
+        "list_cost_usd_per_gpu_h": focus_summary.get("list_cost_usd_per_gpu_h"),
         "discount_vs_list": (
             1
-            - focus_summary["effective_usd_per_accelerator_hour"]
-            / focus_summary["list_usd_per_accelerator_hour"]
-            if focus_summary.get("list_usd_per_accelerator_hour")
-            and focus_summary.get("effective_usd_per_accelerator_hour") is not None
+            - focus_summary["effective_cost_usd_per_gpu_h"]
+            / focus_summary["list_cost_usd_per_gpu_h"]
+            if focus_summary.get("list_cost_usd_per_gpu_h")
+            and focus_summary.get("effective_cost_usd_per_gpu_h") is not None
             else None
         ),
     }

@@ -27,7 +27,7 @@ SHOWN: dict[str, tuple[str, ...]] = {
     "dcgm": (
         "n_devices",
         "samples",
-        "device_hours",
+        "gpu_hours",
         "mean_power_w",
         "energy_j",
         "energy_source",
@@ -37,7 +37,7 @@ SHOWN: dict[str, tuple[str, ...]] = {
     "nvidia-smi": (
         "n_devices",
         "samples",
-        "device_hours",
+        "gpu_hours",
         "mean_power_w",
         "energy_j",
         "idle_fraction",
@@ -90,9 +90,9 @@ SHOWN: dict[str, tuple[str, ...]] = {
         "billed_cost_usd",
         "effective_cost_usd",
         "list_cost_usd",
-        "accelerator_hours",
-        "billed_usd_per_accelerator_hour",
-        "effective_usd_per_accelerator_hour",
+        "gpu_hours",
+        "billed_cost_usd_per_gpu_h",
+        "effective_cost_usd_per_gpu_h",
     ),
     "codecarbon": (
         "runs",
@@ -170,7 +170,7 @@ def ingest(
                     raise InputError("--interval-s", interval_s, "a positive number of seconds")
                 kw["interval_s"] = interval_s
         r = parse_any(f, k, **kw)
-        idle_h = r.summary.get("idle_device_hours") if k in ("dcgm", "nvidia-smi") else None
+        idle_h = r.summary.get("idle_gpu_hours") if k in ("dcgm", "nvidia-smi") else None
         if idle_h is not None and usd_per_gpu_hour is not None:
             r.summary["idle_cost_usd"] = idle_h * usd_per_gpu_hour
         results.append(r)
@@ -352,7 +352,7 @@ def calibrate(
                 if r.summary.get(k) is not None:
                     measured[f"{r.kind}_{k}"] = float(r.summary[k])
         elif r.kind == "focus":
-            for k in ("billed_usd_per_accelerator_hour", "effective_usd_per_accelerator_hour"):
+            for k in ("billed_cost_usd_per_gpu_h", "effective_cost_usd_per_gpu_h"):
                 if r.summary.get(k) is not None:
                     measured[k] = float(r.summary[k])
         else:

@@ -89,8 +89,8 @@ def parse_dcgm(
     -------
     ParseResult
         ``records`` is empty (telemetry is aggregated); ``summary`` has ``n_devices``,
-        ``samples``, ``device_hours``, ``energy_j``, ``energy_source``, ``mean_power_w``,
-        ``idle_fraction``, ``idle_device_hours`` and per-device field statistics (mean/min/max).
+        ``samples``, ``gpu_hours``, ``energy_j``, ``energy_source``, ``mean_power_w``,
+        ``idle_fraction``, ``idle_gpu_hours`` and per-device field statistics (mean/min/max).
 
     Raises
     ------

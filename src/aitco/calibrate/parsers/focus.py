@@ -200,12 +200,12 @@ class _Totals:
             "charge_period_start": min(self.period) if self.period else None,
             "charge_period_end": max(self.period) if self.period else None,
             "accelerator_rows": self.acc_rows,
-            "accelerator_hours": h,
+            "gpu_hours": h,
             "accelerator_billed_usd": self.acc_billed,
             "accelerator_effective_usd": self.acc_effective,
-            "billed_usd_per_accelerator_hour": self.acc_billed / h if h else None,
-            "effective_usd_per_accelerator_hour": self.acc_effective / h if h else None,
-            "list_usd_per_accelerator_hour": self.acc_list / h if h else None,
+            "billed_cost_usd_per_gpu_h": self.acc_billed / h if h else None,
+            "effective_cost_usd_per_gpu_h": self.acc_effective / h if h else None,
+            "list_cost_usd_per_gpu_h": self.acc_list / h if h else None,
             "instance_hours": self.instances,
         }
 
@@ -225,8 +225,9 @@ def parse_focus(path: str | Path, *, engine: str = "auto") -> ParseResult:
     -------
     ParseResult
         ``summary`` with ``billed_cost_usd``, ``effective_cost_usd``, ``list_cost_usd``, costs by
-        ``ChargeCategory`` and provider, ``accelerator_hours`` and the billed / effective
-        ``usd_per_accelerator_hour``; no per-row records are kept.
+        ``ChargeCategory`` and provider, ``gpu_hours`` (accelerator-hours) and the billed /
+        effective / list cost per accelerator-hour (``billed_cost_usd_per_gpu_h``...); no per-row
+        records are kept.
 
     Raises
     ------

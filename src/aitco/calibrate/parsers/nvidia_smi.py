@@ -106,7 +106,7 @@ def parse_nvidia_smi(
     Returns
     -------
     ParseResult
-        ``summary`` as for DCGM: ``n_devices``, ``samples``, ``device_hours``, ``energy_j``
+        ``summary`` as for DCGM: ``n_devices``, ``samples``, ``gpu_hours``, ``energy_j``
         (integrated power), ``mean_power_w``, ``idle_fraction``, per-GPU field statistics, plus
         ``columns``/``units`` and ``timestamps_increasing``.
 
