@@ -182,11 +182,11 @@ def test_megatron_fixture(fx: Path) -> None:
     assert "--log-throughput" in r.format_version
     assert [x["step"] for x in r.records] == [43, 44, 45]
     assert r.records[0]["step_time_s"] == approx(5.4449)
-    assert r.records[0]["tflops_per_gpu"] == approx(239.8)
+    assert r.records[0]["reported_tflops_per_gpu"] == approx(239.8)
     assert r.records[0]["consumed_samples"] == 5504
     assert r.records[2]["loss"] == approx(1.834162)
     assert r.summary["step_time_s"] == approx(5.5338)  # median
-    assert r.summary["tflops_per_gpu"] == approx(236.0)
+    assert r.summary["reported_tflops_per_gpu"] == approx(236.0)
     assert r.summary["global_batch"] == 128
     assert r.summary["train_iters"] == 100
 
@@ -196,7 +196,7 @@ def test_megatron_legacy_fixture(fx: Path) -> None:
     assert "legacy" in r.format_version
     assert r.records[1]["step_time_s"] == approx(87.8716)
     assert r.summary["global_batch"] == 1024
-    assert r.summary["tflops_per_gpu"] is None
+    assert r.summary["reported_tflops_per_gpu"] is None
 
 
 def test_deepspeed_megatron_fixture(fx: Path) -> None:
@@ -205,10 +205,10 @@ def test_deepspeed_megatron_fixture(fx: Path) -> None:
     assert len(r.records) == 1  # the DeepSpeed and Megatron lines of step 34 are merged
     rec = r.records[0]
     assert rec["step"] == 34
-    assert rec["tflops_per_gpu"] == approx(112.9)
+    assert rec["reported_tflops_per_gpu"] == approx(112.9)
     assert rec["step_time_s"] == approx(4.1031)
     assert rec["samples_per_s_running_avg"] == approx(7.864669709950182)
-    assert rec["memory_gb"] == approx(59.65)
+    assert rec["memory_per_gpu_gb"] == approx(59.65)
     t = r.summary["timers_ms"]
     assert t["megatron"]["optimizer"] == approx(1172.51)
     assert t["megatron"]["batch_generator"] == approx(0.83)
@@ -229,8 +229,8 @@ def test_torchtitan_fixture(fx: Path) -> None:
     a, _, c, _ = r.records
     assert a["tokens_per_s_per_gpu"] == approx(10050)  # thousands separator
     assert a["mfu"] == approx(0.1399)
-    assert a["tflops_per_gpu"] == approx(314.71)
-    assert a["memory_gb"] == approx(66.91 * 2**30 / 1e9)
+    assert a["reported_tflops_per_gpu"] == approx(314.71)
+    assert a["memory_per_gpu_gb"] == approx(66.91 * 2**30 / 1e9)
     assert c["step"] == 3  # [rank0]: prefix stripped
     assert c["tokens_per_s_per_gpu"] == approx(30768)
 
@@ -268,7 +268,7 @@ def test_primus_megatron_and_bad_line() -> None:
     assert r.records[1]["tokens_per_s_per_gpu"] == approx(5002.9)
     # step 1 (warm-up) is excluded from the medians
     assert r.summary["step_time_s"] == approx(13.17)
-    assert r.summary["tflops_per_gpu"] == approx(399.1)
+    assert r.summary["reported_tflops_per_gpu"] == approx(399.1)
 
 
 def test_generic_jsonl() -> None:

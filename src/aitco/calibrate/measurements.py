@@ -73,7 +73,7 @@ def training_throughput(
     Parameters
     ----------
     summary : dict
-        ``ParseResult.summary`` of a training log (``step_time_s``, ``tflops_per_gpu``,
+        ``ParseResult.summary`` of a training log (``step_time_s``, ``reported_tflops_per_gpu``,
         ``tokens_per_s_per_gpu``, ``global_batch``, ...).
     gpus : int
         Accelerators in the run.
@@ -115,7 +115,7 @@ def training_throughput(
     if model is not None and seq_len and tok_gpu:
         achieved = model_flops_per_token(model, seq_len) * tok_gpu / TERA
         mfu = achieved / peak if peak else None
-    log_tflops = summary.get("tflops_per_gpu")
+    log_tflops = summary.get("reported_tflops_per_gpu")
     mfu_log = summary.get("mfu")
     if mfu_log is None and log_tflops and peak:
         mfu_log = log_tflops / peak

@@ -48,7 +48,7 @@ SHOWN: dict[str, tuple[str, ...]] = {
         "framework",
         "n_steps",
         "step_time_s",
-        "tflops_per_gpu",
+        "reported_tflops_per_gpu",
         "tokens_per_s_per_gpu",
         "samples_per_s",
         "mfu",

@@ -22,10 +22,11 @@ Text logs are streamed line by line; each line is matched by its labels (never b
 
 ``trainer_state.json`` (and ``train_results.json``/``all_results.json``) is read as JSON.
 
-Every step record uses these keys where known: ``step``, ``step_time_s``, ``tflops_per_gpu``,
-``tokens_per_s_per_gpu``, ``samples_per_s``, ``mfu`` (0-1), ``loss``, ``global_batch``,
-``consumed_samples``, ``memory_gb``, ``timestamp``, and ``timers_ms`` (Megatron/DeepSpeed
-timers).
+Every step record uses these keys where known: ``step``, ``step_time_s``,
+``reported_tflops_per_gpu`` (the framework's own FLOP count), ``tokens_per_s_per_gpu``,
+``samples_per_s``, ``mfu`` (0-1), ``loss``, ``global_batch``, ``consumed_samples``,
+``memory_per_gpu_gb`` (as the framework reports it), ``timestamp``, and ``timers_ms``
+(Megatron/DeepSpeed timers).
 """
 
 from __future__ import annotations
@@ -51,13 +52,13 @@ MAX_RECORDS_KEPT = 100_000
 #: Per-step numbers whose steady-state medians the summary reports.
 SERIES_KEYS = (
     "step_time_s",
-    "tflops_per_gpu",
+    "reported_tflops_per_gpu",
     "tokens_per_s_per_gpu",
     "tokens_per_s",
     "samples_per_s",
     "mfu",
     "loss",
-    "memory_gb",
+    "memory_per_gpu_gb",
 )
 #: Steps numbered up to this are excluded from the steady-state medians (compilation, warm-up).
 WARMUP_STEPS = 1
@@ -103,10 +104,10 @@ JSON_KEYS: dict[str, tuple[str, float]] = {
     "samples_per_s": ("samples_per_s", 1.0),
     "samples_per_sec": ("samples_per_s", 1.0),
     "throughput/samples_per_sec": ("samples_per_s", 1.0),
-    "tflops": ("tflops_per_gpu", 1.0),
-    "tflops_per_gpu": ("tflops_per_gpu", 1.0),
-    "throughput/device/flops_per_sec": ("tflops_per_gpu", 1e-12),
-    "device/flops_per_sec": ("tflops_per_gpu", 1e-12),
+    "tflops": ("reported_tflops_per_gpu", 1.0),
+    "tflops_per_gpu": ("reported_tflops_per_gpu", 1.0),
+    "throughput/device/flops_per_sec": ("reported_tflops_per_gpu", 1e-12),
+    "device/flops_per_sec": ("reported_tflops_per_gpu", 1e-12),
     "mfu": ("mfu", 1.0),
     "throughput/device/mfu": ("mfu", 1.0),
     "device/mfu": ("mfu", 1.0),
@@ -121,7 +122,7 @@ JSON_KEYS: dict[str, tuple[str, float]] = {
     "gpus": ("gpus", 1.0),
     "world_size": ("gpus", 1.0),
     "data_loading_s": ("data_loading_s", 1.0),
-    "memory/max_reserved(GiB)": ("memory_gb", GIB / GIGA),
+    "memory/max_reserved(GiB)": ("memory_per_gpu_gb", GIB / GIGA),
 }
 
 
@@ -150,9 +151,9 @@ def _megatron(line: str) -> dict[str, Any] | None:
             return None
         rec["step_time_s"] = cur / MS_PER_S
     for key, name in (
-        ("throughput per gpu (tflop/s/gpu)", "tflops_per_gpu"),
-        ("approx flops per gpu", "tflops_per_gpu"),
-        ("tflops", "tflops_per_gpu"),
+        ("throughput per gpu (tflop/s/gpu)", "reported_tflops_per_gpu"),
+        ("approx flops per gpu", "reported_tflops_per_gpu"),
+        ("tflops", "reported_tflops_per_gpu"),
         ("tokens per gpu (tokens/s/gpu)", "tokens_per_s_per_gpu"),
         ("samples/sec", "samples_per_s"),
         ("global batch size", "global_batch"),
@@ -169,7 +170,11 @@ def _megatron(line: str) -> dict[str, Any] | None:
             x = to_float(kv[key].split("/")[0])
             if x is not None:
                 rec[name] = x
-    if "step_time_s" not in rec and "tflops_per_gpu" not in rec and "samples_per_s" not in rec:
+    if (
+        "step_time_s" not in rec
+        and "reported_tflops_per_gpu" not in rec
+        and "samples_per_s" not in rec
+    ):
         return None
     return rec
 
@@ -202,11 +207,11 @@ def _titan(line: str) -> dict[str, Any] | None:
             rec["grad_norm"] = to_float(v)
         elif k == "memory":
             gib = to_float(v.split("(")[0])
-            rec["memory_gb"] = gib * GIB / GIGA if gib is not None else None
+            rec["memory_per_gpu_gb"] = gib * GIB / GIGA if gib is not None else None
         elif k in ("tps", "wps"):
             rec["tokens_per_s_per_gpu"] = to_float(v)
         elif k == "tflops":
-            rec["tflops_per_gpu"] = to_float(v)
+            rec["reported_tflops_per_gpu"] = to_float(v)
         elif k == "mfu":
             x = to_float(v)
             rec["mfu"] = x / PERCENT if x is not None else None
@@ -225,8 +230,8 @@ def _deepspeed(line: str) -> tuple[dict[str, Any], str] | None:
             "micro_step": int(m.group(2)),
             "samples_per_s_running_avg": to_float(m.group(4)),
             "samples_per_s": to_float(m.group(5)),
-            "memory_gb": to_float(m.group(6)),
-            "max_memory_gb": to_float(m.group(7)),
+            "memory_per_gpu_gb": to_float(m.group(6)),
+            "max_memory_per_gpu_gb": to_float(m.group(7)),
         }
         ver = "timer.py ThroughputTimer (>=0.7)"
     elif m := _DS_OLD.search(line):
@@ -234,8 +239,8 @@ def _deepspeed(line: str) -> tuple[dict[str, Any], str] | None:
             "epoch": int(m.group(1)),
             "step": int(m.group(2)),
             "samples_per_s": to_float(m.group(3)),
-            "memory_gb": to_float(m.group(4)),
-            "max_memory_gb": to_float(m.group(5)),
+            "memory_per_gpu_gb": to_float(m.group(4)),
+            "max_memory_per_gpu_gb": to_float(m.group(5)),
         }
         ver = "timer.py legacy (<=0.6)"
     else:
@@ -265,7 +270,7 @@ def _json_record(obj: dict[str, Any]) -> dict[str, Any] | None:
         "step_time_s",
         "tokens_per_s_per_gpu",
         "tokens_per_s",
-        "tflops_per_gpu",
+        "reported_tflops_per_gpu",
         "mfu",
         "samples_per_s",
         "loss",
@@ -287,7 +292,7 @@ def parse_train_log(path: str | Path) -> ParseResult:
     ParseResult
         One record per logged step (keys listed in the module docstring); ``summary`` holds
         ``framework``, ``n_steps``, ``first_step``/``last_step``, the steady-state medians
-        ``step_time_s``, ``tflops_per_gpu``, ``tokens_per_s_per_gpu``, ``samples_per_s``,
+        ``step_time_s``, ``reported_tflops_per_gpu``, ``tokens_per_s_per_gpu``, ``samples_per_s``,
         ``mfu``, the mean ``timers_ms`` and ``global_batch``.
 
     Raises
@@ -363,7 +368,7 @@ def _parse_lines(p: Path) -> ParseResult:
                         if "timestamp" in rec
                         else "legacy (no timestamp)"
                     )
-                    if "tflops_per_gpu" in rec:
+                    if "reported_tflops_per_gpu" in rec:
                         ver += ", --log-throughput"
                     frameworks.setdefault("megatron-lm", ver)
                 add(rec)
