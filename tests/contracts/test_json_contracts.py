@@ -488,6 +488,9 @@ def test_infer_above_capacity_reports_saturation(capsys: pytest.CaptureFixture[s
         assert d[k] is None or is_num(d[k]), f"{k} = {d[k]!r}"
     assert is_pos(d["max_qps"])
     assert d["max_qps"] < 500
+    # a fraction stays a fraction: utilization saturates at 1, the overload is offered_load
+    assert d["utilization"] == 1.0
+    assert d["offered_load"] == pytest.approx(500 / d["max_qps"], rel=1e-9)
 
 
 # --------------------------------------------------------------------------------------------
