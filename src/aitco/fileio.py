@@ -6,6 +6,9 @@ import os
 import tempfile
 from pathlib import Path
 
+#: Mode of a new file before the umask, as ``open(path, "w")`` creates it (POSIX ``creat``).
+DEFAULT_FILE_MODE = 0o666
+
 
 def write_atomic(path: Path, text: str | bytes) -> None:
     """Write a file atomically (temp file in the same folder + rename).
@@ -29,7 +32,20 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     try:
         with os.fdopen(fd, mode) as fh:
             fh.write(text)
+        # mkstemp creates 0600 files: give the result the mode a plain open() would (0666 & ~umask),
+        # or keep the mode of the file it replaces
+        os.chmod(tmp, _target_mode(path))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _target_mode(path: Path) -> int:
+    """Permission bits for ``path``: those of the existing file, else ``0o666`` less the umask."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return DEFAULT_FILE_MODE & ~umask

@@ -41,3 +41,24 @@ def test_catalog_flag_anywhere(tmp_path, capsys):
 def test_usage_error_exit_2(capsys):
     code, _, _ = run(["catalog", "list"], capsys)
     assert code == 2
+
+
+def test_write_atomic_gives_normal_permissions(tmp_path):
+    import os
+    import stat
+
+    from aitco.fileio import write_atomic
+
+    umask = os.umask(0o022)
+    try:
+        p = tmp_path / "out" / "report.txt"
+        write_atomic(p, "hello")
+        assert p.read_text() == "hello"
+        assert stat.S_IMODE(p.stat().st_mode) == 0o644
+        os.chmod(p, 0o600)
+        write_atomic(p, b"again")
+        assert p.read_bytes() == b"again"
+        assert stat.S_IMODE(p.stat().st_mode) == 0o600  # an existing file keeps its mode
+        assert [q.name for q in p.parent.iterdir()] == ["report.txt"]  # no temp file left
+    finally:
+        os.umask(umask)
