@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from rich.table import Table
 
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_json, table
@@ -129,6 +130,9 @@ def render_comparison(c: Comparison) -> None:
                 f"({len(plan.stages)} stages, added up stage by stage)"
             )
         return
+    if console.width < _full_width(c):
+        _render_compact(c)
+        return
     cols = ["", *(_header(o, c) for o in c.options)]
     rows: list[list[Any]] = []
     if c.kind == "inference":
@@ -167,7 +171,74 @@ def render_comparison(c: Comparison) -> None:
     )
     preset = f" (preset {c.preset})" if c.preset else ""
     caption = f"cheapest: {c.cheapest}; fastest: {c.fastest}" if c.cheapest else None
-    console.print(table(f"{c.name}{preset}", cols, rows, caption=caption))
+    t = Table(title=f"{c.name}{preset}", caption=caption)
+    t.add_column(cols[0], min_width=_OPTION_NAME_CHARS)
+    for col in cols[1:]:
+        t.add_column(col, justify="right", no_wrap=True)
+    for r in rows:
+        t.add_row(*r)
+    console.print(t)
+
+
+#: Characters the full table needs: the item-label column plus one column per option.
+_LABEL_COLUMN_CHARS = 36
+_OPTION_COLUMN_CHARS = 15
+
+
+def _full_width(c: Comparison) -> int:
+    return _LABEL_COLUMN_CHARS + _OPTION_COLUMN_CHARS * len(c.options)
+
+
+#: Categories shown on their own in the compact table; the rest are summed as "other".
+_COMPACT_CATEGORIES = ("compute", "reliability", "power", "people")
+_SHORT = {"reliability": "reliab."}
+#: Width kept for the option names ("h100-sxm5-80gb" and "x32 on_demand" on two lines).
+_OPTION_NAME_CHARS = 14
+
+
+def _render_compact(c: Comparison) -> None:
+    """Print options as rows with totals by category, for terminals too narrow for every item."""
+    cats = [
+        k for k in _COMPACT_CATEGORIES if any(i.category == k for o in c.options for i in o.items)
+    ]
+    if c.kind == "inference":  # two latency columns leave room for compute vs everything else
+        cats = cats[:1]
+        head = [("TTFT ms", "ttft_s", 1e3), ("TPOT ms", "tpot_s", 1e3)]
+    else:
+        head = [("days", "wall_clock_days", 1.0)]
+    cols = ["option", *(h[0] for h in head), *(_SHORT.get(k, k) for k in cats), "other", "total"]
+    rows: list[list[Any]] = []
+    for o in c.options:
+        marks = _header(o, c).split("\n")[2:] if o.kind != "plan" else []
+        label = escape(o.name).replace(" ", "\n", 1)
+        if c.kind == "inference" and o.values.get("total_gpus") is not None:
+            label += f"\nx{int(o.values['total_gpus'])} GPUs"
+        name = "\n".join([label, *marks])
+        by_cat = [sum(i.usd for i in o.items if i.category == k) for k in cats]
+        other = o.total_usd - sum(by_cat)
+        vals = [o.values.get(key) for _, key, _ in head]
+        rows.append(
+            [
+                name,
+                *(
+                    "-" if v is None else _num(float(v) * scale, 0 if scale != 1.0 else 3)
+                    for v, (_, _, scale) in zip(vals, head, strict=True)
+                ),
+                *(_num(v, 0) for v in [*by_cat, other]),
+                f"[bold]{fmt(o.total_usd)}[/bold]",
+            ]
+        )
+    preset = f" (preset {c.preset})" if c.preset else ""
+    caption = (
+        f"cheapest: {c.cheapest}; fastest: {c.fastest}. " if c.cheapest else ""
+    ) + "USD by category; every item: a wider terminal, --explain or --json"
+    t = Table(title=f"{c.name}{preset}", caption=caption)
+    t.add_column(cols[0], min_width=_OPTION_NAME_CHARS)
+    for col in cols[1:]:
+        t.add_column(col, justify="right", no_wrap=True)
+    for r in rows:
+        t.add_row(*r)
+    console.print(t)
 
 
 def _usd_or_none(o: Breakdown, name: str) -> float | None:
