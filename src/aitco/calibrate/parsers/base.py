@@ -8,10 +8,14 @@ found in the whole file the parser raises :class:`aitco.errors.ParseError`.
 
 from __future__ import annotations
 
+import csv
 import math
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
+
+from aitco.errors import ParseError
 
 #: How many skipped lines are kept with their text; the rest are only counted.
 MAX_SKIPS_KEPT = 50
@@ -41,6 +45,68 @@ class SkipLog:
             "count": self.count,
             "lines": [{"line": n, "reason": r, "text": t} for n, r, t in self.first],
         }
+
+
+class CsvRows:
+    """Rows of a CSV log with a required header; malformed rows are skipped and counted.
+
+    Reads the header on construction (cells stripped, byte-order mark removed) and raises
+    :class:`aitco.errors.ParseError` when it is missing or lacks a ``required`` column. Iterating
+    yields each data row with as many fields as the header; blank rows are passed over, rows with
+    a CSV error or the wrong number of fields are recorded in ``skipped`` with their line number.
+
+    Parameters
+    ----------
+    fh : text file
+        The open CSV log.
+    path : str
+        File name, for error messages.
+    required : iterable of str
+        Columns the header must contain.
+    what : str
+        What the file should be (``"CodeCarbon file"``), for the missing-column message.
+    skipped : SkipLog
+        Where malformed rows are recorded.
+    """
+
+    def __init__(
+        self, fh: IO[str], path: str, required: Iterable[str], what: str, skipped: SkipLog
+    ) -> None:
+        self._reader = csv.reader(fh)
+        self._skipped = skipped
+        try:
+            header = next(self._reader)
+        except (StopIteration, csv.Error) as exc:
+            raise ParseError(path, "empty file or unreadable CSV header") from exc
+        self.header = [c.strip().lstrip("\ufeff") for c in header]
+        missing = [c for c in required if c not in self.header]
+        if missing:
+            raise ParseError(path, f"not a {what}: missing column(s) {', '.join(missing)}", line=1)
+
+    @property
+    def line_num(self) -> int:
+        """Lines read so far, up to the last line of the row just yielded [count]."""
+        return self._reader.line_num
+
+    def __iter__(self) -> Iterator[list[str]]:
+        """Yield the well-formed data rows."""
+        n_fields = len(self.header)
+        while True:
+            try:
+                row = next(self._reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                self._skipped.add(self.line_num, f"CSV error: {exc}")
+                continue
+            if not row:
+                continue
+            if len(row) != n_fields:
+                self._skipped.add(
+                    self.line_num, f"expected {n_fields} fields, got {len(row)}", ",".join(row)
+                )
+                continue
+            yield row
 
 
 @dataclass

@@ -13,12 +13,11 @@ References
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
 from aitco.calibrate._io import open_text
-from aitco.calibrate.parsers.base import ParseResult, SkipLog, to_float
+from aitco.calibrate.parsers.base import CsvRows, ParseResult, SkipLog, to_float
 from aitco.errors import ParseError
 from aitco.units import SECONDS_PER_HOUR, WATTS_PER_KILOWATT
 
@@ -103,31 +102,9 @@ def parse_codecarbon(path: str | Path) -> ParseResult:
     records: list[dict[str, Any]] = []
     versions: set[str] = set()
     with open_text(p) as fh:
-        reader = csv.reader(fh)
-        try:
-            header = [c.strip().lstrip("\ufeff") for c in next(reader)]
-        except (StopIteration, csv.Error) as exc:
-            raise ParseError(str(p), "empty file or unreadable CSV header") from exc
-        missing = [c for c in REQUIRED if c not in header]
-        if missing:
-            raise ParseError(
-                str(p), f"not a CodeCarbon file: missing column(s) {', '.join(missing)}", line=1
-            )
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                skipped.add(reader.line_num, f"CSV error: {exc}")
-                continue
-            if not row:
-                continue
-            if len(row) != len(header):
-                skipped.add(
-                    reader.line_num, f"expected {len(header)} fields, got {len(row)}", ",".join(row)
-                )
-                continue
+        rows = CsvRows(fh, str(p), REQUIRED, "CodeCarbon file", skipped)
+        header = rows.header
+        for row in rows:
             raw = dict(zip(header, row, strict=True))
             rec: dict[str, Any] = {}
             for c in NUMERIC:
@@ -138,7 +115,7 @@ def parse_codecarbon(path: str | Path) -> ParseResult:
                     rec[c] = raw[c]
             if rec.get("duration_s") is None or rec.get("energy_kwh") is None:
                 skipped.add(
-                    reader.line_num,
+                    rows.line_num,
                     "duration or energy_consumed is not a number",
                     ",".join(row)[:120],
                 )
@@ -183,6 +160,6 @@ def parse_codecarbon(path: str | Path) -> ParseResult:
         format_version=fmt_version,
         records=records,
         summary=summary,
-        lines_read=reader.line_num,
+        lines_read=rows.line_num,
         skipped=skipped,
     )

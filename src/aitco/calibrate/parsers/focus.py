@@ -24,13 +24,12 @@ References
 
 from __future__ import annotations
 
-import csv
 import re
 from pathlib import Path
 from typing import Any
 
 from aitco.calibrate._io import open_text
-from aitco.calibrate.parsers.base import ParseResult, SkipLog, to_float
+from aitco.calibrate.parsers.base import CsvRows, ParseResult, SkipLog, to_float
 from aitco.errors import ParseError
 
 #: CSV files larger than this are aggregated with DuckDB instead of row by row. [B]
@@ -253,38 +252,15 @@ def _parse_csv(p: Path) -> ParseResult:
     skipped = SkipLog()
     tot = _Totals()
     with open_text(p) as fh:
-        reader = csv.reader(fh)
-        try:
-            header = next(reader)
-        except (StopIteration, csv.Error) as exc:
-            raise ParseError(str(p), "empty file or unreadable CSV header") from exc
-        cols = [c.strip().lstrip("\ufeff") for c in header]
-        missing = [c for c in REQUIRED if c not in cols]
-        if missing:
-            raise ParseError(
-                str(p), f"not a FOCUS export: missing column(s) {', '.join(missing)}", line=1
-            )
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                skipped.add(reader.line_num, f"CSV error: {exc}")
-                continue
-            if not row:
-                continue
-            if len(row) != len(cols):
-                skipped.add(
-                    reader.line_num, f"expected {len(cols)} fields, got {len(row)}", ",".join(row)
-                )
-                continue
+        rows = CsvRows(fh, str(p), REQUIRED, "FOCUS export", skipped)
+        cols = rows.header
+        for row in rows:
             rec = {c: (None if v in _NULLS else v) for c, v in zip(cols, row, strict=True)}
             if rec.get("BilledCost") is not None and to_float(rec["BilledCost"]) is None:
-                skipped.add(reader.line_num, "BilledCost is not a number", ",".join(row)[:120])
+                skipped.add(rows.line_num, "BilledCost is not a number", ",".join(row)[:120])
                 continue
             tot.add(rec)
-        n = reader.line_num
+        n = rows.line_num
     if tot.rows == 0:
         raise ParseError(str(p), "FOCUS header found but no rows")
     return ParseResult(
