@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from aitco.explain import Estimate
+from aitco.report.html import num
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -46,22 +47,11 @@ def print_json(obj: Any) -> None:
 
 
 def fmt(x: Any, digits: int = 3) -> str:
-    """Format a number compactly (thousands separators, significant digits)."""
-    if x is None:
-        return "-"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int):
-        return f"{x:,}"
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            return "-"
-        if x == 0:
-            return "0"
-        if abs(x) >= 1000:
-            return f"{x:,.0f}"
-        return f"{x:.{digits}g}"
-    return str(x)
+    """Format a number compactly (thousands separators, significant digits).
+
+    Same rules as the reports' :func:`aitco.report.html.num`, with 3 significant digits by default.
+    """
+    return num(x, digits)
 
 
 def table(

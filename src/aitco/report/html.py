@@ -43,8 +43,13 @@ def pct(x: Any) -> str:
     return f"{100 * x:.1f}%"
 
 
-def num(x: Any) -> str:
-    """Format a number compactly (thousands separators, 4 significant digits)."""
+def num(x: Any, digits: int = 4) -> str:
+    """Format a number compactly (thousands separators, ``digits`` significant digits).
+
+    Also the terminal formatter (:func:`aitco.cli.render.fmt`, 3 digits there): ``None`` and
+    non-finite floats give ``-``, booleans ``yes``/``no``, ints and floats of 1000 or more get
+    thousands separators and no decimals.
+    """
     if x is None:
         return "-"
     if isinstance(x, bool):
@@ -56,7 +61,7 @@ def num(x: Any) -> str:
             return "-"
         if x == 0:
             return "0"
-        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.{digits}g}"
     return str(x)
 
 
