@@ -133,10 +133,33 @@ def _print_result(r: ParseResult) -> None:
         err_console.print(f"  ... {r.skipped.count - 10} more skipped lines (see --json)")
 
 
+#: Options shared by ``calibrate`` and ``actual-vs-estimate`` (and ``--json`` by every command).
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+TpOpt = Annotated[
+    int | None, typer.Option("--tp", help="Tensor parallel degree of the run.", min=1)
+]
+PpOpt = Annotated[
+    int | None, typer.Option("--pp", help="Pipeline parallel degree of the run.", min=1)
+]
+CpOpt = Annotated[
+    int | None, typer.Option("--cp", help="Context parallel degree of the run.", min=1)
+]
+EpOpt = Annotated[
+    int | None, typer.Option("--ep", help="Expert parallel degree of the run.", min=1)
+]
+DpOpt = Annotated[int | None, typer.Option("--dp", help="Data parallel degree of the run.", min=1)]
+ZeroOpt = Annotated[
+    int | None, typer.Option("--zero", help="ZeRO stage 0-3 of the run.", min=0, max=3)
+]
+PrecisionOpt = Annotated[
+    str, typer.Option("--precision", help="Training/serving dtype (bf16, fp16, fp8, ...).")
+]
+
+
 def ingest(
     kind: Annotated[str, typer.Argument(help="Format: " + ", ".join(KINDS) + ", or auto.")],
     files: Annotated[list[Path], typer.Argument(help="Log or export files.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOpt = False,
     records: Annotated[
         bool, typer.Option("--records", help="Include per-row records in --json.")
     ] = False,
@@ -248,31 +271,17 @@ def calibrate(
     global_batch: Annotated[
         int | None, typer.Option("--global-batch", help="Global batch (sequences).", min=1)
     ] = None,
-    tp: Annotated[
-        int | None, typer.Option("--tp", help="Tensor parallel degree of the run.", min=1)
-    ] = None,
-    pp: Annotated[
-        int | None, typer.Option("--pp", help="Pipeline parallel degree of the run.", min=1)
-    ] = None,
-    cp: Annotated[
-        int | None, typer.Option("--cp", help="Context parallel degree of the run.", min=1)
-    ] = None,
-    ep: Annotated[
-        int | None, typer.Option("--ep", help="Expert parallel degree of the run.", min=1)
-    ] = None,
-    dp: Annotated[
-        int | None, typer.Option("--dp", help="Data parallel degree of the run.", min=1)
-    ] = None,
-    zero: Annotated[
-        int | None, typer.Option("--zero", help="ZeRO stage 0-3 of the run.", min=0, max=3)
-    ] = None,
-    precision: Annotated[
-        str, typer.Option("--precision", help="Training/serving dtype (bf16, fp16, fp8, ...).")
-    ] = "bf16",
+    tp: TpOpt = None,
+    pp: PpOpt = None,
+    cp: CpOpt = None,
+    ep: EpOpt = None,
+    dp: DpOpt = None,
+    zero: ZeroOpt = None,
+    precision: PrecisionOpt = "bf16",
     params: Annotated[
         str, typer.Option("--params", help="Comma-separated parameters to fit.")
     ] = "gemm,hbm,intra_node_link,scale_out_link,decode_hbm,serving_overhead_s",
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Fit the efficiency parameters to your logs and write a calibration profile."""
     from aitco.calibrate import measurements as meas
@@ -412,27 +421,13 @@ def actual_vs_estimate_cmd(
         int | None,
         typer.Option("--global-batch", help="Global batch (sequences; else from the log).", min=1),
     ] = None,
-    tp: Annotated[
-        int | None, typer.Option("--tp", help="Tensor parallel degree of the run.", min=1)
-    ] = None,
-    pp: Annotated[
-        int | None, typer.Option("--pp", help="Pipeline parallel degree of the run.", min=1)
-    ] = None,
-    cp: Annotated[
-        int | None, typer.Option("--cp", help="Context parallel degree of the run.", min=1)
-    ] = None,
-    ep: Annotated[
-        int | None, typer.Option("--ep", help="Expert parallel degree of the run.", min=1)
-    ] = None,
-    dp: Annotated[
-        int | None, typer.Option("--dp", help="Data parallel degree of the run.", min=1)
-    ] = None,
-    zero: Annotated[
-        int | None, typer.Option("--zero", help="ZeRO stage 0-3 of the run.", min=0, max=3)
-    ] = None,
-    precision: Annotated[
-        str, typer.Option("--precision", help="Training/serving dtype (bf16, fp16, fp8, ...).")
-    ] = "bf16",
+    tp: TpOpt = None,
+    pp: PpOpt = None,
+    cp: CpOpt = None,
+    ep: EpOpt = None,
+    dp: DpOpt = None,
+    zero: ZeroOpt = None,
+    precision: PrecisionOpt = "bf16",
     calibration: Annotated[
         str | None, typer.Option("--calibration", help="Calibration profile YAML.")
     ] = None,
@@ -442,7 +437,7 @@ def actual_vs_estimate_cmd(
     n_steps: Annotated[
         int | None, typer.Option("--steps", help="Steps the energy/cost items cover.", min=1)
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOpt = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show the terms.")] = False,
 ) -> None:
     """Compare the model's estimate for a run with what its logs show, item by item."""
@@ -528,7 +523,7 @@ def probe(
         int, typer.Option("--repeats", help="Timed repetitions (best kept).", min=1)
     ] = 5,
     backend: Annotated[str, typer.Option("--backend", help="auto, torch or numpy.")] = "auto",
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Measure achievable matmul TFLOP/s and memory bandwidth here (PyTorch, else numpy)."""
     from aitco.calibrate.fit import EfficiencyFit
