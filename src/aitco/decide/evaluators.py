@@ -608,6 +608,62 @@ SERVING_METRICS: tuple[str, ...] = (
 )
 
 
+def _serving_outputs(
+    qps: float | None,
+    ttft: np.ndarray,
+    tpot: np.ndarray,
+    tok_s: np.ndarray,
+    o: np.ndarray,
+    gpus: np.ndarray,
+    usd_h: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Latency, replica and cost outputs shared by the serving evaluators.
+
+    Parameters
+    ----------
+    qps : float or None
+        Offered load; ``None`` means one saturated replica. [req/s]
+    ttft, tpot : numpy.ndarray
+        Time to first token and per output token. [s]
+    tok_s : numpy.ndarray
+        Output tokens per second of one replica. [tokens/s]
+    o : numpy.ndarray
+        Output tokens per request. [tokens]
+    gpus : numpy.ndarray
+        Accelerators per replica. [count]
+    usd_h : numpy.ndarray
+        Price of one replica. [USD/h]
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``ttft_s`` ... ``usd_per_million_output_tokens`` (see :class:`ServingEvaluator`).
+
+    Notes
+    -----
+    replicas = ceil(qps x o / tokens/s) (1 without a QPS); $/Mtok = usd_h x replicas /
+    (3600 x served tokens/s) x 1e6, served = qps x o or tokens/s.
+    """
+    if qps is not None:
+        replicas = np.ceil(qps * o / tok_s)
+        served_tok_s = qps * o
+    else:
+        replicas = np.ones_like(tok_s)
+        served_tok_s = tok_s
+    usd_h_total = usd_h * replicas
+    return {
+        "ttft_s": ttft,
+        "tpot_s": tpot,
+        "e2e_latency_s": ttft + (o - 1.0) * tpot,
+        "output_tokens_per_s": tok_s,
+        "requests_per_s": tok_s / o,
+        "replicas": replicas,
+        "total_gpus": gpus * replicas,
+        "usd_per_h": usd_h_total,
+        "usd_per_million_output_tokens": usd_h_total / (SECONDS_PER_HOUR * served_tok_s) * 1e6,
+    }
+
+
 @dataclass
 class ServingEvaluator:
     r"""Vectorised serving model: a replica of ``gpus`` accelerators (tensor parallel) at a batch.
@@ -688,24 +744,8 @@ class ServingEvaluator:
         reason |= np.where(mem_gb > h.memory_gb[hw] * USABLE_MEMORY_FRACTION, 16, 0)
         price = h.price[hw, v["option.pricing"], v["option.region"]]
         reason |= np.where(np.isnan(price), 32, 0)
-        usd_h = price * g
-        if self.qps is not None:
-            replicas = np.ceil(self.qps * o / tok_s)
-            served_tok_s = self.qps * o
-        else:
-            replicas = np.ones_like(tok_s)
-            served_tok_s = tok_s
-        usd_h_total = usd_h * replicas
         return {
-            "ttft_s": ttft,
-            "tpot_s": tpot,
-            "e2e_latency_s": ttft + (o - 1.0) * tpot,
-            "output_tokens_per_s": tok_s,
-            "requests_per_s": tok_s / o,
-            "replicas": replicas,
-            "total_gpus": g * replicas,
-            "usd_per_h": usd_h_total,
-            "usd_per_million_output_tokens": usd_h_total / (SECONDS_PER_HOUR * served_tok_s) * 1e6,
+            **_serving_outputs(self.qps, ttft, tpot, tok_s, o, g, price * g),
             "memory_per_gpu_gb": mem_gb,
             "reason": reason,
         }
@@ -1002,24 +1042,8 @@ class EngineServingEvaluator:
         o = o_tok[rows].astype(float)
         tok_s = b / tpot
         gr = g[rows].astype(float)
-        usd_h = price[rows] * gr
-        if self.qps is not None:
-            replicas = np.ceil(self.qps * o / tok_s)
-            served = self.qps * o
-        else:
-            replicas = np.ones_like(tok_s)
-            served = tok_s
-        total_h = usd_h * replicas
         return {
-            "ttft_s": ttft,
-            "tpot_s": tpot,
-            "e2e_latency_s": ttft + (o - 1.0) * tpot,
-            "output_tokens_per_s": tok_s,
-            "requests_per_s": tok_s / o,
-            "replicas": replicas,
-            "total_gpus": gr * replicas,
-            "usd_per_h": total_h,
-            "usd_per_million_output_tokens": total_h / (SECONDS_PER_HOUR * served) * 1e6,
+            **_serving_outputs(self.qps, ttft, tpot, tok_s, o, gr, price[rows] * gr),
             "memory_per_gpu_gb": mem,
             "rows": rows,
             "reason": reason,
