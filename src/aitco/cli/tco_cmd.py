@@ -169,15 +169,8 @@ def render_comparison(c: Comparison) -> None:
     rows.append(
         ["[bold]total \\[USD][/bold]", *(f"[bold]{fmt(o.total_usd)}[/bold]" for o in c.options)]
     )
-    preset = f" (preset {c.preset})" if c.preset else ""
     caption = f"cheapest: {c.cheapest}; fastest: {c.fastest}" if c.cheapest else None
-    t = Table(title=f"{c.name}{preset}", caption=caption)
-    t.add_column(cols[0], min_width=_OPTION_NAME_CHARS)
-    for col in cols[1:]:
-        t.add_column(col, justify="right", no_wrap=True)
-    for r in rows:
-        t.add_row(*r)
-    console.print(t)
+    _print_table(c, cols, rows, caption)
 
 
 #: Characters the full table needs: the item-label column plus one column per option.
@@ -228,10 +221,17 @@ def _render_compact(c: Comparison) -> None:
                 f"[bold]{fmt(o.total_usd)}[/bold]",
             ]
         )
-    preset = f" (preset {c.preset})" if c.preset else ""
     caption = (
         f"cheapest: {c.cheapest}; fastest: {c.fastest}. " if c.cheapest else ""
     ) + "USD by category; every item: a wider terminal, --explain or --json"
+    _print_table(c, cols, rows, caption)
+
+
+def _print_table(
+    c: Comparison, cols: list[str], rows: list[list[Any]], caption: str | None
+) -> None:
+    """Print ``rows`` under ``cols`` titled with the comparison (and preset) name."""
+    preset = f" (preset {c.preset})" if c.preset else ""
     t = Table(title=f"{c.name}{preset}", caption=caption)
     t.add_column(cols[0], min_width=_OPTION_NAME_CHARS)
     for col in cols[1:]:
