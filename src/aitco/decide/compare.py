@@ -1215,28 +1215,22 @@ def _data_items(
             {"gb": checkpoint_gb, "months": months, "usd_per_gb_month": price},
             fac.sources(tier_id),
         )
-    if one_off and d.egress_gb:
-        eid = f"transfer.usd-per-gb.{d.egress_kind}"
-        p = fac.value(eid, "data.egress_kind")
-        b.add(
-            "egress",
-            float(data.per_unit_usd(d.egress_gb, p, eid)),
-            "data",
-            "GB x $/GB",
-            {"gb": d.egress_gb, "usd_per_gb": p},
-            fac.sources(eid),
-        )
-    if one_off and d.cross_zone_gb:
-        cid = f"transfer.usd-per-gb.{d.cross_zone_kind}"
-        p = fac.value(cid, "data.cross_zone_kind")
-        b.add(
-            "cross_zone_transfer",
-            float(data.per_unit_usd(d.cross_zone_gb, p, cid)),
-            "data",
-            "GB x $/GB",
-            {"gb": d.cross_zone_gb, "usd_per_gb": p},
-            fac.sources(cid),
-        )
+    transfers = (
+        ("egress", d.egress_gb, d.egress_kind, "data.egress_kind"),
+        ("cross_zone_transfer", d.cross_zone_gb, d.cross_zone_kind, "data.cross_zone_kind"),
+    )
+    for name, gb, kind, field_name in transfers:
+        if one_off and gb:
+            fid = f"transfer.usd-per-gb.{kind}"
+            p = fac.value(fid, field_name)
+            b.add(
+                name,
+                float(data.per_unit_usd(gb, p, fid)),
+                "data",
+                "GB x $/GB",
+                {"gb": gb, "usd_per_gb": p},
+                fac.sources(fid),
+            )
 
 
 def _compliance_items(b: Breakdown, scn: Scenario, fac: Factors, period_days: float) -> None:
