@@ -19,7 +19,6 @@ import typer
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
-from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 
 
 class Precision(StrEnum):
@@ -55,14 +54,6 @@ class Allocation(StrEnum):
 
     paged = "paged"
     contiguous = "contiguous"
-
-
-def _efficiency(path: str | None) -> EfficiencyParams:
-    if not path:
-        return DEFAULT_EFFICIENCY
-    from aitco.calibrate.profile import load_profile
-
-    return load_profile(path).efficiency
 
 
 def _range(res_interval: dict[str, tuple[float, float]], key: str) -> str:
@@ -146,7 +137,7 @@ def infer(
         kv_precision=kv_precision.value if kv_precision else None,
         input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
         concurrency=concurrency, qps=qps, mode=mode.value, tp=tp, pp=pp,
-        slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, efficiency=_efficiency(calibration),
+        slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, efficiency=state.efficiency(calibration),
         engine=engine.value, allocation=allocation.value, input_cv=length_cv,
         output_cv=length_cv, num_requests=num_requests, draft_model=draft,
         spec_tokens=spec_tokens, acceptance_rate=acceptance_rate, trace=trace_arrays,
@@ -278,7 +269,7 @@ def validate_inference_cmd(
     """Predict every row of an inference ground-truth CSV; print the per-row errors and APE."""
     from aitco.validation.inference import validate
 
-    rep = validate(csv, efficiency=_efficiency(calibration), catalog=state.catalog())
+    rep = validate(csv, efficiency=state.efficiency(calibration), catalog=state.catalog())
     s = rep.summary()
     if json_out:
         print_json({

@@ -1,8 +1,13 @@
-"""Process-wide CLI state: the user's catalog overlays (``--catalog``), set before commands run."""
+"""Process-wide CLI state: the user's catalog overlays (``--catalog``), set before commands run.
+
+Also resolves the other user-supplied model inputs every command reads the same way
+(``--calibration`` profiles).
+"""
 
 from __future__ import annotations
 
 from aitco.catalog.loader import Catalog, load_catalog
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 
 _overlays: list[str] = []
 
@@ -20,3 +25,12 @@ def overlays() -> list[str]:
 def catalog() -> Catalog:
     """Load the catalog: built-in data, ``AITCO_CATALOG``, then the ``--catalog`` overlays."""
     return load_catalog(_overlays)
+
+
+def efficiency(path: str | None) -> EfficiencyParams:
+    """Efficiency parameters of the ``--calibration`` profile ``path`` (defaults without one)."""
+    if not path:
+        return DEFAULT_EFFICIENCY
+    from aitco.calibrate.profile import load_profile
+
+    return load_profile(path).efficiency

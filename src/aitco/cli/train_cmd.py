@@ -18,7 +18,6 @@ import typer
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
-from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 
 
 class Precision(StrEnum):
@@ -55,14 +54,6 @@ class Optimizer(StrEnum):
 
 #: Default global batch when none is given: about one million tokens (as TrainingWorkload).
 DEFAULT_BATCH_TOKENS = 2**20
-
-
-def _efficiency(path: str | None) -> EfficiencyParams:
-    if not path:
-        return DEFAULT_EFFICIENCY
-    from aitco.calibrate.profile import load_profile
-
-    return load_profile(path).efficiency
 
 
 def _range(values: dict[str, Any], key: str) -> str:
@@ -143,7 +134,7 @@ def train(
     res = estimate_training(
         arch, acc, system, gpus, seq_len=seq_len, global_batch=global_batch, tokens=tokens,
         precision=precision.value, method=method.value, plan=plan_d,
-        efficiency=_efficiency(calibration), lora_rank=lora_rank, optimizer=optimizer.value,
+        efficiency=state.efficiency(calibration), lora_rank=lora_rank, optimizer=optimizer.value,
     )  # fmt: skip
     v = res.values
     if json_out:
@@ -210,7 +201,10 @@ def validate_training_cmd(
     )
 
     res = validate_training(
-        csv, state.catalog(), _efficiency(calibration), None if all_scopes else THROUGHPUT_SCOPES
+        csv,
+        state.catalog(),
+        state.efficiency(calibration),
+        None if all_scopes else THROUGHPUT_SCOPES,
     )
     thr = [r for r in res if r.scope in THROUGHPUT_SCOPES]
     runs = [r for r in res if r.scope not in THROUGHPUT_SCOPES and not r.skipped]
