@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from aitco.explain import Estimate
-from aitco.report.html import num
+from aitco.formatting import num
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -49,7 +49,7 @@ def print_json(obj: Any) -> None:
 def fmt(x: Any, digits: int = 3) -> str:
     """Format a number compactly (thousands separators, significant digits).
 
-    Same rules as the reports' :func:`aitco.report.html.num`, with 3 significant digits by default.
+    Same rules as the reports' :func:`aitco.formatting.num`, with 3 significant digits by default.
     """
     return num(x, digits)
 

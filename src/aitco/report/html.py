@@ -16,6 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aitco.formatting import num
+
 if TYPE_CHECKING:  # pragma: no cover
     import jinja2
 
@@ -41,28 +43,6 @@ def pct(x: Any) -> str:
     if not isinstance(x, int | float) or isinstance(x, bool) or not math.isfinite(x):
         return "-"
     return f"{100 * x:.1f}%"
-
-
-def num(x: Any, digits: int = 4) -> str:
-    """Format a number compactly (thousands separators, ``digits`` significant digits).
-
-    Also the terminal formatter (:func:`aitco.cli.render.fmt`, 3 digits there): ``None`` and
-    non-finite floats give ``-``, booleans ``yes``/``no``, ints and floats of 1000 or more get
-    thousands separators and no decimals.
-    """
-    if x is None:
-        return "-"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int):
-        return f"{x:,}"
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            return "-"
-        if x == 0:
-            return "0"
-        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.{digits}g}"
-    return str(x)
 
 
 def fmt_months(x: Any) -> str:
