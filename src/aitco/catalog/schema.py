@@ -195,6 +195,7 @@ class System(Entry):
 
 # --------------------------------------------------------------------------- cloud offers
 PricingTerm = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
+ClusterNetwork = Literal["efa", "infiniband", "roce", "ici", "neuronlink", "ethernet", "none"]
 
 
 class OfferPrice(BaseModel):
@@ -219,6 +220,20 @@ class CloudOffer(Entry):
     accelerator: str = _f("Accelerator id.")
     system: str | None = _f("System id whose topology the instance has.", default=None)
     accelerators_per_instance: int = _f("Accelerators in one instance.", ge=1)
+    vcpus: int | None = _f("Host vCPUs of one instance, where stated.", default=None, ge=1)
+    host_memory_gb: float | None = _f(
+        "Host (CPU) memory of one instance, where stated.", "GB", default=None, gt=0
+    )
+    cluster_network: ClusterNetwork | None = _f(
+        "Fabric that joins instances for multi-node jobs ('none': the provider offers no cluster "
+        "network for this shape; null: not stated).",
+        default=None,
+    )
+    max_instances: int | None = _f(
+        "Largest cluster of this shape the provider states it sells, where stated.",
+        default=None,
+        ge=1,
+    )
     prices: list[OfferPrice] = Field(min_length=1)
 
     def usd_per_accel_hour(self, term: str, region: str | None = None) -> float | None:
