@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System
 from aitco.cost import carbon, cloud, data, finance, people, power, reliability
+from aitco.cost import offers as offers_mod
 from aitco.cost.tco import Breakdown, add_stages
 from aitco.decide.scenario import (
     HardwareOption,
@@ -49,6 +50,8 @@ RENTED = ("on_demand", "spot", "reserved_1y", "reserved_3y")
 OWNED = ("owned", "colocation")
 #: Modes that hold capacity whether or not it is busy, so scheduling fragmentation costs money.
 HELD = ("owned", "colocation", "reserved_1y", "reserved_3y")
+#: Length of a committed term by pricing mode. [years]
+COMMITTED_TERM_YEARS: dict[str, float] = {"reserved_1y": 1.0, "reserved_3y": 3.0}
 DEFAULT_REGION = "us"
 
 
@@ -245,6 +248,10 @@ def compare(
             b.name = st.name
             parts.append(b)
         plan = add_stages(scenario.name, parts)
+        plan.values["feasible"] = all(is_feasible(p) for p in parts)
+        plan.values["infeasible_reasons"] = [
+            f"{p.name}: {r}" for p in parts for r in p.values.get("infeasible_reasons", [])
+        ]
         plan.assumptions = _assumption_lines(fac)
         comp = Comparison(name=scenario.name, kind="plan", options=[plan], preset=preset_id)
     else:
@@ -286,21 +293,27 @@ def _unique_names(opts: list[Breakdown]) -> None:
             seen[o.name] = 1
 
 
+def is_feasible(o: Breakdown) -> bool:
+    """Whether an option can run as priced (``feasible``; a plan: every stage feasible)."""
+    if o.stages:
+        return all(is_feasible(s) for s in o.stages)
+    return bool(o.values.get("feasible", True))
+
+
 def _mark(comp: Comparison) -> None:
-    ok = [
-        o
-        for o in comp.options
-        if o.values.get("fits", True) and o.values.get("meets_slo") is not False
-    ]
+    """Mark the cheapest and the fastest among the feasible options (a tie in time: cheaper)."""
+    ok = [o for o in comp.options if is_feasible(o)]
     if not ok:
         return
     comp.cheapest = min(ok, key=lambda o: o.total_usd).name
     if comp.kind == "inference":
         lat = [o for o in ok if isinstance(o.values.get("e2e_latency_s"), int | float)]
         if lat:
-            comp.fastest = min(lat, key=lambda o: o.values["e2e_latency_s"]).name
+            comp.fastest = min(lat, key=lambda o: (o.values["e2e_latency_s"], o.total_usd)).name
     else:
-        comp.fastest = min(ok, key=lambda o: o.values.get("wall_clock_h", math.inf)).name
+        comp.fastest = min(
+            ok, key=lambda o: (o.values.get("wall_clock_h", math.inf), o.total_usd)
+        ).name
 
 
 def _assumption_lines(fac: Factors) -> list[str]:
@@ -323,44 +336,49 @@ class _Price:
     gpus_per_instance: int = 1
     offer: str | None = None
     capex: dict[str, float] = field(default_factory=dict)
+    #: Whole instances rented and the accelerators they bill (owned: the accelerators used).
+    instances: int = 0
+    gpus_billed: int = 0
+    #: Why the offer is not eligible for the job (it then prices the option for reference only).
+    reasons: list[str] = field(default_factory=list)
+    #: Re-select the offer for another accelerator count and unit (rented options).
+    reprice: Any = None
 
 
 def _rental_price(
-    cat: Catalog, acc: Accelerator, opt: HardwareOption, where: str, node_size: int = 1
+    cat: Catalog,
+    acc: Accelerator,
+    opt: HardwareOption,
+    where: str,
+    gpus: int | None = None,
+    unit_gpus: int | None = None,
 ) -> _Price:
+    """Price of the option's accelerator-hour from the offer that bills it (whole instances).
+
+    The offer is chosen by :func:`aitco.cost.offers.select_offer` (one function for compare,
+    sweep and optimize): ``gpus`` accelerators in units of ``unit_gpus`` that share a network.
+    """
     term = opt.pricing
+    n = opt.gpus if gpus is None else gpus
     if opt.usd_per_gpu_hour is not None:
         return _Price(
             opt.usd_per_gpu_hour,
             {"rental": opt.usd_per_gpu_hour},
             {"usd_per_gpu_hour": opt.usd_per_gpu_hour},
             [f"{where}.usd_per_gpu_hour (scenario)"],
-            provider=opt.provider,
+            provider=opt.provider if opt.provider != offers_mod.ANY_PROVIDER else None,
+            instances=n,
+            gpus_billed=n,
         )
-    offers: list[CloudOffer] = cat.offers_for(acc.id)
+    cands: list[CloudOffer] = cat.offers_for(acc.id)
     if opt.offer:
-        offers = [cat.offers[opt.offer]] if opt.offer in cat.offers else []
-        if not offers:
+        if opt.offer not in cat.offers:
             raise UnknownIdError("offer", opt.offer, cat.offers, field=f"{where}.offer")
-    if opt.provider:
-        offers = [o for o in offers if o.provider == opt.provider]
-    # a job spanning several instances needs instances of at least a full node (multi-node
-    # training over single-GPU instances is not modelled); fall back to any offer otherwise
-    need = min(opt.gpus, node_size)
-    whole = [o for o in offers if o.accelerators_per_instance >= need and _has_term(o, term)]
-    if whole and not opt.offer:
-        offers = whole
-    best: tuple[float, CloudOffer, Any] | None = None
-    for o in offers:
-        for p in o.prices:
-            if p.term != term:
-                continue
-            if opt.region and not (p.region.startswith(opt.region) or p.region == "all"):
-                continue
-            per = p.usd_per_hour / o.accelerators_per_instance
-            if best is None or per < best[0]:
-                best = (per, o, p)
-    if best is None:
+        cands = [cat.offers[opt.offer]]
+    choice = offers_mod.select_offer(
+        cands, term, n, unit_gpus=unit_gpus, provider=opt.provider, region=opt.region
+    )
+    if choice is None:
         have = sorted({f"{o.id}:{p.term}" for o in cat.offers_for(acc.id) for p in o.prices})
         raise CatalogError(
             f"{where}.pricing",
@@ -368,9 +386,13 @@ def _rental_price(
             f"a {term} price for {acc.id} in the offers (have: {', '.join(have) or 'none'})",
             hint=f"give {where}.usd_per_gpu_hour, or another pricing mode",
         )
-    per, o, p = best
+    o = cat.offers[choice.offer_id]
+    per = choice.usd_per_gpu_hour
     prov = o.provenance.get("prices")
-    src = [f"offer {o.id} {p.term} {p.region} ${p.usd_per_hour}/h as of {p.as_of}"]
+    src = [
+        f"offer {o.id} {choice.term} {choice.region} ${choice.usd_per_instance_hour}/h "
+        f"as of {choice.as_of}"
+    ]
     if prov:
         src.append(prov.source.cite())
     return _Price(
@@ -378,14 +400,17 @@ def _rental_price(
         {"rental": per},
         {
             "offer": o.id,
-            "usd_per_instance_hour": p.usd_per_hour,
+            "usd_per_instance_hour": choice.usd_per_instance_hour,
             "accelerators_per_instance": o.accelerators_per_instance,
-            "region": p.region,
+            "region": choice.region,
         },
         src,
         provider=o.provider,
         gpus_per_instance=o.accelerators_per_instance,
         offer=o.id,
+        instances=choice.instances,
+        gpus_billed=choice.gpus_billed,
+        reasons=list(choice.reasons),
     )
 
 
@@ -487,10 +512,14 @@ def _price_per_gpu_h(
     fac: Factors,
     scn: Scenario,
     where: str,
+    unit_gpus: int | None = None,
 ) -> _Price:
     if opt.pricing in RENTED:
-        return _rental_price(cat, acc, opt, where, sysm.devices_per_node)
-    return _owned_price(acc, sysm, opt, fac, scn.ops.depreciation, where)
+        return _rental_price(cat, acc, opt, where, opt.gpus, unit_gpus)
+    pr = _owned_price(acc, sysm, opt, fac, scn.ops.depreciation, where)
+    pr.instances = math.ceil(opt.gpus / sysm.devices_per_node)
+    pr.gpus_billed = opt.gpus
+    return pr
 
 
 def _engine(kind: str) -> Any:
@@ -542,7 +571,14 @@ def _price(
 ) -> Breakdown:
     acc, sysm = cat.hardware(opt.hardware, field=f"{where}.hardware")
     model = cat.resolve_model(w.model, field="workload.model")
-    price = _price_per_gpu_h(cat, acc, sysm, opt, fac, scn, where)
+    # a training job is one network-joined unit; a service's unit is one replica (tp x pp)
+    unit = opt.gpus
+    if isinstance(w, InferenceWorkload) and (w.tp or w.pp):
+        unit = min(opt.gpus, (w.tp or 1) * (w.pp or 1))
+    price = _price_per_gpu_h(cat, acc, sysm, opt, fac, scn, where, unit)
+    price.reprice = (
+        (lambda g, u: _rental_price(cat, acc, opt, where, g, u)) if opt.pricing in RENTED else None
+    )
     if price.offer and opt.hardware not in cat.systems:
         # a rented instance runs on the offer's own system (its NICs and scale-out fabric)
         offer_sys = cat.offers[price.offer].system
@@ -628,9 +664,7 @@ def _training(
     productive_h = float(v["wall_clock_h"])
     n = opt.gpus
     nodes = math.ceil(n / sysm.devices_per_node)
-    instances = (
-        math.ceil(n / price.gpus_per_instance) if opt.pricing in RENTED and price.offer else nodes
-    )
+    instances = price.instances if opt.pricing in RENTED and price.offer else nodes
 
     spot_id = None
     sigma = 0.0
@@ -691,6 +725,7 @@ def _training(
         },
         ids=[lam_id, net_id, restart_id, fw_id, "checkpoint.write-gb-s-per-node"],
     )
+    _instance_items(b, run, price, opt)
     kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, nodes)
     _people_items(b, run, price, opt, fac)
     tokens = float(w.tokens)
@@ -726,6 +761,7 @@ def _training(
         "offer": price.offer,
         **price.capex,
     }
+    b.values.update(_instance_values(price, b))
     b.assumptions = [f"throughput from aitco.perf.training ({res.__class__.__name__})"]
     return b
 
@@ -875,6 +911,84 @@ def _compute_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption) 
             },
             price.sources,
         )
+
+
+def _instance_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption) -> None:
+    """Rented whole instances: the idle accelerators of the last instance, and a committed term.
+
+    A committed (reserved) term is billed for whole terms whether used or not; what the user
+    reuses it for (``committed_reuse_fraction``) is taken off the unused part.
+    """
+    if opt.pricing not in RENTED:
+        return
+    p = price.usd_per_gpu_h
+    idle = max(price.gpus_billed - run.gpus, 0)
+    if idle:
+        b.add(
+            "idle_instance_gpus",
+            float(cloud.rental_usd(idle * run.wall_h, p)),
+            "compute",
+            "(gpus billed - gpus used) x wall-clock hours x price per GPU-hour "
+            "(the idle accelerators of whole instances)",
+            {
+                "gpus_billed": price.gpus_billed,
+                "gpus": run.gpus,
+                "instances": price.instances,
+                "wall_clock_h": run.wall_h,
+                "usd_per_gpu_hour": p,
+            },
+            price.sources,
+        )
+    years = COMMITTED_TERM_YEARS.get(opt.pricing)
+    if years is None:
+        return
+    term_h = years * HOURS_PER_YEAR
+    frag_h = run.overhead.get("fragmentation_idle_gpu_h", 0.0) / run.gpus if run.gpus else 0.0
+    held_h = run.wall_h + frag_h
+    terms = max(math.ceil(held_h / term_h), 1)
+    unused_h = max(terms * term_h - held_h, 0.0)
+    reuse = opt.committed_reuse_fraction
+    b.add(
+        "committed_term_unused",
+        float(cloud.rental_usd(price.gpus_billed * unused_h * (1.0 - reuse), p)),
+        "compute",
+        "gpus billed x (whole terms x term hours - hours held) x (1 - reuse fraction) x price",
+        {
+            "gpus_billed": price.gpus_billed,
+            "term_h": term_h,
+            "terms": terms,
+            "held_h": held_h,
+            "unused_h": unused_h,
+            "committed_reuse_fraction": reuse,
+            "usd_per_gpu_hour": p,
+        },
+        price.sources,
+    )
+
+
+def _feasibility(values: dict[str, Any], price: _Price) -> tuple[bool, list[str]]:
+    """Whether the option can run as priced, and why not (the reasons, in words)."""
+    reasons: list[str] = []
+    if values.get("fits") is False:
+        reasons.append("does not fit in memory")
+    if values.get("meets_slo") is False:
+        reasons.append("misses the SLO")
+    reasons.extend(values.get("_extra_reasons", []))
+    reasons.extend(price.reasons)
+    return not reasons, reasons
+
+
+def _instance_values(price: _Price, b: Breakdown) -> dict[str, Any]:
+    feasible, reasons = _feasibility(b.values, price)
+    b.values.pop("_extra_reasons", None)
+    return {
+        "feasible": feasible,
+        "infeasible_reasons": reasons,
+        "offer_id": price.offer,
+        "provider": price.provider,
+        "instances": price.instances,
+        "gpus_billed": price.gpus_billed,
+    }
 
 
 def _reliability_items(
@@ -1345,6 +1459,12 @@ def _inference(
     if n != opt.gpus:
         res = run_engine(n)
         v = res.values
+    per_replica = int(v.get("tp", 1) or 1) * int(v.get("pp", 1) or 1)
+    if price.reprice is not None:
+        # the service rents whole instances for n accelerators in replicas of per_replica
+        price = price.reprice(n, per_replica)
+    elif opt.pricing in OWNED:
+        price.instances, price.gpus_billed = math.ceil(n / sysm.devices_per_node), n
     replicas = int(v.get("replicas", 1) or 1)
     hours = w.months * HOURS_PER_MONTH
     rps_capacity = _f(v.get("max_qps")) or _f(v.get("requests_per_s")) or 0.0
@@ -1370,9 +1490,8 @@ def _inference(
         busy_fraction=busy,
         busy_h=hours * busy,
     )
-    b = Breakdown(
-        name=_option_name(opt), kind="inference", hardware=opt.hardware, pricing=opt.pricing, gpus=n
-    )
+    label = _option_name(opt) if n == opt.gpus else f"{_option_name(opt)} (priced x{n})"
+    b = Breakdown(name=label, kind="inference", hardware=opt.hardware, pricing=opt.pricing, gpus=n)
     # the service holds its GPUs the whole period; restarts and firmware downtime are shown as
     # the share of those paid hours that served nothing
     lost_h = run.overhead["restart_h"] + run.overhead["firmware_h"]
@@ -1414,6 +1533,7 @@ def _inference(
             {"held_gpu_h": n * hours, "idle_fraction": f, "usd_per_gpu_hour": p},
             fac.sources("fragmentation.idle-fraction"),
         )
+    _instance_items(b, serving_held(run, serving), price, opt)
     engine_w = _f(v.get("power_w"))
     active = None
     if engine_w and acc.tdp_w:
@@ -1458,4 +1578,18 @@ def _inference(
         "offer": price.offer,
         **price.capex,
     }
+    b.values.update(_instance_values(price, b))
     return b
+
+
+def serving_held(run: _Run, serving: _Run) -> _Run:
+    """The service's held hours (wall clock) with the fragmentation idle hours of ``run``."""
+    return _Run(
+        serving.gpus,
+        serving.productive_h,
+        serving.wall_h,
+        {"fragmentation_idle_gpu_h": run.overhead.get("fragmentation_idle_gpu_h", 0.0)},
+        serving.interruptions,
+        serving.failure_share,
+        serving.busy_fraction,
+    )

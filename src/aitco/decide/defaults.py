@@ -10,9 +10,11 @@ Training
 
 Inference
     Serving Llama 3 8B (bf16) at 10 requests/s of 512 input / 256 output tokens under a 500 ms
-    TTFT and 50 ms TPOT objective for one month, on one H100, A100, L40S or L4 per replica (scaled
+    TTFT and 50 ms TPOT objective for one month, on one H100 NVL, A100, L40S or L4 per replica (scaled
     up by the inference engine until the SLO is met), rented on-demand, plus an owned L40S and a
-    1-year committed H100.
+    1-year committed H100, both H100 options (H100 NVL) on one Azure 1-GPU instance type
+    (NC40ads H100 v5) so that on-demand and committed come from one provider. Rented services pay whole instances; the
+    committed term is billed for the whole year.
 
 References
 ----------
@@ -35,6 +37,13 @@ DEFAULT_TRAINING_CLUSTERS: tuple[tuple[str, int], ...] = (
     ("l40s", 48),
 )
 DEFAULT_TRAINING_MODES: tuple[str, ...] = ("on_demand", "spot", "owned")
+#: AWS sells L40S spot on g6e.24xlarge (4 GPUs, EFA) but not on g6e.48xlarge: the rented L40S
+#: options take that one instance type for on-demand and spot alike.
+L40S_TRAINING_OFFER = "aws-g6e.24xlarge"
+#: The H100 service options take one 1-GPU instance type that sells both on-demand and a 1-year
+#: commitment (Azure NC40ads H100 v5, an H100 NVL), so both are priced by one provider.
+H100_SERVICE_HARDWARE = "h100-nvl-94gb"
+H100_COMMITTED_OFFER = "azure-standard-nc40ads-h100-v5"
 
 
 def default_training() -> Scenario:
@@ -46,6 +55,7 @@ def default_training() -> Scenario:
             "gpus": n,
             "pricing": mode,
             **({"provider": "aws"} if mode != "owned" else {}),
+            **({"offer": L40S_TRAINING_OFFER} if mode != "owned" and hw == "l40s" else {}),
         }
         for hw, n in DEFAULT_TRAINING_CLUSTERS
         for mode in DEFAULT_TRAINING_MODES
@@ -71,12 +81,12 @@ def default_training() -> Scenario:
 def default_inference() -> Scenario:
     """Return the default inference-service comparison (module docstring)."""
     opts = [
-        ("h100-sxm5-80gb", "on_demand"),
+        (H100_SERVICE_HARDWARE, "on_demand"),
         ("a100-sxm4-80gb", "on_demand"),
         ("l40s", "on_demand"),
         ("l4", "on_demand"),
         ("l40s", "owned"),
-        ("h100-sxm5-80gb", "reserved_1y"),
+        (H100_SERVICE_HARDWARE, "reserved_1y"),
     ]
     return Scenario.from_dict(
         {
@@ -94,7 +104,13 @@ def default_inference() -> Scenario:
                 "months": 1,
             },
             "options": [
-                {"name": f"{hw} {mode}", "hardware": hw, "gpus": 1, "pricing": mode}
+                {
+                    "name": f"{hw} {mode}",
+                    "hardware": hw,
+                    "gpus": 1,
+                    "pricing": mode,
+                    **({"offer": H100_COMMITTED_OFFER} if hw == H100_SERVICE_HARDWARE else {}),
+                }
                 for hw, mode in opts
             ],
             # request/response logs kept 90 days for audit (about 4 KB per request, 10 req/s)

@@ -127,7 +127,22 @@ class HardwareOption(BaseModel):
         default=None, ge=0, description="Override of the rental price."
     )
     cooling: Literal["air", "liquid"] | None = None
-    provider: str | None = Field(default=None, description="Cloud provider to take offers from.")
+    provider: str | None = Field(
+        default=None,
+        description=(
+            "Cloud provider to take offers from; 'any': the cheapest eligible offer of any "
+            "provider for this pricing mode (default: one home instance type for every mode)."
+        ),
+    )
+    committed_reuse_fraction: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Share of the unused hours of a committed (reserved) term the user reuses for other "
+            "work; the rest is billed to this option. [fraction]"
+        ),
+    )
 
     @property
     def label(self) -> str:
