@@ -387,6 +387,7 @@ def test_owned_capital_price_matches_compare(catalog):
         (
             acc.tdp_w * f("utilization-power.training-fraction-of-tdp")
             + sysm.node_power_w / sysm.devices_per_node
+            + f("network.switch-power-w-per-gpu")  # compare's power chain counts switches
         )
         / 1000.0
         / (1 - f("power-conversion.loss"))

@@ -101,6 +101,8 @@ def _header(o: Breakdown, c: Comparison) -> str:
         marks.append("[red]does not fit[/red]")
     if o.values.get("meets_slo") is False:
         marks.append("[red]misses SLO[/red]")
+    if o.values.get("feasible") is False:
+        marks.append("[red]infeasible[/red]")
     name = o.name.replace(" ", "\n", 1) if o.kind != "plan" else o.name
     return name + ("\n" + " ".join(marks) if marks else "")
 
@@ -292,6 +294,17 @@ def _explain(c: Comparison) -> None:
                 rows,
             )
         )
+        billed = o.values.get("gpus_billed")
+        if o.values.get("offer_id"):
+            console.print(
+                f"  offer {escape(str(o.values['offer_id']))}: {o.values.get('instances')} "
+                f"instance(s), {billed} accelerators billed for {o.gpus} used",
+                highlight=False,
+            )
+        if o.values.get("feasible") is False:
+            console.print("  [red]infeasible[/red]:", highlight=False)
+            for r in o.values.get("infeasible_reasons", []):
+                console.print(f"    - {escape(r)}", highlight=False)
         for a in o.assumptions:
             console.print(f"  - {escape(a)}", highlight=False)
     console.print("[bold]Factors used[/bold] (value, then where it came from):")

@@ -115,6 +115,40 @@ def facility_power_w(it_w: ArrayLike, conversion_loss: ArrayLike, pue: ArrayLike
     return np.asarray(p / (1.0 - loss) * e, dtype=float)
 
 
+def facility_energy_kwh(
+    it_kwh: ArrayLike, conversion_loss: ArrayLike, pue: ArrayLike
+) -> np.ndarray:
+    r"""Energy at the meter from IT energy, conversion loss and PUE.
+
+    Parameters
+    ----------
+    it_kwh : array_like
+        IT energy (at the chips, boards and nodes). [kWh]
+    conversion_loss : array_like
+        Share of the input energy lost in PSU/UPS/PDU conversion. [fraction, < 1]
+    pue : array_like
+        Power usage effectiveness of the facility (>= 1). [ratio]
+
+    Returns
+    -------
+    numpy.ndarray
+        Energy drawn at the utility meter. [kWh]
+
+    Notes
+    -----
+    .. math:: E_\mathrm{meter} = \frac{E_\mathrm{IT}}{1-\ell}\,\mathrm{PUE}
+
+    The same ratio as :func:`facility_power_w`, applied to energy (a constant factor over time).
+
+    Examples
+    --------
+    >>> round(float(facility_energy_kwh(1.0, 0.1, 1.2)), 4)
+    1.3333
+    """
+    checks.non_negative(it_kwh, "it_kwh")
+    return facility_power_w(it_kwh, conversion_loss, pue)
+
+
 def energy_kwh(power_w: ArrayLike, hours: ArrayLike) -> np.ndarray:
     """Energy of a constant average power over a duration.
 

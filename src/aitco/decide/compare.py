@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System
 from aitco.cost import carbon, cloud, data, finance, people, power, reliability
+from aitco.cost import capex as capex_mod
 from aitco.cost import offers as offers_mod
 from aitco.cost.tco import Breakdown, add_stages
 from aitco.decide.scenario import (
@@ -35,6 +36,7 @@ from aitco.decide.scenario import (
 )
 from aitco.errors import AitcoError, CatalogError, InputError, UnknownIdError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.flops import model_shape
 from aitco.units import (
     GIGA,
     HOURS_PER_DAY,
@@ -418,9 +420,10 @@ def _has_term(o: CloudOffer, term: str) -> bool:
     return any(p.term == term for p in o.prices)
 
 
-def _owned_price(
-    acc: Accelerator, sysm: System, opt: HardwareOption, fac: Factors, method: str, where: str
+def owned_price(
+    acc: Accelerator, sysm: System, fac: Factors, method: str = "straight_line", gpus: int = 1
 ) -> _Price:
+    """Capital cost of one owned accelerator-hour (the one owned price of compare and sweep)."""
     if acc.price is None:
         raise CatalogError(
             f"accelerators.{acc.id}.price",
@@ -429,23 +432,14 @@ def _owned_price(
             hint="add price: {usd: ..., as_of: ...} in a --catalog overlay",
         )
     chip = acc.price.usd
-    server_frac = fac.value("server.overhead-fraction")
-    net_frac = fac.value("network.capex-fraction")
-    sto_frac = fac.value("storage.capex-fraction")
-    inst_frac = fac.value("installation.fraction-of-capex")
-    for fid, v in (
-        ("server.overhead-fraction", server_frac),
-        ("network.capex-fraction", net_frac),
-        ("storage.capex-fraction", sto_frac),
-        ("installation.fraction-of-capex", inst_frac),
-    ):
-        if v < 0:
-            raise InputError(fid, v, "a value >= 0")
-    server = chip * server_frac
-    network = (chip + server) * net_frac
-    storage = (chip + server) * sto_frac
-    install = (chip + server + network + storage) * inst_frac
-    capex = chip + server + network + storage + install
+    fr = {k: fac.value(fid) for k, fid in capex_mod.CAPEX_FACTORS.items()}
+    for k, fid in capex_mod.CAPEX_FACTORS.items():
+        if fr[k] < 0:
+            raise InputError(fid, fr[k], "a value >= 0")
+    cp = capex_mod.capex_parts_usd(chip, fr["server"], fr["network"], fr["storage"], fr["install"])
+    server, network = float(cp["server_usd"]), float(cp["network_usd"])
+    storage, install = float(cp["storage_usd"]), float(cp["installation_usd"])
+    capex = float(cp["capex_usd"])
     horizon = fac.value("ownership.horizon-years")
     life = fac.value("useful-life.years")
     rate = fac.value("finance.discount-rate")
@@ -457,13 +451,8 @@ def _owned_price(
     curve = fac.curve(curve_id)
     book = float(finance.book_value_fraction(horizon, life, method=method))
     market = float(finance.residual_fraction(curve, horizon))
-    split = finance.ownership_split_usd(capex, book, market, rate, horizon)
-    hours = horizon * HOURS_PER_YEAR
-    parts = {
-        "depreciation": float(split["depreciation_usd"]) / hours,
-        "tech_iteration_risk": float(split["tech_iteration_risk_usd"]) / hours,
-        "financing": float(split["financing_usd"]) / hours,
-    }
+    per_h = capex_mod.ownership_usd_per_gpu_hour(capex, book, market, rate, horizon)
+    parts = {k: per_h[k] for k in ("depreciation", "tech_iteration_risk", "financing")}
     sources = fac.sources(
         "server.overhead-fraction",
         "network.capex-fraction",
@@ -478,7 +467,7 @@ def _owned_price(
     if prov:
         sources.insert(0, f"accelerators.{acc.id}.price: {prov.source.cite()}")
     return _Price(
-        float(split["total_usd"]) / hours,
+        per_h["total"],
         parts,
         {
             "accelerator_usd": chip,
@@ -496,10 +485,10 @@ def _owned_price(
         },
         sources,
         capex={
-            "capex_usd": capex * opt.gpus,
-            "book_value_end_usd": capex * book * opt.gpus,
-            "market_value_end_usd": capex * market * opt.gpus,
-            "tech_iteration_risk_usd": capex * (book - market) * opt.gpus,
+            "capex_usd": capex * gpus,
+            "book_value_end_usd": capex * book * gpus,
+            "market_value_end_usd": capex * market * gpus,
+            "tech_iteration_risk_usd": capex * (book - market) * gpus,
         },
     )
 
@@ -516,7 +505,7 @@ def _price_per_gpu_h(
 ) -> _Price:
     if opt.pricing in RENTED:
         return _rental_price(cat, acc, opt, where, opt.gpus, unit_gpus)
-    pr = _owned_price(acc, sysm, opt, fac, scn.ops.depreciation, where)
+    pr = owned_price(acc, sysm, fac, scn.ops.depreciation, opt.gpus)
     pr.instances = math.ceil(opt.gpus / sysm.devices_per_node)
     pr.gpus_billed = opt.gpus
     return pr
@@ -553,8 +542,8 @@ def _checkpoint_bytes(model: ModelArch, w: TrainingWorkload) -> float:
     if w.method == "full":
         trainable = float(param_counts(model).total)
     else:
-        # LoRA adapters (A and B, rank r) on the four attention projections of every layer
-        trainable = 2.0 * w.lora_rank * model.d_model * 4 * model.n_layers
+        # LoRA adapters: the one count of aitco.perf.flops (every linear projection, rank r)
+        trainable = float(model_shape(model, lora_rank=w.lora_rank).lora_params)
     return trainable * reliability.CHECKPOINT_BYTES_PER_PARAM_ADAM
 
 
@@ -1140,8 +1129,8 @@ def _power_items(
     it_active_kwh = float(power.energy_kwh(busy_it_w, busy_h))
     it_idle_kwh = float(power.energy_kwh(idle_it_w, idle_h))
     it_kwh = it_active_kwh + it_idle_kwh
-    input_kwh = float(power.facility_power_w(it_kwh, loss, 1.0))
-    meter_kwh = float(power.facility_power_w(it_kwh, loss, pue_v))
+    input_kwh = float(power.facility_energy_kwh(it_kwh, loss, 1.0))
+    meter_kwh = float(power.facility_energy_kwh(it_kwh, loss, pue_v))
     ci_id, ci = fac.region_value("carbon.kg-per-kwh", region, "carbon region")
     kg = float(carbon.emissions_kg_co2e(meter_kwh, ci))
     inputs = {

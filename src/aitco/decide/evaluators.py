@@ -24,6 +24,8 @@ import numpy as np
 
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, ModelArch, System
+from aitco.cost import power
+from aitco.decide.compare import DEFAULT_REGION, Factors, owned_price
 from aitco.errors import InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.params import param_counts
@@ -64,19 +66,8 @@ INFER_FLOPS_PER_PARAM = 2.0
 #: KV tensors per layer (keys and values).
 KV_TENSORS = 2.0
 
-# Defaults for owned hardware when the catalog has no factor (cost-factors.md sections cited).
-#: Server, network and storage cost over the accelerator price (Epoch AI default 1.64x). [-]
-DEFAULT_SERVER_OVERHEAD_FRACTION = 0.64
-#: Economic life of an owned accelerator (cost-factors.md 7.3: 3-5 years common). [years]
-DEFAULT_USEFUL_LIFE_YEARS = 4.0
-#: PUE of an air-cooled colocation hall (cost-factors.md 2, suggested default 1.5). [-]
-DEFAULT_PUE = 1.5
-#: Average training draw as a fraction of TDP (Latif et al. 2025: 8.4/10.2 kW = 0.82). [0-1]
-DEFAULT_UTILIZATION_POWER_FRACTION = 0.82
-#: PSU/PDU/UPS conversion loss (Tailpipe x1.04 PSU overhead). [0-1]
-DEFAULT_CONVERSION_LOSS = 0.04
-#: US industrial electricity price 2023 (EIA via Statista, cost-factors.md 1). [USD/kWh]
-DEFAULT_USD_PER_KWH = 0.0806
+# Defaults of the evaluators' own dataclass fields (direct construction); ``aitco sweep`` passes
+# the catalog's factors instead and a factor the catalog lacks is an error naming it.
 #: Spot preemptions per instance-hour: AWS Spot Advisor bands 5-20 % of instances interrupted
 #: per month -> 10 % / 730 h (cost-factors.md 5). [1/h]
 DEFAULT_SPOT_INTERRUPTIONS_PER_H = 0.10 / (HOURS_PER_YEAR / 12)
@@ -146,76 +137,43 @@ class HardwareTable:
     price_source: dict[str, str] = field(default_factory=dict)
 
 
-def _factor(cat: Catalog | None, fid: str, default: float) -> float:
-    if cat is not None and fid in cat.factors:
-        try:
-            return cat.factor_value(fid)
-        except InputError:
-            return default
-    return default
-
-
 def owned_usd_per_gpu_hour(
-    acc: Accelerator, sysm: System, cat: Catalog | None, region: str | None = None
+    acc: Accelerator, sysm: System, cat: Catalog, region: str | None = None
 ) -> float | None:
     r"""Cost of one owned accelerator-hour: the cost of holding the capital plus facility energy.
 
     Notes
     -----
-    Capital per accelerator as in ``aitco compare``: :math:`K = P(1+s)(1+n+o)(1+i)` (chip
-    price *P*, server *s*, network *n*, storage *o* and installation *i* fractions). Holding it for
-    the ownership horizon *H* costs the equivalent annual cost times *H*
-    (:func:`aitco.cost.finance.ownership_split_usd`: depreciation to book value, the gap between
-    book and market (residual-value curve) value, and financing at the discount rate), spread
-    over the hours of *H*. Energy per hour:
+    The capital per accelerator-hour is the one ``aitco compare`` prices
+    (:func:`aitco.decide.compare.owned_price`, built on :mod:`aitco.cost.capex`: capex chain,
+    depreciation to book value, technology-iteration risk, financing, over the ownership
+    horizon). Energy per hour, with the same power chain as ``compare``
+    (:func:`aitco.cost.power.it_power_w`, :func:`aitco.cost.power.facility_power_w`):
 
-    .. math:: \frac{W_{acc} u + W_{node}/n_{dev}}{1000} \cdot \frac{\mathrm{PUE}}{1 - \ell} \cdot e
+    .. math:: \frac{W_{acc} u + W_{node}/n_{dev} + W_{sw}}{1000} \cdot
+              \frac{\mathrm{PUE}}{1 - \ell} \cdot e
 
-    with *u* the training draw as a fraction of TDP, :math:`\ell` the conversion loss and *e* the
-    electricity price. Factor ids: ``server.overhead-fraction``, ``network.capex-fraction``,
-    ``storage.capex-fraction``, ``installation.fraction-of-capex``,
-    ``ownership.horizon-years``, ``useful-life.years``, ``finance.discount-rate``,
-    ``residual-value.<id or class>``, ``pue.air``/``pue.liquid``,
-    ``utilization-power.training-fraction-of-tdp``, ``power-conversion.loss``,
-    ``electricity.usd-per-kwh.<region>``; the named defaults of this module stand in for any
-    factor the catalog lacks.
+    A factor the catalog lacks is an error naming it (no built-in defaults).
     """
-    from aitco.cost import finance
-
     if acc.price is None:
         return None
-    chip = acc.price.usd
-    server = chip * _factor(cat, "server.overhead-fraction", DEFAULT_SERVER_OVERHEAD_FRACTION)
-    network = (chip + server) * _factor(cat, "network.capex-fraction", 0.0)
-    storage = (chip + server) * _factor(cat, "storage.capex-fraction", 0.0)
-    install = (chip + server + network + storage) * _factor(
-        cat, "installation.fraction-of-capex", 0.0
+    fac = Factors(cat)
+    capital_h = owned_price(acc, sysm, fac).usd_per_gpu_h
+    pue = fac.value(f"pue.{sysm.cooling}")
+    util = fac.value("utilization-power.training-fraction-of-tdp")
+    idle = fac.value("idle-power.fraction-of-tdp")
+    sw = fac.value("network.switch-power-w-per-gpu")
+    loss = fac.value("power-conversion.loss")
+    _, usd_kwh = fac.region_value(
+        "electricity.usd-per-kwh", region or DEFAULT_REGION, "option.region"
     )
-    capex = chip + server + network + storage + install
-    life = _factor(cat, "useful-life.years", DEFAULT_USEFUL_LIFE_YEARS)
-    horizon = _factor(cat, "ownership.horizon-years", life)
-    rate = _factor(cat, "finance.discount-rate", 0.0)
-    curve: list[float] = [1.0, 0.0]
-    if cat is not None:
-        cid = f"residual-value.{acc.id}"
-        if cid not in cat.factors:
-            cid = f"residual-value.{acc.residual_class}"
-        if cid in cat.factors:
-            val = cat.factors[cid].value
-            curve = list(val) if isinstance(val, list) else [1.0, float(val)]
-    book = float(finance.book_value_fraction(horizon, life))
-    market = float(finance.residual_fraction(curve, horizon))
-    split = finance.ownership_split_usd(capex, book, market, rate, horizon)
-    capital_h = float(split["total_usd"]) / (horizon * HOURS_PER_YEAR)
-    pue = _factor(cat, "pue.liquid" if sysm.cooling == "liquid" else "pue.air", DEFAULT_PUE)
-    util = _factor(
-        cat, "utilization-power.training-fraction-of-tdp", DEFAULT_UTILIZATION_POWER_FRACTION
+    it_w = float(
+        power.it_power_w(
+            1, acc.tdp_w or 0.0, 1.0, util, idle, 1.0 / sysm.devices_per_node, sysm.node_power_w, sw
+        )
     )
-    loss = _factor(cat, "power-conversion.loss", DEFAULT_CONVERSION_LOSS)
-    kwh = _factor(cat, f"electricity.usd-per-kwh.{region or 'us'}", DEFAULT_USD_PER_KWH)
-    it_w = (acc.tdp_w or 0.0) * util + sysm.node_power_w / sysm.devices_per_node
-    energy_h = it_w / 1000.0 / (1.0 - loss) * pue * kwh
-    return capital_h + energy_h
+    meter_kw = float(power.facility_power_w(it_w, loss, pue)) / 1000.0
+    return capital_h + meter_kw * usd_kwh
 
 
 def hardware_table(

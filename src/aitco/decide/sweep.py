@@ -380,7 +380,14 @@ def build_plan(
             if tokens is None or float(tokens) <= 0:
                 raise InputError("workload.tokens", tokens, "tokens to train on (> 0)")
             if spec.evaluator == "fast":
-                evaluator = ev.TrainingEvaluator(hw=hw_table, models=mt, tokens=float(tokens))
+                evaluator = ev.TrainingEvaluator(
+                    hw=hw_table,
+                    models=mt,
+                    tokens=float(tokens),
+                    spot_interruptions_per_h=catalog.factor_value(
+                        "spot-interruption.per-hour.default"
+                    ),
+                )
             else:
                 pairs = [catalog.hardware(x, field="option.hardware") for x in hw_ids]
                 evaluator = ev.EngineTrainingEvaluator(
@@ -390,12 +397,11 @@ def build_plan(
                     accelerators=[a for a, _ in pairs],
                     systems=[s for _, s in pairs],
                     model_archs=models,
-                    spot_interruptions_per_h=_factor_or(
-                        catalog,
-                        "spot-interruption.per-hour.default",
-                        ev.DEFAULT_SPOT_INTERRUPTIONS_PER_H,
+                    # catalog factors; a missing one is an error naming it (no silent default)
+                    spot_interruptions_per_h=catalog.factor_value(
+                        "spot-interruption.per-hour.default"
                     ),
-                    restart_h=_factor_or(catalog, "restart.hours", 0.25),
+                    restart_h=catalog.factor_value("restart.hours"),
                 )
         else:
             qps = spec.workload.get("qps")
@@ -464,13 +470,6 @@ def build_plan(
         parquet_dir=parquet_dir,
         strides=strides,
     )
-
-
-def _factor_or(catalog: Catalog, fid: str, default: float) -> float:
-    """Return a scalar catalog factor, or ``default`` when the catalog lacks it."""
-    if fid in catalog.factors:
-        return catalog.factor_value(fid)
-    return default
 
 
 def _dimension(
