@@ -17,14 +17,17 @@ Any object with ``keys``, ``metrics`` and ``evaluate(codes) -> dict`` can be plu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from aitco.catalog.loader import Catalog
-from aitco.catalog.schema import Accelerator, ModelArch, System
+from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System
 from aitco.cost import power
+from aitco.cost.cloud import rental_usd, spot_interruptions
+from aitco.cost.offers import select_offer
 from aitco.decide.compare import DEFAULT_REGION, Factors, owned_price
 from aitco.errors import InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
@@ -133,8 +136,74 @@ class HardwareTable:
     gemm_eff: np.ndarray
     tdp_w: np.ndarray
     regions: list[str | None]
-    price: np.ndarray  # (H, P, R)
+    price: np.ndarray  # (H, P, R): owned and overridden prices; NaN for offers (see bill)
     price_source: dict[str, str] = field(default_factory=dict)
+    #: Cloud offers of each accelerator (index = position in ``ids``).
+    offers: list[list[CloudOffer]] = field(default_factory=list)
+    #: Provider whose offers price rented plans (None: one home instance type; "any").
+    provider: str | None = None
+    #: Offer ids an ``offer_code`` metric indexes (every offer of ``offers``, in order).
+    offer_ids: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._bills: dict[tuple[int, int, int, int, int], tuple[float, float, float, float]] = {}
+        if not self.offer_ids:
+            self.offer_ids = [o.id for lst in self.offers for o in lst]
+
+    def _bill_one(self, h: int, p: int, r: int, g: int, unit: int) -> tuple[float, ...]:
+        key = (h, p, r, g, unit)
+        got = self._bills.get(key)
+        if got is not None:
+            return got
+        mode = PRICING_MODES[p]
+        val = float(self.price[h, p, r])
+        out: tuple[float, float, float, float]
+        if not np.isnan(val) or mode == "owned" or not self.offers:
+            # owned hardware and a given price: the accelerators used, by the node
+            out = (val, float(g), float(math.ceil(g / self.devices_per_node[h])), -1.0)
+        else:
+            c = select_offer(
+                self.offers[h], mode, g, unit_gpus=unit, provider=self.provider,
+                region=self.regions[r],
+            )  # fmt: skip
+            if c is None or not c.eligible:
+                out = (math.nan, float(g), math.nan, -1.0)
+            else:
+                code = float(self.offer_ids.index(c.offer_id))
+                out = (c.usd_per_gpu_hour, float(c.gpus_billed), float(c.instances), code)
+        self._bills[key] = out
+        return out
+
+    def bill(
+        self,
+        hw: np.ndarray,
+        pricing: np.ndarray,
+        region: np.ndarray,
+        gpus: np.ndarray,
+        unit_gpus: np.ndarray | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Price per accelerator-hour, accelerators billed, instances and offer of each plan.
+
+        The offer is chosen by :func:`aitco.cost.offers.select_offer`, the function ``aitco
+        compare`` uses: ``gpus`` accelerators in units of ``unit_gpus`` (a training job: all of
+        them; a service: one replica) rent whole instances. Evaluated once per distinct
+        (hardware, pricing, region, gpus, unit) of the chunk. NaN price: no eligible offer.
+        """
+        unit = gpus if unit_gpus is None else unit_gpus
+        arrs = np.broadcast_arrays(hw, pricing, region, gpus, unit)
+        keys = np.stack([np.asarray(a).astype(np.int64) for a in arrs])
+        if keys.shape[1] == 0:
+            empty = np.zeros(0)
+            return {"price": empty, "gpus_billed": empty, "instances": empty, "offer": empty}
+        uniq, inv = np.unique(keys, axis=1, return_inverse=True)
+        vals = np.array([self._bill_one(*(int(x) for x in col)) for col in uniq.T], dtype=float)
+        out = vals[inv.reshape(-1)]
+        return {
+            "price": out[:, 0],
+            "gpus_billed": out[:, 1],
+            "instances": out[:, 2],
+            "offer": out[:, 3],
+        }
 
 
 def owned_usd_per_gpu_hour(
@@ -184,6 +253,7 @@ def hardware_table(
     prices: dict[str, dict[str, float]] | None = None,
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
     field_name: str = "option.hardware",
+    provider: str | None = None,
 ) -> HardwareTable:
     """Build the per-accelerator arrays and the price cube for the swept hardware ids.
 
@@ -201,6 +271,9 @@ def hardware_table(
         GEMM efficiency per family.
     field_name : str
         Field named in errors.
+    provider : str, optional
+        Provider whose offers price rented plans (``"any"``: the cheapest eligible offer per
+        pricing mode; None: one home instance type for every mode, as in ``aitco compare``).
     """
     n = len(hw_ids)
     peak = np.full((n, len(DTYPES)), np.nan)
@@ -221,6 +294,7 @@ def hardware_table(
     }
     price = np.full((n, len(PRICING_MODES), len(regions)), np.nan)
     src: dict[str, str] = {}
+    offer_lists: list[list[CloudOffer]] = []
     for h, hw in enumerate(hw_ids):
         acc, sysm = cat.hardware(hw, field=field_name)
         for j, dt in enumerate(DTYPES):
@@ -237,7 +311,7 @@ def hardware_table(
         cols["sud"].append(max(sysm.scale_up_domain, sysm.devices_per_node))
         cols["gemm"].append(efficiency.gemm_for(acc.family))
         cols["tdp"].append(acc.tdp_w or 0.0)
-        offers = cat.offers_for(acc.id)
+        offer_lists.append(cat.offers_for(acc.id))
         for p, mode in enumerate(PRICING_MODES):
             for r, reg in enumerate(regions):
                 val: float | None = None
@@ -249,11 +323,8 @@ def hardware_table(
                     if val is not None:
                         src[f"{hw}/{mode}"] = "catalog price + factors (amortised)"
                 else:
-                    cands = [o.usd_per_accel_hour(mode, reg) for o in offers]
-                    got = [c for c in cands if c is not None]
-                    if got:
-                        val = min(got)
-                        src[f"{hw}/{mode}"] = "catalog offers"
+                    # rented: whole instances of one offer, chosen per plan by HardwareTable.bill
+                    src[f"{hw}/{mode}"] = "catalog offers (aitco.cost.offers.select_offer)"
                 if val is not None:
                     price[h, p, r] = val
     arr = {k: np.asarray(v, dtype=float) for k, v in cols.items()}
@@ -273,6 +344,8 @@ def hardware_table(
         regions=list(regions),
         price=price,
         price_source=src,
+        offers=offer_lists,
+        provider=provider,
     )
 
 
@@ -360,6 +433,9 @@ TRAINING_METRICS: tuple[str, ...] = (
     "total_usd",
     "dp",
     "total_gpus",
+    "gpus_billed",
+    "instances",
+    "offer_code",
 )
 RECOMPUTE = ("none", "selective", "full")
 
@@ -426,7 +502,8 @@ class TrainingEvaluator:
         b, gb = v["workload.plan.micro_batch"], v["workload.global_batch"]
         pricing, region = v["option.pricing"], v["option.region"]
         peak = h.peak_tflops[hw, prec]
-        price = h.price[hw, pricing, region]
+        bl = h.bill(hw, pricing, region, g)
+        price = bl["price"]
         mp = tp * pp
         dpb = (g // mp) * b
         reason = np.zeros(n, dtype=np.int64)
@@ -438,14 +515,20 @@ class TrainingEvaluator:
         reason |= np.where(np.isnan(price), 32, 0)
         rows = np.flatnonzero(reason == 0)
         sub = {k: _gather(a, rows) for k, a in v.items()}
-        met = self._model(sub, _gather(peak, rows), _gather(price, rows))
+        met = self._model(
+            sub, _gather(peak, rows), _gather(price, rows), {k: _gather(a, rows) for k, a in bl.items()}
+        )
         reason[rows] |= np.where(met.pop("fits") > 0, 0, 16)
         met["rows"] = rows
         met["reason"] = reason
         return met
 
     def _model(
-        self, v: dict[str, np.ndarray], peak: np.ndarray, price: np.ndarray
+        self,
+        v: dict[str, np.ndarray],
+        peak: np.ndarray,
+        price: np.ndarray,
+        billing: dict[str, np.ndarray],
     ) -> dict[str, np.ndarray]:
         """Apply the step-time, memory and cost formulas to configurations that passed."""
         h, m = self.hw, self.models
@@ -508,11 +591,12 @@ class TrainingEvaluator:
         tps = tokens_step / step
         wall_h = self.tokens / tps / SECONDS_PER_HOUR
         spot = v["option.pricing"] == PRICING_MODES.index("spot")
-        nodes = np.ceil(g / dpn)
+        instances = billing["instances"]
         wall_h = wall_h * np.where(
-            spot, 1.0 + self.spot_interruptions_per_h * nodes * self.spot_lost_h, 1.0
+            spot, 1.0 + self.spot_interruptions_per_h * instances * self.spot_lost_h, 1.0
         )
         gpu_h = g * wall_h
+        billed = billing["gpus_billed"]
         return {
             "step_time_s": step,
             "tokens_per_s": tps,
@@ -521,9 +605,13 @@ class TrainingEvaluator:
             "wall_clock_h": wall_h,
             "gpu_hours": gpu_h,
             "price_usd_per_gpu_h": price,
-            "total_usd": gpu_h * price,
+            # whole instances: every accelerator billed, for the wall clock
+            "total_usd": rental_usd(billed * wall_h, price),
             "dp": dp,
             "total_gpus": g,
+            "gpus_billed": billed * np.ones_like(g),
+            "instances": instances * np.ones_like(g),
+            "offer_code": billing["offer"] * np.ones_like(g),
             "fits": (mem_gb <= h.memory_gb[hw] * USABLE_MEMORY_FRACTION).astype(np.int8),
         }
 
@@ -563,6 +651,9 @@ SERVING_METRICS: tuple[str, ...] = (
     "usd_per_h",
     "usd_per_million_output_tokens",
     "memory_per_gpu_gb",
+    "gpus_billed",
+    "instances",
+    "offer_code",
 )
 
 
@@ -573,7 +664,7 @@ def _serving_outputs(
     tok_s: np.ndarray,
     o: np.ndarray,
     gpus: np.ndarray,
-    usd_h: np.ndarray,
+    bill: Any,
 ) -> dict[str, np.ndarray]:
     """Latency, replica and cost outputs shared by the serving evaluators.
 
@@ -589,8 +680,9 @@ def _serving_outputs(
         Output tokens per request. [tokens]
     gpus : numpy.ndarray
         Accelerators per replica. [count]
-    usd_h : numpy.ndarray
-        Price of one replica. [USD/h]
+    bill : callable
+        ``bill(replicas)`` -> :meth:`HardwareTable.bill` of the service (whole instances for
+        ``replicas`` replicas of ``gpus`` accelerators).
 
     Returns
     -------
@@ -599,8 +691,9 @@ def _serving_outputs(
 
     Notes
     -----
-    replicas = ceil(qps x o / tokens/s) (1 without a QPS); $/Mtok = usd_h x replicas /
-    (3600 x served tokens/s) x 1e6, served = qps x o or tokens/s.
+    replicas = ceil(qps x o / tokens/s) (1 without a QPS); usd_h = price per accelerator-hour x
+    accelerators billed (whole instances); $/Mtok = usd_h / (3600 x served tokens/s) x 1e6,
+    served = qps x o or tokens/s.
     """
     if qps is not None:
         replicas = np.ceil(qps * o / tok_s)
@@ -608,7 +701,8 @@ def _serving_outputs(
     else:
         replicas = np.ones_like(tok_s)
         served_tok_s = tok_s
-    usd_h_total = usd_h * replicas
+    bl = bill(replicas)
+    usd_h_total = bl["price"] * bl["gpus_billed"]
     return {
         "ttft_s": ttft,
         "tpot_s": tpot,
@@ -619,7 +713,22 @@ def _serving_outputs(
         "total_gpus": gpus * replicas,
         "usd_per_h": usd_h_total,
         "usd_per_million_output_tokens": usd_h_total / (SECONDS_PER_HOUR * served_tok_s) * 1e6,
+        "gpus_billed": bl["gpus_billed"] * np.ones_like(tok_s),
+        "instances": bl["instances"] * np.ones_like(tok_s),
+        "offer_code": bl["offer"] * np.ones_like(tok_s),
     }
+
+
+def _service_bill(
+    h: HardwareTable, hw: np.ndarray, pricing: np.ndarray, region: np.ndarray, gpus: np.ndarray
+) -> Any:
+    """``bill(replicas)`` of a service: ``replicas`` replicas of ``gpus`` accelerators each."""
+
+    def bill(replicas: np.ndarray) -> dict[str, np.ndarray]:
+        g = np.asarray(gpus, dtype=float)
+        return h.bill(hw, pricing, region, g * replicas, g)
+
+    return bill
 
 
 @dataclass
@@ -700,10 +809,10 @@ class ServingEvaluator:
         tok_s = bsz * o / (bsz * t_pre + o * tpot)
         mem_gb = (w_bytes + bsz * (i + o) * kv_tok) / g / GIGA
         reason |= np.where(mem_gb > h.memory_gb[hw] * USABLE_MEMORY_FRACTION, 16, 0)
-        price = h.price[hw, v["option.pricing"], v["option.region"]]
-        reason |= np.where(np.isnan(price), 32, 0)
+        bill = _service_bill(h, hw, v["option.pricing"], v["option.region"], g)
+        reason |= np.where(np.isnan(bill(np.ones_like(tok_s))["price"]), 32, 0)
         return {
-            **_serving_outputs(self.qps, ttft, tpot, tok_s, o, g, price * g),
+            **_serving_outputs(self.qps, ttft, tpot, tok_s, o, g, bill),
             "memory_per_gpu_gb": mem_gb,
             "reason": reason,
         }
@@ -772,7 +881,6 @@ class EngineTrainingEvaluator:
 
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk (cheap checks on all; the engine on the plausible rows, by group)."""
-        from aitco.cost.cloud import rental_usd, spot_interruptions
         from aitco.perf.training import TRAIN_PRECISIONS, evaluate_plans
 
         n = _chunk_len(v)
@@ -782,7 +890,8 @@ class EngineTrainingEvaluator:
         g, tp, pp = full["option.gpus"], full["workload.plan.tp"], full["workload.plan.pp"]
         b, gb = full["workload.plan.micro_batch"], full["workload.global_batch"]
         peak = h.peak_tflops[hw, prec]
-        price = h.price[hw, full["option.pricing"], full["option.region"]]
+        bl = h.bill(hw, full["option.pricing"], full["option.region"], g)
+        price = bl["price"]
         train_ok = np.isin(prec, [DTYPES.index(p) for p in TRAIN_PRECISIONS])
         mp = tp * pp
         dpb = (g // mp) * b
@@ -854,11 +963,11 @@ class EngineTrainingEvaluator:
             gr = g[rows].astype(float)
             wall_h = self.tokens / out["tokens_per_s"] / SECONDS_PER_HOUR
             spot = full["option.pricing"][rows] == PRICING_MODES.index("spot")
-            nodes = np.ceil(gr / h.devices_per_node[hw[rows]])
+            instances = bl["instances"][rows]
             lost_per = self.restart_h + self.checkpoint_interval_h / 2.0
             pre = spot_interruptions(
                 np.where(spot, self.spot_interruptions_per_h, 0.0),
-                nodes,
+                instances,
                 wall_h,
                 self.checkpoint_interval_h,
             )
@@ -866,8 +975,12 @@ class EngineTrainingEvaluator:
             out["wall_clock_h"] = wall_h
             out["gpu_hours"] = gr * wall_h
             out["price_usd_per_gpu_h"] = price[rows]
-            out["total_usd"] = rental_usd(out["gpu_hours"], price[rows])
+            # whole instances: every accelerator billed, for the wall clock
+            out["total_usd"] = rental_usd(bl["gpus_billed"][rows] * wall_h, price[rows])
             out["total_gpus"] = gr
+            out["gpus_billed"] = bl["gpus_billed"][rows]
+            out["instances"] = instances
+            out["offer_code"] = bl["offer"][rows]
         reason[rows] |= np.where(fits, 0, 16)
         out_any: dict[str, np.ndarray] = dict(out)
         out_any["rows"] = rows
@@ -956,7 +1069,7 @@ class EngineServingEvaluator:
         hw, mdl, prec = full["option.hardware"], full["workload.model"], full["workload.precision"]
         kvp, g, bsz = full["workload.kv_precision"], full["option.gpus"], full["workload.batch"]
         i_tok, o_tok = full["workload.input_tokens"], full["workload.output_tokens"]
-        price = h.price[hw, full["option.pricing"], full["option.region"]]
+        price = h.bill(hw, full["option.pricing"], full["option.region"], g)["price"]
         reason = np.zeros(n, dtype=np.int64)
         # precision support is the engine's call (int4/fp4 weights may run on 16-bit compute)
         reason |= np.where(g > h.scale_up_domain[hw], 2, 0)
@@ -1000,8 +1113,11 @@ class EngineServingEvaluator:
         o = o_tok[rows].astype(float)
         tok_s = b / tpot
         gr = g[rows].astype(float)
+        bill = _service_bill(
+            h, hw[rows], full["option.pricing"][rows], full["option.region"][rows], gr
+        )
         return {
-            **_serving_outputs(self.qps, ttft, tpot, tok_s, o, gr, price[rows] * gr),
+            **_serving_outputs(self.qps, ttft, tpot, tok_s, o, gr, bill),
             "memory_per_gpu_gb": mem,
             "rows": rows,
             "reason": reason,

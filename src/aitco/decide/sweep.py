@@ -319,6 +319,7 @@ def build_plan(
         "workload.name",
         "workload.kind",
         "option.name",
+        "option.provider",
     }
     values: dict[str, list[Any]] = {}
     for k, v in base.items():
@@ -370,7 +371,14 @@ def build_plan(
                 "offers": {k: o for k, o in catalog.offers.items() if o.provider in allowed},
             }
         )
-    hw_table = ev.hardware_table(cat, hw_ids, regions, prices=spec.prices or None)
+    provider = spec.option.get("provider")
+    hw_table = ev.hardware_table(
+        cat,
+        hw_ids,
+        regions,
+        prices=spec.prices or None,
+        provider=None if provider is None else str(provider),
+    )
     model_ids = [str(x) for x in values["workload.model"]]
     models = [catalog.resolve_model(m, field="workload.model") for m in model_ids]
     mt = ev.model_table(models)
@@ -815,6 +823,12 @@ class SweepResult:
             data[d.short] = [d.labels[j] for j in dg[d.key]]
         for k, v in metrics.items():
             data[k] = v
+        ids = getattr(getattr(self.plan.evaluator, "hw", None), "offer_ids", None)
+        if "offer_code" in metrics and ids is not None:
+            data["offer_id"] = [
+                ids[int(c)] if math.isfinite(c) and 0 <= c < len(ids) else None
+                for c in np.asarray(metrics["offer_code"], dtype=float)
+            ]
         return pd.DataFrame(data)
 
     @property
