@@ -612,6 +612,13 @@ def buy_vs_rent_cmd(
     no_colocation: Annotated[
         bool, typer.Option("--no-colocation", help="Own facility: no colo fee.")
     ] = False,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            help="Provider of the rental offers ('any': the cheapest eligible offer per mode; "
+            "default: one home instance type for every mode)."
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Owning vs renting (on-demand, reserved, spot): break-even month, NPV, break-even use."""
@@ -627,6 +634,7 @@ def buy_vs_rent_cmd(
         "discount_rate",
         "region",
         "price_region",
+        "provider",
         "pue_id",
         "colocation",
         "modes",
@@ -647,6 +655,7 @@ def buy_vs_rent_cmd(
         "discount_rate": discount_rate,
         "region": region,
         "price_region": price_region,
+        "provider": provider,
     }
     args.update({k: v for k, v in flags.items() if v is not None})
     if no_colocation:

@@ -8,7 +8,7 @@ replicas of *r* accelerators each):
 .. math::
 
     n_\mathrm{inst} = \begin{cases}
-        \lceil (g/r) / \lfloor a/r \rfloor \rceil & r \le a \quad\text{(units packed in instances)}\\
+        \lceil (g/r) / \lfloor a/r \rfloor \rceil & r \le a \quad\text{(units packed)}\\
         (g/r)\,\lceil r/a \rceil & r > a \quad\text{(a unit spans instances)}
     \end{cases}
     \qquad g_\mathrm{billed} = n_\mathrm{inst}\,a
@@ -86,12 +86,12 @@ class OfferChoice:
 
     @property
     def usd_per_gpu_hour(self) -> float:
-        """Instance price per accelerator-hour. [USD/(GPU h)]"""
+        """Return the instance price per accelerator-hour. [USD/(GPU h)]."""
         return self.usd_per_instance_hour / self.accelerators_per_instance
 
     @property
     def usd_per_hour_billed(self) -> float:
-        """Price of every instance rented, per hour. [USD/h]"""
+        """Return the price of every instance rented, per hour. [USD/h]."""
         return self.instances * self.usd_per_instance_hour
 
 

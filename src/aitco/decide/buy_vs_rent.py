@@ -23,7 +23,9 @@ import numpy as np
 
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, System
+from aitco.cost import capex as capex_mod
 from aitco.cost import finance, people, power
+from aitco.cost.offers import select_offer
 from aitco.decide.roi import monthly_rate
 from aitco.errors import CatalogError, InputError
 from aitco.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, WATTS_PER_KILOWATT
@@ -91,15 +93,25 @@ class _F:
 
 
 def _rent_price(
-    cat: Catalog, acc: Accelerator, mode: str, region: str | None
-) -> tuple[float, str, str] | None:
-    """Cheapest ``(usd_per_gpu_hour, provider, offer id)`` for ``mode`` (None if no offer)."""
-    best: tuple[float, str, str] | None = None
-    for o in cat.offers_for(acc.id):
-        p = o.usd_per_accel_hour(mode, region)
-        if p is not None and (best is None or p < best[0]):
-            best = (p, o.provider, o.id)
-    return best
+    cat: Catalog,
+    acc: Accelerator,
+    mode: str,
+    region: str | None,
+    gpus: int = 1,
+    provider: str | None = None,
+) -> tuple[float, str, str] | str:
+    """``(usd per accelerator used per hour, provider, offer id)`` for ``mode``, or why not.
+
+    The offer is chosen by :func:`aitco.cost.offers.select_offer` (as in ``aitco compare``):
+    every mode from one home instance type, whole instances billed (the price is per
+    accelerator *used*: the instances' price over ``gpus``).
+    """
+    c = select_offer(cat.offers_for(acc.id), mode, gpus, provider=provider, region=region)
+    if c is None:
+        return f"no {mode} offer for {acc.id} in the catalog"
+    if not c.eligible:
+        return "; ".join(c.reasons)
+    return c.usd_per_hour_billed / gpus, c.provider, c.offer_id
 
 
 def buy_vs_rent(
@@ -112,6 +124,7 @@ def buy_vs_rent(
     discount_rate: float | None = None,
     region: str = "us",
     price_region: str | None = None,
+    provider: str | None = None,
     pue_id: str | None = None,
     colocation: bool = True,
     modes: tuple[str, ...] = RENT_MODES,
@@ -138,6 +151,9 @@ def buy_vs_rent(
         Electricity region (``electricity.usd-per-kwh.<region>``).
     price_region : str, optional
         Cloud region for rental prices (default: cheapest anywhere).
+    provider : str, optional
+        Provider of the rental offers; ``"any"``: the cheapest eligible offer per mode; default:
+        one home instance type for every mode (:func:`aitco.cost.offers.select_offer`).
     pue_id : str, optional
         PUE factor id (default ``pue.liquid`` for liquid-cooled systems, else ``pue.air``).
     colocation : bool
@@ -225,16 +241,16 @@ def buy_vs_rent(
     for mode in modes:
         price = (prices or {}).get(mode)
         src, provider = "user override", None
+        why = f"no {mode} offer for {acc.id} in the catalog"
         if price is None:
-            found = _rent_price(catalog, acc, mode, price_region)
-            if found is not None:
+            found = _rent_price(catalog, acc, mode, price_region, gpus, provider)
+            if isinstance(found, str):
+                why = found
+            else:
                 price, provider, offer_id = found
                 src = f"catalog offer {offer_id}"
         if price is None:
-            rents[mode] = {
-                "available": False,
-                "reason": f"no {mode} offer for {acc.id} in the catalog",
-            }
+            rents[mode] = {"available": False, "reason": why}
             continue
         r = _rent(mode, float(price), gpus, utilization, fac, provider)
         r["price_source"] = src
@@ -292,12 +308,14 @@ def _owned(
     assert acc.price is not None
     ids = FACTOR_IDS
     chip = acc.price.usd
-    server = chip * fac.get(ids["server"])
-    network = (chip + server) * fac.get(ids["network"])
-    storage = (chip + server) * fac.get(ids["storage"])
-    install = (chip + server + network + storage) * fac.get(ids["install"])
+    cp = capex_mod.capex_parts_usd(
+        chip, fac.get(ids["server"]), fac.get(ids["network"]), fac.get(ids["storage"]),
+        fac.get(ids["install"]),
+    )  # fmt: skip
+    server, network = float(cp["server_usd"]), float(cp["network_usd"])
+    storage, install = float(cp["storage_usd"]), float(cp["installation_usd"])
     spares = fac.get(ids["spares"])
-    per_gpu = (chip + server + network + storage + install) * (1.0 + spares)
+    per_gpu = float(cp["capex_usd"]) * (1.0 + spares)
     capex = per_gpu * gpus
     nodes = math.ceil(gpus / sysm.devices_per_node)
     tdp = acc.tdp_w or 0.0

@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System
-from aitco.cost import carbon, cloud, data, finance, people, power, reliability
 from aitco.cost import capex as capex_mod
+from aitco.cost import carbon, cloud, data, finance, people, power, reliability
 from aitco.cost import offers as offers_mod
 from aitco.cost.tco import Breakdown, add_stages
 from aitco.decide.scenario import (
@@ -1572,7 +1572,7 @@ def _inference(
 
 
 def serving_held(run: _Run, serving: _Run) -> _Run:
-    """The service's held hours (wall clock) with the fragmentation idle hours of ``run``."""
+    """Return the service's held hours (wall clock) with the fragmentation idle of ``run``."""
     return _Run(
         serving.gpus,
         serving.productive_h,

@@ -10,11 +10,11 @@ Training
 
 Inference
     Serving Llama 3 8B (bf16) at 10 requests/s of 512 input / 256 output tokens under a 500 ms
-    TTFT and 50 ms TPOT objective for one month, on one H100 NVL, A100, L40S or L4 per replica (scaled
-    up by the inference engine until the SLO is met), rented on-demand, plus an owned L40S and a
-    1-year committed H100, both H100 options (H100 NVL) on one Azure 1-GPU instance type
-    (NC40ads H100 v5) so that on-demand and committed come from one provider. Rented services pay whole instances; the
-    committed term is billed for the whole year.
+    TTFT and 50 ms TPOT objective for one month, on one H100 NVL, A100, L40S or L4 per replica
+    (scaled up by the inference engine until the SLO is met), rented on-demand, plus an owned
+    L40S and a 1-year committed H100. Both H100 options (H100 NVL) take one Azure 1-GPU instance
+    type (NC40ads H100 v5), so that on-demand and committed come from one provider. Rented
+    services pay whole instances; the committed term is billed for the whole year.
 
 References
 ----------

@@ -515,9 +515,8 @@ class TrainingEvaluator:
         reason |= np.where(np.isnan(price), 32, 0)
         rows = np.flatnonzero(reason == 0)
         sub = {k: _gather(a, rows) for k, a in v.items()}
-        met = self._model(
-            sub, _gather(peak, rows), _gather(price, rows), {k: _gather(a, rows) for k, a in bl.items()}
-        )
+        billing = {k: _gather(a, rows) for k, a in bl.items()}
+        met = self._model(sub, _gather(peak, rows), _gather(price, rows), billing)
         reason[rows] |= np.where(met.pop("fits") > 0, 0, 16)
         met["rows"] = rows
         met["reason"] = reason
