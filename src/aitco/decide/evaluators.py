@@ -32,7 +32,7 @@ from aitco.decide.compare import DEFAULT_REGION, Factors, owned_price
 from aitco.errors import InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.params import param_counts
-from aitco.units import BYTES_PER_DTYPE, DTYPES, GIGA, HOURS_PER_YEAR, SECONDS_PER_HOUR, TERA
+from aitco.units import BYTES_PER_DTYPE, DTYPES, GIGA, SECONDS_PER_HOUR, TERA
 
 # ----------------------------------------------------------------------------- named constants
 #: Bytes of model state per parameter for mixed-precision Adam: bf16 weights (2) + bf16
@@ -71,11 +71,11 @@ KV_TENSORS = 2.0
 
 # Defaults of the evaluators' own dataclass fields (direct construction); ``aitco sweep`` passes
 # the catalog's factors instead and a factor the catalog lacks is an error naming it.
-#: Spot preemptions per instance-hour: AWS Spot Advisor bands 5-20 % of instances interrupted
-#: per month -> 10 % / 730 h (cost-factors.md 5). [1/h]
-DEFAULT_SPOT_INTERRUPTIONS_PER_H = 0.10 / (HOURS_PER_YEAR / 12)
 #: Work lost per preemption: restart (~0.25 h) plus half of a 1 h checkpoint interval. [h]
 DEFAULT_SPOT_LOST_H_PER_INTERRUPTION = 0.75
+
+#: Catalog factor family of spot preemptions per instance-hour, by provider (as in compare).
+SPOT_RATE_PREFIX = "spot-interruption.per-hour."
 
 PRICING_MODES: tuple[str, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y", "owned")
 
@@ -144,9 +144,12 @@ class HardwareTable:
     provider: str | None = None
     #: Offer ids an ``offer_code`` metric indexes (every offer of ``offers``, in order).
     offer_ids: list[str] = field(default_factory=list)
+    #: Spot preemptions per instance-hour by provider (``"default"`` for the others), as
+    #: ``compare`` takes them (catalog ``spot-interruption.per-hour.<provider>``). [1/h]
+    spot_rates: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._bills: dict[tuple[int, int, int, int, int], tuple[float, float, float, float]] = {}
+        self._bills: dict[tuple[int, int, int, int, int], tuple[float, ...]] = {}
         if not self.offer_ids:
             self.offer_ids = [o.id for lst in self.offers for o in lst]
 
@@ -157,20 +160,23 @@ class HardwareTable:
             return got
         mode = PRICING_MODES[p]
         val = float(self.price[h, p, r])
-        out: tuple[float, float, float, float]
+        default_spot = self.spot_rates.get("default", math.nan) if mode == "spot" else 0.0
+        out: tuple[float, ...]
         if not np.isnan(val) or mode == "owned" or not self.offers:
             # owned hardware and a given price: the accelerators used, by the node
-            out = (val, float(g), float(math.ceil(g / self.devices_per_node[h])), -1.0)
+            nodes = float(math.ceil(g / self.devices_per_node[h]))
+            out = (val, float(g), nodes, -1.0, default_spot)
         else:
             c = select_offer(
                 self.offers[h], mode, g, unit_gpus=unit, provider=self.provider,
                 region=self.regions[r],
             )  # fmt: skip
             if c is None or not c.eligible:
-                out = (math.nan, float(g), math.nan, -1.0)
+                out = (math.nan, float(g), math.nan, -1.0, 0.0)
             else:
                 code = float(self.offer_ids.index(c.offer_id))
-                out = (c.usd_per_gpu_hour, float(c.gpus_billed), float(c.instances), code)
+                spot = self.spot_rates.get(c.provider, default_spot) if mode == "spot" else 0.0
+                out = (c.usd_per_gpu_hour, float(c.gpus_billed), float(c.instances), code, spot)
         self._bills[key] = out
         return out
 
@@ -188,13 +194,14 @@ class HardwareTable:
         compare`` uses: ``gpus`` accelerators in units of ``unit_gpus`` (a training job: all of
         them; a service: one replica) rent whole instances. Evaluated once per distinct
         (hardware, pricing, region, gpus, unit) of the chunk. NaN price: no eligible offer.
+        ``spot_rate``: spot preemptions per instance-hour of the offer's provider (0 off spot).
         """
         unit = gpus if unit_gpus is None else unit_gpus
         arrs = np.broadcast_arrays(hw, pricing, region, gpus, unit)
         keys = np.stack([np.asarray(a).astype(np.int64) for a in arrs])
         if keys.shape[1] == 0:
             empty = np.zeros(0)
-            return {"price": empty, "gpus_billed": empty, "instances": empty, "offer": empty}
+            return {k: empty for k in ("price", "gpus_billed", "instances", "offer", "spot_rate")}
         uniq, inv = np.unique(keys, axis=1, return_inverse=True)
         vals = np.array([self._bill_one(*(int(x) for x in col)) for col in uniq.T], dtype=float)
         out = vals[inv.reshape(-1)]
@@ -203,6 +210,7 @@ class HardwareTable:
             "gpus_billed": out[:, 1],
             "instances": out[:, 2],
             "offer": out[:, 3],
+            "spot_rate": out[:, 4],
         }
 
 
@@ -328,6 +336,13 @@ def hardware_table(
                 if val is not None:
                     price[h, p, r] = val
     arr = {k: np.asarray(v, dtype=float) for k, v in cols.items()}
+    # a missing default rate is an error naming the factor (no silent default)
+    spot_rates = {"default": cat.factor_value(f"{SPOT_RATE_PREFIX}default")}
+    spot_rates.update(
+        (f.removeprefix(SPOT_RATE_PREFIX), cat.factor_value(f))
+        for f in cat.factors
+        if f.startswith(SPOT_RATE_PREFIX)
+    )
     return HardwareTable(
         ids=list(hw_ids),
         peak_tflops=peak,
@@ -346,6 +361,7 @@ def hardware_table(
         price_source=src,
         offers=offer_lists,
         provider=provider,
+        spot_rates=spot_rates,
     )
 
 
@@ -454,7 +470,9 @@ class TrainingEvaluator:
         Tokens to train on. [tokens]
     efficiency : EfficiencyParams
         Link and overlap efficiencies.
-    spot_interruptions_per_h, spot_lost_h : float
+    spot_lost_h : float
+        Work lost per spot preemption (preemptions per instance-hour: the offer's provider rate,
+        :meth:`HardwareTable.bill`). [h]
         Spot preemption rate per instance-hour and work lost per preemption. [1/h], [h]
 
     Notes
@@ -483,7 +501,6 @@ class TrainingEvaluator:
     models: ModelTable
     tokens: float
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY
-    spot_interruptions_per_h: float = DEFAULT_SPOT_INTERRUPTIONS_PER_H
     spot_lost_h: float = DEFAULT_SPOT_LOST_H_PER_INTERRUPTION
     keys: dict[str, list[Any]] = field(default_factory=lambda: dict(TRAINING_KEYS))
     metrics: tuple[str, ...] = TRAINING_METRICS
@@ -591,9 +608,9 @@ class TrainingEvaluator:
         wall_h = self.tokens / tps / SECONDS_PER_HOUR
         spot = v["option.pricing"] == PRICING_MODES.index("spot")
         instances = billing["instances"]
-        wall_h = wall_h * np.where(
-            spot, 1.0 + self.spot_interruptions_per_h * instances * self.spot_lost_h, 1.0
-        )
+        # the chosen offer's provider rate, as compare takes it
+        rate = np.where(np.isfinite(billing["spot_rate"]), billing["spot_rate"], 0.0)
+        wall_h = wall_h * np.where(spot, 1.0 + rate * instances * self.spot_lost_h, 1.0)
         gpu_h = g * wall_h
         billed = billing["gpus_billed"]
         return {
@@ -853,7 +870,6 @@ class EngineTrainingEvaluator:
     systems: list[Any]
     model_archs: list[Any]
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY
-    spot_interruptions_per_h: float = DEFAULT_SPOT_INTERRUPTIONS_PER_H
     restart_h: float = 0.25
     checkpoint_interval_h: float = DEFAULT_SPOT_CHECKPOINT_INTERVAL_H
     keys: dict[str, list[Any]] = field(default_factory=lambda: dict(TRAINING_KEYS))
@@ -964,8 +980,10 @@ class EngineTrainingEvaluator:
             spot = full["option.pricing"][rows] == PRICING_MODES.index("spot")
             instances = bl["instances"][rows]
             lost_per = self.restart_h + self.checkpoint_interval_h / 2.0
+            # the chosen offer's provider rate, as compare takes it
+            rate = bl["spot_rate"][rows]
             pre = spot_interruptions(
-                np.where(spot, self.spot_interruptions_per_h, 0.0),
+                np.where(spot & np.isfinite(rate), rate, 0.0),
                 instances,
                 wall_h,
                 self.checkpoint_interval_h,

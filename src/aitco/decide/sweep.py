@@ -392,9 +392,6 @@ def build_plan(
                     hw=hw_table,
                     models=mt,
                     tokens=float(tokens),
-                    spot_interruptions_per_h=catalog.factor_value(
-                        "spot-interruption.per-hour.default"
-                    ),
                 )
             else:
                 pairs = [catalog.hardware(x, field="option.hardware") for x in hw_ids]
@@ -405,10 +402,7 @@ def build_plan(
                     accelerators=[a for a, _ in pairs],
                     systems=[s for _, s in pairs],
                     model_archs=models,
-                    # catalog factors; a missing one is an error naming it (no silent default)
-                    spot_interruptions_per_h=catalog.factor_value(
-                        "spot-interruption.per-hour.default"
-                    ),
+                    # a catalog factor; a missing one is an error naming it (no silent default)
                     restart_h=catalog.factor_value("restart.hours"),
                 )
         else:
