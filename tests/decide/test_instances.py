@@ -200,3 +200,26 @@ def test_sources_cite_every_cluster_network(cat):
     for o in cat.offers.values():
         if o.cluster_network is not None:
             assert "cluster_network" in o.provenance, o.id
+
+
+def test_cli_table_marks_an_option_without_an_eligible_offer(tmp_path, capsys):
+    # AWS's cheapest on-demand L40S shape for 48 GPUs (g6e.48xlarge) sells no spot price
+    p = tmp_path / "spot.yaml"
+    p.write_text(
+        "name: spot\n"
+        "workload: {kind: training, model: gpt2-124m, tokens: 2.0e9, seq_len: 1024,"
+        " global_batch: 48}\n"
+        "options:\n"
+        "  - {hardware: l40s, gpus: 48, pricing: spot, provider: aws}\n"
+        "  - {hardware: l40s, gpus: 48, pricing: on_demand, provider: aws}\n"
+    )
+    d = _run_json(["compare", str(p), "--json"], capsys)
+    spot, od = d["options"]
+    assert spot["feasible"] is False
+    assert any("sells no spot price" in r for r in spot["infeasible_reasons"])
+    assert d["cheapest"] == od["name"]
+    with pytest.raises(SystemExit):
+        main(["compare", str(p), "--explain"])
+    out, _ = capsys.readouterr()
+    assert "infeasible" in out
+    assert "sells no spot price" in out

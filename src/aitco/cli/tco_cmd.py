@@ -101,7 +101,8 @@ def _header(o: Breakdown, c: Comparison) -> str:
         marks.append("[red]does not fit[/red]")
     if o.values.get("meets_slo") is False:
         marks.append("[red]misses SLO[/red]")
-    if o.values.get("feasible") is False:
+    marked = ("does not fit in memory", "misses the SLO")  # shown by the marks above
+    if any(r not in marked for r in o.values.get("infeasible_reasons", [])):
         marks.append("[red]infeasible[/red]")
     name = o.name.replace(" ", "\n", 1) if o.kind != "plan" else o.name
     return name + ("\n" + " ".join(marks) if marks else "")
