@@ -86,7 +86,7 @@ REASONS: dict[int, str] = {
     4: "plan: pp larger than n_layers",
     8: "plan: global batch not divisible by dp x micro_batch",
     16: "memory: does not fit in device memory",
-    32: "price: no price for this hardware / pricing mode / region",
+    32: "price: no eligible offer for this hardware / pricing mode / region / size",
     64: "precision: not supported by the accelerator",
 }
 
