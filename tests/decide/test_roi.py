@@ -217,9 +217,11 @@ def test_decaying_traffic_irr_is_found_and_matches_numpy_financial():
     inp = roi.RoiInputs.from_yaml(str(DECAYING))
     res = roi.roi_series(inp)
     flows = [-inp.upfront_usd] + [m["net_usd"] for m in res["months"]]
-    assert flows[-1] < 0 < flows[1], "late months must lose money in this example"
+    assert flows[-1] < 0, "late months must lose money in this example"
+    assert flows[1] > 0
     r = res["irr_monthly"]
-    assert r is not None and res["irr_null_reason"] is None
+    assert r is not None
+    assert res["irr_null_reason"] is None
     assert r == pytest.approx(0.4639, abs=5e-4)
     # numpy-financial's NPV is zero there
     assert abs(float(npf.npv(r, flows))) <= 1e-9 * inp.upfront_usd
@@ -241,12 +243,16 @@ def test_decaying_traffic_irr_is_found_and_matches_numpy_financial():
 
 def test_irr_null_carries_a_reason():
     res = roi.irr_result([100.0, 50.0])
-    assert res.irr is None and "never change sign" in (res.reason or "")
+    assert res.irr is None
+    assert "never change sign" in (res.reason or "")
     res = roi.irr_result([-100.0])
-    assert res.irr is None and res.reason
+    assert res.irr is None
+    assert res.reason
     # a loss that never pays back at any rate: NPV < 0 everywhere
     res = roi.irr_result([-100.0, 50.0, -60.0])
-    assert res.irr is None and res.roots == () and "never zero" in (res.reason or "")
+    assert res.irr is None
+    assert res.roots == ()
+    assert "never zero" in (res.reason or "")
 
 
 def test_irr_single_root_equals_numpy_financial():
@@ -266,4 +272,5 @@ def test_roi_ratios_have_distinct_names_and_one_definition():
     assert res["cumulative_roi"] == res["roi_horizon"]
     assert res["mean_monthly_roi"] == res["roi_monthly_mean"]
     keys = [k for k, _label, _unit, _v in roi.roi_summary(res)]
-    assert len(set(keys)) == len(keys) and "roi" not in keys
+    assert len(set(keys)) == len(keys)
+    assert "roi" not in keys

@@ -37,7 +37,8 @@ CSV_FILTER = "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,fal
 SOFFICE_TIMEOUT_S = 240
 
 pytestmark = pytest.mark.skipif(
-    SOFFICE is None, reason="LibreOffice (soffice) is not installed: apt-get install libreoffice-calc"
+    SOFFICE is None,
+    reason="LibreOffice (soffice) is not installed: apt-get install libreoffice-calc",
 )
 
 
@@ -105,7 +106,8 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, d
         stem = Path(name).stem
         opened = out_dir / f"{stem}-Summary.csv"
         recalc = out_dir / f"{stem}_recalc-Summary.csv"
-        assert opened.exists() and recalc.exists(), proc.stdout + proc.stderr
+        assert opened.exists(), proc.stdout + proc.stderr
+        assert recalc.exists(), proc.stdout + proc.stderr
         result[name] = {"opened": summary_from_csv(opened), "recalc": summary_from_csv(recalc)}
     return result
 
@@ -125,8 +127,10 @@ def test_libreoffice_shows_the_computed_values_on_open(
     cli = cli_json(name, capsys)
     for key, _label, _unit in roi.ROI_SUMMARY:
         a, b, ref = opened.get(key), recalc.get(key), cli[key]
-        assert isinstance(a, float) and isinstance(b, float), (key, a, b)
-        assert a != 0.0 and math.isfinite(a), (key, a)
+        assert isinstance(a, float), (key, a)
+        assert isinstance(b, float), (key, b)
+        assert a != 0.0, key
+        assert math.isfinite(a), (key, a)
         # LibreOffice writes 15 significant digits; its IRR iterates to about 1e-10
         assert a == pytest.approx(b, rel=1e-9), (key, a, b)
         assert a == pytest.approx(ref, rel=1e-9), (key, a, ref)

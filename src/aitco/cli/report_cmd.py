@@ -126,7 +126,12 @@ def roi_template_cmd(
     ] = None,
 ) -> None:
     """Write the ROI workbook: inputs, live monthly ROI, payback, NPV, IRR, break-even, chart."""
-    from aitco.report.xlsx import WorkbookInputs, example_inputs, fill_from_option, write_roi_workbook
+    from aitco.report.xlsx import (
+        WorkbookInputs,
+        example_inputs,
+        fill_from_option,
+        write_roi_workbook,
+    )
 
     inputs = example_inputs()
     roi_in = _roi_inputs(roi)

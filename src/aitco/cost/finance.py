@@ -183,7 +183,7 @@ class IrrResult:
 
 
 def _scaled_npv(c: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """NPV at :math:`r = e^u - 1`, divided by its largest discount factor (same sign, no overflow)."""
+    """NPV at :math:`r = e^u - 1` over its largest discount factor (same sign, no overflow)."""
     t = np.arange(c.size, dtype=float)
     expo = -np.multiply.outer(np.atleast_1d(u), t)
     expo -= expo.max(axis=-1, keepdims=True)
@@ -237,7 +237,7 @@ def irr_roots(cash_flows_usd: ArrayLike) -> np.ndarray:
 
 
 def irr_result(cash_flows_usd: ArrayLike) -> IrrResult:
-    r"""Internal rate of return per period, every root, and the reason when there is none.
+    r"""Find the internal rate of return per period, every root, and why there may be none.
 
     Parameters
     ----------
@@ -283,7 +283,7 @@ def irr_result(cash_flows_usd: ArrayLike) -> IrrResult:
 
 
 def irr(cash_flows_usd: ArrayLike) -> float | None:
-    """Internal rate of return per period, or None (:func:`irr_result` says why)."""
+    """Return the internal rate of return per period, or None (:func:`irr_result` says why)."""
     return irr_result(cash_flows_usd).irr
 
 

@@ -157,9 +157,7 @@ def roi_estimate(monthly_savings_usd: float, monthly_cost_usd: float) -> Estimat
             Term(
                 name="net_monthly_usd", value=net, unit="USD/month", formula="S - C", inputs=inputs
             ),
-            Term(
-                name="roi_monthly", value=r, unit="ratio", formula="(S - C) / C", inputs=inputs
-            ),
+            Term(name="roi_monthly", value=r, unit="ratio", formula="(S - C) / C", inputs=inputs),
         ],
         dominant="roi_monthly",
     )
@@ -531,9 +529,7 @@ def roi_series(inp: RoiInputs) -> dict[str, Any]:
             row["calls_per_month"] = float(be[i])
         rows.append(row)
     total_savings = float(savings.sum())
-    roi_h = (
-        float(finance.roi_ratio(total_savings, total_spend)) if total_spend > 0 else None
-    )
+    roi_h = float(finance.roi_ratio(total_savings, total_spend)) if total_spend > 0 else None
     roi_mean = float(np.nanmean(roi_t)) if np.isfinite(roi_t).any() else None
     return {
         "horizon_months": inp.horizon_months,

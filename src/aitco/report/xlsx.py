@@ -269,7 +269,7 @@ EXAMPLE_SOURCE = "examples/roi_support_bot.yaml"
 
 
 def example_inputs() -> WorkbookInputs:
-    """The inputs of :data:`EXAMPLE_SOURCE` (a customer-support assistant), to be replaced."""
+    """Return the inputs of :data:`EXAMPLE_SOURCE` (a customer-support assistant)."""
     return WorkbookInputs(
         horizon_months=36,
         monthly_savings_usd=128000.0,
@@ -292,7 +292,7 @@ def example_inputs() -> WorkbookInputs:
 
 
 def _roi_inputs(w: WorkbookInputs) -> RoiInputs:
-    """The :class:`aitco.decide.roi.RoiInputs` the workbook's formulas compute with."""
+    """Return the :class:`aitco.decide.roi.RoiInputs` the workbook's formulas compute with."""
     from aitco.decide.roi import FTE_HOURS_PER_MONTH, RoiInputs
 
     scale = w.fte_hours_per_month / FTE_HOURS_PER_MONTH
@@ -316,7 +316,7 @@ def _roi_inputs(w: WorkbookInputs) -> RoiInputs:
 
 
 def _finite_or(value: Any, empty: Any = "") -> Any:
-    """A cached cell value: the number, or ``empty`` for None/NaN (the formula shows text)."""
+    """Return a cached cell value: the number, or ``empty`` for None/NaN (text in the cell)."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return empty
     return value
@@ -341,9 +341,7 @@ def workbook_values(inputs: WorkbookInputs) -> dict[str, Any]:
     calls = [m["calls_per_month"] for m in res["months"] if "calls_per_month" in m]
     out["calls_per_month"] = sum(calls) / len(calls) if calls else ""
     out["max_calls_per_month"] = max(calls) if calls else ""
-    out["calls_per_day"] = (
-        out["calls_per_month"] / inputs.days_per_month if calls else ""
-    )
+    out["calls_per_day"] = out["calls_per_month"] / inputs.days_per_month if calls else ""
     out["_series"] = res
     return out
 
@@ -561,12 +559,11 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
     su.set_column("B:B", 16)
     su.set_column("C:C", 12)
     su.set_column("D:D", 48)
-    su.set_column("E:E", 44)
+    su.set_column("E:E", 54)
     su.write("A1", "aitco ROI workbook: summary (live formulas over the Inputs sheet)", title)
     su.write(
         "A2",
-        "Names as printed by aitco roi FILE and aitco breakeven FILE; "
-        f"{'; '.join(inputs.notes)}",
+        "Names as printed by aitco roi FILE and aitco breakeven FILE; inputs on the Inputs sheet.",
         note_fmt,
     )
     su.write_row("A3", ["name", "value", "unit", "quantity", "formula"], hdr)
@@ -582,7 +579,7 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
     total_spend = f"(SUM({rng('spend_usd')})+upfront_usd)"
     formulas: dict[str, tuple[str, str]] = {
         "roi_horizon": (
-            f"=IF({total_spend}>0,(SUM({rng('savings_usd')})-{total_spend})/{total_spend},\"\")",
+            f'=IF({total_spend}>0,(SUM({rng("savings_usd")})-{total_spend})/{total_spend},"")',
             "(sum S_t - sum C_t - U) / (sum C_t + U)",
         ),
         "roi_monthly_mean": (
@@ -682,7 +679,7 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
 def _month_values(
     row: Mapping[str, Any], i: int, months: list[Any], upfront_usd: float, rate_monthly: float
 ) -> dict[str, Any]:
-    """Cached values of one monthly row (from :func:`aitco.decide.roi.roi_series`)."""
+    """Return the cached values of one monthly row (from :func:`aitco.decide.roi.roi_series`)."""
     prev = -upfront_usd if i == 0 else months[i - 1]["cumulative_usd"]
     cum = row["cumulative_usd"]
     net = row["net_usd"]
