@@ -254,7 +254,7 @@ def format_summary_value(unit: str, value: float | None) -> str:
     --------
     >>> format_summary_value("ratio", 0.4318)
     '43.18 %'
-    >>> format_summary_value("USD", -1234.5)
+    >>> format_summary_value("USD", -1234.6)
     '-$1,235'
     >>> format_summary_value("months", None)
     'none'
