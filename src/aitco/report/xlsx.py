@@ -594,7 +594,7 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
             f"=IFERROR(IRR(Monthly!$O$2:$O${last + 1}"
             + (f",{values['irr_monthly']!r}" if isinstance(values["irr_monthly"], float) else "")
             + '),"none")',
-            "rate where the NPV of [-U, S_1 - C_1, ...] is zero",
+            "NPV of [-U, S_1 - C_1, ...] = 0 (search starts at aitco's IRR)",
         ),
         "irr_annual": (
             '=IF(ISNUMBER(irr_monthly),(1+irr_monthly)^12-1,"none")',
