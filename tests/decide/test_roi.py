@@ -274,3 +274,21 @@ def test_roi_ratios_have_distinct_names_and_one_definition():
     keys = [k for k, _label, _unit, _v in roi.roi_summary(res)]
     assert len(set(keys)) == len(keys)
     assert "roi" not in keys
+
+
+def test_cli_roi_of_decaying_traffic_gives_an_irr(capsys):
+    code, out, _ = run(["roi", str(DECAYING), "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    assert d["irr_monthly"] == pytest.approx(0.4639, abs=5e-4)
+    assert d["irr_null_reason"] is None
+    assert len(d["irr_roots_monthly"]) == 2
+    code, out, _ = run(["roi", str(DECAYING)], capsys)
+    assert "46.39 %" in out
+    assert "change sign more than once" in out
+
+
+def test_workbook_screenshot_is_committed_and_small():
+    png = EXAMPLES.parent / "docs" / "screenshots" / "workbook-summary.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.stat().st_size < 300_000
