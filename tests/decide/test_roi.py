@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import inspect
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +11,8 @@ import pytest
 from aitco.cli.app import main
 from aitco.decide import roi
 from aitco.errors import InputError
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def run(args, capsys):
@@ -76,14 +80,14 @@ def test_npv_matches_hand_computation():
     flows = [-1000.0, 300.0, 400.0, 500.0]
     r = 0.05
     expect = -1000 + 300 / 1.05 + 400 / 1.05**2 + 500 / 1.05**3
-    assert roi.npv(r, flows) == pytest.approx(expect, rel=1e-12)
+    assert roi.npv(flows, r) == pytest.approx(expect, rel=1e-12)
 
 
 def test_irr_zeroes_npv_and_matches_numpy_financial():
     flows = [-450000.0] + [40000.0] * 36
     r = roi.irr(flows)
     assert r is not None
-    assert roi.npv(r, flows) == pytest.approx(0.0, abs=1e-6)
+    assert roi.npv(flows, r) == pytest.approx(0.0, abs=1e-6)
     npf = pytest.importorskip("numpy_financial")
     assert r == pytest.approx(float(npf.irr(flows)), rel=1e-8)
 
@@ -138,7 +142,7 @@ def test_series_formulas_row_by_row():
     months = res["months"]
     assert sum(1 for m in months if m["iteration_usd"] > 0) == 4  # months 1, 7, 13, 19
     flows = [-300_000.0] + [m["net_usd"] for m in months]
-    assert res["npv_usd"] == pytest.approx(roi.npv(roi.monthly_rate(0.12), flows))
+    assert res["npv_usd"] == pytest.approx(roi.npv(flows, roi.monthly_rate(0.12)))
     assert res["irr_annual"] == pytest.approx((1 + res["irr_monthly"]) ** 12 - 1)
     assert months[-1]["cumulative_usd"] == pytest.approx(sum(flows))
 
@@ -202,3 +206,89 @@ def test_costs_priced_from_scenarios(catalog):
     bad = inp.model_copy(update={"serving_scenario": "finetune-lora-llama3-70b.yaml"})
     with pytest.raises(InputError, match="inference"):
         roi.with_scenario_costs(bad, catalog, file="examples/roi_chat_service_tco.yaml")
+
+
+# ---------------------------------------------------------------- IRR with several roots (issue 12)
+DECAYING = EXAMPLES / "roi_decaying_traffic.yaml"
+
+
+def test_decaying_traffic_irr_is_found_and_matches_numpy_financial():
+    npf = pytest.importorskip("numpy_financial")
+    inp = roi.RoiInputs.from_yaml(str(DECAYING))
+    res = roi.roi_series(inp)
+    flows = [-inp.upfront_usd] + [m["net_usd"] for m in res["months"]]
+    assert flows[-1] < 0, "late months must lose money in this example"
+    assert flows[1] > 0
+    r = res["irr_monthly"]
+    assert r is not None
+    assert res["irr_null_reason"] is None
+    assert r == pytest.approx(0.4639, abs=5e-4)
+    # numpy-financial's NPV is zero there
+    assert abs(float(npf.npv(r, flows))) <= 1e-9 * inp.upfront_usd
+    # every root numpy-financial's polynomial method finds is one of ours, and ours are all roots
+    poly = np.roots(np.asarray(flows)[::-1])
+    real = poly[(np.abs(poly.imag) < 1e-9) & (poly.real > 0)].real
+    theirs = np.sort(1.0 / real - 1.0)
+    theirs = theirs[theirs > -0.99]
+    assert np.allclose(theirs, res["irr_roots_monthly"], rtol=1e-9, atol=1e-12)
+    assert len(res["irr_roots_monthly"]) == 2
+    # numpy-financial's own irr returns one of the roots; its current default selection
+    # (smallest non-negative root) is ours
+    theirs_irr = float(npf.irr(flows))
+    assert min(abs(theirs_irr - x) for x in res["irr_roots_monthly"]) <= 1e-9
+    if "selection_logic" in inspect.signature(npf.irr).parameters:
+        assert r == pytest.approx(theirs_irr, rel=1e-9)
+    assert res["irr_annual"] == pytest.approx((1 + r) ** 12 - 1, rel=1e-12)
+
+
+def test_irr_null_carries_a_reason():
+    res = roi.irr_result([100.0, 50.0])
+    assert res.irr is None
+    assert "never change sign" in (res.reason or "")
+    res = roi.irr_result([-100.0])
+    assert res.irr is None
+    assert res.reason
+    # a loss that never pays back at any rate: NPV < 0 everywhere
+    res = roi.irr_result([-100.0, 50.0, -60.0])
+    assert res.irr is None
+    assert res.roots == ()
+    assert "never zero" in (res.reason or "")
+
+
+def test_irr_single_root_equals_numpy_financial():
+    npf = pytest.importorskip("numpy_financial")
+    for flows in ([-100.0, 39.0, 59.0, 55.0, 20.0], [-100.0, 0.0, 0.0, 74.0], [-5e5] + [4e4] * 36):
+        assert roi.irr(flows) == pytest.approx(float(npf.irr(flows)), rel=1e-9)
+
+
+def test_roi_ratios_have_distinct_names_and_one_definition():
+    inp = roi.RoiInputs.from_yaml(str(EXAMPLES / "roi_support_bot.yaml"))
+    res = roi.roi_series(inp)
+    spend = res["total_spend_usd"]
+    assert res["roi_horizon"] == pytest.approx((res["total_savings_usd"] - spend) / spend)
+    monthly = [m["roi"] for m in res["months"]]
+    assert res["roi_monthly_mean"] == pytest.approx(float(np.mean(monthly)))
+    # deprecated aliases keep their values
+    assert res["cumulative_roi"] == res["roi_horizon"]
+    assert res["mean_monthly_roi"] == res["roi_monthly_mean"]
+    keys = [k for k, _label, _unit, _v in roi.roi_summary(res)]
+    assert len(set(keys)) == len(keys)
+    assert "roi" not in keys
+
+
+def test_cli_roi_of_decaying_traffic_gives_an_irr(capsys):
+    code, out, _ = run(["roi", str(DECAYING), "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    assert d["irr_monthly"] == pytest.approx(0.4639, abs=5e-4)
+    assert d["irr_null_reason"] is None
+    assert len(d["irr_roots_monthly"]) == 2
+    code, out, _ = run(["roi", str(DECAYING)], capsys)
+    assert "46.39 %" in out
+    assert "change sign more than once" in out
+
+
+def test_workbook_screenshot_is_committed_and_small():
+    png = EXAMPLES.parent / "docs" / "screenshots" / "workbook-summary.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.stat().st_size < 300_000

@@ -32,7 +32,7 @@ def test_breakeven_recovers_the_fixed_cost(f, p, m):
 
 @given(flows=st.lists(st.floats(-1e6, 1e6), min_size=2, max_size=40))
 def test_npv_at_zero_rate_is_the_sum(flows):
-    assert roi.npv(0.0, flows) == pytest.approx(sum(flows), rel=1e-9, abs=1e-6)
+    assert roi.npv(flows, 0.0) == pytest.approx(sum(flows), rel=1e-9, abs=1e-6)
 
 
 @given(up=st.floats(1e3, 1e6), net=st.floats(10.0, 1e5), n=st.integers(2, 120))
@@ -42,7 +42,7 @@ def test_irr_zeroes_the_npv(up, net, n):
     if r is None:
         assert net * n <= up * 1.0000001 or r is None
         return
-    assert abs(roi.npv(r, flows)) <= 1e-6 * up
+    assert abs(roi.npv(flows, r)) <= 1e-6 * up
 
 
 @given(pts=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=1, max_size=60))

@@ -70,7 +70,10 @@ def roi_cmd(
                     ["monthly savings [USD]", v["monthly_savings_usd"]],
                     ["monthly cost [USD]", v["monthly_cost_usd"]],
                     ["net per month [USD]", v["net_monthly_usd"]],
-                    ["ROI", f"{v['roi']:.4f} ({100.0 * v['roi']:.1f} %)"],
+                    [
+                        "roi_monthly (net / cost of the month)",
+                        f"{v['roi_monthly']:.4f} ({100.0 * v['roi_monthly']:.1f} %)",
+                    ],
                 ],
             )
         )
@@ -92,7 +95,7 @@ def roi_cmd(
         inp = roi.RoiInputs.from_dict({**inp.model_dump(), **updates}, file=roi_file)
     res = roi.roi_series(inp)
     res["tornado"] = roi.tornado(inp, metric=tornado_metric, swing=tornado_swing)
-    res["roi"] = res["mean_monthly_roi"]
+    res["roi"] = res["roi_monthly_mean"]  # deprecated alias of roi_monthly_mean
     res["priced_from_scenarios"] = priced
     if json_out:
         print_json(res)
@@ -115,13 +118,24 @@ def roi_cmd(
             rows,
         )
     )
-    pb = res["payback_months"]
+    summary = roi.roi_summary(res)
     console.print(
-        f"payback: {fmt(pb) if pb is not None else 'not within the horizon'} months · "
-        f"NPV @ {res['discount_rate']:.1%}/yr: {fmt(res['npv_usd'])} USD · "
-        f"IRR: {fmt(res['irr_annual'])} /yr · cumulative ROI: {fmt(res['cumulative_roi'])}",
-        highlight=False,
+        table(
+            f"Summary over {res['horizon_months']} months "
+            f"(discount rate {res['discount_rate']:.1%}/yr)",
+            ["name", "quantity", "value"],
+            [[k, label, roi.format_summary_value(unit, v)] for k, label, unit, v in summary],
+        )
     )
+    if res["irr_null_reason"]:
+        console.print(f"irr_monthly is none: {res['irr_null_reason']}", highlight=False)
+    elif len(res["irr_roots_monthly"]) > 1:
+        roots = ", ".join(f"{100.0 * r:.2f} %" for r in res["irr_roots_monthly"])
+        console.print(
+            f"the cash flows change sign more than once: the NPV is zero at {roots} a month; "
+            "irr_monthly is the smallest non-negative rate (numpy-financial's choice)",
+            highlight=False,
+        )
     console.print(
         table(
             f"Tornado: {tornado_metric} for ±{tornado_swing:.0%} on each input",

@@ -126,9 +126,14 @@ def roi_template_cmd(
     ] = None,
 ) -> None:
     """Write the ROI workbook: inputs, live monthly ROI, payback, NPV, IRR, break-even, chart."""
-    from aitco.report.xlsx import WorkbookInputs, fill_from_option, write_roi_workbook
+    from aitco.report.xlsx import (
+        WorkbookInputs,
+        example_inputs,
+        fill_from_option,
+        write_roi_workbook,
+    )
 
-    inputs = WorkbookInputs(notes=["Example inputs: replace the yellow cells with your own."])
+    inputs = example_inputs()
     roi_in = _roi_inputs(roi)
     if roi_in is not None:
         inputs = WorkbookInputs.from_roi_inputs(roi_in, notes=[f"inputs from {roi}"])

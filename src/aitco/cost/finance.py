@@ -1,4 +1,8 @@
-r"""Finance: annuity, NPV, depreciation schedules and residual (market) value.
+r"""Finance: NPV, IRR, payback, ROI, annuity, depreciation schedules and residual value.
+
+NPV (:func:`npv`), IRR (:func:`irr_result`), payback (:func:`payback_months`) and the ROI
+ratio (:func:`roi_ratio`) are defined here once; :mod:`aitco.decide.roi`, the CLI, the report
+and the ROI workbook all use them (formulas in ``docs/glossary.md``, "Finance definitions").
 
 The owned-hardware cost of a job is the *equivalent annual cost* of the capital (capex less the
 discounted market value at the end of the holding period, spread by the capital-recovery
@@ -16,10 +20,14 @@ The three parts add up to the equivalent annual cost times the holding period.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from aitco.cost import checks
+from aitco.errors import InputError
+from aitco.units import MONTHS_PER_YEAR
 
 #: Below this rate the annuity uses its series expansion (the closed form loses all precision).
 SMALL_RATE = 1e-9
@@ -67,33 +75,292 @@ def annuity_factor(rate: ArrayLike, years: ArrayLike) -> np.ndarray:
 
 
 def npv(cashflows_usd: ArrayLike, rate: float) -> float:
-    r"""Net present value of yearly cash flows, the first at year 0.
+    r"""Net present value of cash flows at periods 0, 1, 2, ... (the one NPV of aitco).
 
     Parameters
     ----------
     cashflows_usd : array_like
-        Cash flow at the end of year 0, 1, 2, ... [USD]
+        Cash flow of each period, the first at period 0 (not discounted). [USD]
     rate : float
-        Discount rate per year. [fraction]
+        Discount rate per period (per year for yearly flows, per month for monthly flows);
+        must be > -1. [1/period]
 
     Returns
     -------
     float
-        Present value. [USD]
+        Present value at period 0. [USD]
 
     Notes
     -----
-    .. math:: \mathrm{NPV} = \sum_t \frac{C_t}{(1+r)^t}
+    .. math:: \mathrm{NPV}(r) = \sum_{t=0}^{T} \frac{c_t}{(1+r)^t}
+
+    Spreadsheet: ``=C0 + NPV(r, C1:CT)`` (the spreadsheet NPV starts discounting at period 1);
+    the same value as ``numpy_financial.npv(r, c)``.
 
     Examples
     --------
     >>> round(npv([-100.0, 60.0, 60.0], 0.1), 2)
     4.13
     """
-    c = checks.finite(cashflows_usd, "finance.cashflows_usd")
-    r = float(checks.non_negative(rate, "finance.discount_rate"))
-    t = np.arange(c.shape[-1] if c.ndim else 1)
-    return float(np.sum(np.atleast_1d(c) / (1.0 + r) ** t))
+    c = np.atleast_1d(checks.finite(cashflows_usd, "finance.cashflows_usd"))
+    r = float(checks.finite(rate, "finance.discount_rate"))
+    if r <= -1.0:
+        raise InputError("finance.discount_rate", r, "a rate per period > -1")
+    t = np.arange(c.shape[-1], dtype=float)
+    return float(np.sum(c / (1.0 + r) ** t))
+
+
+def monthly_rate(annual_rate: float) -> float:
+    r"""Monthly discount rate equivalent to an annual one (compound).
+
+    Parameters
+    ----------
+    annual_rate : float
+        Rate per year (> -1). [1/year]
+
+    Returns
+    -------
+    float
+        Rate per month. [1/month]
+
+    Notes
+    -----
+    .. math:: r_m = (1 + r_a)^{1/12} - 1
+
+    Spreadsheet: ``=(1+B1)^(1/12)-1``.
+
+    Examples
+    --------
+    >>> round(monthly_rate(0.1), 8)
+    0.00797414
+    """
+    if not np.isfinite(annual_rate) or annual_rate <= -1:
+        raise InputError("discount_rate", annual_rate, "an annual rate > -1")
+    return float((1.0 + annual_rate) ** (1.0 / MONTHS_PER_YEAR) - 1.0)
+
+
+def annual_rate(rate_per_month: float) -> float:
+    r"""Annual rate equivalent to a monthly one (compound): :math:`(1 + r_m)^{12} - 1`.
+
+    Examples
+    --------
+    >>> round(annual_rate(0.01), 6)
+    0.126825
+    """
+    return float((1.0 + rate_per_month) ** MONTHS_PER_YEAR - 1.0)
+
+
+#: Lowest IRR searched per period (-99 %): below it the discount factors of long series
+#: overflow and no business reads such a rate. [1/period]
+IRR_LOWER_BOUND = -0.99
+
+#: Highest IRR searched per period (1e6 = 100,000,000 % a period). [1/period]
+IRR_UPPER_BOUND = 1e6
+
+#: Points of the grid in :math:`\ln(1 + r)` scanned for sign changes of the NPV; two roots
+#: closer than one grid step (about 0.4 % of :math:`1 + r`) can be missed.
+IRR_GRID_POINTS = 4097
+
+
+@dataclass(frozen=True)
+class IrrResult:
+    """The internal rate of return of a cash-flow series, every root, and why it may be None.
+
+    Attributes
+    ----------
+    irr : float or None
+        The selected IRR per period (see :func:`irr_result`). [1/period]
+    roots : tuple of float
+        Every rate in (``IRR_LOWER_BOUND``, ``IRR_UPPER_BOUND``) where the NPV changes sign,
+        ascending. [1/period]
+    reason : str or None
+        Why ``irr`` is None (None when there is an IRR).
+    """
+
+    irr: float | None
+    roots: tuple[float, ...]
+    reason: str | None
+
+
+def _scaled_npv(c: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """NPV at :math:`r = e^u - 1` over its largest discount factor (same sign, no overflow)."""
+    t = np.arange(c.size, dtype=float)
+    expo = -np.multiply.outer(np.atleast_1d(u), t)
+    expo -= expo.max(axis=-1, keepdims=True)
+    return np.asarray(np.exp(expo) @ c, dtype=float)
+
+
+def irr_roots(cash_flows_usd: ArrayLike) -> np.ndarray:
+    r"""Every internal rate of return of a cash-flow series (all sign changes of the NPV).
+
+    Parameters
+    ----------
+    cash_flows_usd : array_like
+        Cash flow of each period, the first at period 0. [USD]
+
+    Returns
+    -------
+    numpy.ndarray
+        The rates in (``IRR_LOWER_BOUND``, ``IRR_UPPER_BOUND``) where the NPV is zero, ascending
+        (empty when there is none). [1/period]
+
+    Notes
+    -----
+    With :math:`u = \ln(1 + r)` the NPV is :math:`\sum_t c_t e^{-tu}`; it is scaled by
+    :math:`e^{\max_t(tu)}` (same sign, no overflow) and evaluated on ``IRR_GRID_POINTS``
+    points from :math:`\ln(1.01)` ... :math:`\ln(1 + 10^6)`. Each sign change is refined
+    with Brent's bracketing method (``scipy.optimize.brentq``) to floating-point resolution.
+    A series has at most as many IRRs as its sign changes (Descartes' rule of signs), so
+    every root of a series with two sign changes (an investment whose late flows turn
+    negative) is found.
+
+    Examples
+    --------
+    >>> [round(float(r), 6) for r in irr_roots([-100.0, 230.0, -132.0])]
+    [0.1, 0.2]
+    """
+    from scipy.optimize import brentq
+
+    c = np.atleast_1d(checks.finite(cash_flows_usd, "finance.cashflows_usd")).astype(float)
+    if c.size < 2 or not (np.any(c > 0) and np.any(c < 0)):
+        return np.empty(0)
+    u = np.linspace(np.log1p(IRR_LOWER_BOUND), np.log1p(IRR_UPPER_BOUND), IRR_GRID_POINTS)
+    f = _scaled_npv(c, u)
+    s = np.sign(f)
+    roots = list(u[s == 0])
+    cross = np.flatnonzero(s[:-1] * s[1:] < 0)
+    for i in cross:
+        roots.append(
+            brentq(lambda x: float(_scaled_npv(c, x)[0]), u[i], u[i + 1], xtol=1e-15, rtol=1e-15)
+        )
+    return np.expm1(np.sort(np.asarray(roots, dtype=float)))
+
+
+def irr_result(cash_flows_usd: ArrayLike) -> IrrResult:
+    r"""Find the internal rate of return per period, every root, and why there may be none.
+
+    Parameters
+    ----------
+    cash_flows_usd : array_like
+        Cash flow of each period, the first at period 0. [USD]
+
+    Returns
+    -------
+    IrrResult
+        ``irr``, ``roots`` (:func:`irr_roots`) and ``reason`` (None when there is an IRR).
+
+    Notes
+    -----
+    The IRR is the rate :math:`r` with :math:`\mathrm{NPV}(r) = 0` (:func:`npv`). When a
+    series has several (flows that change sign more than once), the IRR is the smallest
+    non-negative root, else the negative root closest to zero: numpy-financial's default
+    selection (``numpy_financial.irr``, ``_irr_default_selection``), the rate at which an
+    investment's NPV first falls to zero. Every root is returned in ``roots``.
+
+    Examples
+    --------
+    >>> round(irr_result([-100.0, 39.0, 59.0, 55.0, 20.0]).irr, 5)
+    0.28095
+    >>> irr_result([100.0, 10.0]).reason
+    'the cash flows never change sign: no rate makes the NPV zero'
+    """
+    c = np.atleast_1d(checks.finite(cash_flows_usd, "finance.cashflows_usd"))
+    if c.size < 2:
+        return IrrResult(None, (), "fewer than two cash flows: an IRR needs two periods")
+    if not (np.any(c > 0) and np.any(c < 0)):
+        return IrrResult(None, (), "the cash flows never change sign: no rate makes the NPV zero")
+    roots = irr_roots(c)
+    if roots.size == 0:
+        return IrrResult(
+            None,
+            (),
+            f"the NPV is never zero for a rate in ({IRR_LOWER_BOUND:g}, {IRR_UPPER_BOUND:g}) "
+            "per period",
+        )
+    non_neg = roots[roots >= 0]
+    pick = float(non_neg.min()) if non_neg.size else float(roots.max())
+    return IrrResult(pick, tuple(float(r) for r in roots), None)
+
+
+def irr(cash_flows_usd: ArrayLike) -> float | None:
+    """Return the internal rate of return per period, or None (:func:`irr_result` says why)."""
+    return irr_result(cash_flows_usd).irr
+
+
+def payback_months(upfront_usd: float, net_monthly_usd: ArrayLike) -> float | None:
+    r"""Months until the cumulative net cash flow first recovers the up-front investment.
+
+    Parameters
+    ----------
+    upfront_usd : float
+        Investment at month 0. [USD]
+    net_monthly_usd : array_like
+        Net cash flow of months 1..T (benefit - spend). [USD]
+
+    Returns
+    -------
+    float or None
+        Fractional month of payback (linear within the month), or None if never within T.
+
+    Notes
+    -----
+    With :math:`K_t = -U + \sum_{i\le t} n_i`, payback is the first *t* with
+    :math:`K_t \ge 0`, refined to :math:`t - 1 + (-K_{t-1})/n_t`; 0 when nothing is invested
+    and month 1 does not lose money. Spreadsheet: a cumulative column and the first month
+    where it turns non-negative.
+
+    Examples
+    --------
+    >>> payback_months(100.0, [40.0, 40.0, 40.0])
+    2.5
+    """
+    n = np.atleast_1d(np.asarray(net_monthly_usd, dtype=float))
+    if upfront_usd <= 0 and (n.size == 0 or n[0] >= 0):
+        return 0.0
+    cum = -float(upfront_usd) + np.cumsum(n)
+    idx = np.flatnonzero(cum >= 0)
+    if idx.size == 0:
+        return None
+    t = int(idx[0])
+    prev = -float(upfront_usd) if t == 0 else float(cum[t - 1])
+    if n[t] <= 0:
+        return float(t + 1)
+    return float(t + (-prev) / n[t])
+
+
+def roi_ratio(benefit_usd: ArrayLike, spend_usd: ArrayLike) -> np.ndarray:
+    r"""Return on investment: net benefit over spend (the one ROI ratio of aitco).
+
+    Parameters
+    ----------
+    benefit_usd : array_like
+        Savings or gross profit over the period. [USD]
+    spend_usd : array_like
+        Money spent over the same period, investment included (must be > 0). [USD]
+
+    Returns
+    -------
+    numpy.ndarray
+        ROI as a ratio (2.0 = 200 %). [-]
+
+    Notes
+    -----
+    .. math:: \mathrm{ROI} = \frac{B - C}{C}
+
+    ``roi_monthly`` applies it to one month, ``roi_horizon`` to the sums over the horizon
+    (up-front investment in the spend). Spreadsheet: ``=(B1-B2)/B2``.
+
+    Examples
+    --------
+    >>> round(float(roi_ratio(128000, 42000)), 6)
+    2.047619
+    """
+    b = np.asarray(checks.finite(benefit_usd, "benefit_usd"), dtype=float)
+    c = np.asarray(checks.finite(spend_usd, "spend_usd"), dtype=float)
+    if np.any(c <= 0):
+        bad = c.item() if c.size == 1 else c.tolist()
+        raise InputError("monthly_cost_usd", bad, "a cost > 0 (ROI divides by it)")
+    return np.asarray((b - c) / c, dtype=float)
 
 
 def book_value_fraction(
@@ -145,8 +412,6 @@ def book_value_fraction(
     if method == "declining":
         rate = np.minimum(declining_factor / life, 1.0)
         return np.asarray((1.0 - rate) ** t, dtype=float)
-    from aitco.errors import InputError
-
     raise InputError("depreciation.method", method, "'straight_line' or 'declining'")
 
 

@@ -24,6 +24,7 @@ import yaml
 from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from aitco.cost import finance
 from aitco.errors import InputError
 from aitco.explain import Estimate, Term
 from aitco.units import DAYS_PER_MONTH, MONTHS_PER_YEAR
@@ -36,16 +37,15 @@ FTE_HOURS_PER_YEAR = 2080.0
 #: Paid hours of one full-time employee per month. [h/FTE-month]
 FTE_HOURS_PER_MONTH = FTE_HOURS_PER_YEAR / MONTHS_PER_YEAR
 
-#: Lowest IRR searched per period (-99 %): below it the discount factors overflow.
-IRR_LOWER_BOUND = -0.99
-
 #: Default relative swing of each input in the tornado analysis (+/- 20 %).
 TORNADO_DEFAULT_SWING = 0.2
 
 
 # --------------------------------------------------------------------------- flat forms
 def monthly_roi(monthly_savings_usd: ArrayLike, monthly_cost_usd: ArrayLike) -> np.ndarray:
-    r"""Return on investment of one month: net benefit over spend.
+    r"""Return on investment of one month, ``roi_monthly``: net benefit over spend.
+
+    :func:`aitco.cost.finance.roi_ratio` applied to one month.
 
     Parameters
     ----------
@@ -70,11 +70,7 @@ def monthly_roi(monthly_savings_usd: ArrayLike, monthly_cost_usd: ArrayLike) -> 
     >>> round(float(monthly_roi(128000, 42000)), 6)
     2.047619
     """
-    s = np.asarray(monthly_savings_usd, dtype=float)
-    c = np.asarray(monthly_cost_usd, dtype=float)
-    if np.any(c <= 0):
-        raise InputError("monthly_cost_usd", _show(c), "a cost > 0 (ROI divides by it)")
-    return (s - c) / c
+    return finance.roi_ratio(monthly_savings_usd, monthly_cost_usd)
 
 
 def breakeven_calls_per_month(
@@ -151,6 +147,7 @@ def roi_estimate(monthly_savings_usd: float, monthly_cost_usd: float) -> Estimat
     return Estimate(
         kind="roi",
         values={
+            "roi_monthly": r,
             "roi": r,
             "net_monthly_usd": net,
             "monthly_savings_usd": monthly_savings_usd,
@@ -160,9 +157,9 @@ def roi_estimate(monthly_savings_usd: float, monthly_cost_usd: float) -> Estimat
             Term(
                 name="net_monthly_usd", value=net, unit="USD/month", formula="S - C", inputs=inputs
             ),
-            Term(name="roi", value=r, unit="ratio", formula="(S - C) / C", inputs=inputs),
+            Term(name="roi_monthly", value=r, unit="ratio", formula="(S - C) / C", inputs=inputs),
         ],
-        dominant="roi",
+        dominant="roi_monthly",
     )
 
 
@@ -218,131 +215,59 @@ def breakeven_estimate(
 
 
 # --------------------------------------------------------------------------- finance helpers
-def monthly_rate(annual_rate: float) -> float:
-    r"""Monthly discount rate equivalent to an annual one.
+# NPV, IRR, payback, the ROI ratio and the monthly rate have one definition each, in
+# aitco.cost.finance; they are re-exported here for the callers of this module.
+npv = finance.npv
+irr = finance.irr
+irr_result = finance.irr_result
+payback_months = finance.payback_months
+monthly_rate = finance.monthly_rate
 
-    Notes
-    -----
-    .. math:: r_m = (1 + r_a)^{1/12} - 1
+#: The ratios and figures of a ROI time series, in the order every surface prints them:
+#: (JSON key, label, unit). The CLI (``aitco roi FILE``), the HTML/Markdown report and the
+#: ROI workbook print these names next to their values; ``docs/glossary.md`` gives formulas.
+ROI_SUMMARY: tuple[tuple[str, str, str], ...] = (
+    ("roi_horizon", "ROI over the horizon", "ratio"),
+    ("roi_monthly_mean", "mean monthly ROI", "ratio"),
+    ("npv_usd", "NPV at the discount rate", "USD"),
+    ("irr_monthly", "IRR per month", "1/month"),
+    ("irr_annual", "IRR per year", "1/year"),
+    ("payback_months", "payback", "months"),
+    ("total_savings_usd", "total savings", "USD"),
+    ("total_spend_usd", "total spend incl. up-front", "USD"),
+    ("net_usd", "net (savings - spend)", "USD"),
+)
 
-    Spreadsheet: ``=(1+B1)^(1/12)-1``.
+
+def roi_summary(res: dict[str, Any]) -> list[tuple[str, str, str, float | None]]:
+    """Rows ``(key, label, unit, value)`` of :data:`ROI_SUMMARY` from a :func:`roi_series` result.
+
+    The CLI, the report and the workbook print these rows, so the names and values agree.
     """
-    if annual_rate <= -1:
-        raise InputError("discount_rate", annual_rate, "an annual rate > -1")
-    return float((1.0 + annual_rate) ** (1.0 / MONTHS_PER_YEAR) - 1.0)
+    return [(k, label, unit, res.get(k)) for k, label, unit in ROI_SUMMARY]
 
 
-def npv(rate: float, cash_flows_usd: ArrayLike) -> float:
-    r"""Net present value of cash flows at periods 0, 1, 2, ...
+def format_summary_value(unit: str, value: float | None) -> str:
+    """Format one :func:`roi_summary` value for text: ratios and rates in %, USD, months.
 
-    Parameters
-    ----------
-    rate : float
-        Discount rate per period. [1/period]
-    cash_flows_usd : array_like
-        Cash flow of each period, the first at period 0 (not discounted). [USD]
-
-    Returns
-    -------
-    float
-        Net present value. [USD]
-
-    Notes
-    -----
-    .. math:: \mathrm{NPV} = \sum_{t=0}^{T} \frac{c_t}{(1+r)^t}
-
-    Spreadsheet: ``=C0 + NPV(r, C1:CT)`` (Excel's NPV starts discounting at period 1).
+    Examples
+    --------
+    >>> format_summary_value("ratio", 0.4318)
+    '43.18 %'
+    >>> format_summary_value("USD", -1234.6)
+    '-$1,235'
+    >>> format_summary_value("months", None)
+    'none'
     """
-    c = np.asarray(cash_flows_usd, dtype=float)
-    t = np.arange(c.size, dtype=float)
-    return float(np.sum(c / (1.0 + rate) ** t))
-
-
-def irr(cash_flows_usd: ArrayLike, *, tol: float = 0.0, max_iter: int = 2000) -> float | None:
-    r"""Compute the internal rate of return per period (where the NPV is zero), or None.
-
-    Parameters
-    ----------
-    cash_flows_usd : array_like
-        Cash flow of each period, the first at period 0. [USD]
-    tol : float
-        Tolerance on the rate (default 0: bisect to floating-point resolution).
-    max_iter : int
-        Iteration cap of the bisection.
-
-    Returns
-    -------
-    float or None
-        IRR per period; None when the flows do not change sign (no IRR exists) or no root lies
-        in (``IRR_LOWER_BOUND``, 1e6).
-
-    Notes
-    -----
-    Solves :math:`\sum_t c_t (1+r)^{-t} = 0` by bisection on :math:`r` between -0.99 and an
-    upper bound found by doubling; for conventional flows (outflows first, then inflows) the NPV
-    falls monotonically in *r* and the root is unique. Same value as Excel's ``=IRR(C0:CT)`` and
-    ``numpy_financial.irr``.
-    """
-    c = np.asarray(cash_flows_usd, dtype=float)
-    if c.size < 2 or not (np.any(c > 0) and np.any(c < 0)):
-        return None
-
-    def f(r: float) -> float:
-        # near r = -1 the discount factors overflow to inf, which still has the right sign
-        with np.errstate(over="ignore", invalid="ignore"):
-            return npv(r, c)
-
-    lo, hi = IRR_LOWER_BOUND, 1.0
-    f_lo = f(lo)
-    while f(hi) * f_lo > 0 and hi < 1e6:
-        hi *= 2.0
-    if f(hi) * f_lo > 0:
-        return None
-    for _ in range(max_iter):
-        mid = 0.5 * (lo + hi)
-        fm = f(mid)
-        if fm == 0 or hi - lo <= tol or mid in (lo, hi):
-            return mid
-        if fm * f_lo > 0:
-            lo, f_lo = mid, fm
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
-
-
-def payback_months(upfront_usd: float, net_monthly_usd: ArrayLike) -> float | None:
-    r"""Months until the cumulative net cash flow recovers the up-front investment.
-
-    Parameters
-    ----------
-    upfront_usd : float
-        Investment at month 0. [USD]
-    net_monthly_usd : array_like
-        Net cash flow of months 1..T (benefit - spend). [USD]
-
-    Returns
-    -------
-    float or None
-        Fractional month of payback (linear within the month), or None if never within T.
-
-    Notes
-    -----
-    With :math:`K_t = -U + \sum_{i\le t} n_i`, payback is the first *t* with
-    :math:`K_t \ge 0`, refined to :math:`t - 1 + (-K_{t-1})/n_t`. Spreadsheet: a cumulative
-    column and ``=MATCH(TRUE, K1:KT>=0, 0)``.
-    """
-    n = np.asarray(net_monthly_usd, dtype=float)
-    cum = -float(upfront_usd) + np.cumsum(n)
-    if upfront_usd <= 0 and (n.size == 0 or n[0] >= 0):
-        return 0.0
-    idx = np.flatnonzero(cum >= 0)
-    if idx.size == 0:
-        return None
-    t = int(idx[0])
-    prev = -float(upfront_usd) if t == 0 else float(cum[t - 1])
-    if n[t] <= 0:
-        return float(t + 1)
-    return float(t + (-prev) / n[t])
+    if value is None or not math.isfinite(value):
+        return "none"
+    if unit in ("ratio", "1/month", "1/year"):
+        return f"{100.0 * value:,.2f} %"
+    if unit == "USD":
+        return f"-${-value:,.0f}" if value < 0 else f"${value:,.0f}"
+    if unit == "months":
+        return f"{value:,.2f} months"
+    return f"{value:,.4g}"
 
 
 # --------------------------------------------------------------------------- time series
@@ -536,8 +461,10 @@ def roi_series(inp: RoiInputs) -> dict[str, Any]:
         ``months`` (list of per-month rows: month, traffic_factor, savings_usd, infra_usd,
         labour_usd, iteration_usd, spend_usd, net_usd, cumulative_usd, roi, and the
         break-even volume calls_per_month when a price and margin are given) and the summary
-        values ``total_savings_usd``, ``total_spend_usd``, ``cumulative_roi``, ``payback_months``,
-        ``npv_usd``, ``irr_monthly``, ``irr_annual``, ``mean_monthly_roi``.
+        values of :data:`ROI_SUMMARY` (``roi_horizon``, ``roi_monthly_mean``, ``npv_usd``,
+        ``irr_monthly``, ``irr_annual``, ``payback_months``, totals), ``irr_roots_monthly`` and
+        ``irr_null_reason``; ``cumulative_roi`` and ``mean_monthly_roi`` are deprecated
+        aliases of ``roi_horizon`` and ``roi_monthly_mean``.
 
     Notes
     -----
@@ -553,9 +480,12 @@ def roi_series(inp: RoiInputs) -> dict[str, Any]:
         K_t &= -U + \sum_{i \le t} (S_i - C_i)
 
     NPV discounts month *t* by :math:`(1+r_m)^t` with :math:`r_m = (1+r)^{1/12} - 1`, the
-    up-front *U* at month 0 undiscounted. IRR solves NPV = 0 on the monthly flows
-    :math:`[-U, S_1 - C_1, ...]`; ``irr_annual`` = :math:`(1+\mathrm{IRR}_m)^{12} - 1`.
-    The cumulative ROI is :math:`(\sum S_t - \sum C_t - U) / (\sum C_t + U)`.
+    up-front *U* at month 0 undiscounted (:func:`aitco.cost.finance.npv`). IRR solves NPV = 0
+    on the monthly flows :math:`[-U, S_1 - C_1, ...]` (:func:`aitco.cost.finance.irr_result`:
+    every root, the smallest non-negative one reported); ``irr_annual`` =
+    :math:`(1+\mathrm{IRR}_m)^{12} - 1`. ``roi_horizon`` is
+    :math:`(\sum S_t - \sum C_t - U) / (\sum C_t + U)`; ``roi_monthly_mean`` is the mean of
+    :math:`\mathrm{ROI}_t` over the months with spend.
     """
     t = np.arange(1, inp.horizon_months + 1, dtype=float)
     g = (1.0 + inp.traffic_growth_per_month) ** (t - 1.0)
@@ -570,11 +500,13 @@ def roi_series(inp: RoiInputs) -> dict[str, Any]:
     spend = infra + labour + iteration
     net = savings - spend
     cum = -inp.upfront_usd + np.cumsum(net)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        roi_t = np.where(spend > 0, net / np.where(spend > 0, spend, 1.0), np.nan)
+    roi_t = np.full_like(t, np.nan)
+    paid = spend > 0
+    roi_t[paid] = monthly_roi(savings[paid], spend[paid])
     flows = np.concatenate([[-inp.upfront_usd], net])
     rm = monthly_rate(inp.discount_rate)
-    irr_m = irr(flows)
+    irr_res = irr_result(flows)
+    irr_m = irr_res.irr
     total_spend = float(spend.sum()) + inp.upfront_usd
     rows = []
     be = None
@@ -596,21 +528,27 @@ def roi_series(inp: RoiInputs) -> dict[str, Any]:
         if be is not None:
             row["calls_per_month"] = float(be[i])
         rows.append(row)
+    total_savings = float(savings.sum())
+    roi_h = float(finance.roi_ratio(total_savings, total_spend)) if total_spend > 0 else None
+    roi_mean = float(np.nanmean(roi_t)) if np.isfinite(roi_t).any() else None
     return {
         "horizon_months": inp.horizon_months,
-        "total_savings_usd": float(savings.sum()),
+        "total_savings_usd": total_savings,
         "total_spend_usd": total_spend,
-        "net_usd": float(savings.sum()) - total_spend,
-        "cumulative_roi": (float(savings.sum()) - total_spend) / total_spend
-        if total_spend > 0
-        else None,
-        "mean_monthly_roi": float(np.nanmean(roi_t)) if np.isfinite(roi_t).any() else None,
+        "net_usd": total_savings - total_spend,
+        "roi_horizon": roi_h,
+        "roi_monthly_mean": roi_mean,
+        # deprecated aliases (same values), kept so that existing readers keep working
+        "cumulative_roi": roi_h,
+        "mean_monthly_roi": roi_mean,
         "payback_months": payback_months(inp.upfront_usd, net),
-        "npv_usd": npv(rm, flows),
+        "npv_usd": npv(flows, rm),
         "discount_rate": inp.discount_rate,
         "discount_rate_monthly": rm,
         "irr_monthly": irr_m,
-        "irr_annual": None if irr_m is None else (1.0 + irr_m) ** MONTHS_PER_YEAR - 1.0,
+        "irr_annual": None if irr_m is None else finance.annual_rate(irr_m),
+        "irr_roots_monthly": list(irr_res.roots),
+        "irr_null_reason": irr_res.reason,
         "labour_usd_per_month": labour_m,
         "labour_by_role_usd": {k: r.monthly_usd for k, r in inp.labour.items()},
         "months": rows,
@@ -662,8 +600,12 @@ def tornado(
     if not 0 < swing < 1:
         raise InputError("swing", swing, "a relative swing in (0, 1)")
     base = roi_series(inp)
-    if metric not in base or isinstance(base[metric], list | dict):
-        valid = [k for k, v in base.items() if not isinstance(v, list | dict)]
+
+    def numeric(v: Any) -> bool:
+        return v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+
+    if metric not in base or not numeric(base[metric]):
+        valid = [k for k, v in base.items() if numeric(v)]
         raise InputError("metric", metric, f"one of {', '.join(valid)}")
     bars = []
     for name in fields:

@@ -52,6 +52,13 @@ def fmt_months(x: Any) -> str:
     return f"{x:.1f} months"
 
 
+def roi_rows(res: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """ROI summary rows ``(key, label, text)``: the names and values ``aitco roi FILE`` prints."""
+    from aitco.decide.roi import format_summary_value, roi_summary
+
+    return [(k, label, format_summary_value(unit, v)) for k, label, unit, v in roi_summary(res)]
+
+
 def environment(extra_dirs: Sequence[Path] = ()) -> jinja2.Environment:
     """Jinja2 environment over the report templates (and ``extra_dirs`` first), autoescaped."""
     import jinja2
@@ -63,7 +70,7 @@ def environment(extra_dirs: Sequence[Path] = ()) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.globals.update(usd=usd, pct=pct, num=num, fmt_months=fmt_months)
+    env.globals.update(usd=usd, pct=pct, num=num, fmt_months=fmt_months, roi_rows=roi_rows)
     return env
 
 

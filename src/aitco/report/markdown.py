@@ -10,7 +10,7 @@ import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aitco.report.html import fmt_months, headline_keys, num, pct, usd
+from aitco.report.html import headline_keys, num, pct, roi_rows, usd
 
 if TYPE_CHECKING:  # pragma: no cover
     from aitco.report.model import ReportData
@@ -82,10 +82,7 @@ def render_markdown(data: ReportData, figure_links: list[tuple[str, str]]) -> st
         out += [
             "## ROI",
             "",
-            f"- payback: {fmt_months(r.get('payback_months'))}",
-            f"- NPV: {usd(r.get('npv_usd'))}",
-            f"- IRR (annual): {pct(r.get('irr_annual'))}",
-            f"- cumulative ROI: {pct(r.get('cumulative_roi'))}",
+            *(f"- {label} (`{key}`): {text}" for key, label, text in roi_rows(r)),
             "",
         ]
     if data.notes:

@@ -20,6 +20,7 @@ Sheets
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,37 +219,131 @@ _INPUT_ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("days_per_month", "Days per month", "days", "days_per_month", "365.25 / 12"),
 )
 
+#: Number formats: money with "$" and a leading minus, percentages, months, calls.
+USD_FORMAT = '"$"#,##0;-"$"#,##0'
+USD_CENTS_FORMAT = '"$"#,##0.00;-"$"#,##0.00'
+PCT_FORMAT = "0.0%"
+RATE_FORMAT = "0.00%"
+MONTHS_FORMAT = '0.0 "months"'
+CALLS_FORMAT = "#,##0"
+
 # Monthly columns, in order (header, number format)
 _MONTH_COLS: tuple[tuple[str, str], ...] = (
     ("month", "0"),
-    ("traffic_factor", "0.0000"),
-    ("savings_usd", "#,##0"),
-    ("infra_usd", "#,##0"),
-    ("labour_usd", "#,##0"),
-    ("iteration_usd", "#,##0"),
-    ("spend_usd", "#,##0"),
-    ("net_usd", "#,##0"),
-    ("cumulative_usd", "#,##0"),
-    ("roi", "0.00%"),
-    ("discounted_net_usd", "#,##0"),
+    ("traffic_factor", "0.000"),
+    ("savings_usd", USD_FORMAT),
+    ("infra_usd", USD_FORMAT),
+    ("labour_usd", USD_FORMAT),
+    ("iteration_usd", USD_FORMAT),
+    ("spend_usd", USD_FORMAT),
+    ("net_usd", USD_FORMAT),
+    ("cumulative_usd", USD_FORMAT),
+    ("roi", PCT_FORMAT),
+    ("discounted_net_usd", USD_FORMAT),
     ("payback_candidate_months", "0.00"),
-    ("calls_per_month", "#,##0"),
+    ("calls_per_month", CALLS_FORMAT),
 )
 _COL = {name: chr(ord("A") + i) for i, (name, _fmt) in enumerate(_MONTH_COLS)}
 
-#: Summary cells: (label, unit, formula, number format, JSON key of ``roi_series``/roi commands)
-SUMMARY_KEYS: tuple[str, ...] = (
-    "roi",
-    "cumulative_roi",
-    "payback_months",
-    "npv_usd",
-    "irr_monthly",
-    "irr_annual",
-    "total_savings_usd",
-    "total_spend_usd",
-    "calls_per_month",
-    "calls_per_day",
+#: Break-even rows of the summary, the names of ``aitco breakeven ROI_FILE --json``.
+BREAKEVEN_SUMMARY: tuple[tuple[str, str, str], ...] = (
+    ("calls_per_month", "break-even calls per month (mean over the horizon)", "calls/month"),
+    ("max_calls_per_month", "break-even calls per month (highest month)", "calls/month"),
+    ("calls_per_day", "break-even calls per day (mean)", "calls/day"),
 )
+
+
+def _summary_keys() -> tuple[str, ...]:
+    from aitco.decide.roi import ROI_SUMMARY
+
+    return tuple(k for k, _l, _u in ROI_SUMMARY) + tuple(k for k, _l, _u in BREAKEVEN_SUMMARY)
+
+
+#: Keys of the summary rows, top to bottom (row 4 on): the names ``aitco roi FILE`` and
+#: ``aitco breakeven FILE`` print (:data:`aitco.decide.roi.ROI_SUMMARY`, then break-even).
+SUMMARY_KEYS: tuple[str, ...] = _summary_keys()
+
+#: Example inputs of ``aitco roi-template`` without ``--roi``: the seed ROI example,
+#: ``examples/roi_support_bot.yaml`` (a test checks that the two agree).
+EXAMPLE_SOURCE = "examples/roi_support_bot.yaml"
+
+
+def example_inputs() -> WorkbookInputs:
+    """Return the inputs of :data:`EXAMPLE_SOURCE` (a customer-support assistant)."""
+    return WorkbookInputs(
+        horizon_months=36,
+        monthly_savings_usd=128000.0,
+        monthly_cost_usd=18000.0,
+        variable_cost_usd=9000.0,
+        traffic_growth_per_month=-0.01,
+        savings_scale_with_traffic=True,
+        labour={"sre": (0.5, 95.0), "ml-engineer": (1.0, 110.0)},
+        upfront_usd=450000.0,
+        iteration_cost_usd=60000.0,
+        iteration_months=6,
+        discount_rate=0.10,
+        price_per_call_usd=0.85,
+        gross_margin=0.62,
+        notes=[
+            f"Example inputs from {EXAMPLE_SOURCE} (a customer-support assistant): "
+            "replace the yellow cells with your own."
+        ],
+    )
+
+
+def _roi_inputs(w: WorkbookInputs) -> RoiInputs:
+    """Return the :class:`aitco.decide.roi.RoiInputs` the workbook's formulas compute with."""
+    from aitco.decide.roi import FTE_HOURS_PER_MONTH, RoiInputs
+
+    scale = w.fte_hours_per_month / FTE_HOURS_PER_MONTH
+    return RoiInputs(
+        horizon_months=w.horizon_months,
+        monthly_savings_usd=w.monthly_savings_usd,
+        monthly_cost_usd=w.monthly_cost_usd,
+        variable_cost_usd=w.variable_cost_usd,
+        traffic_growth_per_month=w.traffic_growth_per_month,
+        savings_scale_with_traffic=w.savings_scale_with_traffic,
+        labour={
+            k: {"fte": fte, "usd_per_hour": rate * scale} for k, (fte, rate) in w.labour.items()
+        },
+        upfront_usd=w.upfront_usd,
+        iteration_cost_usd=w.iteration_cost_usd,
+        iteration_months=w.iteration_months,
+        discount_rate=w.discount_rate,
+        price_per_call_usd=w.price_per_call_usd or None,
+        gross_margin=w.gross_margin or None,
+    )
+
+
+def _finite_or(value: Any, empty: Any = "") -> Any:
+    """Return a cached cell value: the number, or ``empty`` for None/NaN (text in the cell)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return empty
+    return value
+
+
+def workbook_values(inputs: WorkbookInputs) -> dict[str, Any]:
+    """Values of the summary cells, by key, as aitco computes them (:func:`roi_series`).
+
+    These are stored as the cached results of the workbook's formulas, so that a spreadsheet
+    shows them on open without recalculating, and they are what ``aitco roi FILE --json`` and
+    ``aitco breakeven FILE --json`` print for the same inputs.
+    """
+    from aitco.decide import roi
+
+    res = roi.roi_series(_roi_inputs(inputs))
+    out = {k: _finite_or(res.get(k)) for k, _l, _u in roi.ROI_SUMMARY}
+    if out["payback_months"] == "":
+        out["payback_months"] = "not within horizon"
+    for k in ("irr_monthly", "irr_annual"):
+        if out[k] == "":
+            out[k] = "none"
+    calls = [m["calls_per_month"] for m in res["months"] if "calls_per_month" in m]
+    out["calls_per_month"] = sum(calls) / len(calls) if calls else ""
+    out["max_calls_per_month"] = max(calls) if calls else ""
+    out["calls_per_day"] = out["calls_per_month"] / inputs.days_per_month if calls else ""
+    out["_series"] = res
+    return out
 
 
 def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
@@ -275,22 +370,54 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
         ROI_t = (S_t - C_t) / C_t
         K_t   = -U + sum_{i<=t} (S_i - C_i)
 
-    NPV discounts month *t* by :math:`(1+r_m)^t` with :math:`r_m = (1+r)^{1/12}-1`; IRR is Excel's
-    ``IRR`` over ``[-U, S_1-C_1, ...]``; payback is the first month with :math:`K_t \ge 0`,
-    interpolated linearly within the month; break-even calls are
-    :math:`C_t / (p \cdot m)`.
+    NPV discounts month *t* by :math:`(1+r_m)^t` with :math:`r_m = (1+r)^{1/12}-1`; IRR is the
+    spreadsheet ``IRR`` over ``[-U, S_1-C_1, ...]`` started from aitco's IRR (when the flows
+    change sign more than once the NPV has several zeros; aitco reports the smallest
+    non-negative one); payback is the first month with :math:`K_t \ge 0`, interpolated
+    linearly within the month; break-even calls are :math:`C_t / (p \cdot m)`.
+
+    Every formula is stored with its value as aitco computes it (the cached result), so any
+    spreadsheet shows the numbers on open; recalculating gives the same values. The summary
+    and its chart print on one landscape page.
     """
     import xlsxwriter
 
     inputs.check()
+    values = workbook_values(inputs)
+    res = values.pop("_series")
+    months = res["months"]
+    horizon = inputs.horizon_months
+    labour_rows = [fte * rate * inputs.fte_hours_per_month for fte, rate in inputs.labour.values()]
+    labour_m = sum(labour_rows)
+    rm = res["discount_rate_monthly"]
+
     buf = io.BytesIO()
     wb = xlsxwriter.Workbook(buf, {"in_memory": True})
+    wb.set_properties({"title": "aitco ROI workbook", "comments": "Written by aitco"})
     bold = wb.add_format({"bold": True})
     title = wb.add_format({"bold": True, "font_size": 14})
-    edit = wb.add_format({"bg_color": "#FFF2CC", "border": 1})
-    edit_pct = wb.add_format({"bg_color": "#FFF2CC", "border": 1, "num_format": "0.00%"})
+    edit_fmts: dict[str, Any] = {}
+
+    def edit(num_format: str) -> Any:
+        if num_format not in edit_fmts:
+            edit_fmts[num_format] = wb.add_format(
+                {"bg_color": "#FFF2CC", "border": 1, "num_format": num_format}
+            )
+        return edit_fmts[num_format]
+
     note_fmt = wb.add_format({"italic": True, "font_color": "#666666"})
     hdr = wb.add_format({"bold": True, "bg_color": "#DDEBF7", "border": 1})
+    input_formats = {
+        "USD/month": USD_FORMAT,
+        "USD": USD_FORMAT,
+        "USD/call": USD_CENTS_FORMAT,
+        "fraction": RATE_FORMAT,
+        "1/month": RATE_FORMAT,
+        "1/year": RATE_FORMAT,
+        "months": "0",
+        "h": "0.00",
+        "days": "0.0000",
+    }
 
     # ------------------------------------------------------------------ Inputs
     ws = wb.add_worksheet("Inputs")
@@ -298,16 +425,16 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
     ws.set_column("B:B", 16)
     ws.set_column("C:C", 16)
     ws.set_column("D:D", 50)
-    ws.write("A1", "aitco ROI workbook: inputs (yellow cells are editable)", title)
+    ws.write("A1", "Your inputs: replace the yellow cells with your own", title)
+    ws.write("A2", "; ".join(inputs.notes) if inputs.notes else "", note_fmt)
     ws.write_row("A3", ["input", "value", "unit", "note"], hdr)
     row = 3
     for name, label, unit, attr, note in _INPUT_ROWS:
         val: Any = getattr(inputs, attr)
         if isinstance(val, bool):
             val = int(val)
-        fmt = edit_pct if unit in ("fraction", "1/month", "1/year") else edit
         ws.write(row, 0, label)
-        ws.write_number(row, 1, float(val), fmt)
+        ws.write_number(row, 1, float(val), edit(input_formats.get(unit, "General")))
         ws.write(row, 2, unit)
         ws.write(row, 3, note, note_fmt)
         wb.define_name(name, f"=Inputs!$B${row + 1}")
@@ -319,22 +446,24 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
     row += 1
     first_lab = row
     roles = list(inputs.labour.items())
+    usd_fmt = wb.add_format({"num_format": USD_FORMAT})
     for i in range(LABOUR_ROWS):
         r = first_lab + i
         if i < len(roles):
             role, (fte, rate) = roles[i]
-            ws.write(r, 0, role, edit)
-            ws.write_number(r, 1, float(fte), edit)
-            ws.write_number(r, 2, float(rate), edit)
+            ws.write(r, 0, role, edit("General"))
+            ws.write_number(r, 1, float(fte), edit("0.00"))
+            ws.write_number(r, 2, float(rate), edit(USD_CENTS_FORMAT))
         else:
-            ws.write_blank(r, 0, None, edit)
-            ws.write_blank(r, 1, None, edit)
-            ws.write_blank(r, 2, None, edit)
+            ws.write_blank(r, 0, None, edit("General"))
+            ws.write_blank(r, 1, None, edit("0.00"))
+            ws.write_blank(r, 2, None, edit(USD_CENTS_FORMAT))
         ws.write_formula(
             r,
             3,
             f"=N(B{r + 1})*N(C{r + 1})*fte_hours_per_month",
-            wb.add_format({"num_format": "#,##0"}),
+            usd_fmt,
+            labour_rows[i] if i < len(roles) else 0,
         )
     last_lab = first_lab + LABOUR_ROWS - 1
     row = last_lab + 1
@@ -343,22 +472,22 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
         row,
         3,
         f"=SUM(D{first_lab + 1}:D{last_lab + 1})",
-        wb.add_format({"num_format": "#,##0", "bold": True}),
+        wb.add_format({"num_format": USD_FORMAT, "bold": True}),
+        labour_m,
     )
     wb.define_name("labour_usd_per_month", f"=Inputs!$D${row + 1}")
     row += 1
     ws.write(row, 0, "Monthly discount rate", bold)
     ws.write_formula(
-        row, 1, "=(1+discount_rate)^(1/12)-1", wb.add_format({"num_format": "0.0000%"})
+        row, 1, "=(1+discount_rate)^(1/12)-1", wb.add_format({"num_format": "0.0000%"}), rm
     )
     wb.define_name("discount_rate_monthly", f"=Inputs!$B${row + 1}")
-    row += 2
-    for n in inputs.notes:
-        ws.write(row, 0, n, note_fmt)
-        row += 1
+    ws.set_landscape()
+    ws.fit_to_pages(1, 1)
+    ws.print_area(0, 0, row, 3)
 
     # ------------------------------------------------------------------ Monthly
-    n_rows = max(inputs.horizon_months, DEFAULT_ROWS)
+    n_rows = max(horizon, DEFAULT_ROWS)
     wm = wb.add_worksheet("Monthly")
     wm.set_column("A:A", 7)
     wm.set_column("B:M", 14)
@@ -397,128 +526,118 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
                 f'{c["spend_usd"]}{r}/(price_per_call_usd*gross_margin),"")'
             ),
         }
-        wm.write_formula(i + 1, 0, f'=IF({guard},{t},"")', fmts["month"])
+        cached = _month_values(months[i], i, months, inputs.upfront_usd, rm) if t <= horizon else {}
+        wm.write_formula(i + 1, 0, f'=IF({guard},{t},"")', fmts["month"], cached.get("month", ""))
         for j, (name, _f) in enumerate(_MONTH_COLS[1:], start=1):
-            wm.write_formula(i + 1, j, f'=IF({guard},{cells[name]},"")', fmts[name])
+            wm.write_formula(
+                i + 1, j, f'=IF({guard},{cells[name]},"")', fmts[name], cached.get(name, "")
+            )
     last = n_rows + 1
     # cash flows for IRR: month 0 then months 1..T (blank past the horizon)
     wm.write(0, 14, "cash_flow_usd", hdr)
-    wm.write_formula(1, 14, "=-upfront_usd", fmts["net_usd"])
+    wm.write_formula(1, 14, "=-upfront_usd", fmts["net_usd"], -inputs.upfront_usd)
     for i in range(n_rows):
         wm.write_formula(
-            i + 2, 14, f'=IF({i + 1}<=horizon_months,{c["net_usd"]}{i + 2},"")', fmts["net_usd"]
+            i + 2,
+            14,
+            f'=IF({i + 1}<=horizon_months,{c["net_usd"]}{i + 2},"")',
+            fmts["net_usd"],
+            months[i]["net_usd"] if i < horizon else "",
         )
     wm.set_column("O:O", 14)
+    wm.set_landscape()
+    wm.fit_to_pages(1, 0)
+    wm.repeat_rows(0)
+    wm.print_area(0, 0, horizon + 1, 14)
 
     def rng(col: str) -> str:
         return f"Monthly!${_COL[col]}$2:${_COL[col]}${last}"
 
     # ------------------------------------------------------------------ Summary
     su = wb.add_worksheet("Summary")
-    su.set_column("A:A", 38)
-    su.set_column("B:B", 18)
-    su.set_column("C:C", 14)
-    su.set_column("D:D", 60)
-    su.write("A1", "aitco ROI workbook: summary (live formulas)", title)
-    su.write_row("A3", ["quantity", "value", "unit", "formula"], hdr)
-    usd = wb.add_format({"num_format": "#,##0", "bold": True})
-    ratio = wb.add_format({"num_format": "0.0000", "bold": True})
-    months_fmt = wb.add_format({"num_format": "0.00", "bold": True})
-    summary: tuple[tuple[str, str, str, str, Any, str], ...] = (
-        (
-            "roi",
-            "Monthly ROI, flat form",
-            "ratio",
-            '=IF(monthly_cost_usd>0,(monthly_savings_usd-monthly_cost_usd)/monthly_cost_usd,"")',
-            ratio,
-            "(S - C) / C",
+    su.set_column("A:A", 20)
+    su.set_column("B:B", 16)
+    su.set_column("C:C", 12)
+    su.set_column("D:D", 48)
+    su.set_column("E:E", 54)
+    su.write("A1", "aitco ROI workbook: summary (live formulas over the Inputs sheet)", title)
+    su.write(
+        "A2",
+        "Names as printed by aitco roi FILE and aitco breakeven FILE; inputs on the Inputs sheet.",
+        note_fmt,
+    )
+    su.write_row("A3", ["name", "value", "unit", "quantity", "formula"], hdr)
+    fmt_by_unit = {
+        "ratio": wb.add_format({"num_format": PCT_FORMAT, "bold": True}),
+        "1/month": wb.add_format({"num_format": RATE_FORMAT, "bold": True}),
+        "1/year": wb.add_format({"num_format": PCT_FORMAT, "bold": True}),
+        "USD": wb.add_format({"num_format": USD_FORMAT, "bold": True}),
+        "months": wb.add_format({"num_format": MONTHS_FORMAT, "bold": True}),
+        "calls/month": wb.add_format({"num_format": CALLS_FORMAT, "bold": True}),
+        "calls/day": wb.add_format({"num_format": CALLS_FORMAT, "bold": True}),
+    }
+    total_spend = f"(SUM({rng('spend_usd')})+upfront_usd)"
+    formulas: dict[str, tuple[str, str]] = {
+        "roi_horizon": (
+            f'=IF({total_spend}>0,(SUM({rng("savings_usd")})-{total_spend})/{total_spend},"")',
+            "(sum S_t - sum C_t - U) / (sum C_t + U)",
         ),
-        (
-            "cumulative_roi",
-            "Cumulative ROI over the horizon",
-            "ratio",
-            f"=IF(SUM({rng('spend_usd')})+upfront_usd>0,(SUM({rng('savings_usd')})-SUM({rng('spend_usd')})-upfront_usd)"
-            f'/(SUM({rng("spend_usd")})+upfront_usd),"")',
-            ratio,
-            "(sum S - sum C - U) / (sum C + U)",
+        "roi_monthly_mean": (
+            f'=IFERROR(AVERAGE({rng("roi")}),"")',
+            "mean over the months of (S_t - C_t) / C_t",
         ),
-        (
-            "payback_months",
-            "Payback",
-            "months",
+        "npv_usd": (
+            f"=-upfront_usd+SUM({rng('discounted_net_usd')})",
+            "-U + sum (S_t - C_t) / (1 + r_m)^t",
+        ),
+        "irr_monthly": (
+            f"=IFERROR(IRR(Monthly!$O$2:$O${last + 1}"
+            + (f",{values['irr_monthly']!r}" if isinstance(values["irr_monthly"], float) else "")
+            + '),"none")',
+            "NPV of [-U, S_1 - C_1, ...] = 0 (search starts at aitco's IRR)",
+        ),
+        "irr_annual": (
+            '=IF(ISNUMBER(irr_monthly),(1+irr_monthly)^12-1,"none")',
+            "(1 + irr_monthly)^12 - 1",
+        ),
+        "payback_months": (
             f"=IF(AND(upfront_usd<=0,Monthly!{_COL['net_usd']}2>=0),0,"
             f'IF(COUNT({rng("payback_candidate_months")})=0,"not within horizon",'
             f"MIN({rng('payback_candidate_months')})))",
-            months_fmt,
             "first month with cumulative net >= 0, linear within the month",
         ),
-        (
-            "npv_usd",
-            "Net present value",
-            "USD",
-            f"=-upfront_usd+SUM({rng('discounted_net_usd')})",
-            usd,
-            "-U + sum (S_t - C_t) / (1 + r_m)^t",
+        "total_savings_usd": (f"=SUM({rng('savings_usd')})", "sum S_t"),
+        "total_spend_usd": (f"={total_spend}", "sum C_t + U"),
+        "net_usd": (f"=SUM({rng('savings_usd')})-{total_spend}", "sum S_t - sum C_t - U"),
+        "calls_per_month": (
+            f'=IFERROR(AVERAGE({rng("calls_per_month")}),"")',
+            "mean of C_t / (price x margin)",
         ),
-        (
-            "irr_monthly",
-            "Internal rate of return, monthly",
-            "1/month",
-            f'=IFERROR(IRR(Monthly!$O$2:$O${last + 1}),"none")',
-            ratio,
-            "IRR of [-U, S_1 - C_1, ...]",
+        "max_calls_per_month": (
+            f'=IF(COUNT({rng("calls_per_month")})>0,MAX({rng("calls_per_month")}),"")',
+            "highest C_t / (price x margin)",
         ),
-        (
-            "irr_annual",
-            "Internal rate of return, annual",
-            "1/year",
-            '=IF(ISNUMBER(irr_monthly),(1+irr_monthly)^12-1,"none")',
-            ratio,
-            "(1 + IRR_m)^12 - 1",
-        ),
-        (
-            "total_savings_usd",
-            "Total savings over the horizon",
-            "USD",
-            f"=SUM({rng('savings_usd')})",
-            usd,
-            "sum S_t",
-        ),
-        (
-            "total_spend_usd",
-            "Total spend over the horizon",
-            "USD",
-            f"=SUM({rng('spend_usd')})+upfront_usd",
-            usd,
-            "sum C_t + U",
-        ),
-        (
-            "calls_per_month",
-            "Break-even calls per month (month-1 spend)",
-            "calls/month",
-            f'=IF(price_per_call_usd*gross_margin>0,Monthly!{_COL["spend_usd"]}2/(price_per_call_usd*gross_margin),"")',
-            usd,
-            "C_1 / (price x margin)",
-        ),
-        (
-            "calls_per_day",
-            "Break-even calls per day",
-            "calls/day",
+        "calls_per_day": (
             '=IF(ISNUMBER(calls_per_month),calls_per_month/days_per_month,"")',
-            usd,
-            "calls per month / days per month",
+            "calls_per_month / days per month",
         ),
-    )
-    for k, (key, label, unit, formula, f, words) in enumerate(summary):
+    }
+    from aitco.decide.roi import ROI_SUMMARY
+
+    rows = list(ROI_SUMMARY) + list(BREAKEVEN_SUMMARY)
+    for k, (key, label, unit) in enumerate(rows):
         r = 3 + k
-        su.write(r, 0, label)
-        su.write_formula(r, 1, formula, f)
+        formula, words = formulas[key]
+        su.write(r, 0, key, bold)
+        su.write_formula(r, 1, formula, fmt_by_unit[unit], values[key])
         su.write(r, 2, unit)
-        su.write(r, 3, words, note_fmt)
+        su.write(r, 3, label)
+        su.write(r, 4, words, note_fmt)
         wb.define_name(key, f"=Summary!$B${r + 1}")
+    last_summary_row = 3 + len(rows)
 
     # chart: cumulative net (line) and monthly ROI (secondary axis)
-    horizon_last = inputs.horizon_months + 1
+    horizon_last = horizon + 1
     chart = wb.add_chart({"type": "line"})
     chart.add_series(
         {
@@ -540,13 +659,39 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
     )
     chart.combine(roi_line)
     chart.set_title({"name": "Cumulative net cash flow and monthly ROI"})
-    chart.set_x_axis({"name": "month"})
-    chart.set_y_axis({"name": "USD", "num_format": "#,##0"})
-    roi_line.set_y2_axis({"name": "ROI", "num_format": "0%"})
-    chart.set_size({"width": 760, "height": 380})
-    su.insert_chart("A16", chart)
+    chart.set_x_axis({"name": "month", "label_position": "low"})
+    chart.set_y_axis({"name": "cumulative net [USD]", "num_format": USD_FORMAT})
+    roi_line.set_y2_axis({"name": "monthly ROI", "num_format": "0%"})
+    chart.set_legend({"position": "bottom"})
+    chart_row = last_summary_row + 1
+    chart_rows = 20  # 20 rows of 20 px = the chart's 400 px
+    chart.set_size({"width": 900, "height": 400})
+    su.insert_chart(chart_row, 0, chart)
+    su.set_landscape()
+    su.fit_to_pages(1, 1)
+    su.center_horizontally()
+    su.print_area(0, 0, chart_row + chart_rows, 4)
+    su.activate()
     wb.close()
     return buf.getvalue()
+
+
+def _month_values(
+    row: Mapping[str, Any], i: int, months: list[Any], upfront_usd: float, rate_monthly: float
+) -> dict[str, Any]:
+    """Return the cached values of one monthly row (from :func:`aitco.decide.roi.roi_series`)."""
+    prev = -upfront_usd if i == 0 else months[i - 1]["cumulative_usd"]
+    cum = row["cumulative_usd"]
+    net = row["net_usd"]
+    payback: Any = ""
+    if cum >= 0 and prev < 0:
+        payback = float(row["month"]) if net <= 0 else row["month"] - 1 + (-prev) / net
+    out = {k: row[k] for k in ("month", *(n for n, _f in _MONTH_COLS[1:9]))}
+    out["roi"] = _finite_or(row["roi"])
+    out["discounted_net_usd"] = net / (1.0 + rate_monthly) ** row["month"]
+    out["payback_candidate_months"] = payback
+    out["calls_per_month"] = row.get("calls_per_month", "")
+    return out
 
 
 def write_roi_workbook(path: str | Path, inputs: WorkbookInputs) -> Path:
