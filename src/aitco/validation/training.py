@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aitco.catalog.loader import Catalog
+from aitco.catalog.loader import Catalog, load_catalog
 from aitco.catalog.schema import ModelArch
 from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
@@ -417,8 +417,6 @@ def validate_training(
 ) -> list[RowResult]:
     """Predict every row (of the given scopes; ``None`` = all) and return the per-row results."""
     if catalog is None:
-        from aitco.catalog.loader import load_catalog
-
         catalog = load_catalog()
     df = load_rows(path)
     out: list[RowResult] = []
@@ -513,8 +511,6 @@ def fit_efficiency(
         Objective, summary of the fit and the number of evaluations.
     """
     if catalog is None:
-        from aitco.catalog.loader import load_catalog
-
         catalog = load_catalog()
     df = load_rows(path)
     cases = []
