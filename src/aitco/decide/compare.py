@@ -34,6 +34,8 @@ from aitco.decide.scenario import (
 )
 from aitco.errors import AitcoError, CatalogError, InputError, UnknownIdError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.inference import estimate_inference
+from aitco.perf.training import estimate_training
 from aitco.units import (
     GIGA,
     HOURS_PER_DAY,
@@ -494,19 +496,8 @@ def _price_per_gpu_h(
 
 
 def _engine(kind: str) -> Any:
-    """Return the performance engine function (imported late, at call time)."""
-    try:
-        if kind == "training":
-            from aitco.perf.training import estimate_training
-
-            return estimate_training
-        from aitco.perf.inference import estimate_inference
-
-        return estimate_inference
-    except ImportError as exc:  # pragma: no cover - only before the engines land
-        raise AitcoError(
-            f"the {kind} performance engine (aitco.perf.{kind}) is not available: {exc}"
-        ) from exc
+    """Return the performance engine function of ``kind`` ("training" or "inference")."""
+    return estimate_training if kind == "training" else estimate_inference
 
 
 def _guarded(fn: Any, what: str, *args: Any, **kw: Any) -> Any:

@@ -384,7 +384,7 @@ def _ms(s: float | None) -> float | None:
 SATURATION_PENALTY = 1.0
 
 #: Figures the fit uses: the throughputs and the median (or mean) TTFT and TPOT named in the
-#: targets of issue 4; P99 and end-to-end figures are validated but not fitted.
+#: accuracy targets (docs/inference.md); P99 and end-to-end figures are validated but not fitted.
 FIT_METRICS = (
     "output_tokens_per_s", "ttft_ms_median", "tpot_ms_median", "ttft_ms_mean", "tpot_ms_mean",
 )  # fmt: skip
