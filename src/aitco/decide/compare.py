@@ -43,6 +43,7 @@ from aitco.units import (
     HOURS_PER_YEAR,
     KG_PER_TONNE,
     MEGA,
+    MS_PER_S,
     SECONDS_PER_HOUR,
     WATTS_PER_KILOWATT,
 )
@@ -834,8 +835,8 @@ def _meets_slo(w: InferenceWorkload, v: dict[str, Any]) -> bool | None:
     ttft, tpot = _f(v.get("ttft_s")), _f(v.get("tpot_s"))
     if ttft is None or tpot is None or math.isnan(ttft) or math.isnan(tpot):
         return False
-    ok_ttft = w.slo_ttft_ms is None or ttft * 1e3 <= w.slo_ttft_ms
-    ok_tpot = w.slo_tpot_ms is None or tpot * 1e3 <= w.slo_tpot_ms
+    ok_ttft = w.slo_ttft_ms is None or ttft * MS_PER_S <= w.slo_ttft_ms
+    ok_tpot = w.slo_tpot_ms is None or tpot * MS_PER_S <= w.slo_tpot_ms
     return bool(ok_ttft and ok_tpot)
 
 

@@ -27,7 +27,15 @@ from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.errors import InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.params import param_counts
-from aitco.units import BYTES_PER_DTYPE, DTYPES, GIGA, HOURS_PER_YEAR, SECONDS_PER_HOUR, TERA
+from aitco.units import (
+    BYTES_PER_DTYPE,
+    DTYPES,
+    GIGA,
+    HOURS_PER_YEAR,
+    SECONDS_PER_HOUR,
+    TERA,
+    WATTS_PER_KILOWATT,
+)
 
 # ----------------------------------------------------------------------------- named constants
 #: Bytes of model state per parameter for mixed-precision Adam: bf16 weights (2) + bf16
@@ -214,7 +222,7 @@ def owned_usd_per_gpu_hour(
     loss = _factor(cat, "power-conversion.loss", DEFAULT_CONVERSION_LOSS)
     kwh = _factor(cat, f"electricity.usd-per-kwh.{region or 'us'}", DEFAULT_USD_PER_KWH)
     it_w = (acc.tdp_w or 0.0) * util + sysm.node_power_w / sysm.devices_per_node
-    energy_h = it_w / 1000.0 / (1.0 - loss) * pue * kwh
+    energy_h = it_w / WATTS_PER_KILOWATT / (1.0 - loss) * pue * kwh
     return capital_h + energy_h
 
 

@@ -25,6 +25,7 @@ from aitco.catalog.schema import ModelArch
 from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.inference import estimate_inference
+from aitco.units import MS_PER_S
 
 #: Catalog id of each ground-truth model name.
 MODEL_IDS: dict[str, str] = {
@@ -376,7 +377,7 @@ def _predict_row(
 
 
 def _ms(s: float | None) -> float | None:
-    return None if s is None else s * 1000.0
+    return None if s is None else s * MS_PER_S
 
 
 #: |ln error| charged in the fit for each latency figure of a load row the model predicts to be

@@ -29,7 +29,7 @@ from aitco.decide.scenario import OpsAssumptions, TrainingWorkload
 from aitco.errors import AitcoError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.training import estimate_training
-from aitco.units import KG_PER_TONNE, KWH_PER_MWH
+from aitco.units import KG_PER_TONNE, KWH_PER_MWH, WH_PER_MWH
 from aitco.validation.training import SkipRow, _num, load_rows, map_hardware, parse_plan, row_model
 
 #: Cluster size used when a row does not state it (LLaMA-1 65B's 2,048 A100s, Touvron et al.
@@ -166,10 +166,10 @@ def predict_full_run(
                 it_w, fac.value("power-conversion.loss"), fac.value("pue.hyperscale")
             )
         )
-        e_aitco = observed * meter_w / 1e6  # W x h -> MWh
+        e_aitco = observed * meter_w / WH_PER_MWH  # GPU-h x W -> MWh
         out.update(
             energy_mwh_card=e_card,
-            energy_mwh_card_basis_from_prediction=pred * p_card / 1e6,
+            energy_mwh_card_basis_from_prediction=pred * p_card / WH_PER_MWH,
             energy_mwh_aitco_power_model=e_aitco,
             energy_ratio_aitco_to_card=e_aitco / e_card,
             meter_w_per_gpu_aitco=meter_w,
