@@ -113,4 +113,4 @@ def workbook_summary_png(out: Path = DEFAULT_OUT) -> Path:
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT / "src"))
     path = workbook_summary_png(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_OUT)
-    print(f"wrote {path} ({path.stat().st_size:,} bytes)")  # noqa: T201
+    print(f"wrote {path} ({path.stat().st_size:,} bytes)")

@@ -15,14 +15,52 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+#: Fixtures the tests need, copied with their provenance (tests/fixtures/README.md).
+FIXTURES = REPO / "tests" / "fixtures"
+#: Reason prefix of a skip for a missing file; under ``CI=true`` such a skip fails the test.
+MISSING_FILE = "missing file:"
+
+
+def skip_if_missing(path: Path) -> Path:
+    """Return ``path``, or skip the test (failed under ``CI=true``) when it does not exist."""
+    if not path.exists():
+        pytest.skip(f"{MISSING_FILE} {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    """``tests/fixtures``: real logs, reference data and ground truth, with provenance."""
+    return skip_if_missing(FIXTURES)
 
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    """The ``../shared`` folder beside the repository (fixtures, ground truth)."""
-    if not SHARED.is_dir():
-        pytest.skip("../shared is not present beside the repository")
-    return SHARED
+    """The ``../shared`` folder beside the repository; prefer ``fixtures_dir`` (in the clone)."""
+    return skip_if_missing(SHARED)
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def missing_file_skip_fails(report: pytest.TestReport, ci: bool) -> bool:
+    """True when ``report`` is a skip for a missing file and CI must fail it."""
+    if not (ci and report.skipped) or not isinstance(report.longrepr, tuple):
+        return False
+    reason = str(report.longrepr[2])
+    return MISSING_FILE in reason or "../shared" in reason
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """Under ``CI=true`` a test that skips for a missing file fails instead (issue 17 item 6)."""
+    report = yield
+    if missing_file_skip_fails(report, _in_ci()):
+        reason = report.longrepr[2]
+        report.outcome = "failed"
+        report.longrepr = f"skipped for a missing file under CI=true: {reason}"
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_clean():
-    res = _run([sys.executable, "-m", "ruff", "check", "src", "tests", "benchmarks"])
+    res = _run([sys.executable, "-m", "ruff", "check", "src", "tests", "benchmarks", "scripts"])
     assert res.returncode == 0, res.stdout + res.stderr
 
 

@@ -29,9 +29,20 @@ HOURS_PER_YEAR = HOURS_PER_DAY * DAYS_PER_YEAR
 MONTHS_PER_YEAR = 12
 HOURS_PER_MONTH = HOURS_PER_YEAR / MONTHS_PER_YEAR
 DAYS_PER_MONTH = DAYS_PER_YEAR / MONTHS_PER_YEAR
+SECONDS_PER_MONTH = HOURS_PER_MONTH * SECONDS_PER_HOUR
+#: Milliseconds and microseconds per second: the CLI edge and log parsers meet ms and us; the
+#: models and JSON keys use seconds.
+MS_PER_S = 1e3
+US_PER_S = 1e6
+#: Percent per unit fraction (tools print percent; aitco keys hold fractions 0-1).
+PERCENT = 100.0
 
 WATTS_PER_KILOWATT = 1e3
 KWH_PER_MWH = 1e3
+#: Joules per kilowatt-hour (1 kW x 3600 s).
+J_PER_KWH = WATTS_PER_KILOWATT * SECONDS_PER_HOUR
+#: Watt-hours per megawatt-hour.
+WH_PER_MWH = WATTS_PER_KILOWATT * KWH_PER_MWH
 KG_PER_TONNE = 1e3
 GRAMS_PER_KG = 1e3
 

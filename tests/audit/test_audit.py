@@ -335,8 +335,8 @@ def test_provider_shapes_are_normalised(tmp_path):
     assert t["reasoning_tokens"] == 60
 
 
-def test_fixture_and_exports(shared_dir):
-    out = audit_log(shared_dir / "fixtures" / "openai_usage.jsonl", PRICE, TOK).to_json()
+def test_fixture_and_exports(fixtures_dir):
+    out = audit_log(fixtures_dir / "openai_usage.jsonl", PRICE, TOK).to_json()
     assert out["billed_tokens"] == (14 + 37) + (14 + 50)
     assert out["skipped_lines"]["export_pages"] == 2
     assert out["skipped_lines"]["malformed"] == 0
@@ -359,10 +359,10 @@ def test_json_contract_keys(tmp_path):
     assert out["price"]["as_of"] == "2026-01-01"
 
 
-def test_export_only_json_file_is_billed_from_usage(tmp_path, shared_dir):
+def test_export_only_json_file_is_billed_from_usage(tmp_path, fixtures_dir):
     pages = [
         json.loads(line)
-        for line in (shared_dir / "fixtures" / "openai_usage.jsonl").read_text().splitlines()[2:]
+        for line in (fixtures_dir / "openai_usage.jsonl").read_text().splitlines()[2:]
     ]
     f = tmp_path / "usage_export.json"
     f.write_text(json.dumps(pages, indent=2))  # pretty-printed, as saved from the API

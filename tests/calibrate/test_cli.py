@@ -195,9 +195,9 @@ def test_actual_vs_estimate_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_actual_vs_estimate_timers_chain(
-    shared_dir: Path, capsys: pytest.CaptureFixture[str]
+    fixtures_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    log = shared_dir / "fixtures" / "deepspeed_megatron_log.txt"
+    log = fixtures_dir / "deepspeed_megatron_log.txt"
     code, out, _ = run(
         [
             "actual-vs-estimate",

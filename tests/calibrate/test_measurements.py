@@ -68,8 +68,8 @@ def test_bus_bandwidth_intra_node(catalog) -> None:
     assert b["comm_amplification"] == pytest.approx(5705.0e-6 / ideal)
 
 
-def test_bus_bandwidth_fixture_scale_out(shared_dir: Path, catalog) -> None:
-    s = parse_nccl(shared_dir / "fixtures/nccl_all_reduce_perf.txt").summary
+def test_bus_bandwidth_fixture_scale_out(fixtures_dir: Path, catalog) -> None:
+    s = parse_nccl(fixtures_dir / "nccl_all_reduce_perf.txt").summary
     b = meas.bus_bandwidth(s, catalog.system("hgx-h100-8"))
     assert b["scope"] == "scale-out"
     assert b["bus_bandwidth_plateau_gb_s"] == pytest.approx(338.82)

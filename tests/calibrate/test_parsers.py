@@ -1,4 +1,4 @@
-"""Parsers on the real fixtures in ../shared/fixtures and on our own small fixtures.
+"""Parsers on the real fixtures in tests/fixtures and on our own small fixtures.
 
 Numbers are checked, not only that parsing ran.
 """
@@ -27,8 +27,8 @@ approx = pytest.approx
 
 
 @pytest.fixture
-def fx(shared_dir: Path) -> Path:
-    return shared_dir / "fixtures"
+def fx(fixtures_dir: Path) -> Path:
+    return fixtures_dir
 
 
 # ----------------------------------------------------------------------------- nccl-tests

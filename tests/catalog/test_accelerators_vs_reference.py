@@ -49,8 +49,8 @@ PEAK_KEYS = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16", "fp
 
 
 @pytest.fixture(scope="module")
-def reference(shared_dir: Path) -> dict[str, dict[str, Any]]:
-    doc = yaml.safe_load((shared_dir / "reference" / "hardware-catalog.yaml").read_text("utf-8"))
+def reference(fixtures_dir: Path) -> dict[str, dict[str, Any]]:
+    doc = yaml.safe_load((fixtures_dir / "reference" / "hardware-catalog.yaml").read_text("utf-8"))
     return {a["id"]: a for a in doc["accelerators"]}
 
 

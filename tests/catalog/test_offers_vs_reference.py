@@ -17,8 +17,8 @@ PROVIDERS = {
 
 
 @pytest.fixture(scope="module")
-def rows(shared_dir: Path) -> list[dict[str, str]]:
-    path = shared_dir / "reference" / "cloud-prices.csv"
+def rows(fixtures_dir: Path) -> list[dict[str, str]]:
+    path = fixtures_dir / "reference" / "cloud-prices.csv"
     with open(path, encoding="utf-8", newline="") as fh:
         return list(csv.DictReader(fh))
 

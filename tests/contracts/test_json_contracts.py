@@ -32,7 +32,7 @@ import aitco.cli.app as cli_app
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 GLOSSARY = REPO / "docs" / "glossary.md"
-FIXTURES = REPO.parent / "shared" / "fixtures"
+FIXTURES = REPO / "tests" / "fixtures"  # copies of ../shared/fixtures, with provenance
 
 #: The 26 accelerator ids that the foundation issue (2) requires in the catalog.
 REQUIRED_ACCELERATORS = [
@@ -226,7 +226,7 @@ def resolve(args: list[str], tmp: Path) -> list[str]:
 
 def _needs_fixtures(args: list[str]) -> None:
     if any(str(FIXTURES) in a for a in args) and not FIXTURES.is_dir():
-        pytest.skip("../shared/fixtures is not present beside the repository")
+        pytest.skip(f"missing file: {FIXTURES}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,9 +29,9 @@ def report():
     return validate()
 
 
-def test_bundled_csv_matches_shared_ground_truth(shared_dir) -> None:
+def test_bundled_csv_matches_shared_ground_truth(fixtures_dir) -> None:
     bundled = default_csv().read_text(encoding="utf-8")
-    assert bundled == (shared_dir / "groundtruth" / "inference.csv").read_text(encoding="utf-8")
+    assert bundled == (fixtures_dir / "groundtruth" / "inference.csv").read_text(encoding="utf-8")
 
 
 def test_every_row_is_accounted_for(report) -> None:

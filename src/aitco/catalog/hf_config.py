@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from aitco.catalog.loader import file_source
+from aitco.catalog.provenance import file_source
 from aitco.catalog.schema import MLA, ModelArch, MoE, Provenance, Source
 from aitco.errors import InputError
 

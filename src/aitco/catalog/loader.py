@@ -23,7 +23,6 @@ source unless the overlay names another.
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import functools
 import json
 import os
@@ -36,6 +35,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import ValidationError
 
+from aitco.catalog.hf_config import model_from_hf_config
+from aitco.catalog.provenance import file_source
 from aitco.catalog.schema import (
     KINDS,
     Accelerator,
@@ -274,8 +275,6 @@ class Catalog:
         if p.suffix.lower() == ".json" or p.name == "config.json":
             if not p.is_file():
                 raise InputError(field, s, "a catalog model id or an existing config.json path")
-            from aitco.catalog.hf_config import model_from_hf_config
-
             return model_from_hf_config(p)
         if p.suffix.lower() in (".yaml", ".yml"):
             if not p.is_file():
@@ -311,20 +310,6 @@ def _model_from_yaml(path: Path) -> ModelArch:
 
 def _overlay_source(path: Path) -> Source:
     return file_source(path, f"user file {path.name}")
-
-
-def file_source(path: Path, title: str) -> Source:
-    """Provenance of values read from a user's file: the file itself, dated by its mtime."""
-    try:
-        day = dt.date.fromtimestamp(path.stat().st_mtime)
-    except OSError:
-        day = dt.date.today()
-    return Source(
-        key=f"file:{path}",
-        title=title,
-        document=str(path.resolve()),
-        retrieved=day,
-    )
 
 
 def _builtin_files() -> list[Path]:

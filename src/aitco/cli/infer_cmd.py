@@ -2,11 +2,11 @@
 
 Thin: parse the flags, resolve the catalog entries, call
 :func:`aitco.perf.inference.estimate_inference` or :func:`aitco.validation.inference.validate`,
-render. ``--json`` prints one object with the keys of issue 4 (``ttft_s``, ``tpot_s``,
-``e2e_latency_s``, ``output_tokens_per_s``, ``total_tokens_per_s``, ``requests_per_s``,
-``max_concurrency``, ``kv_cache_gb``, ``weights_gb``, ``fits``; with ``--qps`` also
-``p50_ttft_s``, ``p99_ttft_s``, ``p50_tpot_s``, ``p99_tpot_s``, ``p99_e2e_latency_s`` and,
-with an SLO, ``replicas_for_slo``), plus ``interval``.
+render. ``--json`` prints one object with the contract keys of docs/glossary.md (``ttft_s``,
+``tpot_s``, ``e2e_latency_s``, ``output_tokens_per_s``, ``total_tokens_per_s``,
+``requests_per_s``, ``max_concurrency``, ``kv_cache_gb``, ``weights_gb``, ``fits``; with
+``--qps`` also ``p50_ttft_s``, ``p99_ttft_s``, ``p50_tpot_s``, ``p99_tpot_s``,
+``p99_e2e_latency_s`` and, with an SLO, ``replicas_for_slo``), plus ``interval``.
 """
 
 from __future__ import annotations

@@ -520,13 +520,14 @@ def validate_tco_cmd(
     calibration: CalibOpt = None,
 ) -> None:
     """Full-run GPU-hours of published runs from throughput x goodput: the error table."""
-    from aitco.validation.tco import render_validation, validate_full_runs
+    from aitco.cli.validation_render import render_tco_validation
+    from aitco.validation.tco import validate_full_runs
 
     res = validate_full_runs(state.catalog(), efficiency=_efficiency(calibration))
     if json_out:
         print_json(res)
         return
-    render_validation(res)
+    render_tco_validation(res)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:

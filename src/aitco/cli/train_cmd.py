@@ -3,7 +3,7 @@
 Thin: parse the flags, resolve the catalog entries, call
 :func:`aitco.perf.training.estimate_training` or
 :func:`aitco.validation.training.validate_training`, render. ``--json`` prints one object
-with the keys of issue 3 (``step_time_s``, ``tokens_per_s``,
+with the keys of the JSON contract, docs/glossary.md (``step_time_s``, ``tokens_per_s``,
 ``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``, ``hardware_tflops_per_gpu``, ``mfu``, ``hfu``,
 ``memory_per_gpu_gb``, ``fits``, ``gpu_hours``, ``wall_clock_h``, ``plan``, ``interval``).
 """

@@ -24,7 +24,7 @@ from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import ApiPrice
 from aitco.decide import evaluators as ev
 from aitco.errors import AitcoError, InputError
-from aitco.units import DTYPES, HOURS_PER_MONTH, MEGA, SECONDS_PER_HOUR
+from aitco.units import DTYPES, HOURS_PER_MONTH, MEGA, MS_PER_S, SECONDS_PER_HOUR
 
 #: Hardware offered by default for self-hosting (common inference accelerators).
 DEFAULT_HARDWARE: tuple[str, ...] = (
@@ -468,8 +468,8 @@ def poisson_check(
             tp=plan["gpus_per_replica"],
             max_batch=plan["batch"],
             num_requests=POISSON_CHECK_REQUESTS,
-            slo_ttft_ms=None if max_ttft_s is None else max_ttft_s * 1e3,
-            slo_tpot_ms=None if max_tpot_s is None else max_tpot_s * 1e3,
+            slo_ttft_ms=None if max_ttft_s is None else max_ttft_s * MS_PER_S,
+            slo_tpot_ms=None if max_tpot_s is None else max_tpot_s * MS_PER_S,
         )
     except AitcoError as exc:
         return {"available": False, "error": str(exc)}

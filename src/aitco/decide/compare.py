@@ -37,6 +37,8 @@ from aitco.decide.scenario import (
 from aitco.errors import AitcoError, CatalogError, InputError, UnknownIdError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape
+from aitco.perf.inference import estimate_inference
+from aitco.perf.training import estimate_training
 from aitco.units import (
     GIGA,
     HOURS_PER_DAY,
@@ -44,6 +46,7 @@ from aitco.units import (
     HOURS_PER_YEAR,
     KG_PER_TONNE,
     MEGA,
+    MS_PER_S,
     SECONDS_PER_HOUR,
     WATTS_PER_KILOWATT,
 )
@@ -512,19 +515,8 @@ def _price_per_gpu_h(
 
 
 def _engine(kind: str) -> Any:
-    """Return the performance engine function (imported late, at call time)."""
-    try:
-        if kind == "training":
-            from aitco.perf.training import estimate_training
-
-            return estimate_training
-        from aitco.perf.inference import estimate_inference
-
-        return estimate_inference
-    except ImportError as exc:  # pragma: no cover - only before the engines land
-        raise AitcoError(
-            f"the {kind} performance engine (aitco.perf.{kind}) is not available: {exc}"
-        ) from exc
+    """Return the performance engine function of ``kind`` ("training" or "inference")."""
+    return estimate_training if kind == "training" else estimate_inference
 
 
 def _guarded(fn: Any, what: str, *args: Any, **kw: Any) -> Any:
@@ -868,8 +860,8 @@ def _meets_slo(w: InferenceWorkload, v: dict[str, Any]) -> bool | None:
     ttft, tpot = _f(v.get("ttft_s")), _f(v.get("tpot_s"))
     if ttft is None or tpot is None or math.isnan(ttft) or math.isnan(tpot):
         return False
-    ok_ttft = w.slo_ttft_ms is None or ttft * 1e3 <= w.slo_ttft_ms
-    ok_tpot = w.slo_tpot_ms is None or tpot * 1e3 <= w.slo_tpot_ms
+    ok_ttft = w.slo_ttft_ms is None or ttft * MS_PER_S <= w.slo_ttft_ms
+    ok_tpot = w.slo_tpot_ms is None or tpot * MS_PER_S <= w.slo_tpot_ms
     return bool(ok_ttft and ok_tpot)
 
 

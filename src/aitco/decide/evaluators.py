@@ -32,7 +32,14 @@ from aitco.decide.compare import DEFAULT_REGION, Factors, owned_price
 from aitco.errors import InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.params import param_counts
-from aitco.units import BYTES_PER_DTYPE, DTYPES, GIGA, SECONDS_PER_HOUR, TERA
+from aitco.units import (
+    BYTES_PER_DTYPE,
+    DTYPES,
+    GIGA,
+    SECONDS_PER_HOUR,
+    TERA,
+    WATTS_PER_KILOWATT,
+)
 
 # ----------------------------------------------------------------------------- named constants
 #: Bytes of model state per parameter for mixed-precision Adam: bf16 weights (2) + bf16
@@ -249,7 +256,7 @@ def owned_usd_per_gpu_hour(
             1, acc.tdp_w or 0.0, 1.0, util, idle, 1.0 / sysm.devices_per_node, sysm.node_power_w, sw
         )
     )
-    meter_kw = float(power.facility_power_w(it_w, loss, pue)) / 1000.0
+    meter_kw = float(power.facility_power_w(it_w, loss, pue)) / WATTS_PER_KILOWATT
     return capital_h + meter_kw * usd_kwh
 
 

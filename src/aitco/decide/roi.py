@@ -1,8 +1,8 @@
 """Return on investment: monthly ROI, break-even volume, payback, NPV, IRR and a tornado.
 
 Everything here is plain arithmetic that a spreadsheet can reproduce cell by cell; each function's
-docstring gives the formula in spreadsheet terms. The flat forms are the two worked examples of
-issue 6::
+docstring gives the formula in spreadsheet terms. The flat forms are the two worked examples
+(the test suite checks both)::
 
     roi = (monthly_savings_usd - monthly_cost_usd) / monthly_cost_usd
     calls_per_month = fixed_cost_usd / (price_per_call_usd * gross_margin)

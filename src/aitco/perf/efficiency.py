@@ -69,7 +69,7 @@ class EfficiencyParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # ---- training engine (issue #3) ----------------------------------------------------------
+    # ---- training engine ----------------------------------------------------------------------
     # Defaults fitted ONCE, globally, on the 51 predictable throughput rows of
     # aitco/validation/data/training.csv by aitco.validation.training.fit_efficiency(loss="l2")
     # (coordinate descent minimising the RMS of ln(observed/predicted) tokens/s/GPU over all
@@ -112,7 +112,7 @@ class EfficiencyParams(BaseModel):
         description="90th percentile of ln(observed/predicted) tokens/s/GPU on validation rows.",
     )
 
-    # ---- inference engine (issue #4) ---------------------------------------------------------
+    # ---- inference engine ---------------------------------------------------------------------
     serving_overhead_s: float = Field(
         default=0.004,
         ge=0.0,

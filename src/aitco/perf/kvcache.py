@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from aitco.catalog.schema import ModelArch
 from aitco.errors import InputError
-from aitco.units import BYTES_PER_DTYPE
+from aitco.units import BYTES_PER_DTYPE, gb_to_bytes
 
 F64 = NDArray[np.float64]
 
@@ -244,7 +244,7 @@ def kv_capacity(
         raise InputError("allocation", allocation, "'paged' or 'contiguous'")
     per_seq = float(kv_bytes_per_sequence(model, reserved, kv_precision, tp)) / pp
     per_token = float(kv_bytes_per_sequence(model, 1.0, kv_precision, tp)) / pp
-    free_b = free_memory_gb * 1e9
+    free_b = gb_to_bytes(free_memory_gb)
     n_seq = int(free_b // per_seq) if per_seq > 0 else 0
     waste = float(
         fragmentation_waste_fraction(

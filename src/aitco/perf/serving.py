@@ -25,7 +25,7 @@ from aitco.perf.inference import (
     continuous_batching_step,
 )
 from aitco.perf.queueing import simulate_poisson
-from aitco.units import SECONDS_PER_HOUR
+from aitco.units import J_PER_KWH, MEGA
 
 F64 = NDArray[np.float64]
 
@@ -334,5 +334,5 @@ def energy_per_token(
         "energy_per_token_j": j,
         "tokens_per_s_per_w": output_tokens_per_s / p,
         "peak_tops_per_w": peak / acc.tdp_w if peak else None,  # TFLOP/s = TOPS
-        "energy_per_million_tokens_kwh": j * 1e6 / SECONDS_PER_HOUR / 1e3,
+        "energy_per_million_tokens_kwh": j * MEGA / J_PER_KWH,
     }

@@ -25,6 +25,7 @@ from aitco.catalog.schema import ModelArch
 from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.inference import estimate_inference
+from aitco.units import MS_PER_S
 
 #: Catalog id of each ground-truth model name.
 MODEL_IDS: dict[str, str] = {
@@ -376,7 +377,7 @@ def _predict_row(
 
 
 def _ms(s: float | None) -> float | None:
-    return None if s is None else s * 1000.0
+    return None if s is None else s * MS_PER_S
 
 
 #: |ln error| charged in the fit for each latency figure of a load row the model predicts to be
@@ -384,7 +385,7 @@ def _ms(s: float | None) -> float | None:
 SATURATION_PENALTY = 1.0
 
 #: Figures the fit uses: the throughputs and the median (or mean) TTFT and TPOT named in the
-#: targets of issue 4; P99 and end-to-end figures are validated but not fitted.
+#: accuracy targets (docs/inference.md); P99 and end-to-end figures are validated but not fitted.
 FIT_METRICS = (
     "output_tokens_per_s", "ttft_ms_median", "tpot_ms_median", "ttft_ms_mean", "tpot_ms_mean",
 )  # fmt: skip

@@ -29,7 +29,7 @@ from aitco.decide.scenario import OpsAssumptions, TrainingWorkload
 from aitco.errors import AitcoError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.training import estimate_training
-from aitco.units import KG_PER_TONNE, KWH_PER_MWH
+from aitco.units import KG_PER_TONNE, KWH_PER_MWH, WH_PER_MWH
 from aitco.validation.training import SkipRow, _num, load_rows, map_hardware, parse_plan, row_model
 
 #: Cluster size used when a row does not state it (LLaMA-1 65B's 2,048 A100s, Touvron et al.
@@ -41,143 +41,7 @@ ASSUMED_BATCH_TOKENS = 4_194_304
 #: Sequence length used when not stated and the model has none. [tokens]
 ASSUMED_SEQ_LEN = 2048
 
-#: Published architectures of full-run models missing from the catalog and from
-#: :mod:`aitco.validation.training`. Sources: LLaMA-1 (Touvron et al., arXiv 2302.13971,
-#: Table 2; HF configs); Llama 2 (arXiv 2307.09288; same dims, 4k context); Llama 3 8B and 3.2
-#: (Llama 3 paper Table 3; HF config.json of meta-llama/Llama-3.2-1B/3B); OPT-175B (Zhang et al.,
-#: arXiv 2205.01068, Table 1; ReLU, learned positions); TinyLlama (README: 22 layers, 2048 hidden,
-#: 32 heads, 4 KV groups, 5632 FFN); Falcon-40B (HF config: 60 layers, 8192 hidden, 128 heads,
-#: 8 KV heads, parallel attention); MPT-1.3B (llm-foundry mpt-1b: 24 layers, 2048 hidden, 16 heads).
-_LLAMA = {"ffn_type": "swiglu", "norm": "rmsnorm", "position_embedding": "rope"}
-FULL_RUN_ARCHS: dict[str, dict[str, Any]] = {
-    "llama-1-7b": dict(
-        n_layers=32,
-        d_model=4096,
-        n_heads=32,
-        d_ff=11008,
-        vocab_size=32000,
-        max_seq_len=2048,
-        **_LLAMA,
-    ),
-    "llama-1-13b": dict(
-        n_layers=40,
-        d_model=5120,
-        n_heads=40,
-        d_ff=13824,
-        vocab_size=32000,
-        max_seq_len=2048,
-        **_LLAMA,
-    ),
-    "llama-1-65b": dict(
-        n_layers=80,
-        d_model=8192,
-        n_heads=64,
-        d_ff=22016,
-        vocab_size=32000,
-        max_seq_len=2048,
-        **_LLAMA,
-    ),
-    "llama-2-7b": dict(
-        n_layers=32,
-        d_model=4096,
-        n_heads=32,
-        d_ff=11008,
-        vocab_size=32000,
-        max_seq_len=4096,
-        **_LLAMA,
-    ),
-    "llama-2-13b": dict(
-        n_layers=40,
-        d_model=5120,
-        n_heads=40,
-        d_ff=13824,
-        vocab_size=32000,
-        max_seq_len=4096,
-        **_LLAMA,
-    ),
-    "llama-3-8b": dict(
-        n_layers=32,
-        d_model=4096,
-        n_heads=32,
-        n_kv_heads=8,
-        d_ff=14336,
-        vocab_size=128256,
-        max_seq_len=8192,
-        **_LLAMA,
-    ),
-    "llama-3.2-1b": dict(
-        n_layers=16,
-        d_model=2048,
-        n_heads=32,
-        n_kv_heads=8,
-        d_ff=8192,
-        vocab_size=128256,
-        max_seq_len=8192,
-        tied_embeddings=True,
-        **_LLAMA,
-    ),
-    "llama-3.2-3b": dict(
-        n_layers=28,
-        d_model=3072,
-        n_heads=24,
-        n_kv_heads=8,
-        d_ff=8192,
-        vocab_size=128256,
-        max_seq_len=8192,
-        tied_embeddings=True,
-        **_LLAMA,
-    ),
-    "opt-175b": dict(
-        n_layers=96,
-        d_model=12288,
-        n_heads=96,
-        d_ff=49152,
-        vocab_size=50272,
-        max_seq_len=2048,
-        ffn_type="relu",
-        norm="layernorm",
-        position_embedding="learned",
-        attention_bias=True,
-        mlp_bias=True,
-    ),
-    "tinyllama-1.1b": dict(
-        n_layers=22,
-        d_model=2048,
-        n_heads=32,
-        n_kv_heads=4,
-        d_ff=5632,
-        vocab_size=32000,
-        max_seq_len=2048,
-        **_LLAMA,
-    ),
-    "falcon-40b": dict(
-        n_layers=60,
-        d_model=8192,
-        n_heads=128,
-        n_kv_heads=8,
-        d_ff=32768,
-        vocab_size=65024,
-        max_seq_len=2048,
-        ffn_type="gelu",
-        norm="layernorm",
-        position_embedding="rope",
-        parallel_attention=True,
-    ),
-    "mpt-1.3b": dict(
-        n_layers=24,
-        d_model=2048,
-        n_heads=16,
-        d_ff=8192,
-        vocab_size=50368,
-        max_seq_len=2048,
-        ffn_type="gelu",
-        norm="layernorm",
-        position_embedding="learned",
-        tied_embeddings=True,
-    ),
-}
-
-#: Row model name patterns -> catalog ids (tried first) or :data:`FULL_RUN_ARCHS` keys.
+#: Row model name patterns -> catalog ids (catalog/data/models/*.yaml, sourced).
 FULL_RUN_MODELS: tuple[tuple[str, str], ...] = (
     (r"^llama-1 7b", "llama-1-7b"),
     (r"^llama-1 13b", "llama-1-13b"),
@@ -203,16 +67,9 @@ def full_run_model(row: Any, catalog: Catalog) -> tuple[ModelArch, str]:
     """Return the architecture of a full-run row and where it came from."""
     low = str(row["model"]).lower()
     for pat, key in FULL_RUN_MODELS:
-        if re.search(pat, low):
-            if key in catalog.models:
-                return catalog.models[key], f"catalog:{key}"
-            if key in FULL_RUN_ARCHS:
-                return ModelArch(id=key, **FULL_RUN_ARCHS[key]), f"FULL_RUN_ARCHS[{key}]"
+        if re.search(pat, low) and key in catalog.models:
+            return catalog.models[key], f"catalog:{key}"
     return row_model(row, catalog)
-
-
-def _pct(x: float) -> float:
-    return 100.0 * x
 
 
 def predict_full_run(
@@ -309,10 +166,10 @@ def predict_full_run(
                 it_w, fac.value("power-conversion.loss"), fac.value("pue.hyperscale")
             )
         )
-        e_aitco = observed * meter_w / 1e6  # W x h -> MWh
+        e_aitco = observed * meter_w / WH_PER_MWH  # GPU-h x W -> MWh
         out.update(
             energy_mwh_card=e_card,
-            energy_mwh_card_basis_from_prediction=pred * p_card / 1e6,
+            energy_mwh_card_basis_from_prediction=pred * p_card / WH_PER_MWH,
             energy_mwh_aitco_power_model=e_aitco,
             energy_ratio_aitco_to_card=e_aitco / e_card,
             meter_w_per_gpu_aitco=meter_w,
@@ -392,78 +249,3 @@ def validate_full_runs(
             median_goodput=float(np.median([r["goodput"] for r in rows])),
         )
     return {"rows": rows, "skipped": skipped, "summary": summary}
-
-
-def render_validation(res: dict[str, Any]) -> None:
-    """Print the error table (rich)."""
-    from aitco.cli.render import console, table
-
-    rows = [
-        [
-            r["id"],
-            r["model"],
-            r["hardware"],
-            r["gpus"],
-            r["gpu_hours_observed"],
-            r["gpu_hours_predicted"],
-            f"{_pct(r['ape']):.0f}%",
-            f"{r['goodput']:.3f}",
-            f"{r['mfu']:.2f}",
-            "; ".join(r["notes"]),
-        ]
-        for r in res["rows"]
-    ]
-    console.print(
-        table(
-            "Full-run GPU-hours: published vs predicted (throughput x goodput)",
-            [
-                "id",
-                "model",
-                "hardware",
-                "gpus",
-                "published",
-                "predicted",
-                "APE",
-                "goodput",
-                "MFU",
-                "notes",
-            ],
-            rows,
-        )
-    )
-    erows = [
-        [
-            r["id"],
-            r["model"],
-            r["power_w_per_gpu_card"],
-            r["meter_w_per_gpu_aitco"],
-            r["energy_mwh_card"],
-            r["energy_mwh_aitco_power_model"],
-            f"{r['energy_ratio_aitco_to_card']:.2f}",
-            r.get("tco2e_card"),
-            r.get("tco2e_aitco_from_card_energy"),
-        ]
-        for r in res["rows"]
-        if "energy_mwh_card" in r
-    ]
-    if erows:
-        console.print(
-            table(
-                "Energy on the model cards' basis (their GPU-hours): card vs aitco power model",
-                [
-                    "id",
-                    "model",
-                    "card W/GPU",
-                    "aitco W/GPU",
-                    "card MWh",
-                    "aitco MWh",
-                    "ratio",
-                    "card tCO2e",
-                    "aitco tCO2e",
-                ],
-                erows,
-            )
-        )
-    for s in res["skipped"]:
-        console.print(f"skipped {s['id']} {s['model']}: {s['reason']}", highlight=False)
-    console.print(res["summary"], highlight=False)

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aitco.catalog.loader import Catalog
-from aitco.catalog.schema import MLA, ModelArch, MoE
+from aitco.catalog.loader import Catalog, load_catalog
+from aitco.catalog.schema import ModelArch
 from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.params import param_counts
@@ -54,31 +54,8 @@ MEGATRON_2021_HEADS = {2304: 24, 3072: 32, 4096: 32, 6144: 48, 8192: 64, 10240: 
                        16384: 128, 20480: 128, 25600: 160}  # fmt: skip
 MEGATRON_VOCAB = 51200
 MEGATRON_CORE_VOCAB = 131072  # row notes of T064-T073
-MPT_VOCAB = 50368  # llm-foundry MPT tokenizer (EleutherAI gpt-neox-20b, padded)
 
-#: Architectures of the validation models, used when the catalog lacks them. Sources: Llama 3
-#: paper (arXiv 2407.21783, Table 3); Nemotron-4 340B report (arXiv 2406.11704, Table 1);
-#: DeepSeek-V3 report (arXiv 2412.19437, Sec. 4.2); MT-NLG (arXiv 2201.11990, Table 1).
-KNOWN_ARCHS: dict[str, dict[str, Any]] = {
-    "llama-3.1-405b": dict(n_layers=126, d_model=16384, n_heads=128, n_kv_heads=8, d_ff=53248,
-                           vocab_size=128256, max_seq_len=8192),
-    "llama-3-70b": dict(n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, d_ff=28672,
-                        vocab_size=128256, max_seq_len=8192),
-    "nemotron-4-340b": dict(n_layers=96, d_model=18432, n_heads=96, n_kv_heads=8, d_ff=73728,
-                            vocab_size=256000, max_seq_len=4096, ffn_type="relu", norm="layernorm"),
-    "deepseek-v3": dict(n_layers=61, d_model=7168, n_heads=128, d_ff=18432, vocab_size=129280,
-                        max_seq_len=4096, head_dim=128,
-                        moe=MoE(n_experts=256, n_active=8, n_shared=1, d_ff_expert=2048,
-                                first_dense_layers=3),
-                        mla=MLA(q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128,
-                                qk_rope_head_dim=64, v_head_dim=128)),
-    "mt-nlg-530b": dict(n_layers=105, d_model=20480, n_heads=128, d_ff=81920,
-                        vocab_size=MEGATRON_VOCAB, max_seq_len=2048, ffn_type="gelu",
-                        norm="layernorm", position_embedding="learned", attention_bias=True,
-                        mlp_bias=True),
-}  # fmt: skip
-
-#: Row model names -> catalog/known architecture ids.
+#: Row model names -> architecture keys (their catalog ids in :data:`CATALOG_ALIASES`).
 MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"llama 3\.1 405b", "llama-3.1-405b"),
     (r"llama 3(\.1)? 70b", "llama-3-70b"),
@@ -87,18 +64,18 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"megatron-turing nlg 530b", "mt-nlg-530b"),
 )
 
-#: Catalog ids tried first for each known architecture (the catalog is the primary source).
+#: Catalog ids of each architecture key, first found wins (catalog/data/models/*.yaml, sourced).
 CATALOG_ALIASES: dict[str, tuple[str, ...]] = {
     "llama-3.1-405b": ("llama-3.1-405b",),
     "llama-3-70b": ("llama-3-70b", "llama-3.1-70b"),
     "nemotron-4-340b": ("nemotron-4-340b",),
     "deepseek-v3": ("deepseek-v3",),
+    "mt-nlg-530b": ("mt-nlg-530b",),
 }
 
-#: MPT dimensions by size label (llm-foundry ``scripts/train/yamls/pretrain/mpt-*.yaml``).
-MPT_DIMS = {"125m": (12, 768, 12), "350m": (24, 1024, 16), "1b": (24, 2048, 16),
-            "3b": (32, 2560, 20), "7b": (32, 4096, 32), "13b": (40, 5120, 40),
-            "30b": (48, 7168, 56), "70b": (80, 8192, 64)}  # fmt: skip
+#: Catalog ids of the llm-foundry pretraining YAMLs, tried in order for a row named ``mpt-<size>``
+#: (``{size}`` is the row's size label; catalog/data/models/mosaicml.yaml).
+MPT_CATALOG_IDS = ("mpt-{size}-foundry", "mpt-{size}")
 
 #: GPT-3 shaped models named by size in the Megatron rows without layers/hidden in the row.
 GPT_BY_SIZE = {"175b": (96, 12288), "177b": (96, 12288), "530b": (105, 20480)}
@@ -172,16 +149,15 @@ def row_model(row: pd.Series, catalog: Catalog | None) -> tuple[ModelArch, str]:
             for cid in CATALOG_ALIASES.get(key, ()):
                 if catalog is not None and cid in catalog.models:
                     return catalog.models[cid], f"catalog:{cid}"
-            return ModelArch(id=key, **KNOWN_ARCHS[key]), f"aitco.validation.KNOWN_ARCHS[{key}]"
+            raise SkipRow(f"model {key!r} is not in the catalog (ids {CATALOG_ALIASES.get(key)})")
     m = re.search(r"mpt-(\d+[mb])", low)
-    if m and m.group(1) in MPT_DIMS:
-        L, h, a = MPT_DIMS[m.group(1)]
-        arch = ModelArch(
-            id=f"mpt-{m.group(1)}", n_layers=L, d_model=h, n_heads=a, d_ff=4 * h,
-            vocab_size=MPT_VOCAB, max_seq_len=seq, ffn_type="gelu", norm="layernorm",
-            position_embedding="learned", tied_embeddings=True,
-        )  # fmt: skip
-        return arch, "llm-foundry MPT dims (learned positions: params match the row)"
+    if m and catalog is not None:
+        for cid in (t.format(size=m.group(1)) for t in MPT_CATALOG_IDS):
+            if cid in catalog.models:
+                # the learned position table is sized to the run's sequence (llm-foundry sets
+                # max_seq_len per run), so the row's seq_len replaces the YAML default
+                arch = catalog.models[cid].model_copy(update={"max_seq_len": seq})
+                return arch, f"catalog:{cid} (max_seq_len = row seq_len)"
     layers, hidden = _num(row.get("layers")), _num(row.get("hidden_size"))
     vocab = (
         MEGATRON_CORE_VOCAB
@@ -441,8 +417,6 @@ def validate_training(
 ) -> list[RowResult]:
     """Predict every row (of the given scopes; ``None`` = all) and return the per-row results."""
     if catalog is None:
-        from aitco.catalog.loader import load_catalog
-
         catalog = load_catalog()
     df = load_rows(path)
     out: list[RowResult] = []
@@ -537,8 +511,6 @@ def fit_efficiency(
         Objective, summary of the fit and the number of evaluations.
     """
     if catalog is None:
-        from aitco.catalog.loader import load_catalog
-
         catalog = load_catalog()
     df = load_rows(path)
     cases = []

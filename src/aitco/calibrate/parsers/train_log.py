@@ -41,7 +41,7 @@ from typing import Any
 from aitco.calibrate._io import open_text
 from aitco.calibrate.parsers.base import ParseResult, SkipLog, strip_ansi, to_float
 from aitco.errors import ParseError
-from aitco.units import GIB, GIGA
+from aitco.units import GIB, GIGA, TERA
 
 #: Milliseconds per second.
 MS_PER_S = 1e3
@@ -106,8 +106,8 @@ JSON_KEYS: dict[str, tuple[str, float]] = {
     "throughput/samples_per_sec": ("samples_per_s", 1.0),
     "tflops": ("reported_tflops_per_gpu", 1.0),
     "tflops_per_gpu": ("reported_tflops_per_gpu", 1.0),
-    "throughput/device/flops_per_sec": ("reported_tflops_per_gpu", 1e-12),
-    "device/flops_per_sec": ("reported_tflops_per_gpu", 1e-12),
+    "throughput/device/flops_per_sec": ("reported_tflops_per_gpu", 1.0 / TERA),
+    "device/flops_per_sec": ("reported_tflops_per_gpu", 1.0 / TERA),
     "mfu": ("mfu", 1.0),
     "throughput/device/mfu": ("mfu", 1.0),
     "device/mfu": ("mfu", 1.0),
