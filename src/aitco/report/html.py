@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import math
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aitco.formatting import num
+from aitco.formatting import duration_h, num, pct, usd, usd_si, value
+from aitco.labels import category_label, label
 
 if TYPE_CHECKING:  # pragma: no cover
     import jinja2
@@ -29,20 +29,6 @@ TEMPLATES = "templates"
 def templates_dir() -> Path:
     """Folder of the report templates (shared with the web app)."""
     return Path(str(resources.files("aitco.report") / TEMPLATES))
-
-
-def usd(x: Any) -> str:
-    """Format dollars: ``$1,234,567`` (cents below $100); ``-`` for missing values."""
-    if not isinstance(x, int | float) or isinstance(x, bool) or not math.isfinite(x):
-        return "-"
-    return f"${x:,.2f}" if abs(x) < 100 else f"${x:,.0f}"
-
-
-def pct(x: Any) -> str:
-    """Format a fraction as a percentage (0.1234 -> ``12.3%``)."""
-    if not isinstance(x, int | float) or isinstance(x, bool) or not math.isfinite(x):
-        return "-"
-    return f"{100 * x:.1f}%"
 
 
 def fmt_months(x: Any) -> str:
@@ -63,8 +49,97 @@ def environment(extra_dirs: Sequence[Path] = ()) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.globals.update(usd=usd, pct=pct, num=num, fmt_months=fmt_months)
+    env.globals.update(
+        usd=usd,
+        usd_si=usd_si,
+        pct=pct,
+        num=num,
+        fmt_months=fmt_months,
+        label=label,
+        value=value,
+        duration_h=duration_h,
+        category_label=category_label,
+        category_colour=category_colour,
+        is_link=is_link,
+    )
     return env
+
+
+def is_link(s: Any) -> bool:
+    """Return True when a source is a web address a reader can click."""
+    return isinstance(s, str) and s.startswith(("https://", "http://"))
+
+
+def category_colour(category: str) -> str:
+    """Colour of a cost category, the same in every chart and in the page's bars."""
+    from aitco.report.plots import category_colour as colour
+
+    return colour(category)
+
+
+def summary_cards(data: ReportData) -> list[dict[str, Any]]:
+    """One card per option, the answer first: total, time, $/M tokens, feasibility and marks.
+
+    Returns
+    -------
+    list of dict
+        ``name``, ``total`` (money), ``time`` (a duration or a monthly cost), ``usd_per_mtok``,
+        ``feasible``, ``reasons``, ``marks`` (``(css class, text)`` pairs, e.g. ``("cheap",
+        "cheapest: $1,200 less than h100 x8")``), ``share`` (of the largest total, 0-1, for the
+        bar) and ``categories`` (``(category, usd, share of the option's total)``).
+    """
+    opts = data.options
+    top = max((abs(o.total_usd) for o in opts), default=0.0) or 1.0
+    ok = [o for o in opts if o.is_feasible]
+
+    def days(o: Any) -> float | None:
+        v = o.values.get("wall_clock_days")
+        return float(v) if isinstance(v, int | float) and v == v else None
+
+    cards = []
+    for o in opts:
+        marks: list[tuple[str, str]] = []
+        others = [p for p in ok if p is not o]
+        if o.name == data.cheapest:
+            nxt = min(others, key=lambda p: p.total_usd, default=None)
+            why = (
+                f"{usd(nxt.total_usd - o.total_usd)} less than {nxt.name}"
+                if nxt is not None
+                else "the only feasible option"
+            )
+            marks.append(("cheap", f"cheapest: {why}"))
+        d = days(o)
+        if o.name == data.fastest and d is not None:
+            timed = [(p, days(p)) for p in others if days(p) is not None]
+            nxt_t = min(timed, key=lambda t: t[1] or 0.0, default=None)
+            why = (
+                f"{duration_h(24 * ((nxt_t[1] or 0.0) - d))} sooner than {nxt_t[0].name}"
+                if nxt_t is not None
+                else "the only timed option"
+            )
+            marks.append(("fast", f"fastest: {why}"))
+        if d is not None:
+            time = duration_h(24 * d)
+        elif "usd_per_month" in o.values:
+            time = f"{usd(o.values.get('usd_per_month'))}/month"
+        else:
+            time = "-"
+        total = o.total_usd or 0.0
+        cats = [(c, v, (v / total if total else 0.0)) for c, v in o.by_category().items()]
+        cards.append(
+            {
+                "name": o.name,
+                "total": usd(o.total_usd),
+                "time": time,
+                "usd_per_mtok": usd(o.values.get("usd_per_million_tokens")),
+                "feasible": o.is_feasible,
+                "reasons": list(o.infeasible_reasons),
+                "marks": marks,
+                "share": max(0.0, o.total_usd) / top,
+                "categories": cats,
+            }
+        )
+    return cards
 
 
 def headline_keys(data: ReportData) -> list[str]:
@@ -95,7 +170,10 @@ def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None =
     from aitco.report.plots import report_figures
 
     figs = report_figures(data) if figures is None else figures
-    css = (templates_dir() / "report.css").read_text(encoding="utf-8")
+    from markupsafe import Markup
+
+    # the stylesheet is ours (a package file), inlined as is: escaping it would break its quotes
+    css = Markup((templates_dir() / "report.css").read_text(encoding="utf-8"))
     tpl = environment().get_template("report.html.j2")
     return tpl.render(
         data=data,
@@ -103,6 +181,7 @@ def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None =
         generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         css=css,
         headline=headline_keys(data),
+        cards=summary_cards(data),
         figures=[(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs],
         scenario_yaml=yaml.safe_dump(data.scenario, sort_keys=False) if data.scenario else "",
     )
