@@ -83,15 +83,15 @@ def usd_si(x: Any, digits: int = 3) -> str:
         return "-"
     sign = "-" if x < 0 else ""
     a = abs(float(x))
-    for scale, suffix in _SI_MONEY:
-        if a >= scale:
-            v = float(f"{a / scale:.{digits}g}")
-            if v >= 1000 and suffix != "T":  # rounding crossed into the next prefix
-                continue
+    steps = [(1.0, ""), *sorted(_SI_MONEY)]
+    for k, (scale, suffix) in enumerate(steps):
+        v = float(f"{a / scale:.{digits}g}")
+        last = k == len(steps) - 1
+        if v < 1000 or last:
+            if a == 0:
+                return "$0"
             return f"{sign}${v:g}{suffix}"
-    if a == 0:
-        return "$0"
-    return f"{sign}${float(f'{a:.{digits}g}'):g}"
+    return "-"  # pragma: no cover (the last step always returns)
 
 
 def duration_h(hours: Any) -> str:

@@ -72,9 +72,7 @@ def render_markdown(data: ReportData, figure_links: list[tuple[str, str]]) -> st
         per_mtok = f", {c['usd_per_mtok']} per million tokens" if c["usd_per_mtok"] != "-" else ""
         feas = "" if c["feasible"] else " **NOT FEASIBLE: " + "; ".join(c["reasons"]) + "**"
         out.append(
-            _fit(
-                f"- **{_cell(c['name'])}**: {c['total']}, {c['time']}{per_mtok}{feas}{marks}"
-            )
+            _fit(f"- **{_cell(c['name'])}**: {c['total']}, {c['time']}{per_mtok}{feas}{marks}")
         )
     out.append("")
     if figure_links:
@@ -106,7 +104,8 @@ def render_markdown(data: ReportData, figure_links: list[tuple[str, str]]) -> st
             formula = f"`{_cell(i.formula, MAX_FORMULA_CHARS)}`" if i.formula else ""
             out.append(
                 _fit(
-                    f"| {_cell(i.name.replace('_', ' '), 40)} | {category_label(i.category)} | {usd(i.usd)} | "
+                    f"| {_cell(i.name.replace('_', ' '), 40)} | {category_label(i.category)} | "
+                    f"{usd(i.usd)} | "
                     f"{pct(i.share)} | {formula} | {' '.join(refs)} |"
                 )
             )

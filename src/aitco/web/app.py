@@ -214,13 +214,13 @@ class _Engine:
                 try:
                     self._build(scen.model_copy(update={"options": [opt]}))
                     kept.append(opt)
-                except AitcoError as exc:
-                    dropped.append((k, opt, exc))
+                except AitcoError as one:
+                    dropped.append((k, opt, one))
             if not kept or not dropped:
                 raise first from None
         data = self._build(scen.model_copy(update={"options": kept}))
-        for k, opt, exc in dropped:
-            why = str(exc).replace("options[0]", f"options[{k}]")
+        for k, opt, err in dropped:
+            why = str(err).replace("options[0]", f"options[{k}]")
             data.dropped_options.append(
                 {
                     "option": k + 1,
