@@ -30,6 +30,8 @@ def num(x: Any, digits: int = 4) -> str:
 
 #: Below this absolute value money prints cents ($43.06), above it whole dollars ($138). [USD]
 CENTS_BELOW_USD = 100.0
+#: Below this absolute value money prints 3 significant digits ($0.0213). [USD]
+SMALL_USD = 0.1
 #: SI prefixes of compact money: thousand, million, billion, trillion (short scale).
 _SI_MONEY = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
 #: Durations shorter than this print in minutes. [h]
@@ -56,14 +58,16 @@ def usd(x: Any) -> str:
 
     Examples
     --------
-    >>> usd(1234.4), usd(-1.949), usd(43.061), usd(None)
-    ('$1,234', '-$1.95', '$43.06', '-')
+    >>> usd(1234.4), usd(-1.949), usd(43.061), usd(0.02134), usd(None)
+    ('$1,234', '-$1.95', '$43.06', '$0.0213', '-')
     """
     if not _finite(x):
         return "-"
     sign = "-" if x < 0 else ""
     a = abs(float(x))
-    body = f"{a:,.2f}" if a < CENTS_BELOW_USD else f"{a:,.0f}"
+    # $/M tokens of a cheap run keep 3 significant digits ($0.0213, not $0.02)
+    small = 0 < a < SMALL_USD
+    body = f"{a:.3g}" if small else (f"{a:,.2f}" if a < CENTS_BELOW_USD else f"{a:,.0f}")
     if body.strip("0.,") == "":
         sign = ""
     return f"{sign}${body}"

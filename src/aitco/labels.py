@@ -60,6 +60,14 @@ LABELS: dict[str, str] = {
     "month": "Month",
 }
 
+#: Shorter labels for the summary cards, where the unit is in the value ($, h, days).
+SHORT_LABELS: dict[str, str] = {
+    "total_usd": "Total",
+    "wall_clock_days": "Time to finish",
+    "usd_per_month": "Per month",
+    "usd_per_million_tokens": "Per million tokens",
+}
+
 #: Keys whose values are fractions 0-1, shown as percentages.
 FRACTION_KEYS: frozenset[str] = frozenset(
     {"goodput", "share", "mfu", "irr_annual", "cumulative_roi", "utilization", "utilisation"}
@@ -105,6 +113,11 @@ def label(key: str) -> str:
     words = base.replace("_", " ").strip()
     words = words[:1].upper() + words[1:]
     return f"{words} [{unit}]" if unit else words
+
+
+def short_label(key: str) -> str:
+    """Return the card label of ``key`` (:data:`SHORT_LABELS`, else :func:`label`)."""
+    return SHORT_LABELS.get(key, label(key))
 
 
 def category_label(category: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aitco.formatting import duration_h, num, pct, usd, usd_si, value
-from aitco.labels import category_label, label
+from aitco.labels import category_label, label, short_label
 
 if TYPE_CHECKING:  # pragma: no cover
     import jinja2
@@ -56,6 +56,7 @@ def environment(extra_dirs: Sequence[Path] = ()) -> jinja2.Environment:
         num=num,
         fmt_months=fmt_months,
         label=label,
+        short_label=short_label,
         value=value,
         duration_h=duration_h,
         category_label=category_label,
@@ -63,6 +64,10 @@ def environment(extra_dirs: Sequence[Path] = ()) -> jinja2.Environment:
         is_link=is_link,
     )
     return env
+
+
+#: Two options whose times differ by less than this fraction are tied for fastest.
+TIE_FRACTION = 0.01
 
 
 def is_link(s: Any) -> bool:
@@ -83,7 +88,8 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        ``name``, ``total`` (money), ``time`` (a duration or a monthly cost), ``usd_per_mtok``,
+        ``name``, ``total`` (money), ``time`` (a duration or a monthly cost) and its
+        ``time_label``, ``usd_per_mtok``,
         ``feasible``, ``reasons``, ``marks`` (``(css class, text)`` pairs, e.g. ``("cheap",
         "cheapest: $1,200 less than h100 x8")``), ``share`` (of the largest total, 0-1, for the
         bar) and ``categories`` (``(category, usd, share of the option's total)``).
@@ -112,16 +118,19 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
         if o.name == data.fastest and d is not None:
             timed = [(p, days(p)) for p in others if days(p) is not None]
             nxt_t = min(timed, key=lambda t: t[1] or 0.0, default=None)
-            why = (
-                f"{duration_h(24 * ((nxt_t[1] or 0.0) - d))} sooner than {nxt_t[0].name}"
-                if nxt_t is not None
-                else "the only timed option"
-            )
+            gap = 24 * ((nxt_t[1] or 0.0) - d) if nxt_t is not None else 0.0
+            if nxt_t is None:
+                why = "the only timed option"
+            elif gap <= TIE_FRACTION * 24 * d:
+                why = f"tied with {nxt_t[0].name}"
+            else:
+                why = f"{duration_h(gap)} sooner than {nxt_t[0].name}"
             marks.append(("fast", f"fastest: {why}"))
+        time_key = "wall_clock_days"
         if d is not None:
             time = duration_h(24 * d)
         elif "usd_per_month" in o.values:
-            time = f"{usd(o.values.get('usd_per_month'))}/month"
+            time, time_key = f"{usd(o.values.get('usd_per_month'))}/month", "usd_per_month"
         else:
             time = "-"
         total = o.total_usd or 0.0
@@ -131,6 +140,7 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
                 "name": o.name,
                 "total": usd(o.total_usd),
                 "time": time,
+                "time_label": short_label(time_key),
                 "usd_per_mtok": usd(o.values.get("usd_per_million_tokens")),
                 "feasible": o.is_feasible,
                 "reasons": list(o.infeasible_reasons),
