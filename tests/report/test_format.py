@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -70,3 +71,50 @@ def test_every_headline_key_has_a_label() -> None:
 def test_label_of_unknown_keys_is_words_and_unit() -> None:
     assert label("checkpoint_interval_h") == "Checkpoint interval [h]"
     assert label("capex_usd") == "Capex [$]"
+
+
+def test_chart_money_axis_is_si_above_a_trillion() -> None:
+    from aitco.report.plots import _usd_short
+
+    assert _usd_short(1.2e12) == "$1.2T"
+    assert _usd_short(3.4e9) == "$3.4B"
+
+
+def test_twin_axes_share_zero() -> None:
+    from matplotlib.figure import Figure
+
+    from aitco.report.plots import _align_zero
+
+    ax = Figure().add_subplot()
+    ax.plot([0, 1, 2], [-100.0, 50.0, 400.0])
+    ax2 = ax.twinx()
+    ax2.plot([0, 1, 2], [-0.1, 2.0, 3.0])
+    _align_zero(ax, ax2)
+    (a, b), (c, d) = ax.get_ylim(), ax2.get_ylim()
+    assert -a / (b - a) == pytest.approx(-c / (d - c))
+    assert a <= -100.0
+    assert b >= 400.0
+    assert c <= -0.1
+    assert d >= 3.0
+
+
+def test_waterfall_starts_near_the_smallest_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.report.test_render import _option
+
+    from aitco.report import model, plots
+
+    o = model.OptionView.from_any(
+        _option("x", 1000.0, 1.0, {"labour": ("people", 20.0), "egress": ("data", 15.0)})
+    )
+    seen: list[tuple[float, float]] = []
+    orig = plots._png
+
+    def spy(f: Any) -> bytes:
+        seen.append(f.axes[0].get_ylim())
+        return orig(f)
+
+    monkeypatch.setattr(plots, "_png", spy)
+    plots.waterfall_png(o)
+    lo, hi = seen[0]
+    assert lo > 900.0  # the 2-4 % hidden costs are not slivers on a $0-based axis
+    assert hi >= 1035.0

@@ -248,7 +248,9 @@ def waterfall_png(option: OptionView) -> bytes:
     ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right", fontsize=8)
     _usd_axis(ax, "y")
     ax.set_ylabel(
-        "Cumulative cost [$] (axis does not start at $0)"
+        r"Cumulative cost [\$] (axis starts at {})".format(
+            _usd_short(ax.get_ylim()[0]).replace("$", r"\$")
+        )
         if ax.get_ylim()[0] > 0
         else "Cumulative cost [$]"
     )
