@@ -171,3 +171,22 @@ def test_plots_survive_duplicate_and_long_names() -> None:
         data = model.report_from_options("edge", opts)
         for _s, _c, png in plots.report_figures(data):
             assert png.startswith(PNG)
+
+
+def test_headers_are_labels_not_keys(options: list[Breakdown]) -> None:
+    from aitco.labels import LABELS
+
+    for o in options:
+        o.values.update(usd_per_million_tokens=0.5, goodput=0.9962, gpu_hours=100.0)
+    data = model.report_from_options("labels", options)
+    text = html.render_html(data, figures=[])
+    heads = re.findall(r'<th scope="col"[^>]*>([^<]*)</th>', text)
+    heads += re.findall(r"<dt>([^<]*)</dt>", text)
+    assert heads
+    assert not [h for h in heads if re.search(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b", h)], heads
+    # every key shown as a column has an entry in the label table
+    keys = re.findall(r'<th scope="col" data-key="([^"]+)"', text)
+    assert set(keys) >= {"wall_clock_days", "usd_per_million_tokens", "goodput", "gpu_hours"}
+    assert all(k in LABELS for k in keys)
+    assert "99.62%" in text  # goodput as a percentage
+    assert ">20.0 days<" in text  # durations in the unit that reads best

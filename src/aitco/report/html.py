@@ -89,7 +89,7 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
     -------
     list of dict
         ``name``, ``total`` (money), ``time`` (a duration or a monthly cost) and its
-        ``time_label``, ``usd_per_mtok``,
+        ``time_label``, ``billing`` (offer, instances, GPUs billed, when given), ``usd_per_mtok``,
         ``feasible``, ``reasons``, ``marks`` (``(css class, text)`` pairs, e.g. ``("cheap",
         "cheapest: $1,200 less than h100 x8")``), ``share`` (of the largest total, 0-1, for the
         bar) and ``categories`` (``(category, usd, share of the option's total)``).
@@ -126,6 +126,16 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
             else:
                 why = f"{duration_h(gap)} sooner than {nxt_t[0].name}"
             marks.append(("fast", f"fastest: {why}"))
+        lat = o.latency_s()
+        if o.name == data.fastest and d is None and lat is not None:
+            lats = [(p, p.latency_s()) for p in others if p.latency_s() is not None]
+            nxt_l = min(lats, key=lambda t: t[1] or 0.0, default=None)
+            why = (
+                f"latency {num(lat, 3)} s vs {num(nxt_l[1], 3)} s for {nxt_l[0].name}"
+                if nxt_l is not None
+                else "the only option with a latency"
+            )
+            marks.append(("fast", f"fastest: {why}"))
         time_key = "wall_clock_days"
         if d is not None:
             time = duration_h(24 * d)
@@ -141,6 +151,7 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
                 "total": usd(o.total_usd),
                 "time": time,
                 "time_label": short_label(time_key),
+                "billing": _billing(o.values),
                 "usd_per_mtok": usd(o.values.get("usd_per_million_tokens")),
                 "feasible": o.is_feasible,
                 "reasons": list(o.infeasible_reasons),
@@ -150,6 +161,19 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
             }
         )
     return cards
+
+
+def _billing(values: Any) -> str:
+    """Offer, instances and GPUs billed of an option, when the comparison gives them."""
+    parts = []
+    inst, billed, offer = (values.get(k) for k in ("instances", "gpus_billed", "offer_id"))
+    if isinstance(inst, int | float) and not isinstance(inst, bool):
+        parts.append(f"{num(inst)} instance{'s' if inst != 1 else ''}")
+    if isinstance(billed, int | float) and not isinstance(billed, bool):
+        parts.append(f"{num(billed)} GPUs billed")
+    if offer:
+        parts.append(f"offer {offer}")
+    return " · ".join(parts)
 
 
 def headline_keys(data: ReportData) -> list[str]:

@@ -156,7 +156,22 @@ def form_message(err: Mapping[str, Any]) -> str:
     where = form_field(str(err.get("field", "")))
     value = err.get("value")
     got = "empty" if value in (None, "", "None") else f"got {value}"
-    return f"{where['label']} must be {plain_expected(str(err.get('expected', '')))} ({got})."
+    text = f"{where['label']} must be {plain_expected(str(err.get('expected', '')))} ({got})."
+    hint = str(err.get("hint") or "")
+    if hint and form_can_follow(hint):
+        text += f" {hint[:1].upper()}{hint[1:]}."
+    return text
+
+
+def form_can_follow(hint: str) -> bool:
+    """Return False when a hint names a CLI flag or a scenario field the form does not have."""
+    if re.search(r"(^|\s)--\w", hint) or "aitco " in hint:
+        return False
+    inputs = {name for name, _label in FORM_FIELDS.values()}
+    for m in re.finditer(r"options\[\d+\]\.(\w+)|workload\.(\w+)", hint):
+        if (m.group(1) or m.group(2)) not in inputs:
+            return False
+    return True
 
 
 def priceable_pricing(catalog: Any, hw_id: str, modes: list[str]) -> list[str]:

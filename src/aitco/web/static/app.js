@@ -82,8 +82,8 @@ function showApiError(form, status, text) {
   if (!err) { err = { message: "The server did not answer (" + status + ")." }; }
   const where = err.form || {};
   const message = err.form_message || err.message;
-  const hint = err.hint ? " " + err.hint.charAt(0).toUpperCase() + err.hint.slice(1) + "." : "";
-  showFieldError(form, where.input, where.row, message + hint);
+  // form_message already carries the hint when the form can follow it (no CLI flags)
+  showFieldError(form, where.input, where.row, message);
   markStale("Fix: " + message);
 }
 
