@@ -220,7 +220,8 @@ class _Engine:
                 raise first from None
         data = self._build(scen.model_copy(update={"options": kept}))
         for k, opt, err in dropped:
-            why = str(err).replace("options[0]", f"options[{k}]")
+            info = error_json(err)["error"]
+            why = str(info.get("form_message") or err).replace("option 1)", f"option {k + 1})")
             data.dropped_options.append(
                 {
                     "option": k + 1,

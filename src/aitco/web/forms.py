@@ -159,7 +159,9 @@ def form_message(err: Mapping[str, Any]) -> str:
     text = f"{where['label']} must be {plain_expected(str(err.get('expected', '')))} ({got})."
     hint = str(err.get("hint") or "")
     if hint and form_can_follow(hint):
-        text += f" {hint[:1].upper()}{hint[1:]}."
+        first = hint.split(" ", 1)[0]
+        is_id = any(ch.isdigit() or ch == "-" for ch in first)  # an id keeps its case
+        text += f" {hint if is_id else hint[:1].upper() + hint[1:]}."
     return text
 
 
