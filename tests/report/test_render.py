@@ -190,3 +190,16 @@ def test_headers_are_labels_not_keys(options: list[Breakdown]) -> None:
     assert all(k in LABELS for k in keys)
     assert "99.62%" in text  # goodput as a percentage
     assert ">20.0 days<" in text  # durations in the unit that reads best
+
+
+def test_source_addresses_are_links() -> None:
+    src = "failure.x: Llama Team, The Llama 3 Herd of Models " + "x" * 200
+    src += " — https://arxiv.org/abs/2407.21783 (retrieved 2024-07-31)"
+    b = _option("a100 x8", 1000.0, 1.0, {})
+    b.add("rework", 10.0, "reliability", formula="f", sources=[src])
+    data = model.report_from_options("links", [b.finalize()])
+    text = html.render_html(data, figures=[])
+    assert '<a href="https://arxiv.org/abs/2407.21783" rel="noopener noreferrer">' in text
+    md = markdown.render_markdown(data, [])
+    assert "<https://arxiv.org/abs/2407.21783>" in md
+    assert max(len(line) for line in md.splitlines()) < 200

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from markupsafe import Markup, escape
 
 from aitco.formatting import duration_h, num, pct, usd, usd_si, value
 from aitco.labels import category_label, label, short_label
@@ -62,12 +65,30 @@ def environment(extra_dirs: Sequence[Path] = ()) -> jinja2.Environment:
         category_label=category_label,
         category_colour=category_colour,
         is_link=is_link,
+        linkify=linkify,
     )
     return env
 
 
 #: Two options whose times differ by less than this fraction are tied for fastest.
 TIE_FRACTION = 0.01
+
+
+#: A web address inside a source's text (trailing punctuation is not part of it).
+URL_RE = re.compile(r"https?://[^\s<>\"']+[^\s<>\"'.,;:)\]]")
+
+
+def linkify(text: Any) -> Markup:
+    """Escape a source's text and make every web address in it a link a reader can click."""
+    out, last = [], 0
+    s = str(text)
+    for m in URL_RE.finditer(s):
+        url = m.group(0)
+        out.append(escape(s[last : m.start()]))
+        out.append(Markup('<a href="{0}" rel="noopener noreferrer">{0}</a>').format(url))
+        last = m.end()
+    out.append(escape(s[last:]))
+    return Markup("").join(out)
 
 
 def is_link(s: Any) -> bool:
@@ -204,8 +225,6 @@ def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None =
     from aitco.report.plots import report_figures
 
     figs = report_figures(data) if figures is None else figures
-    from markupsafe import Markup
-
     # the stylesheet is ours (a package file), inlined as is: escaping it would break its quotes
     css = Markup((templates_dir() / "report.css").read_text(encoding="utf-8"))
     tpl = environment().get_template("report.html.j2")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from aitco.formatting import pct, usd, value
 from aitco.labels import category_label, label
-from aitco.report.html import fmt_months, headline_keys, is_link, summary_cards
+from aitco.report.html import URL_RE, fmt_months, headline_keys, summary_cards
 
 if TYPE_CHECKING:  # pragma: no cover
     from aitco.report.model import ReportData
@@ -36,7 +36,19 @@ def _fit(line: str) -> str:
 
 
 def _source(s: str) -> str:
-    return f"<{s}>" if is_link(s) else s
+    """Source text with its web addresses as Markdown autolinks (clickable in a viewer)."""
+    return URL_RE.sub(lambda m: f"<{m.group(0)}>", s)
+
+
+def _source_line(k: int, src: str) -> str:
+    """``k. text <url>``, the text shortened (never the address) to fit :data:`MAX_LINE_CHARS`."""
+    line = f"{k}. {_source(src)}"
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    links = " ".join(f"<{u}>" for u in URL_RE.findall(src))
+    room = MAX_LINE_CHARS - len(f"{k}. ") - len(links) - 2
+    text = _cell(URL_RE.sub("", src).strip(" —-"), max(room, 20))
+    return _fit(f"{k}. {text} {links}".rstrip())
 
 
 def render_markdown(data: ReportData, figure_links: list[tuple[str, str]]) -> str:
@@ -112,7 +124,7 @@ def render_markdown(data: ReportData, figure_links: list[tuple[str, str]]) -> st
         out.append("")
         if sources:
             out += ["Sources:", ""]
-            out += [_fit(f"{k}. {_source(src)}") for k, src in enumerate(sources, start=1)]
+            out += [_source_line(k, src) for k, src in enumerate(sources, start=1)]
             out.append("")
     if len(figure_links) > 1:
         out += ["## Plots", ""]
