@@ -133,14 +133,12 @@ def test_html_is_self_contained(options: list[Breakdown], tmp_path: Path) -> Non
     data = model.report_from_options("demo <script>", options, scenario={"name": "demo"})
     text = html.render_html(data)
     assert "<script" not in text.replace("demo &lt;script&gt;", "")  # autoescaped, and no JS
-    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', text), (
-        "nothing is fetched from the network"
-    )
+    assert not re.search(r'src\s*=\s*"(https?:)?//', text), "nothing is fetched from the network"
     assert "<link" not in text
     for o in options:
         assert o.name in text
         for i in o.items:
-            assert f">{i.name}<" in text
+            assert f">{i.name.replace('_', ' ')}<" in text
     imgs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
     assert len(imgs) == 5  # breakdown, 3 waterfalls, cost-vs-time
     assert all(base64.b64decode(b).startswith(PNG) for b in imgs)
@@ -156,8 +154,9 @@ def test_markdown_writes_pngs_beside_it(options: list[Breakdown], tmp_path: Path
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
     assert links
     assert all((tmp_path / rel).read_bytes().startswith(PNG) for rel in links)
-    assert "| h100 x32 spot **(cheapest)** | $104,000 |" in md
-    assert "| failure_rework | reliability | $15,000 |" in md
+    assert "- **h100 x32 spot**: $104,000, 25.0 days **(cheapest: $16,300 less than a100" in md
+    assert "| failure rework | Reliability | $15,000 |" in md
+    assert max(len(line) for line in md.splitlines()) < 200
     assert not list(tmp_path.rglob("*.tmp"))
 
 
@@ -172,3 +171,35 @@ def test_plots_survive_duplicate_and_long_names() -> None:
         data = model.report_from_options("edge", opts)
         for _s, _c, png in plots.report_figures(data):
             assert png.startswith(PNG)
+
+
+def test_headers_are_labels_not_keys(options: list[Breakdown]) -> None:
+    from aitco.labels import LABELS
+
+    for o in options:
+        o.values.update(usd_per_million_tokens=0.5, goodput=0.9962, gpu_hours=100.0)
+    data = model.report_from_options("labels", options)
+    text = html.render_html(data, figures=[])
+    heads = re.findall(r'<th scope="col"[^>]*>([^<]*)</th>', text)
+    heads += re.findall(r"<dt>([^<]*)</dt>", text)
+    assert heads
+    assert not [h for h in heads if re.search(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b", h)], heads
+    # every key shown as a column has an entry in the label table
+    keys = re.findall(r'<th scope="col" data-key="([^"]+)"', text)
+    assert set(keys) >= {"wall_clock_days", "usd_per_million_tokens", "goodput", "gpu_hours"}
+    assert all(k in LABELS for k in keys)
+    assert "99.62%" in text  # goodput as a percentage
+    assert ">20.0 days<" in text  # durations in the unit that reads best
+
+
+def test_source_addresses_are_links() -> None:
+    src = "failure.x: Llama Team, The Llama 3 Herd of Models " + "x" * 200
+    src += " — https://arxiv.org/abs/2407.21783 (retrieved 2024-07-31)"
+    b = _option("a100 x8", 1000.0, 1.0, {})
+    b.add("rework", 10.0, "reliability", formula="f", sources=[src])
+    data = model.report_from_options("links", [b.finalize()])
+    text = html.render_html(data, figures=[])
+    assert '<a href="https://arxiv.org/abs/2407.21783" rel="noopener noreferrer">' in text
+    md = markdown.render_markdown(data, [])
+    assert "<https://arxiv.org/abs/2407.21783>" in md
+    assert max(len(line) for line in md.splitlines()) < 200

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -162,3 +163,79 @@ def test_openapi_lists_catalog_ids(client: Any, catalog: Any) -> None:
         *catalog.systems,
     }
     assert "calibration" not in comps["Scenario"]["properties"]
+
+
+@pytest.mark.parametrize(
+    ("patch", "field", "value"),
+    [
+        ({"workload": {**BODY["workload"], "tokens": 1e30}}, "workload.tokens", 1e30),
+        ({"options": [{"hardware": "l4", "gpus": 10**9}]}, "options[0].gpus", 10**9),
+        (
+            {"workload": {"kind": "inference", "model": "gpt2-124m", "months": 360}},
+            "workload.months",
+            360,
+        ),
+    ],
+)
+def test_implausible_inputs_are_422_naming_the_range(
+    client: Any, patch: dict, field: str, value: float
+) -> None:
+    r = client.post("/api/v1/compare", json={**BODY, **patch})
+    assert r.status_code == 422
+    err = r.json()["error"]
+    assert err["field"] == field
+    assert err["value"] == value
+    assert err["expected"].startswith("between ")
+    assert err["form_message"].endswith(f"(got {value:g}).") or str(value) in err["form_message"]
+
+
+def test_nan_is_a_422_with_strict_json(client: Any) -> None:
+    raw = (
+        b'{"name": "t", "workload": {"kind": "training", "model": "gpt2-124m", "tokens": NaN},'
+        b' "options": [{"hardware": "l4", "gpus": 8}]}'
+    )
+    r = client.post("/api/v1/compare", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    err = json.loads(r.text)  # strict: no NaN token in the answer
+    assert err["error"]["field"] == "workload.tokens"
+    assert "NaN" not in r.text
+
+
+def test_errors_say_where_the_field_is_on_the_form(client: Any) -> None:
+    body = {**BODY, "options": [BODY["options"][0], {"hardware": "l4", "gpus": None}]}
+    err = client.post("/api/v1/compare", json=body).json()["error"]
+    assert err["form"] == {"input": "gpus", "row": 1, "label": "GPUs (option 2)"}
+    assert err["form_message"] == "GPUs (option 2) must be a whole number (empty)."
+
+
+def test_one_option_that_cannot_be_priced_does_not_wipe_the_others() -> None:
+    from fastapi.testclient import TestClient
+
+    from aitco.web.app import create_app
+
+    body = {
+        "name": "drop",
+        "workload": {"kind": "training", "model": "gpt2-124m", "tokens": 1e9, "seq_len": 1024},
+        "options": [
+            {"hardware": "l4", "gpus": 8, "pricing": "on_demand"},
+            {"hardware": "a10g", "gpus": 8, "pricing": "spot"},  # no spot offer for a10g
+        ],
+    }
+    with TestClient(create_app()) as c:
+        r = c.post("/api/v1/compare", json=body)
+        assert r.status_code == 200, r.text
+        j = r.json()
+        assert [o["name"] for o in j["options"]] == ["l4 x8 on_demand"]
+        (d,) = j["dropped_options"]
+        assert d["option"] == 2
+        assert d["field"] == "options[1]"
+        assert "a10g" in d["message"]
+        assert "spot" in d["message"]
+        html = c.post("/api/v1/compare", json=body, headers={"HX-Request": "true"}).text
+        assert "Option 2 (a10g x8 spot) cannot be priced" in html
+
+
+def test_catalog_lists_priceable_pricing(client: Any) -> None:
+    hw = {h["id"]: h for h in client.get("/api/v1/catalog").json()["hardware"]}
+    assert "spot" not in hw["a10g"]["pricing"]
+    assert "on_demand" in hw["a10g"]["pricing"]

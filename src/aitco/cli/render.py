@@ -13,6 +13,7 @@ from rich.table import Table
 
 from aitco.explain import Estimate
 from aitco.formatting import num
+from aitco.labels import LABELS
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -57,10 +58,15 @@ def fmt(x: Any, digits: int = 3) -> str:
 def table(
     title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, caption: str | None = None
 ) -> Table:
-    """Build a rich table from rows of values (numbers are formatted with :func:`fmt`)."""
+    """Build a rich table from rows of values (numbers are formatted with :func:`fmt`).
+
+    A column named by a JSON key of :data:`aitco.labels.LABELS` (``wall_clock_days``) is titled
+    with its label, as in the reports and the web app.
+    """
     t = Table(title=title, caption=caption, show_lines=False)
     for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right")
+        head = LABELS[c] if "_" in c and c in LABELS else c
+        t.add_column(head, justify="left" if i == 0 else "right")
     for r in rows:
         t.add_row(*(v if isinstance(v, str) else fmt(v) for v in r))
     return t

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import math
+import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aitco.formatting import num
+from markupsafe import Markup, escape
+
+from aitco.formatting import duration_h, num, pct, usd, usd_si, value
+from aitco.labels import category_label, label, short_label
 
 if TYPE_CHECKING:  # pragma: no cover
     import jinja2
@@ -29,20 +32,6 @@ TEMPLATES = "templates"
 def templates_dir() -> Path:
     """Folder of the report templates (shared with the web app)."""
     return Path(str(resources.files("aitco.report") / TEMPLATES))
-
-
-def usd(x: Any) -> str:
-    """Format dollars: ``$1,234,567`` (cents below $100); ``-`` for missing values."""
-    if not isinstance(x, int | float) or isinstance(x, bool) or not math.isfinite(x):
-        return "-"
-    return f"${x:,.2f}" if abs(x) < 100 else f"${x:,.0f}"
-
-
-def pct(x: Any) -> str:
-    """Format a fraction as a percentage (0.1234 -> ``12.3%``)."""
-    if not isinstance(x, int | float) or isinstance(x, bool) or not math.isfinite(x):
-        return "-"
-    return f"{100 * x:.1f}%"
 
 
 def fmt_months(x: Any) -> str:
@@ -70,8 +59,150 @@ def environment(extra_dirs: Sequence[Path] = ()) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.globals.update(usd=usd, pct=pct, num=num, fmt_months=fmt_months, roi_rows=roi_rows)
+    env.globals.update(
+        usd=usd,
+        usd_si=usd_si,
+        pct=pct,
+        num=num,
+        fmt_months=fmt_months,
+        label=label,
+        short_label=short_label,
+        value=value,
+        duration_h=duration_h,
+        category_label=category_label,
+        category_colour=category_colour,
+        is_link=is_link,
+        linkify=linkify,
+        roi_rows=roi_rows,
+    )
     return env
+
+
+#: Two options whose times differ by less than this fraction are tied for fastest.
+TIE_FRACTION = 0.01
+
+
+#: A web address inside a source's text (trailing punctuation is not part of it).
+URL_RE = re.compile(r"https?://[^\s<>\"']+[^\s<>\"'.,;:)\]]")
+
+
+def linkify(text: Any) -> Markup:
+    """Escape a source's text and make every web address in it a link a reader can click."""
+    out, last = [], 0
+    s = str(text)
+    for m in URL_RE.finditer(s):
+        url = m.group(0)
+        out.append(escape(s[last : m.start()]))
+        out.append(Markup('<a href="{0}" rel="noopener noreferrer">{0}</a>').format(url))
+        last = m.end()
+    out.append(escape(s[last:]))
+    return Markup("").join(out)
+
+
+def is_link(s: Any) -> bool:
+    """Return True when a source is a web address a reader can click."""
+    return isinstance(s, str) and s.startswith(("https://", "http://"))
+
+
+def category_colour(category: str) -> str:
+    """Colour of a cost category, the same in every chart and in the page's bars."""
+    from aitco.report.plots import category_colour as colour
+
+    return colour(category)
+
+
+def summary_cards(data: ReportData) -> list[dict[str, Any]]:
+    """One card per option, the answer first: total, time, $/M tokens, feasibility and marks.
+
+    Returns
+    -------
+    list of dict
+        ``name``, ``total`` (money), ``time`` (a duration or a monthly cost) and its
+        ``time_label``, ``billing`` (offer, instances, GPUs billed, when given), ``usd_per_mtok``,
+        ``feasible``, ``reasons``, ``marks`` (``(css class, text)`` pairs, e.g. ``("cheap",
+        "cheapest: $1,200 less than h100 x8")``), ``share`` (of the largest total, 0-1, for the
+        bar) and ``categories`` (``(category, usd, share of the option's total)``).
+    """
+    opts = data.options
+    top = max((abs(o.total_usd) for o in opts), default=0.0) or 1.0
+    ok = [o for o in opts if o.is_feasible]
+
+    def days(o: Any) -> float | None:
+        v = o.values.get("wall_clock_days")
+        return float(v) if isinstance(v, int | float) and v == v else None
+
+    cards = []
+    for o in opts:
+        marks: list[tuple[str, str]] = []
+        others = [p for p in ok if p is not o]
+        if o.name == data.cheapest:
+            nxt = min(others, key=lambda p: p.total_usd, default=None)
+            why = (
+                f"{usd(nxt.total_usd - o.total_usd)} less than {nxt.name}"
+                if nxt is not None
+                else "the only feasible option"
+            )
+            marks.append(("cheap", f"cheapest: {why}"))
+        d = days(o)
+        if o.name == data.fastest and d is not None:
+            timed = [(p, days(p)) for p in others if days(p) is not None]
+            nxt_t = min(timed, key=lambda t: t[1] or 0.0, default=None)
+            gap = 24 * ((nxt_t[1] or 0.0) - d) if nxt_t is not None else 0.0
+            if nxt_t is None:
+                why = "the only timed option"
+            elif gap <= TIE_FRACTION * 24 * d:
+                why = f"tied with {nxt_t[0].name}"
+            else:
+                why = f"{duration_h(gap)} sooner than {nxt_t[0].name}"
+            marks.append(("fast", f"fastest: {why}"))
+        lat = o.latency_s()
+        if o.name == data.fastest and d is None and lat is not None:
+            lats = [(p, p.latency_s()) for p in others if p.latency_s() is not None]
+            nxt_l = min(lats, key=lambda t: t[1] or 0.0, default=None)
+            why = (
+                f"latency {num(lat, 3)} s vs {num(nxt_l[1], 3)} s for {nxt_l[0].name}"
+                if nxt_l is not None
+                else "the only option with a latency"
+            )
+            marks.append(("fast", f"fastest: {why}"))
+        time_key = "wall_clock_days"
+        if d is not None:
+            time = duration_h(24 * d)
+        elif "usd_per_month" in o.values:
+            time, time_key = f"{usd(o.values.get('usd_per_month'))}/month", "usd_per_month"
+        else:
+            time = "-"
+        total = o.total_usd or 0.0
+        cats = [(c, v, (v / total if total else 0.0)) for c, v in o.by_category().items()]
+        cards.append(
+            {
+                "name": o.name,
+                "total": usd(o.total_usd),
+                "time": time,
+                "time_label": short_label(time_key),
+                "billing": _billing(o.values),
+                "usd_per_mtok": usd(o.values.get("usd_per_million_tokens")),
+                "feasible": o.is_feasible,
+                "reasons": list(o.infeasible_reasons),
+                "marks": marks,
+                "share": max(0.0, o.total_usd) / top,
+                "categories": cats,
+            }
+        )
+    return cards
+
+
+def _billing(values: Any) -> str:
+    """Offer, instances and GPUs billed of an option, when the comparison gives them."""
+    parts = []
+    inst, billed, offer = (values.get(k) for k in ("instances", "gpus_billed", "offer_id"))
+    if isinstance(inst, int | float) and not isinstance(inst, bool):
+        parts.append(f"{num(inst)} instance{'s' if inst != 1 else ''}")
+    if isinstance(billed, int | float) and not isinstance(billed, bool):
+        parts.append(f"{num(billed)} GPUs billed")
+    if offer:
+        parts.append(f"offer {offer}")
+    return " · ".join(parts)
 
 
 def headline_keys(data: ReportData) -> list[str]:
@@ -102,7 +233,8 @@ def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None =
     from aitco.report.plots import report_figures
 
     figs = report_figures(data) if figures is None else figures
-    css = (templates_dir() / "report.css").read_text(encoding="utf-8")
+    # the stylesheet is ours (a package file), inlined as is: escaping it would break its quotes
+    css = Markup((templates_dir() / "report.css").read_text(encoding="utf-8"))
     tpl = environment().get_template("report.html.j2")
     return tpl.render(
         data=data,
@@ -110,6 +242,7 @@ def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None =
         generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         css=css,
         headline=headline_keys(data),
+        cards=summary_cards(data),
         figures=[(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs],
         scenario_yaml=yaml.safe_dump(data.scenario, sort_keys=False) if data.scenario else "",
     )

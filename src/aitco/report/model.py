@@ -68,6 +68,8 @@ class OptionView:
     hardware: str = ""
     pricing: str = ""
     gpus: int = 0
+    feasible: bool | None = None
+    infeasible_reasons: tuple[str, ...] = ()
 
     @classmethod
     def from_any(cls, obj: Any) -> OptionView:
@@ -96,6 +98,8 @@ class OptionView:
             "stages",
             "assumptions",
             "explain",
+            "feasible",
+            "infeasible_reasons",
         }
         values = {k: v for k, v in d.items() if k not in skip and not isinstance(v, list | dict)}
         return cls(
@@ -107,7 +111,14 @@ class OptionView:
             hardware=str(d.get("hardware", "")),
             pricing=str(d.get("pricing", "")),
             gpus=int(d.get("gpus") or 0),
+            feasible=None if d.get("feasible") is None else bool(d["feasible"]),
+            infeasible_reasons=tuple(str(r) for r in d.get("infeasible_reasons") or ()),
         )
+
+    @property
+    def is_feasible(self) -> bool:
+        """Return False when the comparison or the web's plausibility check ruled it out."""
+        return self.feasible is not False
 
     def by_category(self) -> dict[str, float]:
         """USD by category, in first-seen order."""
@@ -178,6 +189,9 @@ class ReportData:
         What was left out and why (no ROI inputs, no telemetry...).
     scenario : dict
         The scenario as given (for the appendix and the JSON download).
+    dropped_options : list of dict
+        Options the web app left out because they cannot be priced, with why
+        (``{option, name, field, message}``, ``option`` counted from 1).
     """
 
     title: str
@@ -194,6 +208,7 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     scenario: dict[str, Any] = field(default_factory=dict)
     sweep_front: dict[str, Any] | None = None
+    dropped_options: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (the web API's and ``report.json``'s shape).
@@ -214,6 +229,11 @@ class ReportData:
                     "gpus": o.gpus,
                     "total_usd": o.total_usd,
                     **dict(o.values),
+                    **(
+                        {"feasible": o.feasible, "infeasible_reasons": list(o.infeasible_reasons)}
+                        if o.feasible is not None
+                        else {}
+                    ),
                     "items": [
                         {
                             "name": i.name,
@@ -238,6 +258,8 @@ class ReportData:
         }
         if self.sweep_front is not None:
             out["sweep_front"] = self.sweep_front
+        if self.dropped_options:
+            out["dropped_options"] = self.dropped_options
         return out
 
 
@@ -289,9 +311,10 @@ def report_from_options(
     views = [OptionView.from_any(o) for o in options]
     if not views:
         raise InputError("options", [], "at least one compared option")
+    pool = [o for o in views if o.is_feasible] or views
     if not cheapest:
-        cheapest = min(views, key=lambda o: o.total_usd).name
-    days = [(o, o.values.get("wall_clock_days")) for o in views]
+        cheapest = min(pool, key=lambda o: o.total_usd).name
+    days = [(o, o.values.get("wall_clock_days")) for o in pool]
     timed = [(o, d) for o, d in days if isinstance(d, int | float) and math.isfinite(d)]
     if not fastest and timed:
         fastest = min(timed, key=lambda t: t[1])[0].name

@@ -15,6 +15,9 @@ import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aitco.formatting import usd_si
+from aitco.labels import category_label, label
+
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -79,22 +82,62 @@ def _usd_axis(ax: Axes, axis: str = "x") -> None:
 
 
 def _usd_short(v: float) -> str:
-    a = abs(v)
-    if a >= 1e9:
-        return f"${v / 1e9:.3g}B"
-    if a >= 1e6:
-        return f"${v / 1e6:.3g}M"
-    if a >= 1e3:
-        return f"${v / 1e3:.3g}k"
-    return f"${v:.3g}"
+    return usd_si(v)
+
+
+def category_colour(category: str) -> str:
+    """Colour of a cost category: :data:`CATEGORY_COLOURS`, else a fixed pick by name.
+
+    The pick depends on the name only (not on the order categories appear in), so that one
+    category has one colour in every chart, the report and the web page.
+    """
+    if category in CATEGORY_COLOURS:
+        return CATEGORY_COLOURS[category]
+    k = sum(category.encode("utf-8")) % len(_EXTRA_COLOURS)
+    return _EXTRA_COLOURS[k]
 
 
 def _colour(category: str, seen: dict[str, str]) -> str:
-    if category in CATEGORY_COLOURS:
-        return CATEGORY_COLOURS[category]
-    if category not in seen:
-        seen[category] = _EXTRA_COLOURS[len(seen) % len(_EXTRA_COLOURS)]
-    return seen[category]
+    return category_colour(category)
+
+
+def _align_zero(ax: Axes, ax2: Axes) -> None:
+    """Set the limits of twin axes so that their zeros are at the same height."""
+    lo1, hi1 = ax.get_ylim()
+    lo2, hi2 = ax2.get_ylim()
+    lo1, hi1 = min(lo1, 0.0), max(hi1, 0.0)
+    lo2, hi2 = min(lo2, 0.0), max(hi2, 0.0)
+    # fraction of each axis below zero; use the larger one for both
+    f1 = -lo1 / (hi1 - lo1) if hi1 > lo1 else 0.0
+    f2 = -lo2 / (hi2 - lo2) if hi2 > lo2 else 0.0
+    f = max(f1, f2)
+    if f >= 1.0:
+        return
+    for a, lo, hi in ((ax, lo1, hi1), (ax2, lo2, hi2)):
+        if f > 0:
+            span = max(hi / (1 - f) if hi > 0 else 0.0, -lo / f if lo < 0 else 0.0)
+            a.set_ylim(-f * span, (1 - f) * span)
+        else:
+            a.set_ylim(0.0, hi)
+
+
+def _numbered_labels(
+    ax: Axes, xs: Sequence[float], ys: Sequence[float], names: Sequence[str]
+) -> None:
+    """Label points by number and list ``number. name`` beside the axes (no overlaps)."""
+    for k, (x, y) in enumerate(zip(xs, ys, strict=True), start=1):
+        ax.annotate(
+            str(k),
+            (x, y),
+            textcoords="offset points",
+            xytext=(5, 5),
+            fontsize=8,
+            weight="bold",
+            clip_on=True,
+        )
+    if names:
+        key = "\n".join(f"{k}. {_label(n)}" for k, n in enumerate(names, start=1))
+        ax.text(1.02, 1.0, key, transform=ax.transAxes, va="top", ha="left", fontsize=8)
 
 
 def cost_breakdown_png(options: Sequence[OptionView]) -> bytes:
@@ -125,7 +168,13 @@ def cost_breakdown_png(options: Sequence[OptionView]) -> bytes:
     for c in order:
         w = [o.by_category().get(c, 0.0) for o in options]
         ax.barh(
-            ys, w, left=left, color=_colour(c, extra), label=c, edgecolor="white", linewidth=0.5
+            ys,
+            w,
+            left=left,
+            color=_colour(c, extra),
+            label=category_label(c),
+            edgecolor="white",
+            linewidth=0.5,
         )
         left = [a + b for a, b in zip(left, w, strict=True)]
     for y, o in enumerate(options):
@@ -134,7 +183,7 @@ def cost_breakdown_png(options: Sequence[OptionView]) -> bytes:
     ax.invert_yaxis()
     _usd_axis(ax, "x")
     ax.set_xlim(0, max((o.total_usd for o in options), default=1.0) * 1.18 or 1.0)
-    ax.set_xlabel("total cost [USD]")
+    ax.set_xlabel("Total cost [$]")
     ax.set_title("Cost breakdown per option")
     fig.legend(loc="outside lower center", ncols=min(6, len(order)), fontsize=8, frameon=False)
     ax.grid(axis="x", alpha=0.3)
@@ -170,15 +219,21 @@ def waterfall_png(option: OptionView) -> bytes:
             steps.append((i.name, i.usd, i.category))
     if small:
         steps.append(("other (small items)", small, "other"))
-    labels = ["compute price", *[_label(s[0]) for s in steps], "full TCO"]
+    labels = ["compute price", *[_label(s[0]).replace("_", " ") for s in steps], "full TCO"]
     fig, ax = _figure(max(6.5, 0.62 * len(labels) + 2), 4.4)
     extra: dict[str, str] = {}
     ax.bar(0, start, color=CATEGORY_COLOURS["compute"])
     level = start
+    levels = [start, option.total_usd]
     for k, (_n, usd, cat) in enumerate(steps, start=1):
         ax.bar(k, usd, bottom=level, color=_colour(cat, extra))
-        ax.text(k, level + max(usd, 0), _usd_short(usd), ha="center", va="bottom", fontsize=7)
+        ax.text(k, level + max(usd, 0), _usd_short(usd), ha="center", va="bottom", fontsize=8)
         level += usd
+        levels.append(level)
+    # start the axis near the smallest bar so that 1-4 % hidden costs are visible, not slivers
+    lo, hi = min(levels), max(levels)
+    if lo > 0 and hi > lo:
+        ax.set_ylim(max(0.0, lo - 0.6 * (hi - lo)), hi + 0.15 * (hi - lo))
     ax.bar(len(labels) - 1, option.total_usd, color="#333333")
     ax.text(0, start, _usd_short(start), ha="center", va="bottom", fontsize=8)
     ax.text(
@@ -192,7 +247,13 @@ def waterfall_png(option: OptionView) -> bytes:
     )
     ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right", fontsize=8)
     _usd_axis(ax, "y")
-    ax.set_ylabel("USD")
+    ax.set_ylabel(
+        r"Cumulative cost [\$] (axis starts at {})".format(
+            _usd_short(ax.get_ylim()[0]).replace("$", r"\$")
+        )
+        if ax.get_ylim()[0] > 0
+        else "Cumulative cost [$]"
+    )
     uplift = (option.total_usd / start - 1.0) if start > 0 else math.nan
     extra_txt = f": +{uplift:.0%} over the compute price" if math.isfinite(uplift) else ""
     ax.set_title(f"{_label(option.name)}\ncompute price to full TCO{extra_txt}", fontsize=9)
@@ -236,17 +297,12 @@ def pareto_png(
     )
     if len(on) > 1:
         ax.step([p[xk] for p in on], [p[yk] for p in on], where="post", color="#D55E00", alpha=0.6)
-    for p in points:
-        ax.annotate(
-            _label(p["name"]),
-            (p[xk], p[yk]),
-            textcoords="offset points",
-            xytext=(4, 4),
-            fontsize=7,
-        )
+    _numbered_labels(
+        ax, [p[xk] for p in points], [p[yk] for p in points], [p["name"] for p in points]
+    )
     _usd_axis(ax, "y")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("total cost [USD]")
+    ax.set_ylabel("Total cost [$]")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -281,22 +337,21 @@ def sweep_front_png(front: Mapping[str, Any]) -> bytes:
     ys = [r[y_key] for r in rows]
     ax.step(xs, ys, where="post", color="#D55E00", alpha=0.6)
     ax.scatter(xs, ys, color="#D55E00", zorder=3, label=f"Pareto front ({len(rows)} plans)")
-    for r in rows:
-        parts = [str(r[k]) for k in ("hardware", "gpus", "pricing", "precision") if k in r]
-        ax.annotate(
-            _label(" ".join(parts)),
-            (r[x_key], r[y_key]),
-            textcoords="offset points",
-            xytext=(4, 4),
-            fontsize=7,
-        )
-    if y_key.endswith("_usd"):
+    names = [
+        " ".join(str(r[k]) for k in ("hardware", "gpus", "pricing", "precision") if k in r)
+        for r in rows
+    ]
+    _numbered_labels(ax, xs, ys, names)
+    if y_key.endswith("_usd") or "_usd_per_" in y_key or y_key.startswith("usd_per_"):
         _usd_axis(ax, "y")
-    ax.set_xlabel(x_key)
-    ax.set_ylabel(y_key)
+    if x_key.endswith("_usd") or x_key.startswith("usd_per_"):
+        _usd_axis(ax, "x")
+    ax.set_xlabel(label(x_key))
+    ax.set_ylabel(label(y_key))
     n = front.get("evaluated")
     ax.set_title(
-        f"Sweep: {y_key} vs {x_key}" + (f" ({n:,} plans evaluated)" if isinstance(n, int) else ""),
+        f"Sweep: {label(y_key)} vs {label(x_key)}"
+        + (f" ({n:,} plans evaluated)" if isinstance(n, int) else ""),
         fontsize=10,
     )
     ax.grid(alpha=0.3)
@@ -322,7 +377,7 @@ def roi_png(series: Mapping[str, Any]) -> bytes:
     roi = [r["roi"] for r in series["months"]]
     fig, ax = _figure(7.5, 4.2)
     ax.axhline(0, color="#333333", linewidth=0.8)
-    ax.plot(months, cum, color="#0072B2", linewidth=2, label="cumulative net [USD]")
+    ax.plot(months, cum, color="#0072B2", linewidth=2, label="Cumulative net cash flow [$]")
     ax.fill_between(months, cum, 0, where=[c < 0 for c in cum], color="#D55E00", alpha=0.15)
     ax.fill_between(months, cum, 0, where=[c >= 0 for c in cum], color="#009E73", alpha=0.15)
     pb = series.get("payback_months")
@@ -332,11 +387,12 @@ def roi_png(series: Mapping[str, Any]) -> bytes:
             pb, ax.get_ylim()[1], f" payback {pb:.1f} months", va="top", fontsize=8, color="#006644"
         )
     _usd_axis(ax, "y")
-    ax.set_xlabel("month")
-    ax.set_ylabel("cumulative net [USD]")
+    ax.set_xlabel("Month")
+    ax.set_ylabel("Cumulative net cash flow [$]")
     ax2 = ax.twinx()
-    ax2.plot(months, roi, color="#E69F00", linestyle="--", label="monthly ROI")
-    ax2.set_ylabel("monthly ROI [ratio]")
+    ax2.plot(months, roi, color="#E69F00", linestyle="--", label="Monthly ROI [ratio]")
+    ax2.set_ylabel("Monthly ROI [ratio]")
+    _align_zero(ax, ax2)
     npv = series.get("npv_usd")
     ax.set_title(
         f"ROI and payback (NPV {_usd_short(npv)})" if isinstance(npv, int | float) else "ROI"
@@ -375,7 +431,7 @@ def tornado_png(bars: Sequence[Mapping[str, Any]], *, metric: str = "npv_usd") -
         ax.text(0.5, 0.5, "no input moves the metric", ha="center", transform=ax.transAxes)
         return _png(fig)
     base = float(rows[0]["metric_base"])
-    names = [b["input"] for b in rows]
+    names = [label(str(b["input"])) for b in rows]
     lo = [float(b["metric_low"]) - base for b in rows]
     hi = [float(b["metric_high"]) - base for b in rows]
     ax.barh(names, lo, left=base, color="#56B4E9", label="input -swing")
@@ -384,8 +440,8 @@ def tornado_png(bars: Sequence[Mapping[str, Any]], *, metric: str = "npv_usd") -
     ax.invert_yaxis()
     if metric.endswith("_usd"):
         _usd_axis(ax, "x")
-    ax.set_xlabel(metric)
-    ax.set_title(f"Sensitivity of {metric} (one input at a time)")
+    ax.set_xlabel(label(metric))
+    ax.set_title(f"Sensitivity of {label(metric)} (one input at a time)")
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
@@ -452,7 +508,7 @@ def utilisation_heatmap_png(
         fontsize=7,
     )
     cb = fig.colorbar(im, ax=ax)
-    cb.set_label("utilisation [0-1]")
+    cb.set_label("Utilisation [0-1]")
     finite = m[np.isfinite(m)]
     idle_share = float((finite < idle_threshold).mean()) if finite.size else math.nan
     ax.set_title(
@@ -504,7 +560,7 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
                 "Cost vs time: the Pareto front",
                 lambda: pareto_png(
                     data.pareto_time,
-                    xlabel="wall-clock time [days]",
+                    xlabel="Time to finish [days]",
                     title="Cost vs time to train",
                     x_key="wall_clock_days",
                 ),
@@ -517,7 +573,7 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
                 "Cost vs latency: the Pareto front",
                 lambda: pareto_png(
                     data.pareto_latency,
-                    xlabel="latency [s]",
+                    xlabel="Latency [s]",
                     title="Cost vs latency",
                     x_key="latency_s",
                 ),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
@@ -30,8 +31,16 @@ from aitco import __version__
 from aitco.catalog.loader import Catalog, load_catalog
 from aitco.decide.scenario import Precision, PricingMode, Scenario
 from aitco.errors import AitcoError, InputError, UnknownIdError
-from aitco.report.html import environment, headline_keys
+from aitco.formatting import duration_h
+from aitco.report.html import environment, headline_keys, summary_cards
 from aitco.report.model import ReportData
+from aitco.web.forms import (
+    MAX_PLAUSIBLE_DAYS,
+    check_plausible,
+    form_field,
+    form_message,
+    priceable_pricing,
+)
 
 #: Largest request body accepted. [bytes]
 MAX_BODY_BYTES = 64 * 1024
@@ -39,6 +48,8 @@ MAX_BODY_BYTES = 64 * 1024
 CACHE_SIZE = 64
 #: Plots shown on the page (the downloaded report has them all).
 FRAGMENT_FIGURES = ("breakdown", "waterfall_1", "pareto_time", "pareto_latency")
+#: The one network address in the vendored ReDoc bundle (its logo), replaced by a local icon.
+REDOC_CDN_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
 #: Option rows offered by the page's scenario builder.
 FORM_OPTION_ROWS = 3
 
@@ -51,7 +62,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _SECURITY_HEADERS = {
     "content-security-policy": (
         "default-src 'self'; img-src 'self' data: blob:; script-src 'self'; "
-        "style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'"
+        "style-src 'self' 'unsafe-inline'; connect-src 'self'; worker-src 'self' blob:; "
+        "frame-ancestors 'none'"
     ),
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
@@ -124,17 +136,26 @@ class _TooLargeError(Exception):
 
 
 def error_json(exc: AitcoError) -> dict[str, Any]:
-    """Return the 422 body of an error: the field, value and expectation of the CLI line."""
+    """Return the 422 body of an error: the field, value and expectation of the CLI line.
+
+    Besides the CLI's ``message``, an input error says where the field is on the page's form
+    (``form``: ``{input, row, label}``) and gives ``form_message``, the sentence shown next to it.
+    Values that JSON cannot carry (NaN, infinities, objects) are sent as their text.
+    """
     err: dict[str, Any] = {"message": str(exc), "type": type(exc).__name__}
     if isinstance(exc, InputError):
         value = exc.value
+        if isinstance(value, float) and not math.isfinite(value):
+            value = str(value)
         try:
-            json.dumps(value)
+            json.dumps(value, allow_nan=False)
         except (TypeError, ValueError):
             value = repr(value)
         err.update(field=exc.field, value=value, expected=exc.expected)
         if exc.hint:
             err["hint"] = exc.hint
+        err["form"] = form_field(str(exc.field))
+        err["form_message"] = form_message(err)
     return {"error": err}
 
 
@@ -162,10 +183,58 @@ class _Engine:
                             del self._inflight[k]
             return lk
 
-    def report(self, body: Any) -> tuple[str, ReportData]:
+    def _build(self, scen: Scenario) -> ReportData:
+        """Compare; a non-finite cost (inputs past what the engines can price) is an input error."""
         from aitco.report.model import build_report
 
-        scen = Scenario.from_dict(body, file=None)
+        try:
+            return build_report(scen, self.catalog, compare=self.compare)
+        except (ValueError, OverflowError, ZeroDivisionError) as exc:
+            raise InputError(
+                "workload",
+                "(the scenario)",
+                "inputs whose costs are finite numbers",
+                hint=str(exc)[:200],
+            ) from exc
+
+    def _build_dropping(self, scen: Scenario) -> ReportData:
+        """Compare every option; when some cannot be priced, compare the others and say why.
+
+        One option that cannot be priced (a precision its hardware lacks, a pricing mode with no
+        offer) must not wipe out the comparison of the others. Each option is retried alone only
+        after the whole comparison failed; when every option fails, the first error is raised.
+        """
+        try:
+            return self._build(scen)
+        except AitcoError as first:
+            if len(scen.options) < 2:
+                raise
+            kept, dropped = [], []
+            for k, opt in enumerate(scen.options):
+                try:
+                    self._build(scen.model_copy(update={"options": [opt]}))
+                    kept.append(opt)
+                except AitcoError as one:
+                    dropped.append((k, opt, one))
+            if not kept or not dropped:
+                raise first from None
+        data = self._build(scen.model_copy(update={"options": kept}))
+        for k, opt, err in dropped:
+            info = error_json(err)["error"]
+            why = str(info.get("form_message") or err).replace("option 1)", f"option {k + 1})")
+            data.dropped_options.append(
+                {
+                    "option": k + 1,
+                    "name": opt.label,
+                    "field": f"options[{k}]",
+                    "message": f"Option {k + 1} ({opt.label}) cannot be priced: {why}",
+                }
+            )
+        return data
+
+    def report(self, body: Any) -> tuple[str, ReportData]:
+        scen = Scenario.from_dict(body, file=None)  # the CLI's validation first
+        check_plausible(body)  # then what only a web form needs: no NaN, sane ranges
         check_web_scenario(scen, self.catalog)
         key = json.dumps(scen.to_dict(), sort_keys=True)
         with self._key_lock("report:" + key):
@@ -174,7 +243,7 @@ class _Engine:
                 if hit is not None:
                     self._cache.move_to_end(key)
                     return key, hit
-            data = build_report(scen, self.catalog, compare=self.compare)
+            data = mark_implausible(self._build_dropping(scen))
             with self._lock:
                 self._cache[key] = data
                 while len(self._cache) > CACHE_SIZE:
@@ -199,6 +268,23 @@ class _Engine:
                 while len(self._figs) > CACHE_SIZE:
                     self._figs.popitem(last=False)
         return figs
+
+
+def mark_implausible(data: ReportData) -> ReportData:
+    """Mark options that would run longer than :data:`MAX_PLAUSIBLE_DAYS` as not feasible."""
+    import dataclasses
+
+    for k, o in enumerate(data.options):
+        d = o.values.get("wall_clock_days")
+        if isinstance(d, int | float) and d > MAX_PLAUSIBLE_DAYS:
+            why = (
+                f"it would take {duration_h(24 * d)} (more than {MAX_PLAUSIBLE_DAYS / 365.25:.0f}"
+                " years): add GPUs or train on fewer tokens"
+            )
+            data.options[k] = dataclasses.replace(
+                o, feasible=False, infeasible_reasons=(*o.infeasible_reasons, why)
+            )
+    return data
 
 
 def check_web_scenario(scen: Scenario, catalog: Catalog) -> None:
@@ -302,9 +388,12 @@ def create_app(
         title="aitco",
         version=__version__,
         description="What will this AI workload really cost, on which hardware, is it worth it?",
+        docs_url=None,
+        redoc_url=None,
     )
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     app.mount("/static", StaticFiles(directory=here / "static"), name="static")
+    app.mount("/static-docs", StaticFiles(directory=docs_assets_dir()), name="static-docs")
 
     @app.middleware("http")
     async def _headers(
@@ -317,10 +406,14 @@ def create_app(
 
     @app.exception_handler(AitcoError)
     async def _aitco_error(request: Request, exc: AitcoError) -> Response:
-        if _is_htmx(request):
-            html = env.get_template("error.html.j2").render(error=error_json(exc)["error"])
-            return HTMLResponse(html, status_code=422)
+        # JSON for htmx too: the page puts the message next to the field and keeps the result
         return JSONResponse(error_json(exc), status_code=422)
+
+    @app.exception_handler(Exception)
+    async def _internal_error(request: Request, exc: Exception) -> Response:
+        # an unexpected failure still answers JSON (never an HTML traceback page)
+        body = {"error": {"message": f"internal error ({type(exc).__name__})", "type": "internal"}}
+        return JSONResponse(body, status_code=500)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:
@@ -390,6 +483,25 @@ def create_app(
             text.encode(), media_type="text/html; charset=utf-8", headers=_attach(f"{stem}.html")
         )
 
+    # ------------------------------------------------------------------ API docs (offline)
+    @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+    def swagger_docs() -> HTMLResponse:
+        return HTMLResponse(env.get_template("docs.html.j2").render(version=__version__))
+
+    redoc_js: list[bytes] = []
+
+    @app.get("/static-docs-local/redoc.standalone.js", include_in_schema=False)
+    def redoc_script() -> Response:
+        # ReDoc draws its logo from a CDN: point it at the local icon so nothing leaves the host
+        if not redoc_js:
+            text = (docs_assets_dir() / "redoc.standalone.js").read_bytes()
+            redoc_js.append(text.replace(REDOC_CDN_LOGO.encode(), b"/static-docs/favicon.png"))
+        return Response(redoc_js[0], media_type="text/javascript")
+
+    @app.get("/redoc", response_class=HTMLResponse, include_in_schema=False)
+    def redoc_docs() -> HTMLResponse:
+        return HTMLResponse(env.get_template("redoc.html.j2").render(version=__version__))
+
     # ------------------------------------------------------------------ page
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> HTMLResponse:
@@ -423,9 +535,19 @@ def _fragment(env: Any, data: ReportData, figs: list[tuple[str, str, bytes]]) ->
     shown = [(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs]
     return str(
         env.get_template("results.html.j2").render(
-            data=data, headline=headline_keys(data), figures=shown
+            data=data, headline=headline_keys(data), figures=shown, cards=summary_cards(data)
         )
     )
+
+
+def docs_assets_dir() -> Path:
+    """Folder of the Swagger UI and ReDoc assets (from the ``fastapi-offline`` package, MIT).
+
+    Served under ``/static-docs`` so that ``/docs`` and ``/redoc`` work with no network.
+    """
+    import fastapi_offline
+
+    return Path(fastapi_offline.__file__).parent / "static"
 
 
 def _finite(o: Any) -> Any:
@@ -452,15 +574,21 @@ def pick_lists(catalog: Catalog) -> dict[str, Any]:
     """Ids the scenario builder offers, from the catalog and the scenario schema."""
     from typing import get_args
 
+    modes = list(get_args(PricingMode))
     hw = [
-        {"id": a.id, "name": a.name or a.id, "memory_gb": a.memory_gb}
+        {
+            "id": a.id,
+            "name": a.name or a.id,
+            "memory_gb": a.memory_gb,
+            "pricing": priceable_pricing(catalog, a.id, modes),
+        }
         for a in sorted(catalog.accelerators.values(), key=lambda a: a.id)
     ]
     return {
         "hardware": hw,
         "systems": sorted(catalog.systems),
         "models": sorted(catalog.models),
-        "pricing": list(get_args(PricingMode)),
+        "pricing": modes,
         "precisions": list(get_args(Precision)),
         "workloads": ["training", "inference"],
     }

@@ -1,0 +1,190 @@
+"""What the web form may send, in the form's words: plausible ranges, field labels, priceable pairs.
+
+The API validates a scenario exactly as the CLI does (``Scenario.from_dict``).
+This module adds what only a web form needs: ranges beyond which an input is a typo rather than a
+plan (a 1e30-token run, 1e9 GPUs, NaN), the label of each field as the form shows it (so that an
+error reads "GPUs (option 2) must be a whole number", not ``options.1.gpus``), and the pricing
+modes each hardware can actually be priced with.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aitco.errors import InputError
+
+
+@dataclass(frozen=True)
+class Range:
+    """Plausible closed range of a form field and what it counts."""
+
+    low: float
+    high: float
+    unit: str
+    why: str
+
+
+#: Plausible range of each numeric field the form sends (beyond it the input is refused with 422).
+#: The upper ends are generous: 1e16 tokens is ~700x the 15e12 tokens of Llama 3 (Meta, 2024,
+#: https://ai.meta.com/blog/meta-llama-3/); 1e6 GPUs is ~10x the largest announced clusters.
+PLAUSIBLE: dict[str, Range] = {
+    "workload.tokens": Range(1, 1e16, "tokens", "about 700x the largest published training run"),
+    "workload.seq_len": Range(1, 1e7, "tokens", "a 10-million-token context"),
+    "workload.global_batch": Range(1, 1e8, "sequences", "1e8 sequences per step"),
+    "workload.input_tokens": Range(1, 1e7, "tokens", "a 10-million-token prompt"),
+    "workload.output_tokens": Range(1, 1e7, "tokens", "10 million generated tokens"),
+    "workload.qps": Range(0, 1e6, "requests/s", "a million requests per second"),
+    "workload.months": Range(0, 120, "months", "ten years of service"),
+    "options[].gpus": Range(1, 1e6, "GPUs", "about 10x the largest announced cluster"),
+}
+
+#: Longest run an option may take before it is marked not feasible. [days]
+MAX_PLAUSIBLE_DAYS = 3650.0
+
+#: (form input name, label) of each scenario field the form edits.
+FORM_FIELDS: dict[str, tuple[str, str]] = {
+    "name": ("name", "Name"),
+    "workload.kind": ("kind", "Kind"),
+    "workload.model": ("model", "Model"),
+    "workload.precision": ("precision", "Precision"),
+    "workload.tokens": ("tokens", "Tokens"),
+    "workload.seq_len": ("seq_len", "Sequence length"),
+    "workload.global_batch": ("global_batch", "Global batch"),
+    "workload.input_tokens": ("input_tokens", "Input tokens"),
+    "workload.output_tokens": ("output_tokens", "Output tokens"),
+    "workload.qps": ("qps", "Requests/s"),
+    "workload.months": ("months", "Months"),
+    "options[].hardware": ("hardware", "Hardware"),
+    "options[].gpus": ("gpus", "GPUs"),
+    "options[].pricing": ("pricing", "Pricing"),
+    "--precision": ("precision", "Precision"),
+}
+
+#: Pydantic's phrases and how the form says them.
+_PHRASES: tuple[tuple[str, str], ...] = (
+    ("Input should be a valid integer", "a whole number"),
+    ("Input should be a valid number", "a number"),
+    ("Input should be greater than or equal to", "at least"),
+    ("Input should be greater than", "more than"),
+    ("Input should be less than or equal to", "at most"),
+    ("Input should be a finite number", "a finite number"),
+    ("Field required", "a value"),
+    ("Input should be", "one of"),
+)
+
+_OPTION_FIELD = re.compile(r"^options(?:\[(\d+)\]|\.(\d+))(?:\.(\w+))?")
+
+
+def _walk(o: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(o, Mapping):
+        for k, v in o.items():
+            yield from _walk(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(o, list):
+        for i, v in enumerate(o):
+            yield from _walk(v, f"{path}[{i}]")
+    else:
+        yield path, o
+
+
+def _generic(path: str) -> str:
+    return re.sub(r"\[\d+\]", "[]", path)
+
+
+def check_plausible(body: Any) -> None:
+    """Refuse non-finite numbers anywhere and numbers outside :data:`PLAUSIBLE`.
+
+    Raises
+    ------
+    InputError
+        Naming the field (``workload.tokens``, ``options[1].gpus``), the value and the range.
+    """
+    for path, v in _walk(body):
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            continue
+        if not math.isfinite(v):
+            raise InputError(path, str(v), "a finite number")
+        rng = PLAUSIBLE.get(_generic(path))
+        if rng is not None and not rng.low <= v <= rng.high:
+            raise InputError(
+                path,
+                v,
+                f"between {rng.low:g} and {rng.high:g} {rng.unit}",
+                hint=f"the upper end is {rng.why}",
+            )
+
+
+def form_field(field: str) -> dict[str, Any]:
+    """Where an error's field is on the form: ``{input, row, label}`` (row 0-based or None).
+
+    Examples
+    --------
+    >>> form_field("options.1.gpus")
+    {'input': 'gpus', 'row': 1, 'label': 'GPUs (option 2)'}
+    >>> form_field("workload.tokens")
+    {'input': 'tokens', 'row': None, 'label': 'Tokens'}
+    """
+    m = _OPTION_FIELD.match(field)
+    if m:
+        row = int(m.group(1) or m.group(2))
+        sub = m.group(3) or "hardware"
+        name, lab = FORM_FIELDS.get(f"options[].{sub}", (sub, sub.replace("_", " ")))
+        return {"input": name, "row": row, "label": f"{lab} (option {row + 1})"}
+    if field in FORM_FIELDS:
+        name, lab = FORM_FIELDS[field]
+        return {"input": name, "row": None, "label": lab}
+    tail = field.rsplit(".", 1)[-1].lstrip("-")
+    for name, lab in FORM_FIELDS.values():
+        if name == tail:
+            return {"input": name, "row": None, "label": lab}
+    return {"input": None, "row": None, "label": field}
+
+
+def plain_expected(expected: str) -> str:
+    """Say pydantic's expectation in the form's words ("Input should be a valid integer")."""
+    out = expected
+    for a, b in _PHRASES:
+        out = out.replace(a, b)
+    return out
+
+
+def form_message(err: Mapping[str, Any]) -> str:
+    """Return one sentence for a person, e.g. ``GPUs (option 2) must be at least 1 (got 0).``."""
+    where = form_field(str(err.get("field", "")))
+    value = err.get("value")
+    got = "empty" if value in (None, "", "None") else f"got {value}"
+    text = f"{where['label']} must be {plain_expected(str(err.get('expected', '')))} ({got})."
+    hint = str(err.get("hint") or "")
+    if hint and form_can_follow(hint):
+        first = hint.split(" ", 1)[0]
+        is_id = any(ch.isdigit() or ch == "-" for ch in first)  # an id keeps its case
+        text += f" {hint if is_id else hint[:1].upper() + hint[1:]}."
+    return text
+
+
+def form_can_follow(hint: str) -> bool:
+    """Return False when a hint names a CLI flag or a scenario field the form does not have."""
+    if re.search(r"(^|\s)--\w", hint) or "aitco " in hint:
+        return False
+    inputs = {name for name, _label in FORM_FIELDS.values()}
+    for m in re.finditer(r"options\[\d+\]\.(\w+)|workload\.(\w+)", hint):
+        if (m.group(1) or m.group(2)) not in inputs:
+            return False
+    return True
+
+
+def priceable_pricing(catalog: Any, hw_id: str, modes: list[str]) -> list[str]:
+    """Pricing modes ``hw_id`` can be priced with: offer terms, and owned modes with a price."""
+    acc_id = hw_id
+    if hw_id in catalog.systems:
+        acc_id = getattr(catalog.systems[hw_id], "accelerator", hw_id)
+    terms = {p.term for o in catalog.offers_for(acc_id) for p in o.prices}
+    acc = catalog.accelerators.get(acc_id)
+    sysm = catalog.systems.get(hw_id)
+    owned = (acc is not None and acc.price is not None) or (
+        sysm is not None and getattr(sysm, "price", None) is not None
+    )
+    return [m for m in modes if m in terms or (owned and m in ("owned", "colocation"))]
