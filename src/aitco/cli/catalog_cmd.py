@@ -1,4 +1,4 @@
-"""``aitco catalog list|show|sources|check``: browse the sourced catalog."""
+"""``aitco catalog list|show|sources|check|import``: browse, check and extend the catalog."""
 
 from __future__ import annotations
 
@@ -8,6 +8,12 @@ import typer
 
 from aitco.catalog.loader import catalog_json, load_catalog
 from aitco.catalog.schema import KINDS, Entry
+from aitco.catalog.staleness import (
+    DEFAULT_STALE_MONTHS,
+    dated_values,
+    stale_counts,
+    stale_values,
+)
 from aitco.cli import state
 from aitco.cli.render import console, print_json, table
 from aitco.errors import UnknownIdError
@@ -140,18 +146,62 @@ def sources_cmd(
 
 @catalog_app.command("check")
 def check_cmd(
-    files: Annotated[list[str], typer.Argument(help="Overlay YAML files to validate.")],
+    files: Annotated[
+        list[str] | None, typer.Argument(help="Overlay YAML files to validate (optional).")
+    ] = None,
+    stale_months: Annotated[
+        float,
+        typer.Option(
+            "--stale-months",
+            min=0,
+            help="List prices and factors older than this many months, by kind.",
+        ),
+    ] = DEFAULT_STALE_MONTHS,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Validate overlay files against the schema (errors name file, field, value, expected)."""
+    """Validate overlay files against the schema and list the values older than N months."""
+    files = files or []
     cat = load_catalog([*state.overlays(), *files])
     counts = {k: len(cat.kind(k)) for k in KINDS}
+    stale = stale_values(cat, stale_months=stale_months)
+    by_kind = stale_counts(stale)
+    dated = stale_counts(dated_values(cat))
+    estimated = sum(1 for v in stale if v.as_of_estimated)
     if json_out:
-        print_json({"ok": True, "files": files, "counts": counts})
+        print_json(
+            {
+                "ok": True,
+                "files": files,
+                "counts": counts,
+                "stale_months": stale_months,
+                "stale_counts": by_kind,
+                "dated_counts": dated,
+                "stale": [v.to_json() for v in stale],
+            }
+        )
         return
+    if files:
+        console.print(
+            f"[green]ok[/green]: {', '.join(files)} valid; catalog now has "
+            + ", ".join(f"{v} {k}" for k, v in counts.items())
+        )
+    rows = [
+        [v.kind, v.id, v.field, v.as_of.isoformat() + ("*" if v.as_of_estimated else ""),
+         f"{v.age_months:.0f}"]
+        for v in stale
+    ]  # fmt: skip
     console.print(
-        f"[green]ok[/green]: {', '.join(files)} valid; catalog now has "
-        + ", ".join(f"{v} {k}" for k, v in counts.items())
+        table(
+            f"values older than {stale_months:g} months ({len(stale)})",
+            ["kind", "id", "field", "as_of", "months"],
+            rows,
+        )
+    )
+    console.print(
+        "stale by kind: "
+        + ", ".join(f"{k} {by_kind[k]} of {dated[k]}" for k in by_kind)
+        + f"; {estimated} with a hand-chosen date (*)",
+        highlight=False,
     )
 
 

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from aitco.cli import state
+from aitco.catalog.staleness import stale_line
 from aitco.cli.render import console, fmt, print_json, table
 from aitco.cost.tco import CATEGORIES, Breakdown
 from aitco.decide.compare import Comparison, compare
@@ -77,6 +78,7 @@ def comparisons_json(comps: list[Comparison], *, explain: bool) -> dict[str, Any
                 "cheapest": c.cheapest,
                 "fastest": c.fastest,
                 "options": [o.name for o in c.options],
+                "stale_inputs": c.stale_inputs,
                 **({"assumptions": c.assumptions} if explain else {}),
             }
         )
@@ -88,6 +90,7 @@ def comparisons_json(comps: list[Comparison], *, explain: bool) -> dict[str, Any
             cheapest=comps[0].cheapest,
             fastest=comps[0].fastest,
         )
+    out["stale_inputs"] = [s for c in comps for s in c.stale_inputs]
     return out
 
 
@@ -316,6 +319,8 @@ def compare_cmd(
         return
     for c in comps:
         render_comparison(c)
+        if c.stale_inputs:
+            console.print(f"[yellow]{escape(stale_line(c.stale_inputs))}[/yellow]")
         if explain:
             _explain(c)
 
