@@ -44,13 +44,16 @@ def test_age_in_months() -> None:
 def test_cutoff_selects_by_age(tmp_path: Path) -> None:
     cat = load_catalog([_overlay(tmp_path, "2024-01-01", estimated=True)], use_env=False)
     old = [v for v in stale_values(cat, stale_months=12, today=TODAY) if v.id == "test-old-h100"]
-    assert len(old) == 1 and old[0].kind == "cloud_price" and old[0].as_of_estimated
+    assert len(old) == 1
+    assert old[0].kind == "cloud_price"
+    assert old[0].as_of_estimated
     # a cut-off beyond its age leaves it out; counts cover every kind
     assert not [
         v for v in stale_values(cat, stale_months=60, today=TODAY) if v.id == "test-old-h100"
     ]
     counts = stale_counts(stale_values(cat, today=TODAY))
-    assert set(counts) == set(STALE_KINDS) and counts["cloud_price"] >= 1
+    assert set(counts) == set(STALE_KINDS)
+    assert counts["cloud_price"] >= 1
 
 
 def test_fresh_price_is_not_stale(tmp_path: Path) -> None:

@@ -111,7 +111,8 @@ def dated_values(catalog: Catalog, *, today: dt.date | None = None) -> list[Date
             out.append(_dated("accelerator_price", a.id, "price", a.price.usd, a.price, day))
     for s in catalog.systems.values():
         if s.node_price is not None:
-            out.append(_dated("node_price", s.id, "node_price", s.node_price.usd, s.node_price, day))
+            np_ = s.node_price
+            out.append(_dated("node_price", s.id, "node_price", np_.usd, np_, day))
     for api in catalog.apis.values():
         out.append(_dated("api_price", api.id, "as_of", api.input_usd_per_mtok, api.as_of, day))
     for f in catalog.factors.values():
@@ -138,7 +139,7 @@ def stale_counts(values: Iterable[DatedValue]) -> dict[str, int]:
 
 
 def _used_offer_price(offer: CloudOffer, term: str, region: str | None) -> tuple[int, OfferPrice]:
-    """The price record a comparison would have used: the cheapest per hour of its term/region."""
+    """Return the price record a comparison used: the cheapest per hour of its term/region."""
     cands = [
         (i, p)
         for i, p in enumerate(offer.prices)
@@ -155,7 +156,7 @@ def stale_price_inputs(
     stale_months: float = DEFAULT_STALE_MONTHS,
     today: dt.date | None = None,
 ) -> list[dict[str, Any]]:
-    """The prices a comparison rests on that are older than ``stale_months``.
+    """Return the prices a comparison rests on that are older than ``stale_months``.
 
     Parameters
     ----------

@@ -14,8 +14,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from aitco.cli import state
 from aitco.catalog.staleness import stale_line
+from aitco.cli import state
 from aitco.cli.render import console, fmt, print_json, table
 from aitco.cost.tco import CATEGORIES, Breakdown
 from aitco.decide.compare import Comparison, compare
