@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import yaml
 
 from aitco.catalog.loader import catalog_json, load_catalog
 from aitco.catalog.schema import KINDS, Entry
@@ -14,9 +17,11 @@ from aitco.catalog.staleness import (
     stale_counts,
     stale_values,
 )
+from aitco.catalog.skypilot import overlay_document
 from aitco.cli import state
 from aitco.cli.render import console, print_json, table
-from aitco.errors import UnknownIdError
+from aitco.errors import InputError, UnknownIdError
+from aitco.fileio import write_atomic
 
 catalog_app = typer.Typer(
     help="Browse the catalog: every value with its source and date.", no_args_is_help=True
@@ -203,6 +208,101 @@ def check_cmd(
         + f"; {estimated} with a hand-chosen date (*)",
         highlight=False,
     )
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """Safe YAML dumper that writes repeated values out (no ``&id001`` anchors)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+import_app = typer.Typer(
+    help="Import public price catalogs as an overlay of offers (use it with --catalog FILE).",
+    no_args_is_help=True,
+)
+catalog_app.add_typer(import_app, name="import")
+
+
+def _date(raw: str | None) -> dt.date | None:
+    if raw is None:
+        return None
+    try:
+        return dt.date.fromisoformat(raw)
+    except ValueError as exc:
+        raise InputError("--as-of", raw, "a date YYYY-MM-DD") from exc
+
+
+@import_app.command("skypilot")
+def import_skypilot_cmd(
+    files: Annotated[
+        list[str], typer.Argument(help="SkyPilot vms.csv files (or the reference snapshot).")
+    ],
+    out: Annotated[
+        str, typer.Option("-o", "--output", help="Overlay YAML to write (offers + sources).")
+    ],
+    provider: Annotated[
+        str | None,
+        typer.Option("--provider", help="Cloud of the files (default: from the file name)."),
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="Date the prices applied, YYYY-MM-DD (default: the file date, marked estimated).",
+        ),
+    ] = None,
+    as_of_estimated: Annotated[
+        bool,
+        typer.Option(
+            "--as-of-estimated", help="Mark the --as-of date as chosen by hand (undated files)."
+        ),
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Read SkyPilot catalog CSVs into an overlay of instance offers (zones collapsed per region)."""
+    paths = [Path(f) for f in files]
+    when = _date(as_of)
+    doc, res = overlay_document(
+        paths,
+        provider=provider,
+        as_of=when,
+        as_of_estimated=as_of_estimated,
+        catalog=state.catalog(),
+    )
+    text = (
+        "# aitco catalog import skypilot "
+        + " ".join(files)
+        + "\n"
+        + yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True, width=110)
+    )
+    write_atomic(Path(out), text)
+    load_catalog([*state.overlays(), out])  # the overlay validates (one-line error otherwise)
+    summary = {
+        "output": out,
+        "files": files,
+        "rows_read": res.rows_read,
+        "offers": len(res.offers),
+        "offers_new": len(res.offers) - res.merged,
+        "offers_merged": res.merged,
+        "prices_newer_kept": res.newer_kept,
+        "regions": res.regions,
+        "spot_above_on_demand": res.spot_above_on_demand,
+        "skipped": res.skipped,
+    }
+    if json_out:
+        print_json(summary)
+        return
+    console.print(
+        f"wrote {out}: {summary['offers']} offers ({summary['offers_new']} new, "
+        f"{res.merged} merged into shipped offers, {res.newer_kept} newer prices kept) from "
+        f"{res.rows_read} rows, {res.regions} instance-regions; "
+        f"{res.spot_above_on_demand} spot prices above on-demand (kept, noted)",
+        highlight=False,
+    )
+    for why, n in sorted(res.skipped.items(), key=lambda kv: -kv[1]):
+        console.print(f"  skipped {n} rows: {why}", highlight=False)
+    console.print(f"use it with: aitco compare --catalog {out}", highlight=False)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
