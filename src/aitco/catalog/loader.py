@@ -343,7 +343,7 @@ def builtin_overlays() -> dict[str, Path]:
 
 
 def resolve_overlay(path: str | Path) -> str:
-    """An overlay path, or the shipped overlay of that name when no such file exists."""
+    """Return an overlay path, or the shipped overlay of that name when no such file exists."""
     p = str(path)
     if not os.path.exists(p):
         named = builtin_overlays().get(p)

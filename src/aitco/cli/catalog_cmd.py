@@ -11,13 +11,13 @@ import yaml
 
 from aitco.catalog.loader import catalog_json, load_catalog
 from aitco.catalog.schema import KINDS, Entry
+from aitco.catalog.skypilot import overlay_document
 from aitco.catalog.staleness import (
     DEFAULT_STALE_MONTHS,
     dated_values,
     stale_counts,
     stale_values,
 )
-from aitco.catalog.skypilot import overlay_document
 from aitco.cli import state
 from aitco.cli.render import console, print_json, table
 from aitco.errors import InputError, UnknownIdError
@@ -260,7 +260,7 @@ def import_skypilot_cmd(
     ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Read SkyPilot catalog CSVs into an overlay of instance offers (zones collapsed per region)."""
+    """Read SkyPilot catalog CSVs into an overlay of instance offers, zones collapsed per region."""
     paths = [Path(f) for f in files]
     when = _date(as_of)
     doc, res = overlay_document(
