@@ -1,4 +1,4 @@
-"""``aitco catalog import skypilot``: SkyPilot catalogs -> offers that ``compare`` uses (issue 13)."""
+"""``aitco catalog import skypilot``: SkyPilot catalogs -> offers that compare uses (issue 13)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from aitco.catalog.skypilot import (
     resolve_accelerator,
 )
 from aitco.errors import InputError
-
 
 DATA = Path(__file__).parent / "data"
 #: (provider, accelerator, instance_type) of every row of shared/reference/skypilot/gpu_offers.csv
