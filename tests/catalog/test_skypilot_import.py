@@ -157,6 +157,10 @@ def test_newer_price_wins_estimated_never_displaces_known() -> None:
     assert _newer(old, [price("2025-06-01", 2.0, est=False)], res)[0].usd_per_hour == 2.0
     assert _newer(old, [price("2025-06-01", 2.0, est=True)], res)[0].usd_per_hour == 1.0
     assert _newer(old, [price("2024-06-01", 2.0, est=False)], res)[0].usd_per_hour == 1.0
+    # an estimated price for another region, older than the offer's known repricing: left out
+    other = price("2025-02-01", 3.0, est=True).model_copy(update={"region": "eu"})
+    assert [p.region for p in _newer(old, [other], res)] == ["us"]
+    assert res.superseded == 1
 
 
 def test_cli_import_then_compare_uses_it(

@@ -190,6 +190,7 @@ class ImportResult:
     spot_above_on_demand: int = 0
     merged: int = 0
     newer_kept: int = 0
+    superseded: int = 0
 
     def skip(self, reason: str, rows: int = 1) -> None:
         """Count ``rows`` rows left out for ``reason``."""
@@ -446,11 +447,21 @@ def build_offers(
 def _newer(old: CloudOffer, new: list[OfferPrice], res: ImportResult) -> list[OfferPrice]:
     """Union of an offer's prices, the newer ``as_of`` winning per (term, region).
 
-    A price with a hand-chosen (estimated) date replaces only another estimated one.
+    A price with a hand-chosen (estimated) date replaces only another estimated one, and is not
+    added at all when the offer has a price of its term with a known, later date.
     """
     res.merged += 1
     out = {(p.term, p.region): p for p in old.prices}
+    # the newest known (not estimated) date of each term: the offer was repriced then (e.g. AWS
+    # cut P4/P5 prices in June 2025), so an estimated-date price older than it is not added
+    known = {}
+    for p in old.prices:
+        if not p.as_of_estimated and p.as_of > known.get(p.term, dt.date.min):
+            known[p.term] = p.as_of
     for p in new:
+        if p.as_of_estimated and p.as_of < known.get(p.term, dt.date.min):
+            res.superseded += 1
+            continue
         cur = out.get((p.term, p.region))
         # a hand-chosen date never displaces a price whose date is known
         beats = cur is not None and p.as_of > cur.as_of

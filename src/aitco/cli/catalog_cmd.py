@@ -286,22 +286,27 @@ def import_skypilot_cmd(
         "offers_new": len(res.offers) - res.merged,
         "offers_merged": res.merged,
         "prices_newer_kept": res.newer_kept,
+        "prices_superseded": res.superseded,
         "regions": res.regions,
         "spot_above_on_demand": res.spot_above_on_demand,
-        "skipped": res.skipped,
+        "skipped": [
+            {"reason": why, "rows": n}
+            for why, n in sorted(res.skipped.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
     }
     if json_out:
         print_json(summary)
         return
     console.print(
         f"wrote {out}: {summary['offers']} offers ({summary['offers_new']} new, "
-        f"{res.merged} merged into shipped offers, {res.newer_kept} newer prices kept) from "
+        f"{res.merged} merged into shipped offers, {res.newer_kept} newer prices kept, "
+        f"{res.superseded} older than a known repricing left out) from "
         f"{res.rows_read} rows, {res.regions} instance-regions; "
         f"{res.spot_above_on_demand} spot prices above on-demand (kept, noted)",
         highlight=False,
     )
-    for why, n in sorted(res.skipped.items(), key=lambda kv: -kv[1]):
-        console.print(f"  skipped {n} rows: {why}", highlight=False)
+    for sk in summary["skipped"]:
+        console.print(f"  skipped {sk['rows']} rows: {sk['reason']}", highlight=False)
     console.print(f"use it with: aitco compare --catalog {out}", highlight=False)
 
 
