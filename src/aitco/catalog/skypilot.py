@@ -454,7 +454,7 @@ def _newer(old: CloudOffer, new: list[OfferPrice], res: ImportResult) -> list[Of
     out = {(p.term, p.region): p for p in old.prices}
     # the newest known (not estimated) date of each term: the offer was repriced then (e.g. AWS
     # cut P4/P5 prices in June 2025), so an estimated-date price older than it is not added
-    known = {}
+    known: dict[str, dt.date] = {}
     for p in old.prices:
         if not p.as_of_estimated and p.as_of > known.get(p.term, dt.date.min):
             known[p.term] = p.as_of

@@ -278,7 +278,11 @@ def import_skypilot_cmd(
     )
     write_atomic(Path(out), text)
     load_catalog([*state.overlays(), out])  # the overlay validates (one-line error otherwise)
-    summary = {
+    skipped = [
+        {"reason": why, "rows": n}
+        for why, n in sorted(res.skipped.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    summary: dict[str, Any] = {
         "output": out,
         "files": files,
         "rows_read": res.rows_read,
@@ -289,10 +293,7 @@ def import_skypilot_cmd(
         "prices_superseded": res.superseded,
         "regions": res.regions,
         "spot_above_on_demand": res.spot_above_on_demand,
-        "skipped": [
-            {"reason": why, "rows": n}
-            for why, n in sorted(res.skipped.items(), key=lambda kv: (-kv[1], kv[0]))
-        ],
+        "skipped": skipped,
     }
     if json_out:
         print_json(summary)
@@ -305,7 +306,7 @@ def import_skypilot_cmd(
         f"{res.spot_above_on_demand} spot prices above on-demand (kept, noted)",
         highlight=False,
     )
-    for sk in summary["skipped"]:
+    for sk in skipped:
         console.print(f"  skipped {sk['rows']} rows: {sk['reason']}", highlight=False)
     console.print(f"use it with: aitco compare --catalog {out}", highlight=False)
 
