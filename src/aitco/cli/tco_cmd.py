@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from aitco.catalog.currency import in_usd_year, usd_year_note
 from aitco.catalog.staleness import stale_line
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_json, table
@@ -55,10 +56,15 @@ def _scenarios(path: str | None) -> list[Scenario]:
 
 
 def run_comparisons(
-    path: str | None, preset: str | None = None, calibration: str | None = None
+    path: str | None,
+    preset: str | None = None,
+    calibration: str | None = None,
+    usd_year: int | None = None,
 ) -> list[Comparison]:
     """Compare the scenario at ``path`` (or the built-in defaults) with the CLI's catalog."""
     cat = state.catalog()
+    if usd_year is not None:  # every price in dollars of one year (aitco.catalog.currency)
+        cat = in_usd_year(cat, usd_year)
     eff = _efficiency(calibration)
     return [compare(s, cat, preset=preset, efficiency=eff) for s in _scenarios(path)]
 
@@ -302,6 +308,15 @@ def _explain(c: Comparison) -> None:
         console.print(f"  - {escape(a)}", highlight=False)
 
 
+UsdYearOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--usd-year",
+        help="State every purchase and rental price in US dollars of this year (CPI-U, BLS).",
+    ),
+]
+
+
 def compare_cmd(
     scenario: Annotated[
         str | None,
@@ -311,12 +326,18 @@ def compare_cmd(
     explain: ExplainOpt = False,
     preset: PresetOpt = None,
     calibration: CalibOpt = None,
+    usd_year: UsdYearOpt = None,
 ) -> None:
     """Compare hardware and pricing options item by item (default: GPT-2 1.02B + Llama 3 8B)."""
-    comps = run_comparisons(scenario, preset, calibration)
+    comps = run_comparisons(scenario, preset, calibration, usd_year)
     if json_out:
-        print_json(comparisons_json(comps, explain=explain))
+        out = comparisons_json(comps, explain=explain)
+        if usd_year is not None:
+            out["usd_year"] = usd_year_note(state.catalog(), usd_year)
+        print_json(out)
         return
+    if usd_year is not None:
+        console.print(usd_year_note(state.catalog(), usd_year)["note"], highlight=False)
     for c in comps:
         render_comparison(c)
         if c.stale_inputs:
@@ -331,9 +352,10 @@ def tco_cmd(
     explain: ExplainOpt = False,
     preset: PresetOpt = None,
     calibration: CalibOpt = None,
+    usd_year: UsdYearOpt = None,
 ) -> None:
     """Itemised total cost of ownership of any scenario (training, service, multi-stage)."""
-    compare_cmd(scenario, json_out, explain, preset, calibration)
+    compare_cmd(scenario, json_out, explain, preset, calibration, usd_year)
 
 
 # --------------------------------------------------------------------------- presets
