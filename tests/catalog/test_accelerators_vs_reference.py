@@ -43,6 +43,8 @@ DOCUMENTED_DIFFERENCES = {
     ("jetson-agx-orin-64gb", "fp32"): "from the technical brief (reference has none)",
     ("tpu-v6e", "fp8"): "omitted: the Google page gives bf16/int8 only",
     ("tpu-v5e", "tdp_w"): "Epoch dataset value (unverified) kept with a note; reference has none",
+    ("b200", "hbm_bandwidth_gb_s"): "HGX B200 datasheet 7,700 GB/s (62 TB/s / 8); the reference's "
+    "8,000 is the GB200 figure (issue 13)",
 }
 PEAK_KEYS = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8",
              "int8": "int8_tops", "fp4": "fp4"}  # fmt: skip

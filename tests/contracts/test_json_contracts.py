@@ -204,6 +204,12 @@ JSON_COMMANDS: dict[str, list[str]] = {
     "catalog list": ["catalog", "list", "accelerators", "--json"],
     "catalog show": ["catalog", "show", "h100-sxm5-80gb", "--json"],
     "catalog sources": ["catalog", "sources", "--json"],
+    "catalog check": ["catalog", "check", "--json"],
+    "catalog import skypilot": [
+        "catalog", "import", "skypilot",
+        str(REPO / "tests" / "catalog" / "data" / "skypilot_vms_lambda_v7.csv"),
+        "-o", "<tmp>/offers.yaml", "--as-of", "2025-06-01", "--json",
+    ],
     "preset list": ["preset", "list", "--json"],
     "preset show": ["preset", "show", "industry-2024", "--json"],
     "preset diff": ["preset", "diff", "aitco-default", "industry-2024", "--json"],

@@ -119,6 +119,9 @@ class AuditPrice:
     as_of: str = ""
     source: str = ""
     source_url: str | None = None
+    #: Price of cache-write input tokens where the provider charges a premium for them (None:
+    #: billed at the input price). [USD / 1e6 tokens]
+    cache_write_usd_per_mtok: float | None = None
 
     @classmethod
     def from_api_price(cls, p: ApiPrice) -> AuditPrice:
@@ -173,6 +176,7 @@ def price_usd(
     output_tokens: int = 0,
     saving_tokens: int = 0,
     *,
+    cache_write_tokens: int = 0,
     batch: bool = False,
 ) -> float:
     r"""Dollars of token counts at one price [USD].
@@ -185,17 +189,21 @@ def price_usd(
         Tokens billed at the uncached input, cached input and output prices. [tokens]
     saving_tokens : int
         Over-priced tokens, valued at the gap between input and cached prices. [tokens]
+    cache_write_tokens : int
+        Input tokens written to the prompt cache, at the cache-write price (the input price
+        when the price has none). [tokens]
     batch : bool
         Apply the batch discount.
 
     Notes
     -----
-    .. math:: W = f\,\frac{T_i p_i + T_c p_c + T_o p_o + T_s (p_i - p_c)}{10^6}
+    .. math:: W = f\,\frac{T_i p_i + T_c p_c + T_o p_o + T_s (p_i - p_c) + T_w p_w}{10^6}
 
     with :math:`f = 1 - d_{batch}` for batch pricing, else 1.
     """
     f = (1.0 - (price.batch_discount or 0.0)) if batch else 1.0
     p_i, p_c = price.input_usd_per_mtok, price.cached_or_input
+    p_w = p_i if price.cache_write_usd_per_mtok is None else price.cache_write_usd_per_mtok
     return (
         f
         * (
@@ -203,9 +211,16 @@ def price_usd(
             + cached_tokens * p_c
             + output_tokens * price.output_usd_per_mtok
             + saving_tokens * (p_i - p_c)
+            + cache_write_tokens * p_w
         )
         / MEGA
     )
+
+
+def _bill_usd(price: AuditPrice, v: list[int], *, batch: bool) -> float:
+    """Dollars of one ``billed_by_price`` row ``[input, cached, output, cache_write]``."""
+    w = v[3] if len(v) > 3 else 0
+    return price_usd(price, v[0], v[1], v[2], cache_write_tokens=w, batch=batch)
 
 
 @dataclass
@@ -554,7 +569,7 @@ class AuditResult:
                 batch=self.options.batch,
             )
         return sum(
-            price_usd(self.prices[pid], *v, batch=self.options.batch)
+            _bill_usd(self.prices[pid], v, batch=self.options.batch)
             for pid, v in self.billed_by_price.items()
         )
 
@@ -655,9 +670,8 @@ class AuditResult:
                     "output_usd_per_mtok": q.output_usd_per_mtok,
                     "as_of": q.as_of,
                     "source": q.source,
-                    "billed_usd": price_usd(
-                        q, *self.billed_by_price[pid], batch=self.options.batch
-                    ),
+                    "cache_write_usd_per_mtok": q.cache_write_usd_per_mtok,
+                    "billed_usd": _bill_usd(q, self.billed_by_price[pid], batch=self.options.batch),
                 }
                 for pid, q in self.prices.items()
                 if pid in self.billed_by_price
@@ -670,7 +684,8 @@ class AuditResult:
                 "cache_min_tokens": self.options.cache_min_tokens,
                 "cache_block_tokens": self.options.cache_block_tokens,
                 "cache_ttl_s": self.options.cache_ttl_s,
-                "cache_write_priced_as": "input price",
+                "cache_write_priced_as": "cache-write price where the price has one "
+                "(genai-prices), else the input price",
             },
         }
         if not self.exports.empty:
@@ -726,6 +741,7 @@ def audit_log(
     tokenizer: TokenCounter | None = None,
     options: AuditOptions | None = None,
     price_for: PriceResolver | None = None,
+    price_at: Callable[[UsageRecord], AuditPrice | None] | None = None,
 ) -> AuditResult:
     """Audit a JSONL request log against a price (streaming, bounded memory).
 
@@ -743,6 +759,10 @@ def audit_log(
     price_for : callable, optional
         ``price_for(model) -> AuditPrice | None``: price each request at its own model's
         price (mixed-model logs); ``None`` falls back to ``price``. Called once per model.
+    price_at : callable, optional
+        ``price_at(record) -> AuditPrice | None``: price each request at the rate in force on
+        its own timestamp and at its prompt's tier (see :mod:`aitco.audit.genai`); ``None``
+        falls back to ``price_for`` and ``price``.
 
     Returns
     -------
@@ -831,11 +851,14 @@ def audit_log(
         res.cache_write_tokens += rec.cache_write_tokens
         res.output_tokens += rec.output_tokens
         res.reasoning_tokens += rec.reasoning_tokens
-        rp = price_of(rec.model)
-        bill = res.billed_by_price.setdefault(rp.id, [0, 0, 0])
-        bill[0] += rec.prompt_tokens - rec.cached_tokens
+        rp = (price_at(rec) if price_at is not None else None) or price_of(rec.model)
+        res.prices.setdefault(rp.id, rp)
+        bill = res.billed_by_price.setdefault(rp.id, [0, 0, 0, 0])
+        writes = rec.cache_write_tokens if rp.cache_write_usd_per_mtok is not None else 0
+        bill[0] += rec.prompt_tokens - rec.cached_tokens - writes
         bill[1] += rec.cached_tokens
         bill[2] += rec.output_tokens
+        bill[3] += writes
         if rec.created_s is not None:
             if res.first_created_s is None or rec.created_s < res.first_created_s:
                 res.first_created_s = rec.created_s

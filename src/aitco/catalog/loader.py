@@ -321,6 +321,22 @@ def _builtin_sources_file() -> Path:
     return Path(str(resources.files("aitco.catalog") / "data" / "sources.yaml"))
 
 
+def builtin_overlays() -> dict[str, Path]:
+    """Named overlays shipped with aitco (``--catalog NAME``), e.g. ``skypilot-2025``."""
+    root = Path(str(resources.files("aitco.catalog") / "overlays"))
+    return {p.stem: p for p in sorted(root.glob("*.yaml"))} if root.is_dir() else {}
+
+
+def resolve_overlay(path: str | Path) -> str:
+    """Return an overlay path, or the shipped overlay of that name when no such file exists."""
+    p = str(path)
+    if not os.path.exists(p):
+        named = builtin_overlays().get(p)
+        if named is not None:
+            return str(named)
+    return p
+
+
 def env_paths() -> list[str]:
     """Overlay paths from the ``AITCO_CATALOG`` environment variable."""
     raw = os.environ.get(ENV_VAR, "")
@@ -347,7 +363,7 @@ def load_catalog(extra_paths: Sequence[str | Path] = (), *, use_env: bool = True
     CatalogError
         A file, field path, value and expectation for the first invalid value found.
     """
-    paths = [*(env_paths() if use_env else []), *(str(p) for p in extra_paths)]
+    paths = [resolve_overlay(p) for p in [*(env_paths() if use_env else []), *extra_paths]]
     stamps = tuple((p, _mtime(p)) for p in paths)
     return _load_cached(stamps)
 

@@ -102,11 +102,26 @@ class Price(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    usd: float = _f("Price in nominal US dollars.", "USD", ge=0)
-    as_of: dt.date = _f("Date of the price.")
+    usd: float = _f("Price in nominal US dollars of ``usd_year``.", "USD", ge=0)
+    as_of: dt.date = _f("Date the price applied (quoted, listed or sold).")
     kind: str = _f("list, street, listing, system_per_gpu, estimate, ...", default="list")
     region: str = "global"
     currency: Literal["USD"] = "USD"
+    retrieved: dt.date | None = _f("Date the price was read, where it differs.", default=None)
+    as_of_estimated: bool = _f(
+        "Whether ``as_of`` was chosen by hand (the source gives no date).", default=False
+    )
+    usd_year: int | None = _f(
+        "Year whose dollars the price is in (None: the year of ``as_of``).",
+        default=None,
+        ge=1913,
+        le=2100,
+    )
+
+    @property
+    def dollar_year(self) -> int:
+        """Year whose dollars ``usd`` is in."""
+        return self.usd_year or self.as_of.year
 
 
 class Accelerator(Entry):
@@ -206,10 +221,25 @@ class OfferPrice(BaseModel):
     term: PricingTerm
     region: str
     usd_per_hour: float = _f("Price per instance-hour.", "USD/h", ge=0)
-    as_of: dt.date
+    as_of: dt.date = _f("Date the price applied (the price list's date).")
     currency: Literal["USD"] = "USD"
     source: str = _f("Source key (resolved into the entry's provenance).")
     note: str | None = None
+    retrieved: dt.date | None = _f("Date the price was read, where it differs.", default=None)
+    as_of_estimated: bool = _f(
+        "Whether ``as_of`` was chosen by hand (the source gives no date).", default=False
+    )
+    usd_year: int | None = _f(
+        "Year whose dollars the price is in (None: the year of ``as_of``).",
+        default=None,
+        ge=1913,
+        le=2100,
+    )
+
+    @property
+    def dollar_year(self) -> int:
+        """Year whose dollars ``usd_per_hour`` is in."""
+        return self.usd_year or self.as_of.year
 
 
 class CloudOffer(Entry):

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from aitco.audit import genai
 from aitco.audit.audit import (
     SECONDS_PER_MONTH,
     AuditOptions,
@@ -86,6 +87,26 @@ def infer_price(cat: Catalog, log: Path) -> ApiPrice:
         "a PROVIDER/MODEL id (no model named in the log)",
         hint="see `aitco api-prices`",
     )
+
+
+_PRICE_SOURCES = ("auto", "genai-prices", "catalog")
+
+
+def _genai_resolver(source: str) -> genai.GenaiResolver | None:
+    """Return the genai-prices resolver for ``--price-source`` (None: the shipped table)."""
+    if source not in _PRICE_SOURCES:
+        raise InputError("--price-source", source, f"one of {', '.join(_PRICE_SOURCES)}")
+    if source == "catalog":
+        return None
+    if genai.module() is None:
+        if source == "genai-prices":
+            raise InputError(
+                "--price-source",
+                source,
+                "genai-prices installed (pip install 'aitco[audit]'), or --price-source catalog",
+            )
+        return None
+    return genai.GenaiResolver()
 
 
 def _catalog_resolver(cat: Catalog) -> Callable[[str | None], AuditPrice | None]:
@@ -314,6 +335,15 @@ def audit_cmd(
             "--period-days", help="Days the log covers (default: from its created times)."
         ),
     ] = None,
+    price_source: Annotated[
+        str,
+        typer.Option(
+            "--price-source",
+            help="auto (genai-prices when installed, else the shipped table), genai-prices "
+            "or catalog. genai-prices prices each request at the rate in force on its date, "
+            "at its prompt's long-context tier, with cache-write premiums (per-model mode).",
+        ),
+    ] = "auto",
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     explain: Annotated[
         bool, typer.Option("--explain", help="Show how each cause was priced.")
@@ -336,9 +366,13 @@ def audit_cmd(
             f"[yellow]{api.id} has no batch discount in the catalog; list prices used[/yellow]"
         )
     resolver = None if price else _catalog_resolver(cat)
-    res = audit_log(log, ap, tok, opts, price_for=resolver)
+    price_at = None if price else _genai_resolver(price_source)
+    res = audit_log(log, ap, tok, opts, price_for=resolver, price_at=price_at)
     out = res.to_json()
     out["pricing"] = "single" if price else "per_model"
+    out["price_source"] = (
+        f"{genai.PACKAGE} {genai.version()}" if price_at is not None else "catalog"
+    )
     mismatch = [m for m in out["models_seen"] if not model_matches(api.model, m)]
     if mismatch and price:
         out["price_model_mismatch"] = mismatch
@@ -455,6 +489,7 @@ def api_prices_cmd(
 ) -> None:
     """List token-API prices (per million tokens) with their date and source."""
     cat = state.catalog()
+    live = genai.module() is not None
     rows = []
     for a in sorted(cat.apis.values(), key=lambda a: a.id):
         if provider and a.provider != provider:
@@ -472,6 +507,7 @@ def api_prices_cmd(
                 "context_window": a.context_window,
                 "as_of": a.as_of.isoformat(),
                 "source": ap.source,
+                "genai_prices": genai.current_rates(a.model, a.provider) if live else None,
             }
         )
     if provider and not rows:
@@ -479,7 +515,13 @@ def api_prices_cmd(
             "API provider", provider, {a.provider for a in cat.apis.values()}, field="--provider"
         )
     if json_out:
-        print_json({"count": len(rows), "prices": rows})
+        print_json(
+            {
+                "count": len(rows),
+                "price_source": f"{genai.PACKAGE} {genai.version()}" if live else "catalog",
+                "prices": rows,
+            }
+        )
         return
     cols = [
         "id",

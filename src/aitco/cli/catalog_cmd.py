@@ -1,16 +1,27 @@
-"""``aitco catalog list|show|sources|check``: browse the sourced catalog."""
+"""``aitco catalog list|show|sources|check|import``: browse, check and extend the catalog."""
 
 from __future__ import annotations
 
+import datetime as dt
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import yaml
 
 from aitco.catalog.loader import catalog_json, load_catalog
 from aitco.catalog.schema import KINDS, Entry
+from aitco.catalog.skypilot import overlay_document
+from aitco.catalog.staleness import (
+    DEFAULT_STALE_MONTHS,
+    dated_values,
+    stale_counts,
+    stale_values,
+)
 from aitco.cli import state
 from aitco.cli.render import console, print_json, table
-from aitco.errors import UnknownIdError
+from aitco.errors import InputError, UnknownIdError
+from aitco.fileio import write_atomic
 
 catalog_app = typer.Typer(
     help="Browse the catalog: every value with its source and date.", no_args_is_help=True
@@ -140,19 +151,164 @@ def sources_cmd(
 
 @catalog_app.command("check")
 def check_cmd(
-    files: Annotated[list[str], typer.Argument(help="Overlay YAML files to validate.")],
+    files: Annotated[
+        list[str] | None, typer.Argument(help="Overlay YAML files to validate (optional).")
+    ] = None,
+    stale_months: Annotated[
+        float,
+        typer.Option(
+            "--stale-months",
+            min=0,
+            help="List prices and factors older than this many months, by kind.",
+        ),
+    ] = DEFAULT_STALE_MONTHS,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Validate overlay files against the schema (errors name file, field, value, expected)."""
+    """Validate overlay files against the schema and list the values older than N months."""
+    files = files or []
     cat = load_catalog([*state.overlays(), *files])
     counts = {k: len(cat.kind(k)) for k in KINDS}
+    stale = stale_values(cat, stale_months=stale_months)
+    by_kind = stale_counts(stale)
+    dated = stale_counts(dated_values(cat))
+    estimated = sum(1 for v in stale if v.as_of_estimated)
     if json_out:
-        print_json({"ok": True, "files": files, "counts": counts})
+        print_json(
+            {
+                "ok": True,
+                "files": files,
+                "counts": counts,
+                "stale_months": stale_months,
+                "stale_counts": by_kind,
+                "dated_counts": dated,
+                "stale": [v.to_json() for v in stale],
+            }
+        )
+        return
+    if files:
+        console.print(
+            f"[green]ok[/green]: {', '.join(files)} valid; catalog now has "
+            + ", ".join(f"{v} {k}" for k, v in counts.items())
+        )
+    rows = [
+        [v.kind, v.id, v.field, v.as_of.isoformat() + ("*" if v.as_of_estimated else ""),
+         f"{v.age_months:.0f}"]
+        for v in stale
+    ]  # fmt: skip
+    console.print(
+        table(
+            f"values older than {stale_months:g} months ({len(stale)})",
+            ["kind", "id", "field", "as_of", "months"],
+            rows,
+        )
+    )
+    console.print(
+        "stale by kind: "
+        + ", ".join(f"{k} {by_kind[k]} of {dated[k]}" for k in by_kind)
+        + f"; {estimated} with a hand-chosen date (*)",
+        highlight=False,
+    )
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """Safe YAML dumper that writes repeated values out (no ``&id001`` anchors)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+import_app = typer.Typer(
+    help="Import public price catalogs as an overlay of offers (use it with --catalog FILE).",
+    no_args_is_help=True,
+)
+catalog_app.add_typer(import_app, name="import")
+
+
+def _date(raw: str | None) -> dt.date | None:
+    if raw is None:
+        return None
+    try:
+        return dt.date.fromisoformat(raw)
+    except ValueError as exc:
+        raise InputError("--as-of", raw, "a date YYYY-MM-DD") from exc
+
+
+@import_app.command("skypilot")
+def import_skypilot_cmd(
+    files: Annotated[
+        list[str], typer.Argument(help="SkyPilot vms.csv files (or the reference snapshot).")
+    ],
+    out: Annotated[
+        str, typer.Option("-o", "--output", help="Overlay YAML to write (offers + sources).")
+    ],
+    provider: Annotated[
+        str | None,
+        typer.Option("--provider", help="Cloud of the files (default: from the file name)."),
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="Date the prices applied, YYYY-MM-DD (default: the file date, marked estimated).",
+        ),
+    ] = None,
+    as_of_estimated: Annotated[
+        bool,
+        typer.Option(
+            "--as-of-estimated", help="Mark the --as-of date as chosen by hand (undated files)."
+        ),
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Read SkyPilot catalog CSVs into an overlay of instance offers, zones collapsed per region."""
+    paths = [Path(f) for f in files]
+    when = _date(as_of)
+    doc, res = overlay_document(
+        paths,
+        provider=provider,
+        as_of=when,
+        as_of_estimated=as_of_estimated,
+        catalog=state.catalog(),
+    )
+    text = (
+        "# aitco catalog import skypilot "
+        + " ".join(files)
+        + "\n"
+        + yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True, width=110)
+    )
+    write_atomic(Path(out), text)
+    load_catalog([*state.overlays(), out])  # the overlay validates (one-line error otherwise)
+    skipped = [
+        {"reason": why, "rows": n}
+        for why, n in sorted(res.skipped.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    summary: dict[str, Any] = {
+        "output": out,
+        "files": files,
+        "rows_read": res.rows_read,
+        "offers": len(res.offers),
+        "offers_new": len(res.offers) - res.merged,
+        "offers_merged": res.merged,
+        "prices_newer_kept": res.newer_kept,
+        "prices_superseded": res.superseded,
+        "regions": res.regions,
+        "spot_above_on_demand": res.spot_above_on_demand,
+        "skipped": skipped,
+    }
+    if json_out:
+        print_json(summary)
         return
     console.print(
-        f"[green]ok[/green]: {', '.join(files)} valid; catalog now has "
-        + ", ".join(f"{v} {k}" for k, v in counts.items())
+        f"wrote {out}: {summary['offers']} offers ({summary['offers_new']} new, "
+        f"{res.merged} merged into shipped offers, {res.newer_kept} newer prices kept, "
+        f"{res.superseded} older than a known repricing left out) from "
+        f"{res.rows_read} rows, {res.regions} instance-regions; "
+        f"{res.spot_above_on_demand} spot prices above on-demand (kept, noted)",
+        highlight=False,
     )
+    for sk in skipped:
+        console.print(f"  skipped {sk['rows']} rows: {sk['reason']}", highlight=False)
+    console.print(f"use it with: aitco compare --catalog {out}", highlight=False)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:

@@ -14,6 +14,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from aitco.catalog.currency import in_usd_year, usd_year_note
+from aitco.catalog.staleness import stale_line
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_json, table
 from aitco.cost.tco import CATEGORIES, Breakdown
@@ -54,10 +56,15 @@ def _scenarios(path: str | None) -> list[Scenario]:
 
 
 def run_comparisons(
-    path: str | None, preset: str | None = None, calibration: str | None = None
+    path: str | None,
+    preset: str | None = None,
+    calibration: str | None = None,
+    usd_year: int | None = None,
 ) -> list[Comparison]:
     """Compare the scenario at ``path`` (or the built-in defaults) with the CLI's catalog."""
     cat = state.catalog()
+    if usd_year is not None:  # every price in dollars of one year (aitco.catalog.currency)
+        cat = in_usd_year(cat, usd_year)
     eff = _efficiency(calibration)
     return [compare(s, cat, preset=preset, efficiency=eff) for s in _scenarios(path)]
 
@@ -77,6 +84,7 @@ def comparisons_json(comps: list[Comparison], *, explain: bool) -> dict[str, Any
                 "cheapest": c.cheapest,
                 "fastest": c.fastest,
                 "options": [o.name for o in c.options],
+                "stale_inputs": c.stale_inputs,
                 **({"assumptions": c.assumptions} if explain else {}),
             }
         )
@@ -88,6 +96,7 @@ def comparisons_json(comps: list[Comparison], *, explain: bool) -> dict[str, Any
             cheapest=comps[0].cheapest,
             fastest=comps[0].fastest,
         )
+    out["stale_inputs"] = [s for c in comps for s in c.stale_inputs]
     return out
 
 
@@ -313,6 +322,15 @@ def _explain(c: Comparison) -> None:
         console.print(f"  - {escape(a)}", highlight=False)
 
 
+UsdYearOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--usd-year",
+        help="State every purchase and rental price in US dollars of this year (CPI-U, BLS).",
+    ),
+]
+
+
 def compare_cmd(
     scenario: Annotated[
         str | None,
@@ -322,14 +340,22 @@ def compare_cmd(
     explain: ExplainOpt = False,
     preset: PresetOpt = None,
     calibration: CalibOpt = None,
+    usd_year: UsdYearOpt = None,
 ) -> None:
     """Compare hardware and pricing options item by item (default: GPT-2 1.02B + Llama 3 8B)."""
-    comps = run_comparisons(scenario, preset, calibration)
+    comps = run_comparisons(scenario, preset, calibration, usd_year)
     if json_out:
-        print_json(comparisons_json(comps, explain=explain))
+        out = comparisons_json(comps, explain=explain)
+        if usd_year is not None:
+            out["usd_year"] = usd_year_note(state.catalog(), usd_year)
+        print_json(out)
         return
+    if usd_year is not None:
+        console.print(usd_year_note(state.catalog(), usd_year)["note"], highlight=False)
     for c in comps:
         render_comparison(c)
+        if c.stale_inputs:
+            console.print(f"[yellow]{escape(stale_line(c.stale_inputs))}[/yellow]")
         if explain:
             _explain(c)
 
@@ -340,9 +366,10 @@ def tco_cmd(
     explain: ExplainOpt = False,
     preset: PresetOpt = None,
     calibration: CalibOpt = None,
+    usd_year: UsdYearOpt = None,
 ) -> None:
     """Itemised total cost of ownership of any scenario (training, service, multi-stage)."""
-    compare_cmd(scenario, json_out, explain, preset, calibration)
+    compare_cmd(scenario, json_out, explain, preset, calibration, usd_year)
 
 
 # --------------------------------------------------------------------------- presets

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System
+from aitco.catalog.staleness import stale_price_inputs
 from aitco.cost import capex as capex_mod
 from aitco.cost import carbon, cloud, data, finance, people, power, reliability
 from aitco.cost import offers as offers_mod
@@ -87,6 +88,8 @@ class Comparison(BaseModel):
     fastest: str | None = None
     preset: str | None = None
     assumptions: list[str] = Field(default_factory=list)
+    #: Prices the answer rests on that are older than 12 months (aitco.catalog.staleness).
+    stale_inputs: list[dict[str, Any]] = Field(default_factory=list)
 
     def option(self, name: str) -> Breakdown:
         """Return the option called ``name`` (KeyError if absent)."""
@@ -105,6 +108,7 @@ class Comparison(BaseModel):
             "fastest": self.fastest,
             "options": [o.to_json(explain=explain) for o in self.options],
             "assumptions": self.assumptions,
+            "stale_inputs": self.stale_inputs,
         }
 
 
@@ -271,6 +275,14 @@ def compare(
         )
     comp.assumptions = _assumption_lines(fac)
     _mark(comp)
+    comp.stale_inputs = stale_price_inputs(
+        catalog,
+        [
+            (b.hardware, b.pricing, b.values.get("offer"), b.values.get("region"))
+            for o in comp.options
+            for b in (o.stages or [o])
+        ],
+    )
     return comp
 
 

@@ -1,0 +1,108 @@
+"""Staleness: values older than N months, and the prices a comparison rests on (issue 13)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from aitco.catalog.loader import load_catalog
+from aitco.catalog.staleness import (
+    STALE_KINDS,
+    age_months,
+    stale_counts,
+    stale_line,
+    stale_price_inputs,
+    stale_values,
+)
+
+TODAY = dt.date(2026, 12, 2)
+
+
+def _overlay(tmp_path: Path, as_of: str, *, estimated: bool = False) -> Path:
+    f = tmp_path / "old.yaml"
+    est = ", as_of_estimated: true" if estimated else ""
+    f.write_text(
+        "kind: offers\nsources:\n  test-src: {title: test prices, url: 'https://example.org/p',"
+        " retrieved: 2026-12-01}\nentries:\n  - id: test-old-h100\n    provider: testcloud\n"
+        "    instance: box8\n    accelerator: h100-sxm5-80gb\n    accelerators_per_instance: 8\n"
+        "    prices:\n"
+        f"      - {{term: on_demand, region: us, usd_per_hour: 1.0, as_of: {as_of}{est},"
+        " source: test-src}\n",
+        "utf-8",
+    )
+    return f
+
+
+def test_age_in_months() -> None:
+    assert age_months(dt.date(2025, 12, 2), TODAY) == pytest.approx(12.0, abs=0.05)
+    assert age_months(TODAY, TODAY) == 0.0
+
+
+def test_cutoff_selects_by_age(tmp_path: Path) -> None:
+    cat = load_catalog([_overlay(tmp_path, "2024-01-01", estimated=True)], use_env=False)
+    old = [v for v in stale_values(cat, stale_months=12, today=TODAY) if v.id == "test-old-h100"]
+    assert len(old) == 1
+    assert old[0].kind == "cloud_price"
+    assert old[0].as_of_estimated
+    # a cut-off beyond its age leaves it out; counts cover every kind
+    assert not [
+        v for v in stale_values(cat, stale_months=60, today=TODAY) if v.id == "test-old-h100"
+    ]
+    counts = stale_counts(stale_values(cat, today=TODAY))
+    assert set(counts) == set(STALE_KINDS)
+    assert counts["cloud_price"] >= 1
+
+
+def test_fresh_price_is_not_stale(tmp_path: Path) -> None:
+    cat = load_catalog([_overlay(tmp_path, "2026-11-01")], use_env=False)
+    used = [("h100-sxm5-80gb", "on_demand", "test-old-h100", None)]
+    assert stale_price_inputs(cat, used, today=TODAY) == []
+
+
+def test_comparison_inputs(tmp_path: Path) -> None:
+    cat = load_catalog([_overlay(tmp_path, "2024-06-01")], use_env=False)
+    used = [
+        ("h100-sxm5-80gb", "on_demand", "test-old-h100", None),
+        ("h100-sxm5-80gb", "on_demand", "test-old-h100", None),  # counted once
+        ("h100-sxm5-80gb", "owned", None, None),
+    ]
+    got = stale_price_inputs(cat, used, today=TODAY)
+    ids = [g["id"] for g in got]
+    assert ids.count("test-old-h100") == 1
+    acc_price = cat.accelerators["h100-sxm5-80gb"].price
+    assert acc_price is not None
+    assert ("h100-sxm5-80gb" in ids) == (age_months(acc_price.as_of, TODAY) > 12)
+    assert "test-old-h100 (2024-06-01)" in stale_line(got)
+    assert stale_line([]) == ""
+
+
+def test_cli_check_and_compare_report_stale(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aitco.cli.app import main
+
+    f = _overlay(tmp_path, "2020-01-01")
+    with pytest.raises(SystemExit) as exc:
+        main(["catalog", "check", "--stale-months", "12", "--json", "--catalog", str(f)])
+    assert exc.value.code in (0, None)
+    out = json.loads(capsys.readouterr().out)
+    assert out["stale_months"] == 12
+    assert any(v["id"] == "test-old-h100" for v in out["stale"])
+    assert out["stale_counts"]["cloud_price"] <= out["dated_counts"]["cloud_price"]
+
+    scn = tmp_path / "scn.yaml"
+    scn.write_text(
+        "name: stale\nworkload: {kind: training, model: gpt2-124m, tokens: 1.0e8}\n"
+        "options:\n  - {hardware: h100-sxm5-80gb, gpus: 8, pricing: on_demand,"
+        " offer: test-old-h100}\n",
+        "utf-8",
+    )
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(scn), "--json", "--catalog", str(f)])
+    assert exc.value.code in (0, None)
+    res = json.loads(capsys.readouterr().out)
+    assert [s["id"] for s in res["stale_inputs"]] == ["test-old-h100"]
+    assert res["comparisons"][0]["stale_inputs"] == res["stale_inputs"]
