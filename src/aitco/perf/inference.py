@@ -1921,5 +1921,6 @@ def estimate_inference(
     return InferenceResult(
         values=vals, interval=_intervals(vals, efficiency), terms=terms,
         assumptions=assumptions, iteration=it,
+        extra={"input_tokens": inp.input_tokens, "output_tokens": inp.output_tokens},
         dominant=dominant_term({f"tpot_{k}": v for k, v in tpot_t.items()}),
     )  # fmt: skip
