@@ -540,14 +540,14 @@ def service_costs(values: dict[str, Any], gpus: int, usd_per_gpu_hour: float) ->
     Returns
     -------
     dict
-        ``usd_per_gpu_hour``, ``usd_per_hour`` (all GPUs) and the four keys of
+        ``gpu_usd_per_h``, ``usd_per_h`` (all GPUs) and the four keys of
         :func:`usd_per_million_tokens` (utilisation: ``utilization`` when simulated, else 1).
     """
     usd_h = gpus * usd_per_gpu_hour
     util = values.get("utilization")
     return {
-        "usd_per_gpu_hour": usd_per_gpu_hour,
-        "usd_per_hour": usd_h,
+        "gpu_usd_per_h": usd_per_gpu_hour,
+        "usd_per_h": usd_h,
         **usd_per_million_tokens(
             usd_h,
             float(values["total_tokens_per_s"]) - float(values["output_tokens_per_s"]),
