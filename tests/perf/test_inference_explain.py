@@ -1,4 +1,4 @@
-"""``infer --explain`` adds up: the ttft_* and tpot_* terms sum to ttft_s and tpot_s in every regime.
+"""``infer --explain`` adds up: ttft_* and tpot_* terms sum to ttft_s and tpot_s in every regime.
 
 The terms come from :meth:`IterationModel.iteration_terms` and the load regime that sums them;
 these tests would fail if a regime changed its headline figure without the terms (the previous

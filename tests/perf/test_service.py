@@ -6,12 +6,12 @@ import json
 
 import numpy as np
 import pytest
+from tests.perf.test_inference_explain import GPU, LLAMA70, NODE
 
 from aitco.errors import InputError
 from aitco.perf import service
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY
 from aitco.perf.inference import iteration_model, resolve_precisions
-from tests.perf.test_inference_explain import GPU, LLAMA70, NODE
 
 
 def _it():  # type: ignore[no-untyped-def]
@@ -42,10 +42,13 @@ def _pools(**kw: object) -> dict[str, object]:
 def test_disaggregation_sizes_both_pools_and_picks_the_cheaper() -> None:
     out = _pools(slo_ttft_s=2.0, slo_tpot_s=0.03)
     dis, agg = out["disaggregated"], out["aggregated"]
-    assert isinstance(dis, dict) and isinstance(agg, dict)
-    assert dis["prefill_replicas"] >= 1 and dis["decode_replicas"] >= 1
+    assert isinstance(dis, dict)
+    assert isinstance(agg, dict)
+    assert dis["prefill_replicas"] >= 1
+    assert dis["decode_replicas"] >= 1
     assert dis["requests_per_s"] >= 10.0
-    assert dis["tpot_s"] <= 0.03 and dis["ttft_s"] > out["kv_transfer_s"] > 0
+    assert dis["tpot_s"] <= 0.03
+    assert dis["ttft_s"] > out["kv_transfer_s"] > 0
     cheaper = min((p for p in (agg, dis) if p["meets_slo"]), key=lambda p: p["usd_per_h"])
     assert out["chosen"] == cheaper["mode"]
     json.dumps(out)
@@ -71,7 +74,8 @@ def test_autoscaled_day_costs_less_than_the_peak_and_scales_to_zero() -> None:
     night = np.zeros(24)
     night[12] = 5.0
     z = service.autoscale_day(night, 1.0, min_replicas=0, cold_start_s=600.0)
-    assert z["replicas_by_hour"][3] == 0.0 and z["cold_starts"] >= 1
+    assert z["replicas_by_hour"][3] == 0.0
+    assert z["cold_starts"] >= 1
     assert z["unserved_requests"] > 0  # the lag and cold start drop the first arrivals
 
 

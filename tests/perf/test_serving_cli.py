@@ -33,7 +33,8 @@ def test_explain_json_terms_add_up(capsys: pytest.CaptureFixture[str]) -> None:
     for key in ("ttft", "tpot"):
         total = math.fsum(t["value"] for t in terms if t["name"].startswith(key + "_"))
         assert total == pytest.approx(d[f"{key}_s"], rel=1e-9)
-    assert d["prefix_cache_hit_rate"] == 0.5 and d["scheduler_steps"] == 4
+    assert d["prefix_cache_hit_rate"] == 0.5
+    assert d["scheduler_steps"] == 4
     assert d["max_batched_tokens"] == 2048
 
 
@@ -73,7 +74,8 @@ def test_disaggregate_and_autoscale(capsys: pytest.CaptureFixture[str], tmp_path
 def test_mig_slice(capsys: pytest.CaptureFixture[str]) -> None:
     full = _json(["--precision", "fp8"], capsys)
     mig = _json(["--precision", "fp8", "--mig", "3g.40gb"], capsys)
-    assert mig["mig_profile"] == "3g.40gb" and mig["hardware"] == "h100-sxm5-80gb"
+    assert mig["mig_profile"] == "3g.40gb"
+    assert mig["hardware"] == "h100-sxm5-80gb"
     assert mig["tpot_s"] > full["tpot_s"]
     assert mig["gpu_usd_per_h"] == pytest.approx(full["gpu_usd_per_h"] / 2)
 
@@ -92,6 +94,7 @@ def test_mig_slice(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bad_serving_flags_are_one_line_errors(
     args: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = _run([*BASE, *args], capsys)
+    code, _, err = _run([*BASE, *args], capsys)
     assert code == 2
-    assert "Traceback" not in err and err.strip().count("\n") == 0
+    assert "Traceback" not in err
+    assert err.strip().count("\n") == 0
