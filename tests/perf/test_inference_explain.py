@@ -129,3 +129,36 @@ def test_scheduler_steps_raise_ttft() -> None:
     one = estimate_inference(LLAMA8, GPU, NODE, 1, concurrency=64).values
     ten = estimate_inference(LLAMA8, GPU, NODE, 1, concurrency=64, scheduler_steps=10).values
     assert ten["ttft_s"] > one["ttft_s"] + 4 * one["tpot_s"]
+
+
+def test_expert_parallel_serving() -> None:
+    kw: dict[str, Any] = {"mode": "offline", "precision": "fp8"}
+    ep = estimate_inference(MOE, GPU, NODE, 8, ep=8, **kw)
+    v = ep.values
+    assert (v["tp"], v["ep"], v["replicas"]) == (1, 8, 1)
+    assert _sum(ep, "tpot") == pytest.approx(v["tpot_s"], rel=1e-9)
+    a2a = next(t.value for t in ep.terms if t.name == "tpot_ep_all_to_all_s")
+    assert a2a > 0
+    # across nodes the all-to-all runs on the slower scale-out link
+    wide = estimate_inference(MOE, GPU, NODE, 16, ep=16, **kw)
+    a2a16 = next(t.value for t in wide.terms if t.name == "tpot_ep_all_to_all_s")
+    assert a2a16 > a2a
+    # each GPU holds 1/ep of the experts: more KV room than tp 1 alone would leave
+    tp8 = estimate_inference(MOE, GPU, NODE, 8, tp=8, **kw).values
+    assert v["max_concurrency"] > 0
+    assert v["weights_per_gpu_gb"] > tp8["weights_per_gpu_gb"]  # dense weights replicated
+
+
+def test_expert_load_imbalance() -> None:
+    from aitco.perf.inference import expert_load_imbalance
+
+    assert float(expert_load_imbalance(1e9, 8)) == pytest.approx(1.0, abs=1e-3)
+    assert float(expert_load_imbalance(64, 8)) > float(expert_load_imbalance(6400, 8)) > 1.0
+    assert float(expert_load_imbalance(100, 1)) == 1.0
+
+
+def test_ep_needs_a_moe_model() -> None:
+    from aitco.errors import InputError
+
+    with pytest.raises(InputError, match="--ep"):
+        estimate_inference(LLAMA8, GPU, NODE, 8, ep=8)

@@ -142,6 +142,9 @@ def infer(
         str | None,
         typer.Option("--autoscale", help="target-util=0.7,min=0,max=64 (with --load-profile)."),
     ] = None,
+    ep: Annotated[
+        int, typer.Option("--ep", help="Expert parallelism (MoE): GPUs per replica, attention DP.")
+    ] = 1,
     mig: Annotated[
         str | None, typer.Option("--mig", help="MIG slice per replica, e.g. 1g.10gb.")
     ] = None,
@@ -177,7 +180,7 @@ def infer(
         output_cv=length_cv, num_requests=num_requests, draft_model=draft,
         spec_tokens=spec_tokens, acceptance_rate=acceptance_rate, trace=trace_arrays,
         prefix_cache_hit_rate=prefix_cache_hit_rate, scheduler_steps=scheduler_steps,
-        max_batched_tokens=max_batched_tokens,
+        max_batched_tokens=max_batched_tokens, ep=ep,
     )  # fmt: skip
     v = res.values
     if trace:
@@ -321,7 +324,7 @@ def _add_service_plans(
     v["price_source"] = price_note
     v["mig_profile"] = kw["mig"]
     i, o = float(res.extra["input_tokens"]), float(res.extra["output_tokens"])
-    per = v["tp"] * v["pp"]
+    per = v["tp"] * v["pp"] * v["ep"]
     if kw["disaggregate"] is not None:
         layout = _parse_layout(kw["disaggregate"])
         bw, lat, eff = comms.group_link(system, 2, system.devices_per_node, 0.8, 0.8)

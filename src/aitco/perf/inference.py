@@ -26,7 +26,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -367,6 +367,37 @@ def expected_distinct_experts(tokens: ArrayLike, n_experts: int, n_active: int) 
     return np.asarray(n_experts * (1.0 - (1.0 - n_active / n_experts) ** t), dtype=np.float64)
 
 
+#: Largest expert-load imbalance charged (a few tokens on many GPUs): the busiest GPU gets at
+#: most this many times the mean routed load.
+MAX_EXPERT_IMBALANCE = 4.0
+
+
+def expert_load_imbalance(routed_tokens: ArrayLike, n_gpus: int) -> F64:
+    r"""Return the expected max/mean routed-token load over the GPUs of an expert-parallel group.
+
+    Parameters
+    ----------
+    routed_tokens : array_like
+        Token-expert assignments in one MoE layer, :math:`T k`. [count]
+    n_gpus : int
+        GPUs sharing the experts, :math:`n`.
+
+    Returns
+    -------
+    ndarray
+        :math:`g = \min(1 + \sqrt{2 \ln n / m}, g_{max})` with :math:`m = T k / n` the mean load
+        per GPU: the maximum of :math:`n` bins under uniform random routing (balls into bins,
+        M. Raab and A. Steger, RANDOM 1998, heavily loaded case); 1 for one GPU.
+    """
+    m = np.maximum(np.asarray(routed_tokens, dtype=np.float64) / max(n_gpus, 1), 1.0)
+    if n_gpus <= 1:
+        return np.ones_like(m)
+    return np.asarray(
+        np.minimum(1.0 + np.sqrt(2.0 * math.log(n_gpus) / m), MAX_EXPERT_IMBALANCE),
+        dtype=np.float64,
+    )
+
+
 # ----------------------------------------------------------------------------- iteration model
 #: Names of the terms of one iteration (:meth:`IterationModel.iteration_terms`), in order.
 ITERATION_TERMS = (
@@ -375,6 +406,7 @@ ITERATION_TERMS = (
     "elementwise_s",
     "tp_comm_s",
     "pp_p2p_s",
+    "ep_all_to_all_s",
     "lm_head_s",
     "kv_read_s",
     "prefill_attention_s",
@@ -466,6 +498,12 @@ class IterationModel:
     head_peak_tflops: float = 0.0
     attn_peak_tflops: float = 0.0
     attn_gemm_efficiency: float = 0.0
+    ep: int = 1
+    expert_flops_per_token: float = 0.0
+    a2a_bytes_per_token: float = 0.0
+    a2a_bandwidth_gb_s: float = 0.0
+    a2a_latency_us: float = 0.0
+    a2a_efficiency: float = 1.0
 
     # --- components ------------------------------------------------------------------------
     def _flops_rate(self) -> float:
@@ -534,6 +572,8 @@ class IterationModel:
         multiplied by ``pp`` (micro-batches run through the stages in turn).
         """
         t = np.asarray(tokens, dtype=np.float64)
+        if self.ep > 1:
+            return self._ep_body_terms(t)
         mb = t / self.pp
         compute = (self.body_flops_per_token * mb) / self._flops_rate()
         wbytes: F64 | float = self.dense_weight_bytes
@@ -579,7 +619,60 @@ class IterationModel:
             "elementwise_s": np.asarray(self.pp * elem, dtype=np.float64),
             "tp_comm_s": np.asarray(self.pp * self.comm_s(mb), dtype=np.float64),
             "pp_p2p_s": np.asarray(self.pp * p2p, dtype=np.float64),
+            "ep_all_to_all_s": np.zeros_like(mb),
             "overhead_s": np.asarray(fixed + 0.0 * mb, dtype=np.float64),
+        }
+
+    def _ep_body_terms(self, tokens: F64) -> dict[str, F64]:
+        r"""Layer terms of an expert-parallel group: attention data-parallel, experts sharded.
+
+        Notes
+        -----
+        ``tokens`` are those of the whole group of :math:`n` = ``ep`` GPUs; each GPU runs
+        :math:`T/n` tokens through its attention and dense layers (full copies), and its
+        :math:`E/n` experts receive :math:`T k / n` routed tokens on average, :math:`\times g`
+        on the busiest GPU (:func:`expert_load_imbalance`). Weights read per GPU: the dense
+        weights plus its share of the distinct experts touched. Per MoE layer, tokens are
+        dispatched to and combined from their experts by two all-to-alls on the group's link
+        (DeepSeek-V3 serving: attention DP + expert EP).
+        """
+        n = float(self.ep)
+        tg = tokens / n
+        imb = expert_load_imbalance(tokens * self.n_active, self.ep)
+        dense_flops = self.body_flops_per_token - self.expert_flops_per_token
+        compute = (dense_flops * tg + self.expert_flops_per_token * tg * imb) / self._flops_rate()
+        distinct = expected_distinct_experts(tokens, self.n_experts, self.n_active)
+        wbytes = self.dense_weight_bytes + self.expert_bytes_each * self.n_moe_layers * distinct / n
+        mem = np.asarray(wbytes / self._byte_rate() + 0.0 * tg, dtype=np.float64)
+        q = self.roofline_p
+        if q >= ROOFLINE_P_MAX:
+            c_share = np.where(compute >= mem, 1.0, 0.0)
+            stage = np.maximum(compute, mem)
+        else:
+            hi = np.maximum(np.maximum(compute, mem), 1e-30)
+            cq, mq = (compute / hi) ** q, (mem / hi) ** q
+            stage = hi * (cq + mq) ** (1.0 / q)
+            c_share = cq / (cq + mq)
+        elem = (
+            self.elementwise_bytes_per_token
+            * tg
+            / (self.elementwise_efficiency * self.hbm_bandwidth_gb_s * GIGA)
+        )
+        a2a = comms.alltoall_time_s(
+            tg * self.a2a_bytes_per_token * imb, self.ep, self.a2a_bandwidth_gb_s,
+            self.a2a_latency_us, self.a2a_efficiency,
+        )  # fmt: skip
+        zero = np.zeros_like(tg)
+        return {
+            "linear_compute_s": np.asarray(stage * c_share, dtype=np.float64),
+            "weights_read_s": np.asarray(stage * (1.0 - c_share), dtype=np.float64),
+            "elementwise_s": np.asarray(elem, dtype=np.float64),
+            "tp_comm_s": zero,
+            "pp_p2p_s": zero,
+            "ep_all_to_all_s": np.asarray(2.0 * self.n_moe_layers * a2a, dtype=np.float64),
+            "overhead_s": np.asarray(
+                self.overhead_s + self.layer_overhead_s * self.n_layers + zero, dtype=np.float64
+            ),
         }
 
     def body_s(self, tokens: ArrayLike) -> F64:
@@ -678,17 +771,22 @@ class IterationModel:
         b = np.asarray(decode_seqs, dtype=np.float64)
         pf = np.asarray(prefill_tokens, dtype=np.float64)
         body = self.body_terms(b + pf)
-        head = self.head_terms(b + np.asarray(prefill_seqs, dtype=np.float64))
-        attn = self.decode_attention_s_per_context_token * np.asarray(
-            decode_context_tokens, dtype=np.float64
+        head = self.head_terms((b + np.asarray(prefill_seqs, dtype=np.float64)) / self.ep)
+        # attention is data-parallel under expert parallelism: each GPU holds its own sequences
+        attn = (
+            self.decode_attention_s_per_context_token
+            * np.asarray(decode_context_tokens, dtype=np.float64)
+            / self.ep
         )
         pre = self.prefill_attention_s_per_pair * np.asarray(prefill_pairs, dtype=np.float64)
+        pre = pre / self.ep
         return {
             "linear_compute_s": body["linear_compute_s"],
             "weights_read_s": body["weights_read_s"],
             "elementwise_s": body["elementwise_s"],
             "tp_comm_s": body["tp_comm_s"],
             "pp_p2p_s": body["pp_p2p_s"],
+            "ep_all_to_all_s": body["ep_all_to_all_s"],
             "lm_head_s": head["lm_head_s"],
             "kv_read_s": np.asarray(attn, dtype=np.float64),
             "prefill_attention_s": np.asarray(pre, dtype=np.float64),
@@ -732,6 +830,7 @@ def iteration_model(
     precisions: Precisions,
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
     engine: str | None = None,
+    ep: int = 1,
 ) -> IterationModel:
     """Build the :class:`IterationModel` of one replica.
 
@@ -752,6 +851,9 @@ def iteration_model(
     engine : str, optional
         Serving engine, for its per-iteration host overhead
         (:meth:`EfficiencyParams.serving_overhead_for`).
+    ep : int
+        Expert-parallel group (``tp = pp = 1``): attention data-parallel over ``ep`` GPUs, routed
+        experts sharded over them, all-to-all on the group's link.
 
     Returns
     -------
@@ -798,7 +900,16 @@ def iteration_model(
     elem_per_token = elem * math.ceil(model.n_layers / pp)
     n_experts = model.moe.n_experts if model.moe else 0
     n_active = model.moe.n_active if model.moe else 0
+    abw, alat, aeff = comms.group_link(
+        system, ep, 1, efficiency.intra_node_link, efficiency.scale_out_link
+    )
     return IterationModel(
+        ep=ep,
+        expert_flops_per_token=FLOPS_PER_MAC * pc.expert_active if ep > 1 else 0.0,
+        a2a_bytes_per_token=d * act_b * n_active,
+        a2a_bandwidth_gb_s=float(abw),
+        a2a_latency_us=float(alat),
+        a2a_efficiency=float(aeff),
         tp=tp,
         pp=pp,
         peak_tflops=float(acc.peak_tflops[precisions.compute]),
@@ -879,17 +990,20 @@ def memory_plan(
     precisions: Precisions,
     engine: EngineLimits,
     max_num_tokens: int | None = None,
+    ep: int = 1,
 ) -> MemoryPlan:
     """Memory of one GPU of a replica: weights, activations, reserve, and what is left for KV.
 
     Notes
     -----
     ``usable = f M`` (vLLM, SGLang) or ``usable = W + A + R + f (M - W - A - R)`` (TensorRT-LLM,
-    fraction of free memory); ``kv = usable - W - A - R``.
+    fraction of free memory); ``kv = usable - W - A - R``. With expert parallelism over ``ep``
+    GPUs each holds the dense weights and ``1/ep`` of the routed experts.
     """
     wb = weight_bytes(model, precisions.weights, precisions.activations)
     n_exp = model.moe.n_experts if model.moe else 0
-    w_gb = wb.total(n_exp) / (tp * pp) / GIGA
+    experts = wb.expert_each * n_exp * wb.n_moe_layers
+    w_gb = (wb.total(n_exp) - experts + experts / ep) / (tp * pp) / GIGA
     tokens = max_num_tokens or engine.max_num_tokens
     act_per_tok = (
         ACTIVATION_WIDTH_D_MODEL * model.d_model + ACTIVATION_WIDTH_D_FF * model.d_ff / tp
@@ -1235,6 +1349,12 @@ class ServingInputs:
     prefix_cache_hit_rate: float
     precisions: Precisions
     trace: tuple[F64, NDArray[np.int64], NDArray[np.int64]] | None = None
+    ep: int = 1
+
+    @property
+    def gpus_per_replica(self) -> int:
+        """GPUs of one replica: ``tp x pp x ep``."""
+        return self.tp * self.pp * self.ep
 
     @property
     def cached_tokens(self) -> float:
@@ -1295,6 +1415,7 @@ def validate_serving_inputs(
         ("--input-tokens", "input_tokens"), ("--output-tokens", "output_tokens"),
         ("--max-batch", "max_batch"), ("--num-requests", "num_requests"),
         ("--scheduler-steps", "scheduler_steps"), ("--max-batched-tokens", "max_batched_tokens"),
+        ("--ep", "ep"),
     ):  # fmt: skip
         _check_positive(name, kw[key], integer=True)
     for name, key in (("--qps", "qps"), ("--slo-ttft-ms", "slo_ttft_ms"),
@@ -1324,8 +1445,16 @@ def validate_serving_inputs(
             f"{kw['max_batched_tokens']} (user)", eng.chunked_prefill,
         )  # fmt: skip
     prec = resolve_precisions(acc, kw["precision"], kw["kv_precision"])
+    ep = int(kw["ep"])
+    if ep > 1:
+        if model.moe is None:
+            raise InputError("--ep", ep, f"1 for the dense model {model.id} (no routed experts)")
+        if (kw["tp"] or 1) != 1 or (kw["pp"] or 1) != 1:
+            raise PlanError("--ep", ep, "tp 1 and pp 1 (attention data-parallel over the group)")
+        if gpus % ep:
+            raise PlanError("--gpus", gpus, f"a multiple of --ep {ep}")
     pp_ = kw["pp"] or 1
-    tp_ = kw["tp"] or default_tp(model, acc, system, gpus, kw["precision"], pp_)
+    tp_ = kw["tp"] or (1 if ep > 1 else default_tp(model, acc, system, gpus, kw["precision"], pp_))
     if gpus % (tp_ * pp_):
         raise PlanError("--gpus", gpus, f"a multiple of tp x pp = {tp_} x {pp_} = {tp_ * pp_}")
     if model.mla is None and model.n_heads % tp_:
@@ -1335,14 +1464,14 @@ def validate_serving_inputs(
     if pp_ > model.n_layers:
         raise PlanError("--pp", pp_, f"at most the {model.n_layers} layers of {model.id}")
     return ServingInputs(
-        gpus=gpus, tp=tp_, pp=pp_, replicas=gpus // (tp_ * pp_), input_tokens=int(i_tok),
+        gpus=gpus, tp=tp_, pp=pp_, replicas=gpus // (tp_ * pp_ * ep), input_tokens=int(i_tok),
         output_tokens=int(o_tok), batch=kw["batch"], concurrency=kw["concurrency"], qps=qps,
         mode=kw["mode"], slo_ttft_s=_ms_to_s(kw["slo_ttft_ms"]),
         slo_tpot_s=_ms_to_s(kw["slo_tpot_ms"]),
         engine=eng, allocation=kw["allocation"], input_cv=kw["input_cv"],
         output_cv=kw["output_cv"], num_requests=kw["num_requests"], seed=kw["seed"],
         max_batch=kw["max_batch"], scheduler_steps=int(kw["scheduler_steps"]),
-        prefix_cache_hit_rate=float(h), precisions=prec, trace=trace,
+        prefix_cache_hit_rate=float(h), precisions=prec, trace=trace, ep=ep,
     )  # fmt: skip
 
 
@@ -1543,7 +1672,7 @@ def simulated_point(
             chunked=eng.chunked_prefill, prefix_cache_hit_rate=inp.prefix_cache_hit_rate,
         )  # fmt: skip
         r = vals["replicas_for_slo"]
-        vals["gpus_for_slo"] = None if r is None else r * inp.tp * inp.pp
+        vals["gpus_for_slo"] = None if r is None else r * inp.gpus_per_replica
     return LoadPoint(regime, ttft, tpot, sim.mean_e2e_s, inp.qps * o, float(sim.mean_batch),
                      frac, vals, notes)  # fmt: skip
 
@@ -1584,6 +1713,7 @@ TERM_FORMULAS: dict[str, str] = {
     "tp_comm_s": "pp * 2 * layers/pp * allreduce(T/pp * d_model * act_bytes, tp) "
     "(tree, alpha-beta)",
     "pp_p2p_s": "pp * p2p(T/pp * d_model * act_bytes) between stages",
+    "ep_all_to_all_s": "2 * moe_layers * alltoall(T/ep * k * d_model * act_bytes * imbalance, ep)",
     "lm_head_s": "max(sampled * head_flops/(gemm_eff*peak16), head_bytes/(hbm_eff*bw))",
     "kv_read_s": "context_tokens * max(kv_bytes_per_token/(hbm_eff*bw), "
     "attn_flops_per_pair/(eff*peak))",
@@ -1642,7 +1772,7 @@ def _intervals(vals: dict[str, Any], eff: EfficiencyParams) -> dict[str, tuple[f
 
 def _memory_values(mp: MemoryPlan, cap: KVCapacity, inp: ServingInputs, b_max: int,
                    reserved: int) -> dict[str, Any]:  # fmt: skip
-    shard = inp.tp * inp.pp
+    shard = inp.gpus_per_replica
     return {
         "max_concurrency": cap.max_sequences * inp.replicas,
         "max_batch_per_replica": b_max,
@@ -1669,7 +1799,7 @@ def _memory(
     before PagedAttention did [2]_); the prefix cache stores the shared prompt tokens once.
     """
     prec, eng = inp.precisions, inp.engine
-    mp = memory_plan(model, acc, tp=inp.tp, pp=inp.pp, precisions=prec, engine=eng)
+    mp = memory_plan(model, acc, tp=inp.tp, pp=inp.pp, precisions=prec, engine=eng, ep=inp.ep)
     if draft is not None:
         dwb = weight_bytes(draft, prec.weights, prec.activations)
         d_gb = dwb.total(draft.moe.n_experts if draft.moe else 0) / inp.tp / GIGA
@@ -1691,6 +1821,9 @@ def _memory(
         kv_precision=prec.kv, tp=inp.tp, pp=inp.pp, allocation=inp.allocation,
         reserved_tokens=reserved if inp.allocation == "contiguous" else None,
     )  # fmt: skip
+    if inp.ep > 1:  # each GPU of the group holds the KV of its own sequences
+        cap = replace(cap, max_sequences=cap.max_sequences * inp.ep,
+                      max_tokens=cap.max_tokens * inp.ep)  # fmt: skip
     if not mp.fits or cap.max_sequences < 1:
         raise InputError(
             "--model", model.id,
@@ -1733,6 +1866,7 @@ def estimate_inference(
     trace: tuple[ArrayLike, ArrayLike, ArrayLike] | None = None,
     prefix_cache_hit_rate: float = 0.0,
     max_batched_tokens: int | None = None,
+    ep: int = 1,
 ) -> InferenceResult:
     r"""Predict throughput, TTFT, TPOT, tail latency and memory of serving ``model``.
 
@@ -1795,6 +1929,9 @@ def estimate_inference(
         Share of prompt tokens whose KV is reused from the prefix cache. [0-1)
     max_batched_tokens : int, optional
         Override of the engine's tokens per iteration (vLLM ``--max-num-batched-tokens``).
+    ep : int
+        Expert parallelism for MoE models: a replica is ``ep`` GPUs with attention data-parallel
+        and the routed experts sharded (tp = pp = 1); see :meth:`IterationModel._ep_body_terms`.
 
     Returns
     -------
@@ -1819,7 +1956,7 @@ def estimate_inference(
         slo_tpot_ms=slo_tpot_ms, engine=engine, allocation=allocation, input_cv=input_cv,
         output_cv=output_cv, num_requests=num_requests, seed=seed, max_batch=max_batch,
         scheduler_steps=scheduler_steps, trace=trace, prefix_cache_hit_rate=prefix_cache_hit_rate,
-        max_batched_tokens=max_batched_tokens,
+        max_batched_tokens=max_batched_tokens, ep=ep,
     )  # fmt: skip
     prec, eng = inp.precisions, inp.engine
     assumptions = list(prec.notes)
@@ -1845,9 +1982,9 @@ def estimate_inference(
     mp, cap, reserved = _memory(model, acc, system, inp, draft_model)
     it = iteration_model(
         model, acc, system, tp=inp.tp, pp=inp.pp, precisions=prec, efficiency=efficiency,
-        engine=eng.name,
+        engine=eng.name, ep=inp.ep,
     )  # fmt: skip
-    engine_cap = inp.max_batch or eng.max_num_seqs
+    engine_cap = (inp.max_batch or eng.max_num_seqs) * inp.ep
     b_max = int(min(cap.max_sequences, engine_cap))
     if inp.batch is not None:
         if inp.batch > cap.max_sequences:
@@ -1875,8 +2012,8 @@ def estimate_inference(
     busy = (math.fsum(tpot_t.get(k, 0.0) for k in busy_keys) / point.tpot_s) if tpot_t else 1.0
     energy = serving.energy_per_token(acc, gpus, out_tps, utilization=min(max(busy, 0.0), 1.0))
     # a new replica reads its weights from each node's local NVMe (nodes in parallel)
-    nodes = math.ceil(inp.tp * inp.pp / system.devices_per_node)
-    cold = serving.cold_start(mp.weights_gb * inp.tp * inp.pp / nodes)
+    nodes = math.ceil(inp.gpus_per_replica / system.devices_per_node)
+    cold = serving.cold_start(mp.weights_gb * inp.gpus_per_replica / nodes)
     vals.update({
         "ttft_s": point.ttft_s, "tpot_s": point.tpot_s, "e2e_latency_s": point.e2e_s,
         "output_tokens_per_s": out_tps, "total_tokens_per_s": req_s * (i + o),
@@ -1889,7 +2026,7 @@ def estimate_inference(
         "cold_start_weights_load_s": cold.load_s,
         "prefix_cache_hit_rate": inp.prefix_cache_hit_rate,
         "scheduler_steps": inp.scheduler_steps, "max_batched_tokens": eng.max_num_tokens,
-        "prefill_time_fraction": point.prefill_time_fraction,
+        "prefill_time_fraction": point.prefill_time_fraction, "ep": inp.ep,
     })  # fmt: skip
     if inp.qps is None:
         for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s"):
