@@ -48,6 +48,8 @@ HARDWARE_IDS: dict[str, str] = {
     "A100-80GB": "a100-sxm4-80gb",  # SXM assumed (DGX/HGX)
     "A100-40GB": "a100-sxm4-40gb",
     "A40": "a40",
+    "MI300X-192GB": "mi300x",
+    "MI325X-256GB": "mi325x",
 }
 
 #: MLPerf Inference Llama-2-70B (OpenOrca subset): mean output tokens per sample derived in the
@@ -69,6 +71,7 @@ BLOOM_PROMPT_TOKENS = 10
 ENGINE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("tensorrt-llm", "trtllm"),
     ("sglang", "sglang"),
+    ("vllm v1", "vllm-v1"),  # vLLM >= 0.8 runs the V1 engine (its own scheduler defaults)
     ("vllm", "vllm"),
 )
 
@@ -274,6 +277,8 @@ def _predict_row(
 
     if "mlperf" in wl:
         i, o, cv = MLPERF_LLAMA2_INPUT_MEAN, MLPERF_LLAMA2_OUTPUT_MEAN, MLPERF_LLAMA2_CV
+        # the row's own mean output (tokens/s over samples/s of its log) when it states one
+        o = _f(row, "output_len") or o
     elif "sharegpt" in wl:
         i, o, cv = SHAREGPT_INPUT_MEAN, SHAREGPT_OUTPUT_MEAN, SHAREGPT_CV
     else:
