@@ -453,13 +453,28 @@ def validate_inference_cmd(
     calibration: Annotated[
         str | None, typer.Option("--calibration", help="Calibration profile YAML.")
     ] = None,
+    cv: Annotated[
+        str | None,
+        typer.Option(
+            "--cv", help="group: leave-one-source-out cross-validation (refits per source)."
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Predict every row of an inference ground-truth CSV; print the per-row errors and APE."""
-    from aitco.validation.inference import validate
+    from aitco.validation.inference import cross_validate, validate
 
-    rep = validate(csv, efficiency=state.efficiency(calibration), catalog=state.catalog())
+    if cv not in (None, "group"):
+        raise InputError("--cv", cv, "'group' (leave-one-source-out)")
+    if cv == "group":
+        rep = cross_validate(
+            csv, groups="source", base=state.efficiency(calibration), catalog=state.catalog()
+        )
+    else:
+        rep = validate(csv, efficiency=state.efficiency(calibration), catalog=state.catalog())
     s = rep.summary()
+    if cv:
+        s["cv"] = "leave-one-source-out"
     if json_out:
         print_json({
             **s,
