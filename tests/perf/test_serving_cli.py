@@ -88,6 +88,7 @@ def test_mig_slice(capsys: pytest.CaptureFixture[str]) -> None:
         ["--disaggregate", "3y2"],
         ["--autoscale", "speed=2"],
         ["--mig", "1g.10gb", "--gpus", "2"],
+        ["--mig", "1g.10gb", "--hardware", "l4"],
         ["--load-profile", "nope.csv"],
     ],
 )

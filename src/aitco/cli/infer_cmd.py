@@ -289,8 +289,12 @@ def _mig_instances(acc: Any) -> int:
 
 def _mig_accelerator(acc: Any, profile: str, gpus: int, price: float | None) -> tuple[Any, Any]:
     """Return a MIG slice as an accelerator: SMs, memory and bandwidth scaled (NVIDIA guide)."""
-    from aitco.perf.service import mig_slice
+    from aitco.perf.service import mig_slice, mig_supported
 
+    if not mig_supported(acc.id):
+        raise InputError(
+            "--mig", profile, f"a GPU with MIG (A100, A30, H100, H200, B200), not {acc.id}"
+        )
     if gpus != 1:
         raise InputError("--gpus", gpus, "1 with --mig (one slice per replica)")
     sl = mig_slice(profile, float(acc.memory_gb))

@@ -495,6 +495,15 @@ class MigSlice:
     instances_per_gpu: int
 
 
+#: Accelerator id prefixes of GPUs with MIG (NVIDIA MIG user guide, "Supported GPUs").
+MIG_GPU_PREFIXES = ("a100", "a30", "h100", "h200", "h800", "h20", "b200", "gb200")
+
+
+def mig_supported(accelerator_id: str) -> bool:
+    """Return whether an accelerator (by catalog id) can be split into MIG instances."""
+    return accelerator_id.lower().startswith(MIG_GPU_PREFIXES)
+
+
 def mig_slice(profile: str, gpu_memory_gb: float) -> MigSlice:
     r"""Resolve a MIG profile such as ``1g.10gb`` against a GPU's memory.
 
@@ -528,6 +537,7 @@ __all__ = [
     "hourly_load",
     "kv_transfer_s",
     "mig_slice",
+    "mig_supported",
     "parse_autoscale",
     "plan_pools",
     "usd_per_million_tokens",
