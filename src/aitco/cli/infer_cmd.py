@@ -119,6 +119,39 @@ def infer(
     calibration: Annotated[
         str | None, typer.Option("--calibration", help="Calibration profile YAML.")
     ] = None,
+    prefix_cache_hit_rate: Annotated[
+        float,
+        typer.Option("--prefix-cache-hit-rate", help="Share of prompt tokens reused (0-1)."),
+    ] = 0.0,
+    scheduler_steps: Annotated[
+        int, typer.Option("--scheduler-steps", help="Multi-step scheduling: steps per admission.")
+    ] = 1,
+    max_batched_tokens: Annotated[
+        int | None,
+        typer.Option("--max-batched-tokens", help="Tokens per iteration (prefill chunk bound)."),
+    ] = None,
+    disaggregate: Annotated[
+        str | None,
+        typer.Option("--disaggregate", help="auto, or PxD prefill x decode replicas."),
+    ] = None,
+    load_profile: Annotated[
+        str | None,
+        typer.Option("--load-profile", help="diurnal, or a CSV of 24 hourly qps (hour,qps)."),
+    ] = None,
+    autoscale: Annotated[
+        str | None,
+        typer.Option("--autoscale", help="target-util=0.7,min=0,max=64 (with --load-profile)."),
+    ] = None,
+    ep: Annotated[
+        int, typer.Option("--ep", help="Expert parallelism (MoE): GPUs per replica, attention DP.")
+    ] = 1,
+    mig: Annotated[
+        str | None, typer.Option("--mig", help="MIG slice per replica, e.g. 1g.10gb.")
+    ] = None,
+    usd_per_gpu_hour: Annotated[
+        float | None,
+        typer.Option("--usd-per-gpu-hour", help="GPU price (default: cheapest catalog offer)."),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show the terms.")] = False,
 ) -> None:
@@ -130,6 +163,11 @@ def infer(
     cat = state.catalog()
     arch = cat.resolve_model(model, field="--model")
     acc, system = cat.hardware(hardware, field="--hardware")
+    price, price_note = _gpu_price(cat, acc.id, usd_per_gpu_hour)
+    hardware_id = acc.id
+    if mig is not None:
+        acc, price = _mig_accelerator(acc, mig, gpus, price)
+        price_note += f"; MIG {mig}: priced at 1/{_mig_instances(acc)} of the GPU"
     draft = cat.resolve_model(draft_model, field="--draft-model") if draft_model else None
     trace_arrays, bad_lines = read_trace(trace) if trace else (None, [])
     res = estimate_inference(
@@ -141,15 +179,22 @@ def infer(
         engine=engine.value, allocation=allocation.value, input_cv=length_cv,
         output_cv=length_cv, num_requests=num_requests, draft_model=draft,
         spec_tokens=spec_tokens, acceptance_rate=acceptance_rate, trace=trace_arrays,
+        prefix_cache_hit_rate=prefix_cache_hit_rate, scheduler_steps=scheduler_steps,
+        max_batched_tokens=max_batched_tokens, ep=ep,
     )  # fmt: skip
     v = res.values
     if trace:
         v["trace_malformed_lines"] = bad_lines
+    _add_service_plans(
+        v, res, system, gpus, price, price_note, qps=qps, slo_ttft_ms=slo_ttft_ms,
+        slo_tpot_ms=slo_tpot_ms, disaggregate=disaggregate, load_profile=load_profile,
+        autoscale=autoscale, prefix_cache_hit_rate=prefix_cache_hit_rate, mig=mig,
+    )  # fmt: skip
     if json_out:
         out: dict[str, Any] = dict(v)
         out["interval"] = {k: list(iv) for k, iv in res.interval.items()}
         out["model"] = arch.id
-        out["hardware"] = acc.id
+        out["hardware"] = hardware_id
         out["system"] = system.id
         if explain:
             out["explain"] = res.to_estimate().to_json()["explain"]
@@ -168,6 +213,17 @@ def infer(
         ("KV cache (GB, per replica)", v["kv_cache_gb"], f"waste {v['kv_waste_fraction']:.1%}"),
         ("weights (GB)", v["weights_gb"], f"{fmt(v['weights_per_gpu_gb'])} per GPU"),
         ("energy per token (J)", v.get("energy_per_token_j"), ""),
+        (
+            "USD per million input tokens",
+            v.get("usd_per_million_input_tokens"),
+            f"usage basis {fmt(v.get('usage_usd_per_million_input_tokens'))}",
+        ),
+        (
+            "USD per million output tokens",
+            v.get("usd_per_million_output_tokens"),
+            f"usage basis {fmt(v.get('usage_usd_per_million_output_tokens'))}; "
+            f"{v.get('price_source', '')}",
+        ),
         ("tokens/s per W", v.get("tokens_per_s_per_w"), ""),
     ]
     if "speculative_speedup" in v:
@@ -202,8 +258,145 @@ def infer(
             f"[yellow]trace: skipped {len(bad_lines)} malformed line(s): "
             f"{', '.join(map(str, bad_lines[:20]))}{' ...' if len(bad_lines) > 20 else ''}[/yellow]"
         )
+    for key, label in (("disaggregation", "disaggregation"), ("autoscale", "autoscale")):
+        if v.get(key):
+            d = {k: x for k, x in v[key].items() if not isinstance(x, dict | list)}
+            console.print(
+                f"[bold]{label}:[/bold] "
+                + ", ".join(f"{k} {x if isinstance(x, str) else fmt(x)}" for k, x in d.items())
+            )
     if explain:
         print_explain(res.to_estimate())
+
+
+def _gpu_price(cat: Any, acc_id: str, override: float | None) -> tuple[float | None, str]:
+    """GPU-hour price: the override, or the cheapest on-demand catalog offer (None if none)."""
+    if override is not None:
+        if not override > 0:
+            raise InputError("--usd-per-gpu-hour", override, "a positive price")
+        return float(override), "price: --usd-per-gpu-hour"
+    best: tuple[float, str] | None = None
+    for o in cat.offers_for(acc_id):
+        p = o.usd_per_accel_hour("on_demand")
+        if p is not None and (best is None or p < best[0]):
+            best = (p, f"price: cheapest on-demand catalog offer {o.id}")
+    return (best[0], best[1]) if best else (None, "price: no catalog offer for this accelerator")
+
+
+def _mig_instances(acc: Any) -> int:
+    return int(acc.id.rsplit("@x", 1)[-1]) if "@x" in acc.id else 1
+
+
+def _mig_accelerator(acc: Any, profile: str, gpus: int, price: float | None) -> tuple[Any, Any]:
+    """Return a MIG slice as an accelerator: SMs, memory and bandwidth scaled (NVIDIA guide)."""
+    from aitco.perf.service import mig_slice, mig_supported
+
+    if not mig_supported(acc.id):
+        raise InputError(
+            "--mig", profile, f"a GPU with MIG (A100, A30, H100, H200, B200), not {acc.id}"
+        )
+    if gpus != 1:
+        raise InputError("--gpus", gpus, "1 with --mig (one slice per replica)")
+    sl = mig_slice(profile, float(acc.memory_gb))
+    upd = {
+        "id": f"{acc.id}-mig-{sl.profile}@x{sl.instances_per_gpu}",
+        "memory_gb": sl.memory_gb,
+        "hbm_bandwidth_gb_s": acc.hbm_bandwidth_gb_s * sl.memory_fraction,
+        "peak_tflops": {k: x * sl.compute_fraction for k, x in acc.peak_tflops.items()},
+        "tdp_w": None if acc.tdp_w is None else acc.tdp_w / sl.instances_per_gpu,
+    }
+    sliced = acc.model_copy(update=upd)
+    return sliced, (None if price is None else price / sl.instances_per_gpu)
+
+
+def _add_service_plans(
+    v: dict[str, Any], res: Any, system: Any, gpus: int, price: float | None, price_note: str,
+    **kw: Any,
+) -> None:  # fmt: skip
+    """Cost per token, disaggregation and the autoscaled day, added to the values ``v``."""
+    from aitco.perf import comms, service, serving
+    from aitco.perf.inference import cached_prompt_tokens
+
+    it = res.iteration
+    if price is not None:
+        v.update(service.service_costs(v, gpus, price))
+    else:
+        v.update({k: None for k in ("usd_per_gpu_hour", "usd_per_hour",
+                                    "usd_per_million_input_tokens", "usd_per_million_output_tokens",
+                                    "usage_usd_per_million_input_tokens",
+                                    "usage_usd_per_million_output_tokens")})  # fmt: skip
+    v["price_source"] = price_note
+    v["mig_profile"] = kw["mig"]
+    i, o = float(res.extra["input_tokens"]), float(res.extra["output_tokens"])
+    per = v["tp"] * v["pp"] * v["ep"]
+    if kw["disaggregate"] is not None:
+        layout = _parse_layout(kw["disaggregate"])
+        bw, lat, eff = comms.group_link(system, 2, system.devices_per_node, 0.8, 0.8)
+        v["disaggregation"] = service.plan_pools(
+            it, input_tokens=i, output_tokens=o, max_batch=int(v["max_batch_per_replica"]),
+            max_batched_tokens=int(v["max_batched_tokens"]), gpus_per_replica=per,
+            usd_per_gpu_hour=price or 0.0, kv_bytes_per_token=it.kv_bytes_per_token * it.tp,
+            fabric_bandwidth_gb_s=float(bw), fabric_latency_us=float(lat),
+            fabric_efficiency=float(eff), qps=kw["qps"],
+            slo_ttft_s=None if kw["slo_ttft_ms"] is None else kw["slo_ttft_ms"] / 1e3,
+            slo_tpot_s=None if kw["slo_tpot_ms"] is None else kw["slo_tpot_ms"] / 1e3,
+            prefix_cache_hit_rate=kw["prefix_cache_hit_rate"], layout=layout,
+        )  # fmt: skip
+    if kw["load_profile"] is not None or kw["autoscale"] is not None:
+        prof = kw["load_profile"] or "diurnal"
+        if prof == "diurnal" and kw["qps"] is None:
+            raise InputError("--load-profile", prof, "--qps as the day's mean rate with diurnal")
+        hourly = service.hourly_load(prof if prof == "diurnal" else read_load_profile(prof),
+                                     kw["qps"] or 0.0)  # fmt: skip
+        a = service.parse_autoscale(kw["autoscale"] or "")
+        cached = float(cached_prompt_tokens(i, kw["prefix_cache_hit_rate"]))
+        cap = serving.max_request_rate(it, i, o, int(v["max_batch_per_replica"]), cached)
+        day = service.autoscale_day(
+            hourly, cap, target_utilization=a["target-util"], min_replicas=int(a["min"]),
+            max_replicas=int(a["max"]), cold_start_s=float(v["cold_start_s"]),
+        )  # fmt: skip
+        day["requests_per_s_per_replica"] = cap
+        day["usd_per_month"] = (
+            None
+            if price is None
+            else service.autoscaled_month_usd(day["replica_hours"], per * price)
+        )
+        day["fixed_replicas_usd_per_month"] = (
+            None if price is None
+            else service.autoscaled_month_usd(24.0 * day["peak_replicas"], per * price)
+        )  # fmt: skip
+        day["qps_by_hour"] = [float(x) for x in hourly]
+        v["autoscale"] = day
+
+
+def _parse_layout(spec: str) -> tuple[int, int] | None:
+    if spec == "auto":
+        return None
+    p, sep, d = spec.lower().partition("x")
+    if not (sep and p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
+        raise InputError("--disaggregate", spec, "auto, or PxD with P, D >= 1 (e.g. 2x1)")
+    return int(p), int(d)
+
+
+def read_load_profile(path: str) -> list[float]:
+    """Read 24 hourly rates from a CSV with a ``qps`` column (an ``hour`` column is optional)."""
+    import csv
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("--load-profile", path, "diurnal or an existing CSV file")
+    with open(p, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    try:
+        q = [float(r["qps"]) for r in rows]
+    except (KeyError, TypeError, ValueError):
+        raise InputError(
+            "--load-profile", path, "a CSV with a numeric 'qps' column", file=path
+        ) from None
+    if len(q) != 24:
+        raise InputError("--load-profile", path, f"24 hourly rows (found {len(q)})", file=path)
+    return q
 
 
 TRACE_COLUMNS = ("arrival_s", "input_tokens", "output_tokens")
@@ -264,13 +457,28 @@ def validate_inference_cmd(
     calibration: Annotated[
         str | None, typer.Option("--calibration", help="Calibration profile YAML.")
     ] = None,
+    cv: Annotated[
+        str | None,
+        typer.Option(
+            "--cv", help="group: leave-one-source-out cross-validation (refits per source)."
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Predict every row of an inference ground-truth CSV; print the per-row errors and APE."""
-    from aitco.validation.inference import validate
+    from aitco.validation.inference import cross_validate, validate
 
-    rep = validate(csv, efficiency=state.efficiency(calibration), catalog=state.catalog())
+    if cv not in (None, "group"):
+        raise InputError("--cv", cv, "'group' (leave-one-source-out)")
+    if cv == "group":
+        rep = cross_validate(
+            csv, groups="source", base=state.efficiency(calibration), catalog=state.catalog()
+        )
+    else:
+        rep = validate(csv, efficiency=state.efficiency(calibration), catalog=state.catalog())
     s = rep.summary()
+    if cv:
+        s["cv"] = "leave-one-source-out"
     if json_out:
         print_json({
             **s,

@@ -1434,6 +1434,10 @@ def _inference(
             slo_ttft_ms=w.slo_ttft_ms,
             slo_tpot_ms=w.slo_tpot_ms,
             efficiency=eff,
+            prefix_cache_hit_rate=w.prefix_cache_hit_rate,
+            scheduler_steps=w.scheduler_steps,
+            max_batched_tokens=w.max_batched_tokens,
+            allocation=w.kv_allocation,
         )
 
     res = run_engine(opt.gpus)

@@ -105,6 +105,14 @@ class InferenceWorkload(BaseModel):
     slo_ttft_ms: float | None = Field(default=None, gt=0)
     slo_tpot_ms: float | None = Field(default=None, gt=0)
     months: float = Field(default=1.0, gt=0, description="Service period priced. [months]")
+    prefix_cache_hit_rate: float = Field(
+        default=0.0, ge=0, lt=1, description="Share of prompt tokens reused from the prefix cache."
+    )
+    scheduler_steps: int = Field(default=1, ge=1, description="Multi-step scheduling steps.")
+    max_batched_tokens: int | None = Field(
+        default=None, ge=1, description="Tokens per engine iteration. [tokens]"
+    )
+    kv_allocation: Literal["paged", "contiguous"] = "paged"
 
 
 Workload = Annotated[TrainingWorkload | InferenceWorkload, Field(discriminator="kind")]

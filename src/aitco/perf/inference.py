@@ -26,7 +26,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -367,7 +367,61 @@ def expected_distinct_experts(tokens: ArrayLike, n_experts: int, n_active: int) 
     return np.asarray(n_experts * (1.0 - (1.0 - n_active / n_experts) ** t), dtype=np.float64)
 
 
+#: Largest expert-load imbalance charged (a few tokens on many GPUs): the busiest GPU gets at
+#: most this many times the mean routed load.
+MAX_EXPERT_IMBALANCE = 4.0
+
+
+def expert_load_imbalance(routed_tokens: ArrayLike, n_gpus: int) -> F64:
+    r"""Return the expected max/mean routed-token load over the GPUs of an expert-parallel group.
+
+    Parameters
+    ----------
+    routed_tokens : array_like
+        Token-expert assignments in one MoE layer, :math:`T k`. [count]
+    n_gpus : int
+        GPUs sharing the experts, :math:`n`.
+
+    Returns
+    -------
+    ndarray
+        :math:`g = \min(1 + \sqrt{2 \ln n / m}, g_{max})` with :math:`m = T k / n` the mean load
+        per GPU: the maximum of :math:`n` bins under uniform random routing (balls into bins,
+        M. Raab and A. Steger, RANDOM 1998, heavily loaded case); 1 for one GPU.
+    """
+    m = np.maximum(np.asarray(routed_tokens, dtype=np.float64) / max(n_gpus, 1), 1.0)
+    if n_gpus <= 1:
+        return np.ones_like(m)
+    return np.asarray(
+        np.minimum(1.0 + np.sqrt(2.0 * math.log(n_gpus) / m), MAX_EXPERT_IMBALANCE),
+        dtype=np.float64,
+    )
+
+
 # ----------------------------------------------------------------------------- iteration model
+#: Names of the terms of one iteration (:meth:`IterationModel.iteration_terms`), in order.
+ITERATION_TERMS = (
+    "linear_compute_s",
+    "weights_read_s",
+    "elementwise_s",
+    "tp_comm_s",
+    "pp_p2p_s",
+    "ep_all_to_all_s",
+    "lm_head_s",
+    "kv_read_s",
+    "prefill_attention_s",
+    "overhead_s",
+)
+
+
+def _sum_terms(terms: dict[str, F64]) -> F64:
+    """Return the sum of a dict of term arrays (broadcast). [s]."""
+    total: F64 = np.zeros(())
+    for v in terms.values():
+        total = np.asarray(total + v, dtype=np.float64)
+    return total
+
+
 @dataclass(frozen=True)
 class IterationModel:
     """Time of one engine iteration on one replica (``tp x pp`` GPUs), as a roofline per op group.
@@ -444,6 +498,12 @@ class IterationModel:
     head_peak_tflops: float = 0.0
     attn_peak_tflops: float = 0.0
     attn_gemm_efficiency: float = 0.0
+    ep: int = 1
+    expert_flops_per_token: float = 0.0
+    a2a_bytes_per_token: float = 0.0
+    a2a_bandwidth_gb_s: float = 0.0
+    a2a_latency_us: float = 0.0
+    a2a_efficiency: float = 1.0
 
     # --- components ------------------------------------------------------------------------
     def _flops_rate(self) -> float:
@@ -488,9 +548,32 @@ class IterationModel:
         s = t if sampled is None else np.asarray(sampled, dtype=np.float64)
         return np.asarray(self.body_s(t) + self.head_s(s), dtype=np.float64)
 
-    def body_s(self, tokens: ArrayLike) -> F64:
-        """Return the time of the transformer layers, collectives and fixed overheads. [s]."""
+    def body_terms(self, tokens: ArrayLike) -> dict[str, F64]:
+        r"""Terms of the transformer layers for ``tokens`` tokens; they sum to :meth:`body_s`.
+
+        Parameters
+        ----------
+        tokens : array_like
+            Tokens in the iteration. [tokens]
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``linear_compute_s`` and ``weights_read_s`` (the roofline of the linear layers, split
+            by the share of each bound), ``elementwise_s``, ``tp_comm_s``, ``pp_p2p_s`` and
+            ``overhead_s`` (fixed + per-layer host overhead). [s]
+
+        Notes
+        -----
+        With :math:`C` the compute time and :math:`M` the weight-read time of one stage, the smooth
+        roofline is :math:`S = (C^q + M^q)^{1/q}` (``max(C, M)`` for large ``q``); it is split as
+        :math:`S\,C^q/(C^q+M^q)` to compute and :math:`S\,M^q/(C^q+M^q)` to memory, so the two
+        terms add up to ``S`` and the larger bound gets the larger share. Every stage term is
+        multiplied by ``pp`` (micro-batches run through the stages in turn).
+        """
         t = np.asarray(tokens, dtype=np.float64)
+        if self.ep > 1:
+            return self._ep_body_terms(t)
         mb = t / self.pp
         compute = (self.body_flops_per_token * mb) / self._flops_rate()
         wbytes: F64 | float = self.dense_weight_bytes
@@ -501,20 +584,21 @@ class IterationModel:
                 * self.n_moe_layers
                 * expected_distinct_experts(mb, self.n_experts, self.n_active)
             )
-        mem = wbytes / self._byte_rate()
+        mem = np.asarray(wbytes / self._byte_rate() + 0.0 * mb, dtype=np.float64)
         q = self.roofline_p
         if q >= ROOFLINE_P_MAX:
+            c_share = np.where(compute >= mem, 1.0, 0.0)
             stage = np.maximum(compute, mem)
         else:  # smooth roofline: near the ridge point neither bound is reached
             hi = np.maximum(np.maximum(compute, mem), 1e-30)
-            stage = hi * ((compute / hi) ** q + (mem / hi) ** q) ** (1.0 / q)
+            cq, mq = (compute / hi) ** q, (mem / hi) ** q
+            stage = hi * (cq + mq) ** (1.0 / q)
+            c_share = cq / (cq + mq)
         elem = (
             self.elementwise_bytes_per_token
             * mb
             / (self.elementwise_efficiency * self.hbm_bandwidth_gb_s * GIGA)
         )
-        stage = stage + elem
-        comm = self.comm_s(mb)
         p2p = (
             np.asarray(
                 comms.p2p_time_s(
@@ -526,17 +610,82 @@ class IterationModel:
                 dtype=np.float64,
             )
             if self.pp > 1
-            else 0.0
+            else np.zeros_like(mb)
         )
-        return np.asarray(
-            self.pp * (stage + comm + p2p)
-            + self.overhead_s
-            + self.layer_overhead_s * self.n_layers,
-            dtype=np.float64,
-        )
+        fixed = self.overhead_s + self.layer_overhead_s * self.n_layers
+        return {
+            "linear_compute_s": np.asarray(self.pp * stage * c_share, dtype=np.float64),
+            "weights_read_s": np.asarray(self.pp * stage * (1.0 - c_share), dtype=np.float64),
+            "elementwise_s": np.asarray(self.pp * elem, dtype=np.float64),
+            "tp_comm_s": np.asarray(self.pp * self.comm_s(mb), dtype=np.float64),
+            "pp_p2p_s": np.asarray(self.pp * p2p, dtype=np.float64),
+            "ep_all_to_all_s": np.zeros_like(mb),
+            "overhead_s": np.asarray(fixed + 0.0 * mb, dtype=np.float64),
+        }
 
-    def head_s(self, sampled: ArrayLike) -> F64:
+    def _ep_body_terms(self, tokens: F64) -> dict[str, F64]:
+        r"""Layer terms of an expert-parallel group: attention data-parallel, experts sharded.
+
+        Notes
+        -----
+        ``tokens`` are those of the whole group of :math:`n` = ``ep`` GPUs; each GPU runs
+        :math:`T/n` tokens through its attention and dense layers (full copies), and its
+        :math:`E/n` experts receive :math:`T k / n` routed tokens on average, :math:`\times g`
+        on the busiest GPU (:func:`expert_load_imbalance`). Weights read per GPU: the dense
+        weights plus its share of the distinct experts touched. Per MoE layer, tokens are
+        dispatched to and combined from their experts by two all-to-alls on the group's link
+        (DeepSeek-V3 serving: attention DP + expert EP).
+        """
+        n = float(self.ep)
+        tg = tokens / n
+        imb = expert_load_imbalance(tokens * self.n_active, self.ep)
+        dense_flops = self.body_flops_per_token - self.expert_flops_per_token
+        compute = (dense_flops * tg + self.expert_flops_per_token * tg * imb) / self._flops_rate()
+        distinct = expected_distinct_experts(tokens, self.n_experts, self.n_active)
+        wbytes = self.dense_weight_bytes + self.expert_bytes_each * self.n_moe_layers * distinct / n
+        mem = np.asarray(wbytes / self._byte_rate() + 0.0 * tg, dtype=np.float64)
+        q = self.roofline_p
+        if q >= ROOFLINE_P_MAX:
+            c_share = np.where(compute >= mem, 1.0, 0.0)
+            stage = np.maximum(compute, mem)
+        else:
+            hi = np.maximum(np.maximum(compute, mem), 1e-30)
+            cq, mq = (compute / hi) ** q, (mem / hi) ** q
+            stage = hi * (cq + mq) ** (1.0 / q)
+            c_share = cq / (cq + mq)
+        elem = (
+            self.elementwise_bytes_per_token
+            * tg
+            / (self.elementwise_efficiency * self.hbm_bandwidth_gb_s * GIGA)
+        )
+        a2a = comms.alltoall_time_s(
+            tg * self.a2a_bytes_per_token * imb, self.ep, self.a2a_bandwidth_gb_s,
+            self.a2a_latency_us, self.a2a_efficiency,
+        )  # fmt: skip
+        zero = np.zeros_like(tg)
+        return {
+            "linear_compute_s": np.asarray(stage * c_share, dtype=np.float64),
+            "weights_read_s": np.asarray(stage * (1.0 - c_share), dtype=np.float64),
+            "elementwise_s": np.asarray(elem, dtype=np.float64),
+            "tp_comm_s": zero,
+            "pp_p2p_s": zero,
+            "ep_all_to_all_s": np.asarray(2.0 * self.n_moe_layers * a2a, dtype=np.float64),
+            "overhead_s": np.asarray(
+                self.overhead_s + self.layer_overhead_s * self.n_layers + zero, dtype=np.float64
+            ),
+        }
+
+    def body_s(self, tokens: ArrayLike) -> F64:
+        """Return the time of the transformer layers, collectives and fixed overheads. [s]."""
+        return _sum_terms(self.body_terms(tokens))
+
+    def head_terms(self, sampled: ArrayLike) -> dict[str, F64]:
         r"""LM head (its own roofline, 16-bit) and per-sequence host overhead. [s].
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``lm_head_s`` and ``overhead_s`` (per sampled sequence). [s]
 
         Notes
         -----
@@ -546,7 +695,14 @@ class IterationModel:
         head_rate = self.gemm_efficiency * (self.head_peak_tflops or self.peak_tflops) * TERA
         compute = self.head_flops_per_token * s / head_rate
         mem = self.head_weight_bytes / self._byte_rate()
-        return np.asarray(np.maximum(compute, mem) + self.overhead_per_seq_s * s, dtype=np.float64)
+        return {
+            "lm_head_s": np.asarray(np.maximum(compute, mem), dtype=np.float64),
+            "overhead_s": np.asarray(self.overhead_per_seq_s * s, dtype=np.float64),
+        }
+
+    def head_s(self, sampled: ArrayLike) -> F64:
+        """Return the LM-head time plus per-sequence overhead of ``sampled`` tokens. [s]."""
+        return _sum_terms(self.head_terms(sampled))
 
     def comm_s(self, tokens_per_microbatch: ArrayLike) -> F64:
         """Tensor-parallel all-reduces of one stage for a micro-batch. [s]."""
@@ -576,15 +732,15 @@ class IterationModel:
         """Prefill attention time per (query, key) pair, compute-bound (flash attention). [s]."""
         return self.attn_flops_per_pair / self._attn_rate()
 
-    def iteration_s(
+    def iteration_terms(
         self,
         decode_seqs: ArrayLike,
         decode_context_tokens: ArrayLike,
         prefill_tokens: ArrayLike = 0.0,
         prefill_pairs: ArrayLike = 0.0,
         prefill_seqs: ArrayLike = 0.0,
-    ) -> F64:
-        r"""Time of one iteration. [s].
+    ) -> dict[str, F64]:
+        r"""Terms of one iteration; they add up to :meth:`iteration_s` by construction.
 
         Parameters
         ----------
@@ -601,23 +757,56 @@ class IterationModel:
 
         Returns
         -------
-        ndarray
-            Iteration time. [s]
+        dict of str to ndarray
+            :data:`ITERATION_TERMS`: ``linear_compute_s``, ``weights_read_s``, ``elementwise_s``,
+            ``tp_comm_s``, ``pp_p2p_s``, ``lm_head_s``, ``kv_read_s``, ``prefill_attention_s``,
+            ``overhead_s``. [s]
 
         Notes
         -----
-        .. math:: t = p\,[\max(F_{lin}/\eta_F P, W/\eta_B B) + t_{AR}]
-                      + \max(K/\eta_B B, F_{att}/\eta_F P)
+        .. math:: t = p\,[\max(F_{lin}/\eta_F P, W/\eta_B B) + t_{elem} + t_{AR} + t_{p2p}]
+                      + t_{head} + \max(K/\eta_B B, F_{att}/\eta_F P)
                       + X_{pf}/\eta_F P + t_0
         """
         b = np.asarray(decode_seqs, dtype=np.float64)
         pf = np.asarray(prefill_tokens, dtype=np.float64)
-        lin = self.linear_s(b + pf, b + np.asarray(prefill_seqs, dtype=np.float64))
-        attn = self.decode_attention_s_per_context_token * np.asarray(
-            decode_context_tokens, dtype=np.float64
+        body = self.body_terms(b + pf)
+        head = self.head_terms((b + np.asarray(prefill_seqs, dtype=np.float64)) / self.ep)
+        # attention is data-parallel under expert parallelism: each GPU holds its own sequences
+        attn = (
+            self.decode_attention_s_per_context_token
+            * np.asarray(decode_context_tokens, dtype=np.float64)
+            / self.ep
         )
         pre = self.prefill_attention_s_per_pair * np.asarray(prefill_pairs, dtype=np.float64)
-        return np.asarray(lin + attn + pre, dtype=np.float64)
+        pre = pre / self.ep
+        return {
+            "linear_compute_s": body["linear_compute_s"],
+            "weights_read_s": body["weights_read_s"],
+            "elementwise_s": body["elementwise_s"],
+            "tp_comm_s": body["tp_comm_s"],
+            "pp_p2p_s": body["pp_p2p_s"],
+            "ep_all_to_all_s": body["ep_all_to_all_s"],
+            "lm_head_s": head["lm_head_s"],
+            "kv_read_s": np.asarray(attn, dtype=np.float64),
+            "prefill_attention_s": np.asarray(pre, dtype=np.float64),
+            "overhead_s": np.asarray(body["overhead_s"] + head["overhead_s"], dtype=np.float64),
+        }
+
+    def iteration_s(
+        self,
+        decode_seqs: ArrayLike,
+        decode_context_tokens: ArrayLike,
+        prefill_tokens: ArrayLike = 0.0,
+        prefill_pairs: ArrayLike = 0.0,
+        prefill_seqs: ArrayLike = 0.0,
+    ) -> F64:
+        """Time of one iteration: the sum of :meth:`iteration_terms` (same parameters). [s]."""
+        return _sum_terms(
+            self.iteration_terms(
+                decode_seqs, decode_context_tokens, prefill_tokens, prefill_pairs, prefill_seqs
+            )
+        )
 
     def decode_step_s(self, batch: ArrayLike, context_tokens: ArrayLike) -> F64:
         """Return the time of one decode iteration at mean context ``context_tokens``. [s]."""
@@ -641,6 +830,7 @@ def iteration_model(
     precisions: Precisions,
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
     engine: str | None = None,
+    ep: int = 1,
 ) -> IterationModel:
     """Build the :class:`IterationModel` of one replica.
 
@@ -661,6 +851,9 @@ def iteration_model(
     engine : str, optional
         Serving engine, for its per-iteration host overhead
         (:meth:`EfficiencyParams.serving_overhead_for`).
+    ep : int
+        Expert-parallel group (``tp = pp = 1``): attention data-parallel over ``ep`` GPUs, routed
+        experts sharded over them, all-to-all on the group's link.
 
     Returns
     -------
@@ -707,7 +900,16 @@ def iteration_model(
     elem_per_token = elem * math.ceil(model.n_layers / pp)
     n_experts = model.moe.n_experts if model.moe else 0
     n_active = model.moe.n_active if model.moe else 0
+    abw, alat, aeff = comms.group_link(
+        system, ep, 1, efficiency.intra_node_link, efficiency.scale_out_link
+    )
     return IterationModel(
+        ep=ep,
+        expert_flops_per_token=FLOPS_PER_MAC * pc.expert_active if ep > 1 else 0.0,
+        a2a_bytes_per_token=d * act_b * n_active,
+        a2a_bandwidth_gb_s=float(abw),
+        a2a_latency_us=float(alat),
+        a2a_efficiency=float(aeff),
         tp=tp,
         pp=pp,
         peak_tflops=float(acc.peak_tflops[precisions.compute]),
@@ -788,17 +990,20 @@ def memory_plan(
     precisions: Precisions,
     engine: EngineLimits,
     max_num_tokens: int | None = None,
+    ep: int = 1,
 ) -> MemoryPlan:
     """Memory of one GPU of a replica: weights, activations, reserve, and what is left for KV.
 
     Notes
     -----
     ``usable = f M`` (vLLM, SGLang) or ``usable = W + A + R + f (M - W - A - R)`` (TensorRT-LLM,
-    fraction of free memory); ``kv = usable - W - A - R``.
+    fraction of free memory); ``kv = usable - W - A - R``. With expert parallelism over ``ep``
+    GPUs each holds the dense weights and ``1/ep`` of the routed experts.
     """
     wb = weight_bytes(model, precisions.weights, precisions.activations)
     n_exp = model.moe.n_experts if model.moe else 0
-    w_gb = wb.total(n_exp) / (tp * pp) / GIGA
+    experts = wb.expert_each * n_exp * wb.n_moe_layers
+    w_gb = (wb.total(n_exp) - experts + experts / ep) / (tp * pp) / GIGA
     tokens = max_num_tokens or engine.max_num_tokens
     act_per_tok = (
         ACTIVATION_WIDTH_D_MODEL * model.d_model + ACTIVATION_WIDTH_D_FF * model.d_ff / tp
@@ -841,10 +1046,47 @@ def default_tp(
 
 
 # ----------------------------------------------------------------------------- steady states
-def continuous_batching_step(
-    it: IterationModel, batch: ArrayLike, input_tokens: ArrayLike, output_tokens: ArrayLike
-) -> F64:
-    r"""Mean iteration time of stall-free continuous batching at a steady running batch. [s].
+def prefill_pairs(new_tokens: ArrayLike, cached_tokens: ArrayLike = 0.0) -> F64:
+    r"""Causal (query, key) pairs of prefilling ``new_tokens`` after ``cached_tokens``. [pairs].
+
+    Parameters
+    ----------
+    new_tokens : array_like
+        Prompt tokens computed, :math:`n`. [tokens]
+    cached_tokens : array_like
+        Prompt tokens whose KV is reused from the prefix cache, :math:`c`. [tokens]
+
+    Returns
+    -------
+    ndarray
+        :math:`n\,c + n(n+1)/2`: each new token attends to the cached prefix and to the new
+        tokens before it (vLLM automatic prefix caching, SGLang RadixAttention). [pairs]
+    """
+    n = np.asarray(new_tokens, dtype=np.float64)
+    c = np.asarray(cached_tokens, dtype=np.float64)
+    return np.asarray(n * c + n * (n + 1.0) / 2.0, dtype=np.float64)
+
+
+def cached_prompt_tokens(input_tokens: ArrayLike, hit_rate: ArrayLike) -> F64:
+    r"""Prompt tokens served from the prefix cache, leaving at least one token to compute.
+
+    Notes
+    -----
+    :math:`c = \min(\lfloor h\,I \rfloor, I - 1)` for a hit rate :math:`h` of prompt tokens.
+    """
+    i = np.asarray(input_tokens, dtype=np.float64)
+    h = np.asarray(hit_rate, dtype=np.float64)
+    return np.asarray(np.minimum(np.floor(h * i), np.maximum(i - 1.0, 0.0)), dtype=np.float64)
+
+
+def continuous_batching_terms(
+    it: IterationModel,
+    batch: ArrayLike,
+    input_tokens: ArrayLike,
+    output_tokens: ArrayLike,
+    cached_tokens: ArrayLike = 0.0,
+) -> dict[str, F64]:
+    r"""Terms of the mean stall-free continuous-batching iteration (sum: the step time). [s].
 
     Parameters
     ----------
@@ -854,24 +1096,47 @@ def continuous_batching_step(
         Sequences running (each generating one token per iteration). [count]
     input_tokens, output_tokens : array_like
         Mean prompt and output lengths. [tokens]
+    cached_tokens : array_like
+        Prompt tokens reused from the prefix cache per request (:func:`cached_prompt_tokens`).
+        [tokens]
 
     Returns
     -------
-    ndarray
-        Mean iteration time. [s]
+    dict of str to ndarray
+        :meth:`IterationModel.iteration_terms` of the mean iteration. [s]
 
     Notes
     -----
     In steady state :math:`B/O` requests finish per iteration and as many start, so every
     iteration carries :math:`B` decode tokens at mean context :math:`I + O/2` plus
-    :math:`B I / O` prompt tokens (chunked prefill piggy-backed on decode, Sarathi-Serve [3]_),
-    whose causal pairs are :math:`(B/O)\,I(I+1)/2`.
+    :math:`B (I - c) / O` prompt tokens (chunked prefill piggy-backed on decode, Sarathi-Serve
+    [3]_),
+    whose causal pairs are :math:`(B/O)\,` :func:`prefill_pairs` :math:`(I - c, c)`.
     """
     b = np.asarray(batch, dtype=np.float64)
     i = np.asarray(input_tokens, dtype=np.float64)
     o = np.maximum(np.asarray(output_tokens, dtype=np.float64), 1.0)
+    c = np.asarray(cached_tokens, dtype=np.float64)
     starts = b / o
-    return it.iteration_s(b, b * (i + o / 2.0), starts * i, starts * i * (i + 1) / 2.0, starts)
+    return it.iteration_terms(
+        b, b * (i + o / 2.0), starts * (i - c), starts * prefill_pairs(i - c, c), starts
+    )
+
+
+def continuous_batching_step(
+    it: IterationModel,
+    batch: ArrayLike,
+    input_tokens: ArrayLike,
+    output_tokens: ArrayLike,
+    cached_tokens: ArrayLike = 0.0,
+) -> F64:
+    """Return the mean continuous-batching iteration time (sum of the terms). [s].
+
+    See :func:`continuous_batching_terms` (same parameters).
+    """
+    return _sum_terms(
+        continuous_batching_terms(it, batch, input_tokens, output_tokens, cached_tokens)
+    )
 
 
 def speculative_tokens_per_step(spec_tokens: ArrayLike, acceptance_rate: ArrayLike) -> F64:
@@ -1053,6 +1318,521 @@ def _not_fit_message(
     )
 
 
+# ----------------------------------------------------------------------------- validate
+@dataclass(frozen=True)
+class ServingInputs:
+    """Validated, typed inputs of :func:`estimate_inference` (units in the names).
+
+    Built by :func:`validate_serving_inputs`; every later step trusts these values.
+    """
+
+    gpus: int
+    tp: int
+    pp: int
+    replicas: int
+    input_tokens: int
+    output_tokens: int
+    batch: int | None
+    concurrency: int | None
+    qps: float | None
+    mode: str
+    slo_ttft_s: float | None
+    slo_tpot_s: float | None
+    engine: EngineLimits
+    allocation: str
+    input_cv: float
+    output_cv: float
+    num_requests: int
+    seed: int
+    max_batch: int | None
+    scheduler_steps: int
+    prefix_cache_hit_rate: float
+    precisions: Precisions
+    trace: tuple[F64, NDArray[np.int64], NDArray[np.int64]] | None = None
+    ep: int = 1
+
+    @property
+    def gpus_per_replica(self) -> int:
+        """GPUs of one replica: ``tp x pp x ep``."""
+        return self.tp * self.pp * self.ep
+
+    @property
+    def cached_tokens(self) -> float:
+        """Prompt tokens per request served from the prefix cache. [tokens]."""
+        return float(cached_prompt_tokens(self.input_tokens, self.prefix_cache_hit_rate))
+
+
+def _validate_trace(
+    trace: tuple[ArrayLike, ArrayLike, ArrayLike],
+) -> tuple[F64, NDArray[np.int64], NDArray[np.int64]]:
+    """Sort a trace by arrival and start it at 0; errors name ``--trace``."""
+    arr = np.asarray(trace[0], dtype=np.float64)
+    ins = np.asarray(trace[1], dtype=np.int64)
+    outs = np.asarray(trace[2], dtype=np.int64)
+    if arr.size < 2 or not (arr.size == ins.size == outs.size):
+        raise InputError("--trace", arr.size, "at least 2 requests with times and lengths")
+    if float(arr.max() - arr.min()) <= 0:
+        raise InputError("--trace", "arrival_s", "arrivals spread over a positive time")
+    order = np.argsort(arr, kind="stable")
+    return arr[order] - arr.min(), ins[order], outs[order]
+
+
+def _check_load(mode: str, loads: dict[str, Any]) -> None:
+    """One load at most: batch, concurrency, qps, trace or offline mode."""
+    if mode not in ("online", "offline"):
+        raise InputError("--mode", mode, "'online' or 'offline'")
+    given = [n for n, v in loads.items() if v is not None]
+    if len(given) > 1 or (given and mode == "offline"):
+        raise InputError(
+            "load",
+            " + ".join(given + (["--mode offline"] if mode == "offline" else [])),
+            "only one of --batch, --concurrency, --qps, --trace, --mode offline",
+        )
+
+
+def _ms_to_s(v: float | None) -> float | None:
+    """Milliseconds (CLI objectives) to seconds."""
+    return None if v is None else v / 1000.0
+
+
+def validate_serving_inputs(
+    model: ModelArch,
+    acc: Accelerator,
+    system: System,
+    gpus: int,
+    **kw: Any,
+) -> ServingInputs:
+    """Check and type the inputs of :func:`estimate_inference` (same keyword names).
+
+    Raises
+    ------
+    InputError, PlanError
+        A bad value, named by its flag, with what was expected.
+    """
+    _check_positive("--gpus", gpus, integer=True)
+    for name, key in (
+        ("--tp", "tp"), ("--pp", "pp"), ("--batch", "batch"), ("--concurrency", "concurrency"),
+        ("--input-tokens", "input_tokens"), ("--output-tokens", "output_tokens"),
+        ("--max-batch", "max_batch"), ("--num-requests", "num_requests"),
+        ("--scheduler-steps", "scheduler_steps"), ("--max-batched-tokens", "max_batched_tokens"),
+        ("--ep", "ep"),
+    ):  # fmt: skip
+        _check_positive(name, kw[key], integer=True)
+    for name, key in (("--qps", "qps"), ("--slo-ttft-ms", "slo_ttft_ms"),
+                      ("--slo-tpot-ms", "slo_tpot_ms")):  # fmt: skip
+        _check_positive(name, kw[key])
+    h = kw["prefix_cache_hit_rate"]
+    if isinstance(h, bool) or not isinstance(h, int | float) or not 0.0 <= float(h) < 1.0:
+        raise InputError("--prefix-cache-hit-rate", h, "a fraction in [0, 1)")
+    if kw["allocation"] not in ("paged", "contiguous"):
+        raise InputError("--kv-allocation", kw["allocation"], "'paged' or 'contiguous'")
+    _check_load(kw["mode"], {"--batch": kw["batch"], "--concurrency": kw["concurrency"],
+                             "--qps": kw["qps"], "--trace": kw["trace"]})  # fmt: skip
+    qps, i_tok, o_tok = kw["qps"], kw["input_tokens"], kw["output_tokens"]
+    trace = None
+    if kw["trace"] is not None:
+        trace = _validate_trace(kw["trace"])
+        qps = trace[0].size / float(trace[0].max())
+        i_tok = max(round(float(trace[1].mean())), 1)
+        o_tok = max(round(float(trace[2].mean())), 1)
+    if kw["engine"] not in ENGINES:
+        raise InputError("--engine", kw["engine"], f"one of {', '.join(ENGINES)}")
+    eng = ENGINES[kw["engine"]]
+    if kw["max_batched_tokens"] is not None:
+        eng = EngineLimits(
+            eng.name, eng.max_num_seqs, int(kw["max_batched_tokens"]), eng.memory_fraction,
+            eng.memory_fraction_of, eng.reference + f"; max_num_batched_tokens="
+            f"{kw['max_batched_tokens']} (user)", eng.chunked_prefill,
+        )  # fmt: skip
+    prec = resolve_precisions(acc, kw["precision"], kw["kv_precision"])
+    ep = int(kw["ep"])
+    if ep > 1:
+        if model.moe is None:
+            raise InputError("--ep", ep, f"1 for the dense model {model.id} (no routed experts)")
+        if (kw["tp"] or 1) != 1 or (kw["pp"] or 1) != 1:
+            raise PlanError("--ep", ep, "tp 1 and pp 1 (attention data-parallel over the group)")
+        if gpus % ep:
+            raise PlanError("--gpus", gpus, f"a multiple of --ep {ep}")
+    pp_ = kw["pp"] or 1
+    tp_ = kw["tp"] or (1 if ep > 1 else default_tp(model, acc, system, gpus, kw["precision"], pp_))
+    if gpus % (tp_ * pp_):
+        raise PlanError("--gpus", gpus, f"a multiple of tp x pp = {tp_} x {pp_} = {tp_ * pp_}")
+    if model.mla is None and model.n_heads % tp_:
+        raise PlanError(
+            "--tp", tp_, f"a divisor of the {model.n_heads} attention heads of {model.id}"
+        )
+    if pp_ > model.n_layers:
+        raise PlanError("--pp", pp_, f"at most the {model.n_layers} layers of {model.id}")
+    return ServingInputs(
+        gpus=gpus, tp=tp_, pp=pp_, replicas=gpus // (tp_ * pp_ * ep), input_tokens=int(i_tok),
+        output_tokens=int(o_tok), batch=kw["batch"], concurrency=kw["concurrency"], qps=qps,
+        mode=kw["mode"], slo_ttft_s=_ms_to_s(kw["slo_ttft_ms"]),
+        slo_tpot_s=_ms_to_s(kw["slo_tpot_ms"]),
+        engine=eng, allocation=kw["allocation"], input_cv=kw["input_cv"],
+        output_cv=kw["output_cv"], num_requests=kw["num_requests"], seed=kw["seed"],
+        max_batch=kw["max_batch"], scheduler_steps=int(kw["scheduler_steps"]),
+        prefix_cache_hit_rate=float(h), precisions=prec, trace=trace, ep=ep,
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- load regimes
+@dataclass
+class LoadPoint:
+    """Latency and throughput of one load regime, with the terms that make them up.
+
+    Attributes
+    ----------
+    regime : str
+        The load regime, in words.
+    ttft_terms, tpot_terms : dict of str to float
+        Terms whose sums are ``ttft_s`` and ``tpot_s`` (empty when saturated). [s]
+    e2e_s : float
+        Mean end-to-end latency. [s]
+    output_tokens_per_s : float
+        Output tokens per second of the deployment. [tokens/s]
+    batch : float
+        Mean running batch per replica. [sequences]
+    prefill_time_fraction : float
+        Share of GPU time spent on prompt tokens (for input/output cost allocation). [0-1]
+    values : dict
+        Regime-specific headline values (percentiles, utilisation, ...).
+    """
+
+    regime: str
+    ttft_terms: dict[str, float]
+    tpot_terms: dict[str, float]
+    e2e_s: float
+    output_tokens_per_s: float
+    batch: float
+    prefill_time_fraction: float
+    values: dict[str, Any] = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def ttft_s(self) -> float:
+        """Mean time to first token: the sum of :attr:`ttft_terms`. [s]."""
+        return math.fsum(self.ttft_terms.values()) if self.ttft_terms else float("nan")
+
+    @property
+    def tpot_s(self) -> float:
+        """Mean time per output token: the sum of :attr:`tpot_terms`. [s]."""
+        return math.fsum(self.tpot_terms.values()) if self.tpot_terms else float("nan")
+
+
+def _floats(terms: dict[str, F64], scale: float = 1.0) -> dict[str, float]:
+    return {k: float(v) * scale for k, v in terms.items()}
+
+
+def _decode_share(it: IterationModel, b: float, ctx: float, mixed_s: float) -> float:
+    """Share of a mixed iteration spent on prompt tokens: ``1 - t_decode_only / t_mixed``."""
+    dec = float(it.decode_step_s(b, ctx))
+    return float(min(max(1.0 - dec / mixed_s, 0.0), 1.0)) if mixed_s > 0 else 0.0
+
+
+def static_batch_point(it: IterationModel, inp: ServingInputs, b: int) -> LoadPoint:
+    """Return the static-batching point: ``b`` prompts prefilled, then decoded, together."""
+    i, o, c = float(inp.input_tokens), float(inp.output_tokens), inp.cached_tokens
+    ttft = _floats(it.iteration_terms(0.0, 0.0, b * (i - c), b * prefill_pairs(i - c, c), b))
+    tpot = _floats(it.iteration_terms(b, b * (i + o / 2.0)))
+    t_first, t_tok = math.fsum(ttft.values()), math.fsum(tpot.values())
+    e2e = t_first + (o - 1.0) * t_tok
+    return LoadPoint(
+        "static batch", ttft, tpot, e2e, inp.replicas * b * o / e2e, float(b), t_first / e2e
+    )
+
+
+def _chunked_ttft_terms(it: IterationModel, inp: ServingInputs, b: float) -> dict[str, float]:
+    r"""Return the TTFT terms of a prompt joining a running batch of ``b`` (chunked prefill).
+
+    Notes
+    -----
+    With chunked prefill the prompt's :math:`n = I - c` new tokens are split into
+    :math:`k = \lceil n / (N - B) \rceil` chunks (``N`` the max batched tokens); each chunk rides
+    on one iteration with the :math:`B` decodes, and the first token is sampled after the last.
+    """
+    i, o, c = float(inp.input_tokens), float(inp.output_tokens), inp.cached_tokens
+    n = i - c
+    budget = max(inp.engine.max_num_tokens - b, 1.0)
+    k = float(math.ceil(n / budget)) if inp.engine.chunked_prefill else 1.0
+    return _floats(
+        it.iteration_terms(b, b * (i + o / 2.0), n / k, prefill_pairs(n, c) / k, 1.0 / k), k
+    )
+
+
+def closed_loop_point(it: IterationModel, inp: ServingInputs, b_max: int) -> LoadPoint:
+    """Offline max throughput, a single request, or closed-loop concurrency (steady state)."""
+    i, o, c = float(inp.input_tokens), float(inp.output_tokens), inp.cached_tokens
+    notes: list[str] = []
+    if inp.mode == "offline" or inp.concurrency is None:
+        b = b_max if inp.mode == "offline" else 1
+        regime = "offline max-throughput" if inp.mode == "offline" else "single request"
+    else:
+        per = inp.concurrency / inp.replicas
+        b = int(min(max(per, 1.0), b_max))
+        regime = "closed-loop concurrency"
+        if per > b_max:
+            notes.append(
+                f"concurrency {inp.concurrency} exceeds {b_max * inp.replicas} running sequences; "
+                "the rest queue"
+            )
+    if b == 1 and regime == "single request":
+        ttft = _floats(it.iteration_terms(0.0, 0.0, i - c, prefill_pairs(i - c, c), 1.0))
+        tpot = _floats(it.iteration_terms(1.0, i + o / 2.0))
+        e2e = math.fsum(ttft.values()) + (o - 1.0) * math.fsum(tpot.values())
+        return LoadPoint(
+            regime, ttft, tpot, e2e, inp.replicas * o / e2e, 1.0,
+            math.fsum(ttft.values()) / e2e, assumptions=notes,
+        )  # fmt: skip
+    tpot = _floats(continuous_batching_terms(it, b, i, o, c))
+    step = math.fsum(tpot.values())
+    ttft = _chunked_ttft_terms(it, inp, float(b))
+    if inp.scheduler_steps > 1:
+        # multi-step scheduling: a prompt waits on average (k-1)/2 iterations for admission
+        ttft["scheduler_wait_s"] = (inp.scheduler_steps - 1) / 2.0 * step
+    if inp.concurrency is not None and inp.concurrency / inp.replicas > b_max:
+        ttft["queue_wait_s"] = (inp.concurrency / inp.replicas - b_max) / (b_max / (o * step))
+    e2e = math.fsum(ttft.values()) + (o - 1.0) * step
+    frac = _decode_share(it, b, i + o / 2.0, step)
+    return LoadPoint(
+        regime, ttft, tpot, e2e, inp.replicas * b / step, float(b), frac, assumptions=notes
+    )
+
+
+def simulated_point(
+    it: IterationModel, inp: ServingInputs, b_max: int, cap: KVCapacity
+) -> LoadPoint:
+    """Open-loop Poisson or trace arrivals, simulated iteration by iteration on one replica.
+
+    The terms are those of the steady-state iteration at the simulated mean batch, plus one
+    ``batching_variation_s`` (TPOT) and one ``queueing_s`` (TTFT) term: what the simulation adds
+    to that steady state (queueing, batch fluctuations, scheduler steps). They add up to the
+    simulated means.
+    """
+    from aitco.perf import queueing, serving  # local: queueing imports this module
+
+    assert inp.qps is not None
+    i, o, c = float(inp.input_tokens), float(inp.output_tokens), inp.cached_tokens
+    eng, per_replica = inp.engine, inp.qps / inp.replicas
+    kw: dict[str, Any] = {
+        "max_num_seqs": b_max, "kv_capacity_tokens": cap.max_tokens,
+        "max_num_tokens": eng.max_num_tokens, "scheduler_steps": inp.scheduler_steps,
+        "chunked": eng.chunked_prefill, "slo_ttft_s": inp.slo_ttft_s, "slo_tpot_s": inp.slo_tpot_s,
+        "prefix_cache_hit_rate": inp.prefix_cache_hit_rate,
+    }  # fmt: skip
+    if inp.trace is not None:
+        regime = "trace-driven arrivals (simulated)"
+        tr_arr, tr_in, tr_out = inp.trace
+        room = max(cap.max_tokens - 1, 2)
+        sel = slice(0, None, inp.replicas)
+        t_in = np.minimum(tr_in[sel], max(room // 2, 1))
+        sim = queueing.simulate_continuous_batching(
+            it, tr_arr[sel], t_in, np.minimum(tr_out[sel], room - t_in), **kw
+        )
+    else:
+        regime = "open-loop Poisson arrivals (simulated)"
+        sim = queueing.simulate_poisson(
+            it, per_replica, inp.input_tokens, inp.output_tokens, input_cv=inp.input_cv,
+            output_cv=inp.output_cv, num_requests=inp.num_requests, seed=inp.seed, **kw,
+        )  # fmt: skip
+    cap_rps = serving.max_request_rate(it, i, o, b_max, c)
+    # offered load (arrival rate over capacity) may exceed 1; utilization is the busy
+    # fraction of the capacity and saturates at 1 (then `saturated` is true)
+    sat = bool(per_replica >= cap_rps)
+    vals: dict[str, Any] = {
+        "offered_load": per_replica / cap_rps,
+        "utilization": min(1.0, per_replica / cap_rps),
+        "saturated": sat,
+        "max_qps": cap_rps * inp.replicas,
+    }
+    for k, pv in sim.percentiles().items():
+        vals[k] = None if sat else pv
+    vals["goodput_requests_per_s"] = None if sat else sim.goodput_fraction * inp.qps
+    b = max(float(sim.mean_batch), 1.0)
+    steady = _floats(continuous_batching_terms(it, b, i, o, c))
+    frac = _decode_share(it, b, i + o / 2.0, math.fsum(steady.values()))
+    notes: list[str] = []
+    if sat:
+        notes.append(
+            f"arrival rate {inp.qps:g}/s exceeds the capacity {cap_rps * inp.replicas:.3g}/s: "
+            "the queue grows without bound; latencies are reported as null (saturated), "
+            "throughput at capacity"
+        )
+        return LoadPoint(regime, {}, {}, float("nan"), cap_rps * inp.replicas * o,
+                         float(sim.mean_batch), frac, vals, notes)  # fmt: skip
+    tpot = dict(steady)
+    tpot["batching_variation_s"] = sim.mean_tpot_s - math.fsum(steady.values())
+    ttft = _floats(it.iteration_terms(b, b * (i + o / 2.0), i - c, prefill_pairs(i - c, c), 1.0))
+    ttft["queueing_s"] = sim.mean_ttft_s - math.fsum(ttft.values())
+    if inp.slo_ttft_s is not None or inp.slo_tpot_s is not None:
+        vals["replicas_for_slo"] = serving.replicas_for_slo(
+            it, inp.qps, inp.input_tokens, inp.output_tokens, max_num_seqs=b_max,
+            kv_capacity_tokens=cap.max_tokens, max_num_tokens=eng.max_num_tokens,
+            slo_ttft_s=inp.slo_ttft_s, slo_tpot_s=inp.slo_tpot_s, input_cv=inp.input_cv,
+            output_cv=inp.output_cv, seed=inp.seed, scheduler_steps=inp.scheduler_steps,
+            chunked=eng.chunked_prefill, prefix_cache_hit_rate=inp.prefix_cache_hit_rate,
+        )  # fmt: skip
+        r = vals["replicas_for_slo"]
+        vals["gpus_for_slo"] = None if r is None else r * inp.gpus_per_replica
+    return LoadPoint(regime, ttft, tpot, sim.mean_e2e_s, inp.qps * o, float(sim.mean_batch),
+                     frac, vals, notes)  # fmt: skip
+
+
+def apply_speculative(
+    point: LoadPoint,
+    it: IterationModel,
+    draft: IterationModel,
+    inp: ServingInputs,
+    spec_tokens: int,
+    acceptance_rate: float,
+) -> float:
+    """Scale ``point``'s TPOT by the speculative step ratio; return the speed-up.
+
+    The change is one term, ``speculative_s`` (negative when drafting helps):
+    :math:`t_{tpot} (t_{spec}/t_{dec} - 1)` with :math:`t_{spec}` from
+    :func:`speculative_step_s` and :math:`t_{dec}` the plain decode step at the same batch.
+    """
+    i, o = float(inp.input_tokens), float(inp.output_tokens)
+    b_s = max(point.batch, 1.0)
+    plain = float(it.decode_step_s(b_s, i + o / 2.0))
+    spec = float(speculative_step_s(it, draft, b_s, i + o / 2.0, spec_tokens, acceptance_rate))
+    factor = spec / plain
+    tpot = point.tpot_s
+    point.tpot_terms["speculative_s"] = tpot * (factor - 1.0)
+    point.e2e_s = point.ttft_s + (o - 1.0) * point.tpot_s
+    point.output_tokens_per_s /= factor
+    return 1.0 / factor
+
+
+# ----------------------------------------------------------------------------- assemble
+#: How each time term is computed (for ``--explain``).
+TERM_FORMULAS: dict[str, str] = {
+    "linear_compute_s": "pp * share_C * roofline(body_flops*(T/pp)/(gemm_eff*peak), "
+    "weights/(hbm_eff*bw))",
+    "weights_read_s": "pp * share_M * roofline(compute, weight_bytes_read/(hbm_eff*hbm_bw))",
+    "elementwise_s": "pp * elementwise_bytes_per_token * T/pp / (elementwise_eff * hbm_bw)",
+    "tp_comm_s": "pp * 2 * layers/pp * allreduce(T/pp * d_model * act_bytes, tp) "
+    "(tree, alpha-beta)",
+    "pp_p2p_s": "pp * p2p(T/pp * d_model * act_bytes) between stages",
+    "ep_all_to_all_s": "2 * moe_layers * alltoall(T/ep * k * d_model * act_bytes * imbalance, ep)",
+    "lm_head_s": "max(sampled * head_flops/(gemm_eff*peak16), head_bytes/(hbm_eff*bw))",
+    "kv_read_s": "context_tokens * max(kv_bytes_per_token/(hbm_eff*bw), "
+    "attn_flops_per_pair/(eff*peak))",
+    "prefill_attention_s": "prefill_pairs * attn_flops_per_pair / (attn_eff * peak16)",
+    "overhead_s": "serving_overhead_s + serving_layer_overhead_s*layers "
+    "+ serving_overhead_per_seq_s*seqs (fitted)",
+    "scheduler_wait_s": "(scheduler_steps - 1)/2 * iteration_s (admission every k iterations)",
+    "queue_wait_s": "(concurrency/replicas - B_max) / (B_max / (O * iteration_s))",
+    "queueing_s": "simulated mean TTFT - prefill iteration at the mean batch",
+    "batching_variation_s": "simulated mean TPOT - steady-state iteration at the mean batch",
+    "speculative_s": "tpot * ((k t_draft + t_verify)/E(k, alpha) / t_decode - 1)",
+}  # fmt: skip
+
+
+def _time_terms(prefix: str, terms: dict[str, float], it: IterationModel, acc: Accelerator,
+                system: System, prec: Precisions) -> list[Term]:  # fmt: skip
+    """One :class:`Term` per model term, named ``<prefix>_<term>``."""
+    inputs: dict[str, dict[str, Any]] = {
+        "linear_compute_s": {"peak_tflops": it.peak_tflops, "gemm_efficiency": it.gemm_efficiency,
+                             "compute_precision": prec.compute},
+        "weights_read_s": {"hbm_bandwidth_gb_s": it.hbm_bandwidth_gb_s,
+                           "hbm_efficiency": it.hbm_efficiency},
+        "kv_read_s": {"kv_bytes_per_token": it.kv_bytes_per_token, "kv_precision": prec.kv},
+        "tp_comm_s": {"tp": it.tp, "link_bandwidth_gb_s": it.link_bandwidth_gb_s,
+                      "link_latency_us": it.link_latency_us},
+        "overhead_s": {"serving_overhead_s": it.overhead_s,
+                       "serving_layer_overhead_s": it.layer_overhead_s, "layers": it.n_layers,
+                       "serving_overhead_per_seq_s": it.overhead_per_seq_s},
+    }  # fmt: skip
+    sources = {
+        "linear_compute_s": _cite(acc, f"peak_tflops.{prec.compute}"),
+        "weights_read_s": _cite(acc, "hbm_bandwidth_gb_s"),
+        "tp_comm_s": _cite(system, "intra_node_bandwidth_gb_s", "scale_out_bandwidth_gb_s"),
+    }
+    return [
+        Term(name=f"{prefix}_{k}", value=v, unit="s", formula=TERM_FORMULAS.get(k, ""),
+             inputs=inputs.get(k, {}), sources=sources.get(k, []))
+        for k, v in terms.items()
+    ]  # fmt: skip
+
+
+def _intervals(vals: dict[str, Any], eff: EfficiencyParams) -> dict[str, tuple[float, float]]:
+    out: dict[str, tuple[float, float]] = {}
+    for keys, q10, q90 in (
+        (("output_tokens_per_s", "requests_per_s", "total_tokens_per_s"),
+         eff.inference_throughput_log_ratio_q10, eff.inference_throughput_log_ratio_q90),
+        (("ttft_s", "tpot_s", "e2e_latency_s"),
+         eff.inference_latency_log_ratio_q10, eff.inference_latency_log_ratio_q90),
+    ):  # fmt: skip
+        for k in keys:
+            iv = _interval(vals[k], q10, q90)
+            if iv:
+                out[k] = iv
+    return out
+
+
+def _memory_values(mp: MemoryPlan, cap: KVCapacity, inp: ServingInputs, b_max: int,
+                   reserved: int) -> dict[str, Any]:  # fmt: skip
+    shard = inp.gpus_per_replica
+    return {
+        "max_concurrency": cap.max_sequences * inp.replicas,
+        "max_batch_per_replica": b_max,
+        "kv_cache_gb": mp.kv_gb * shard,
+        "kv_cache_per_gpu_gb": mp.kv_gb,
+        "kv_capacity_tokens": cap.max_tokens,
+        "kv_waste_fraction": cap.waste_fraction,
+        "kv_allocation": inp.allocation,
+        "kv_reserved_tokens_per_sequence": reserved,
+        "weights_gb": mp.weights_gb * shard,
+        "weights_per_gpu_gb": mp.weights_gb,
+        "memory_per_gpu_gb": mp.weights_gb + mp.activations_gb + mp.reserve_gb + mp.kv_gb,
+        "fits": True,
+    }
+
+
+def _memory(
+    model: ModelArch, acc: Accelerator, system: System, inp: ServingInputs,
+    draft: ModelArch | None,
+) -> tuple[MemoryPlan, KVCapacity, int]:  # fmt: skip
+    """Memory plan (with the draft's weights) and KV capacity; the reservation per sequence.
+
+    Contiguous allocation reserves the model's maximum sequence length per request (as engines
+    before PagedAttention did [2]_); the prefix cache stores the shared prompt tokens once.
+    """
+    prec, eng = inp.precisions, inp.engine
+    mp = memory_plan(model, acc, tp=inp.tp, pp=inp.pp, precisions=prec, engine=eng, ep=inp.ep)
+    if draft is not None:
+        dwb = weight_bytes(draft, prec.weights, prec.activations)
+        d_gb = dwb.total(draft.moe.n_experts if draft.moe else 0) / inp.tp / GIGA
+        mp = MemoryPlan(
+            mp.device_gb, mp.usable_gb, mp.weights_gb + d_gb, mp.activations_gb, mp.reserve_gb,
+            max(mp.kv_gb - d_gb, 0.0), mp.kv_gb - d_gb > 0,
+        )  # fmt: skip
+    c = inp.cached_tokens
+    unique_in = int(inp.input_tokens - c)
+    kv_gb = mp.kv_gb
+    if c > 0:  # the shared prefix blocks are held once per replica
+        kv_gb = max(
+            kv_gb - float(kv_bytes_per_sequence(model, c, prec.kv, inp.tp)) / inp.pp / GIGA, 0.0
+        )
+    reserved = (max(model.max_seq_len, inp.input_tokens + inp.output_tokens)
+                if inp.allocation == "contiguous" else unique_in + inp.output_tokens)  # fmt: skip
+    cap = kv_capacity(
+        model, kv_gb, input_tokens=unique_in, output_tokens=inp.output_tokens,
+        kv_precision=prec.kv, tp=inp.tp, pp=inp.pp, allocation=inp.allocation,
+        reserved_tokens=reserved if inp.allocation == "contiguous" else None,
+    )  # fmt: skip
+    if inp.ep > 1:  # each GPU of the group holds the KV of its own sequences
+        cap = replace(cap, max_sequences=cap.max_sequences * inp.ep,
+                      max_tokens=cap.max_tokens * inp.ep)  # fmt: skip
+    if not mp.fits or cap.max_sequences < 1:
+        raise InputError(
+            "--model", model.id,
+            f"a model that fits on {acc.id} at tp {inp.tp} pp {inp.pp} in {prec.weights}",
+            hint=_not_fit_message(model, acc, system, mp, prec, eng, inp.tp, inp.pp),
+        )  # fmt: skip
+    return mp, cap, reserved
+
+
 def estimate_inference(
     model: ModelArch,
     acc: Accelerator,
@@ -1084,8 +1864,16 @@ def estimate_inference(
     spec_tokens: int = 4,
     acceptance_rate: float = 0.7,
     trace: tuple[ArrayLike, ArrayLike, ArrayLike] | None = None,
+    prefix_cache_hit_rate: float = 0.0,
+    max_batched_tokens: int | None = None,
+    ep: int = 1,
 ) -> InferenceResult:
     r"""Predict throughput, TTFT, TPOT, tail latency and memory of serving ``model``.
+
+    Three steps: :func:`validate_serving_inputs` (typed inputs), a load regime
+    (:func:`static_batch_point`, :func:`closed_loop_point`, :func:`simulated_point`) built from
+    :meth:`IterationModel.iteration_terms`, and the assembly of the values and the explained
+    terms, which add up to ``ttft_s`` and ``tpot_s`` because the regime sums them.
 
     Parameters
     ----------
@@ -1116,7 +1904,7 @@ def estimate_inference(
     engine : str
         Engine whose limits apply (:data:`ENGINES`).
     allocation : {"paged", "contiguous"}
-        KV allocation.
+        KV allocation; contiguous reserves ``max_seq_len`` tokens per request.
     input_cv, output_cv : float
         Coefficients of variation of the lengths for the simulation (0 = fixed).
     num_requests : int
@@ -1137,6 +1925,13 @@ def estimate_inference(
         Trace-driven load instead of Poisson: the requests are dealt round-robin to the
         replicas and one replica's share is simulated; ``qps`` and the mean lengths come from
         the trace.
+    prefix_cache_hit_rate : float
+        Share of prompt tokens whose KV is reused from the prefix cache. [0-1)
+    max_batched_tokens : int, optional
+        Override of the engine's tokens per iteration (vLLM ``--max-num-batched-tokens``).
+    ep : int
+        Expert parallelism for MoE models: a replica is ``ep`` GPUs with attention data-parallel
+        and the routed experts sharded (tp = pp = 1); see :meth:`IterationModel._ep_body_terms`.
 
     Returns
     -------
@@ -1152,94 +1947,30 @@ def estimate_inference(
         Bad values, or weights that do not fit (with the numbers and the smallest tp or a lower
         precision that fits).
     """
-    from aitco.perf import queueing, serving  # local: queueing imports this module
+    from aitco.perf import serving  # local: serving imports this module
 
-    _check_positive("--gpus", gpus, integer=True)
-    for name, v in (
-        ("--tp", tp),
-        ("--pp", pp),
-        ("--batch", batch),
-        ("--concurrency", concurrency),
-        ("--input-tokens", input_tokens),
-        ("--output-tokens", output_tokens),
-        ("--max-batch", max_batch),
-        ("--num-requests", num_requests),
-    ):
-        _check_positive(name, v, integer=True)
-    for name, fv in (
-        ("--qps", qps),
-        ("--slo-ttft-ms", slo_ttft_ms),
-        ("--slo-tpot-ms", slo_tpot_ms),
-    ):
-        _check_positive(name, fv)
-    if mode not in ("online", "offline"):
-        raise InputError("--mode", mode, "'online' or 'offline'")
-    given = [
-        n
-        for n, v in (
-            ("--batch", batch),
-            ("--concurrency", concurrency),
-            ("--qps", qps),
-            ("--trace", trace),
-        )
-        if v is not None
-    ]
-    if len(given) > 1 or (given and mode == "offline"):
-        raise InputError(
-            "load",
-            " + ".join(given + (["--mode offline"] if mode == "offline" else [])),
-            "only one of --batch, --concurrency, --qps, --trace, --mode offline",
-        )
-    tr_arr = tr_in = tr_out = None
-    if trace is not None:
-        tr_arr = np.asarray(trace[0], dtype=np.float64)
-        tr_in = np.asarray(trace[1], dtype=np.int64)
-        tr_out = np.asarray(trace[2], dtype=np.int64)
-        if tr_arr.size < 2 or not (tr_arr.size == tr_in.size == tr_out.size):
-            raise InputError("--trace", tr_arr.size, "at least 2 requests with times and lengths")
-        span = float(tr_arr.max() - tr_arr.min())
-        if span <= 0:
-            raise InputError("--trace", "arrival_s", "arrivals spread over a positive time")
-        order = np.argsort(tr_arr, kind="stable")
-        tr_arr, tr_in, tr_out = tr_arr[order] - tr_arr.min(), tr_in[order], tr_out[order]
-        qps = tr_arr.size / span
-        input_tokens = max(round(float(tr_in.mean())), 1)
-        output_tokens = max(round(float(tr_out.mean())), 1)
-    if engine not in ENGINES:
-        raise InputError("--engine", engine, f"one of {', '.join(ENGINES)}")
-    eng = ENGINES[engine]
-    prec = resolve_precisions(acc, precision, kv_precision)
-    pp_ = pp or 1
-    tp_ = tp or default_tp(model, acc, system, gpus, precision, pp_)
-    if gpus % (tp_ * pp_):
-        raise PlanError("--gpus", gpus, f"a multiple of tp x pp = {tp_} x {pp_} = {tp_ * pp_}")
-    if model.mla is None and model.n_heads % tp_:
-        raise PlanError(
-            "--tp", tp_, f"a divisor of the {model.n_heads} attention heads of {model.id}"
-        )
-    if pp_ > model.n_layers:
-        raise PlanError("--pp", pp_, f"at most the {model.n_layers} layers of {model.id}")
-    replicas = gpus // (tp_ * pp_)
+    inp = validate_serving_inputs(
+        model, acc, system, gpus, precision=precision, kv_precision=kv_precision,
+        input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
+        concurrency=concurrency, qps=qps, mode=mode, tp=tp, pp=pp, slo_ttft_ms=slo_ttft_ms,
+        slo_tpot_ms=slo_tpot_ms, engine=engine, allocation=allocation, input_cv=input_cv,
+        output_cv=output_cv, num_requests=num_requests, seed=seed, max_batch=max_batch,
+        scheduler_steps=scheduler_steps, trace=trace, prefix_cache_hit_rate=prefix_cache_hit_rate,
+        max_batched_tokens=max_batched_tokens, ep=ep,
+    )  # fmt: skip
+    prec, eng = inp.precisions, inp.engine
     assumptions = list(prec.notes)
-
-    mp = memory_plan(model, acc, tp=tp_, pp=pp_, precisions=prec, engine=eng)
     draft_it: IterationModel | None = None
     if draft_model is not None:
         _check_positive("--spec-tokens", spec_tokens, integer=True)
         if not 0.0 <= acceptance_rate <= 1.0:
             raise InputError("--acceptance-rate", acceptance_rate, "a probability in [0, 1]")
-        if qps is not None:
+        if inp.qps is not None:
             raise InputError(
                 "--draft-model", draft_model.id, "no --qps (speculative decoding is not simulated)"
             )
-        dwb = weight_bytes(draft_model, prec.weights, prec.activations)
-        d_gb = dwb.total(draft_model.moe.n_experts if draft_model.moe else 0) / tp_ / GIGA
-        mp = MemoryPlan(
-            mp.device_gb, mp.usable_gb, mp.weights_gb + d_gb, mp.activations_gb, mp.reserve_gb,
-            max(mp.kv_gb - d_gb, 0.0), mp.kv_gb - d_gb > 0,
-        )  # fmt: skip
         draft_it = iteration_model(
-            draft_model, acc, system, tp=tp_, pp=1, precisions=prec, efficiency=efficiency,
+            draft_model, acc, system, tp=inp.tp, pp=1, precisions=prec, efficiency=efficiency,
             engine=eng.name,
         )  # fmt: skip
         assumptions.append(
@@ -1248,356 +1979,85 @@ def estimate_inference(
             f"{float(speculative_tokens_per_step(spec_tokens, acceptance_rate)):.2f} "
             "tokens per step); the draft's KV cache is not counted"
         )
-    cap: KVCapacity = kv_capacity(
-        model,
-        mp.kv_gb,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        kv_precision=prec.kv,
-        tp=tp_,
-        pp=pp_,
-        allocation=allocation,
-    )
-    if not mp.fits or cap.max_sequences < 1:
-        raise InputError(
-            "--model",
-            model.id,
-            f"a model that fits on {acc.id} at tp {tp_} pp {pp_} in {precision}",
-            hint=_not_fit_message(model, acc, system, mp, prec, eng, tp_, pp_),
-        )
+    mp, cap, reserved = _memory(model, acc, system, inp, draft_model)
     it = iteration_model(
-        model, acc, system, tp=tp_, pp=pp_, precisions=prec, efficiency=efficiency, engine=eng.name
-    )
-    engine_cap = max_batch or eng.max_num_seqs
+        model, acc, system, tp=inp.tp, pp=inp.pp, precisions=prec, efficiency=efficiency,
+        engine=eng.name, ep=inp.ep,
+    )  # fmt: skip
+    engine_cap = (inp.max_batch or eng.max_num_seqs) * inp.ep
     b_max = int(min(cap.max_sequences, engine_cap))
-    i, o = float(input_tokens), float(output_tokens)
-
-    vals: dict[str, Any] = {}
-    sim: queueing.SimulationResult | None = None
-    if batch is not None:
-        b = int(batch)
-        if b > cap.max_sequences:
+    if inp.batch is not None:
+        if inp.batch > cap.max_sequences:
             raise InputError(
-                "--batch", b, f"at most {cap.max_sequences} sequences (KV capacity per replica)"
-            )
-        ttft = float(it.prefill_s(i, b))
-        tpot = float(it.decode_step_s(b, i + o / 2.0))
-        e2e = ttft + (o - 1.0) * tpot
-        out_tps = replicas * b * o / e2e
-        batch_used: float = b
-        regime = "static batch"
-    elif qps is None:
-        if mode == "offline" or concurrency is None:
-            b = b_max if mode == "offline" else 1
-            regime = "offline max-throughput" if mode == "offline" else "single request"
-        else:
-            per = concurrency / replicas
-            b = int(min(max(per, 1.0), b_max))
-            regime = "closed-loop concurrency"
-            if per > b_max:
-                assumptions.append(
-                    f"concurrency {concurrency} exceeds {b_max * replicas} running sequences; "
-                    "the rest queue"
-                )
-        if b == 1 and regime == "single request":
-            ttft = float(it.prefill_s(i))
-            tpot = float(it.decode_step_s(1, i + o / 2.0))
-            out_tps = replicas * o / (ttft + (o - 1) * tpot)
-        else:
-            tpot = float(continuous_batching_step(it, b, i, o))
-            out_tps = replicas * b / tpot
-            # a prompt joins as a chunk of the next iteration(s): its prefill plus one mixed step
-            ttft = float(it.iteration_s(b, b * (i + o / 2.0), i, i * (i + 1) / 2.0, 1))
-        e2e = ttft + (o - 1.0) * tpot
-        batch_used = b
-        if concurrency is not None and concurrency / replicas > b_max:
-            wait = (concurrency / replicas - b_max) / (b_max / (o * tpot))
-            ttft += wait
-            e2e += wait
+                "--batch", inp.batch,
+                f"at most {cap.max_sequences} sequences (KV capacity per replica)",
+            )  # fmt: skip
+        point = static_batch_point(it, inp, inp.batch)
+    elif inp.qps is None:
+        point = closed_loop_point(it, inp, b_max)
     else:
-        regime = "open-loop Poisson arrivals (simulated)"
-        per_replica = qps / replicas
-        if tr_arr is not None and tr_in is not None and tr_out is not None:
-            regime = "trace-driven arrivals (simulated)"
-            room = max(cap.max_tokens - 1, 2)
-            sel = slice(0, None, replicas)
-            t_in = np.minimum(tr_in[sel], max(room // 2, 1))
-            sim = queueing.simulate_continuous_batching(
-                it,
-                tr_arr[sel],
-                t_in,
-                np.minimum(tr_out[sel], room - t_in),
-                max_num_seqs=b_max,
-                kv_capacity_tokens=cap.max_tokens,
-                max_num_tokens=eng.max_num_tokens,
-                scheduler_steps=scheduler_steps,
-                chunked=eng.chunked_prefill,
-                slo_ttft_s=None if slo_ttft_ms is None else slo_ttft_ms / 1000.0,
-                slo_tpot_s=None if slo_tpot_ms is None else slo_tpot_ms / 1000.0,
-            )
-        else:
-            sim = queueing.simulate_poisson(
-                it,
-                per_replica,
-                input_tokens,
-                output_tokens,
-                input_cv=input_cv,
-                output_cv=output_cv,
-                max_num_seqs=b_max,
-                kv_capacity_tokens=cap.max_tokens,
-                max_num_tokens=eng.max_num_tokens,
-                num_requests=num_requests,
-                seed=seed,
-                scheduler_steps=scheduler_steps,
-                chunked=eng.chunked_prefill,
-                slo_ttft_s=None if slo_ttft_ms is None else slo_ttft_ms / 1000.0,
-                slo_tpot_s=None if slo_tpot_ms is None else slo_tpot_ms / 1000.0,
-            )
-        cap_rps = serving.max_request_rate(it, i, o, b_max)
-        # offered load (arrival rate over capacity) may exceed 1; utilization is the busy
-        # fraction of the capacity and saturates at 1 (then `saturated` is true)
-        vals["offered_load"] = per_replica / cap_rps
-        vals["utilization"] = min(1.0, vals["offered_load"])
-        vals["saturated"] = bool(per_replica >= cap_rps)
-        vals["max_qps"] = cap_rps * replicas
-        if vals["saturated"]:
-            assumptions.append(
-                f"arrival rate {qps:g}/s exceeds the capacity {cap_rps * replicas:.3g}/s: "
-                "the queue grows "
-                "without bound; latencies are reported as null (saturated), throughput at capacity"
-            )
-            ttft = tpot = e2e = float("nan")
-            out_tps = cap_rps * replicas * o
-        else:
-            ttft, tpot, e2e = sim.mean_ttft_s, sim.mean_tpot_s, sim.mean_e2e_s
-            out_tps = qps * o
-        batch_used = float(sim.mean_batch)
-        for k, pv in sim.percentiles().items():
-            vals[k] = None if vals["saturated"] else pv
-        vals["goodput_requests_per_s"] = None if vals["saturated"] else sim.goodput_fraction * qps
-        if slo_ttft_ms is not None or slo_tpot_ms is not None:
-            vals["replicas_for_slo"] = serving.replicas_for_slo(
-                it,
-                qps,
-                input_tokens,
-                output_tokens,
-                max_num_seqs=b_max,
-                kv_capacity_tokens=cap.max_tokens,
-                max_num_tokens=eng.max_num_tokens,
-                slo_ttft_s=None if slo_ttft_ms is None else slo_ttft_ms / 1e3,
-                slo_tpot_s=None if slo_tpot_ms is None else slo_tpot_ms / 1e3,
-                input_cv=input_cv,
-                output_cv=output_cv,
-                seed=seed,
-                scheduler_steps=scheduler_steps,
-                chunked=eng.chunked_prefill,
-            )
-            vals["gpus_for_slo"] = (
-                None if vals["replicas_for_slo"] is None else vals["replicas_for_slo"] * tp_ * pp_
-            )
-
-    if draft_it is not None and math.isfinite(tpot):
-        b_s = max(float(batch_used), 1.0)
-        plain = float(it.decode_step_s(b_s, i + o / 2.0))
-        spec = float(
-            speculative_step_s(it, draft_it, b_s, i + o / 2.0, spec_tokens, acceptance_rate)
+        point = simulated_point(it, inp, b_max, cap)
+    assumptions += point.assumptions
+    vals: dict[str, Any] = dict(point.values)
+    if draft_it is not None and point.tpot_terms:
+        vals["speculative_speedup"] = apply_speculative(
+            point, it, draft_it, inp, spec_tokens, acceptance_rate
         )
-        factor = spec / plain
-        vals["speculative_speedup"] = 1.0 / factor
-        tpot *= factor
-        e2e = ttft + (o - 1.0) * tpot
-        out_tps /= factor
+    i, o = float(inp.input_tokens), float(inp.output_tokens)
+    out_tps = point.output_tokens_per_s
     req_s = out_tps / o
-    # decomposition of one decode iteration at the batch used, for --explain and energy
-    b_e = max(float(batch_used), 1.0)
-    mb = b_e / pp_
-    lin_compute = pp_ * it.body_flops_per_token * mb / it._flops_rate()
-    w_bytes = (
-        it.dense_weight_bytes
-        + it.head_weight_bytes
-        + (
-            it.expert_bytes_each
-            * it.n_moe_layers
-            * float(expected_distinct_experts(mb, it.n_experts, it.n_active))
-            if it.n_moe_layers
-            else 0.0
-        )
-    )
-    lin_memory = pp_ * w_bytes / it._byte_rate()
-    attn = it.decode_attention_s_per_context_token * b_e * (i + o / 2.0)
-    comm = float(pp_ * it.comm_s(mb))
-    ovh = it.overhead_total_s(b_e)
-    step = max(lin_compute, lin_memory) + attn + comm + ovh
-    busy = (max(lin_compute, lin_memory) + attn) / step if step > 0 else 0.0
-    energy = serving.energy_per_token(acc, gpus, out_tps, utilization=busy)
-
-    weights_total_gb = mp.weights_gb * tp_ * pp_
+    tpot_t = point.tpot_terms
+    busy_keys = ("linear_compute_s", "weights_read_s", "elementwise_s", "lm_head_s",
+                 "kv_read_s", "prefill_attention_s")  # fmt: skip
+    busy = (math.fsum(tpot_t.get(k, 0.0) for k in busy_keys) / point.tpot_s) if tpot_t else 1.0
+    energy = serving.energy_per_token(acc, gpus, out_tps, utilization=min(max(busy, 0.0), 1.0))
     # a new replica reads its weights from each node's local NVMe (nodes in parallel)
-    nodes = math.ceil(tp_ * pp_ / system.devices_per_node)
-    cold = serving.cold_start(weights_total_gb / nodes)
-    vals.update(
-        {
-            "ttft_s": ttft,
-            "tpot_s": tpot,
-            "e2e_latency_s": e2e,
-            "output_tokens_per_s": out_tps,
-            "total_tokens_per_s": req_s * (i + o),
-            "requests_per_s": req_s,
-            "output_tokens_per_s_per_gpu": out_tps / gpus,
-            "max_concurrency": cap.max_sequences * replicas,
-            "max_batch_per_replica": b_max,
-            "batch_per_replica": batch_used,
-            "kv_cache_gb": mp.kv_gb * tp_ * pp_,
-            "kv_cache_per_gpu_gb": mp.kv_gb,
-            "kv_capacity_tokens": cap.max_tokens,
-            "kv_waste_fraction": cap.waste_fraction,
-            "weights_gb": weights_total_gb,
-            "weights_per_gpu_gb": mp.weights_gb,
-            "memory_per_gpu_gb": mp.weights_gb + mp.activations_gb + mp.reserve_gb + mp.kv_gb,
-            "fits": True,
-            "tp": tp_,
-            "pp": pp_,
-            "replicas": replicas,
-            "precision": prec.weights,
-            "compute_precision": prec.compute,
-            "kv_precision": prec.kv,
-            "engine": eng.name,
-            "regime": regime,
-            **energy,
-            "cold_start_s": cold.total_s,
-            "cold_start_weights_load_s": cold.load_s,
-        }
-    )
-    if sim is None:
+    nodes = math.ceil(inp.gpus_per_replica / system.devices_per_node)
+    cold = serving.cold_start(mp.weights_gb * inp.gpus_per_replica / nodes)
+    vals.update({
+        "ttft_s": point.ttft_s, "tpot_s": point.tpot_s, "e2e_latency_s": point.e2e_s,
+        "output_tokens_per_s": out_tps, "total_tokens_per_s": req_s * (i + o),
+        "requests_per_s": req_s, "output_tokens_per_s_per_gpu": out_tps / gpus,
+        "batch_per_replica": point.batch,
+        **_memory_values(mp, cap, inp, b_max, reserved),
+        "tp": inp.tp, "pp": inp.pp, "replicas": inp.replicas, "precision": prec.weights,
+        "compute_precision": prec.compute, "kv_precision": prec.kv, "engine": eng.name,
+        "regime": point.regime, **energy, "cold_start_s": cold.total_s,
+        "cold_start_weights_load_s": cold.load_s,
+        "prefix_cache_hit_rate": inp.prefix_cache_hit_rate,
+        "scheduler_steps": inp.scheduler_steps, "max_batched_tokens": eng.max_num_tokens,
+        "prefill_time_fraction": point.prefill_time_fraction, "ep": inp.ep,
+    })  # fmt: skip
+    if inp.qps is None:
         for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s"):
             vals.setdefault(k, None)
-    interval: dict[str, tuple[float, float]] = {}
-    for k in ("output_tokens_per_s", "requests_per_s", "total_tokens_per_s"):
-        iv = _interval(
-            vals[k],
-            efficiency.inference_throughput_log_ratio_q10,
-            efficiency.inference_throughput_log_ratio_q90,
-        )
-        if iv:
-            interval[k] = iv
-    for k in ("ttft_s", "tpot_s", "e2e_latency_s"):
-        iv = _interval(
-            vals[k],
-            efficiency.inference_latency_log_ratio_q10,
-            efficiency.inference_latency_log_ratio_q90,
-        )
-        if iv:
-            interval[k] = iv
-
-    terms_d = {
-        "linear_compute_s": lin_compute,
-        "weights_read_s": lin_memory,
-        "kv_read_s": attn,
-        "tp_comm_s": comm,
-        "overhead_s": ovh,
-    }
     terms = [
-        Term(
-            name="linear_compute_s",
-            value=lin_compute,
-            unit="s",
-            formula="pp * body_flops_per_token * (B/pp) / (gemm_eff * peak)",
-            inputs={
-                "batch": b_e,
-                "peak_tflops": it.peak_tflops,
-                "gemm_efficiency": it.gemm_efficiency,
-                "compute_precision": prec.compute,
-            },
-            sources=_cite(acc, f"peak_tflops.{prec.compute}"),
-        ),
-        Term(
-            name="weights_read_s",
-            value=lin_memory,
-            unit="s",
-            formula="pp * weight_bytes_per_gpu(read) / (hbm_eff * hbm_bw)",
-            inputs={
-                "weight_bytes_read": w_bytes,
-                "hbm_bandwidth_gb_s": it.hbm_bandwidth_gb_s,
-                "hbm_efficiency": it.hbm_efficiency,
-            },
-            sources=_cite(acc, "hbm_bandwidth_gb_s"),
-        ),
-        Term(
-            name="kv_read_s",
-            value=attn,
-            unit="s",
-            formula="B * (I + O/2) * max(kv_bytes_per_token/(hbm_eff*bw), "
-            "attn_flops_per_pair/(gemm_eff*peak))",
-            inputs={"kv_bytes_per_token": it.kv_bytes_per_token, "kv_precision": prec.kv},
-        ),
-        Term(
-            name="tp_comm_s",
-            value=comm,
-            unit="s",
-            formula="2 * layers/pp * allreduce(B/pp * d_model * act_bytes, tp) (tree, alpha-beta)",
-            inputs={
-                "tp": tp_,
-                "link_bandwidth_gb_s": it.link_bandwidth_gb_s,
-                "link_latency_us": it.link_latency_us,
-            },
-            sources=_cite(system, "intra_node_bandwidth_gb_s", "scale_out_bandwidth_gb_s"),
-        ),
-        Term(
-            name="overhead_s",
-            value=ovh,
-            unit="s",
-            formula="serving_overhead_s + serving_layer_overhead_s * layers "
-            "+ serving_overhead_per_seq_s * B (fitted)",
-            inputs={
-                "serving_overhead_s": it.overhead_s,
-                "serving_layer_overhead_s": it.layer_overhead_s,
-                "layers": it.n_layers,
-                "serving_overhead_per_seq_s": it.overhead_per_seq_s,
-            },
-        ),
-        Term(
-            name="decode_step_s",
-            value=step,
-            unit="s",
-            formula="max(linear_compute_s, weights_read_s) + kv_read_s + tp_comm_s + overhead_s",
-            inputs={"batch": b_e},
-        ),
-        Term(
-            name="kv_cache_gb",
-            value=mp.kv_gb,
-            unit="GB",
-            formula="usable - weights - activations - reserve (per GPU)",
-            inputs={
-                "device_gb": mp.device_gb,
-                "usable_gb": mp.usable_gb,
-                "weights_gb": mp.weights_gb,
-                "activations_gb": mp.activations_gb,
-                "reserve_gb": mp.reserve_gb,
-            },
-            sources=_cite(acc, "memory_gb"),
-        ),
-        Term(
-            name="max_batch_per_replica",
-            value=float(b_max),
-            unit="sequences",
-            formula="min(kv_cache / kv_bytes(I+O), engine max_num_seqs)",
-            inputs={
-                "kv_sequences": cap.max_sequences,
-                "engine_max_num_seqs": engine_cap,
-                "engine": eng.reference,
-            },
-        ),
-    ]
-    assumptions.append(f"regime: {regime}; engine limits: {eng.reference}")
+        *_time_terms("ttft", point.ttft_terms, it, acc, system, prec),
+        *_time_terms("tpot", tpot_t, it, acc, system, prec),
+        Term(name="kv_cache_gb", value=mp.kv_gb, unit="GB",
+             formula="usable - weights - activations - reserve (per GPU)",
+             inputs={"device_gb": mp.device_gb, "usable_gb": mp.usable_gb,
+                     "weights_gb": mp.weights_gb, "activations_gb": mp.activations_gb,
+                     "reserve_gb": mp.reserve_gb},
+             sources=_cite(acc, "memory_gb")),
+        Term(name="max_batch_per_replica", value=float(b_max), unit="sequences",
+             formula="min(kv_cache / kv_bytes(reserved tokens), engine max_num_seqs)",
+             inputs={"kv_sequences": cap.max_sequences, "engine_max_num_seqs": engine_cap,
+                     "kv_reserved_tokens_per_sequence": reserved, "engine": eng.reference}),
+    ]  # fmt: skip
+    assumptions.append(f"regime: {point.regime}; engine limits: {eng.reference}")
     assumptions.append(
-        "power = TDP x (idle fraction + (1 - idle fraction) x busy fraction of the decode step); "
-        "busy = roofline-bound share of the iteration"
+        "ttft_* terms add up to ttft_s and tpot_* terms to tpot_s; power = TDP x (idle fraction "
+        "+ (1 - idle fraction) x busy share of the TPOT terms)"
     )
+    if inp.prefix_cache_hit_rate > 0:
+        assumptions.append(
+            f"prefix cache: {inp.cached_tokens:g} of {inp.input_tokens} prompt tokens reused per "
+            "request (not recomputed; their KV blocks held once per replica)"
+        )
     return InferenceResult(
-        values=vals,
-        interval=interval,
-        terms=terms,
-        assumptions=assumptions,
-        iteration=it,
-        dominant=dominant_term(terms_d),
-    )
+        values=vals, interval=_intervals(vals, efficiency), terms=terms,
+        assumptions=assumptions, iteration=it,
+        extra={"input_tokens": inp.input_tokens, "output_tokens": inp.output_tokens},
+        dominant=dominant_term({f"tpot_{k}": v for k, v in tpot_t.items()}),
+    )  # fmt: skip

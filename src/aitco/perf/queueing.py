@@ -226,6 +226,7 @@ def simulate_continuous_batching(
     slo_tpot_s: float | None = None,
     scheduler_steps: int = 1,
     chunked: bool = True,
+    prefix_cache_hit_rate: float = 0.0,
 ) -> SimulationResult:
     """Simulate iteration-level continuous batching of the given requests on one replica.
 
@@ -254,6 +255,9 @@ def simulate_continuous_batching(
         ``max_num_tokens - batch`` prompt tokens, so a long prompt is split over iterations
         (Sarathi-Serve). Without it, whole prompts run (up to ``max_num_tokens`` together, a
         longer one alone).
+    prefix_cache_hit_rate : float
+        Share of each prompt's tokens whose KV is reused from the prefix cache: they are not
+        prefilled and not reserved again (at least one token is always computed). [0-1)
 
     Returns
     -------
@@ -283,7 +287,8 @@ def simulate_continuous_batching(
         raise InputError("arrival_s", "decreasing", "non-decreasing arrival times")
     if np.any(ins < 1) or np.any(outs < 1):
         raise InputError("lengths", "< 1", "at least one token in and out")
-    need = ins + outs
+    cached = np.minimum(np.floor(prefix_cache_hit_rate * ins), ins - 1).astype(np.int64)
+    need = ins - cached + outs
     if int(need.max()) > kv_capacity_tokens:
         raise InputError(
             "kv_capacity_tokens",
@@ -300,6 +305,7 @@ def simulate_continuous_batching(
     ins_l = ins.tolist()
     outs_l = outs.tolist()
     need_l = need.tolist()
+    cached_l = cached.tolist()
     first = [0.0] * n
     finish = [0.0] * n
 
@@ -331,8 +337,8 @@ def simulate_continuous_batching(
                     if (pending and left + ins_l[j] > budget) if not chunked else left >= budget:
                         break
                     queue.popleft()
-                    pending.append([j, ins_l[j], 0])
-                    left += ins_l[j]
+                    pending.append([j, ins_l[j] - cached_l[j], cached_l[j]])
+                    left += ins_l[j] - cached_l[j]
                     reserved += need_l[j]
             if pending:
                 p_tokens = 0
@@ -437,6 +443,7 @@ def simulate_poisson(
     arrival_cv: float = 1.0,
     scheduler_steps: int = 1,
     chunked: bool = True,
+    prefix_cache_hit_rate: float = 0.0,
 ) -> SimulationResult:
     """Simulate Poisson (or gamma, ``arrival_cv != 1``) arrivals with sampled lengths.
 
@@ -465,6 +472,7 @@ def simulate_poisson(
         slo_tpot_s=slo_tpot_s,
         scheduler_steps=scheduler_steps,
         chunked=chunked,
+        prefix_cache_hit_rate=prefix_cache_hit_rate,
     )
 
 

@@ -22,7 +22,9 @@ from aitco.errors import InputError
 from aitco.perf.inference import (
     IDLE_POWER_FRACTION_DEFAULT,
     IterationModel,
+    cached_prompt_tokens,
     continuous_batching_step,
+    prefill_pairs,
 )
 from aitco.perf.queueing import simulate_poisson
 from aitco.units import J_PER_KWH, MEGA
@@ -47,7 +49,11 @@ NODE_PROVISION_S = 120.0
 
 
 def max_request_rate(
-    it: IterationModel, input_tokens: float, output_tokens: float, max_batch: int
+    it: IterationModel,
+    input_tokens: float,
+    output_tokens: float,
+    max_batch: int,
+    cached_tokens: float = 0.0,
 ) -> float:
     r"""Highest sustainable request rate of one replica at the largest batch. [requests/s].
 
@@ -57,7 +63,7 @@ def max_request_rate(
     continuous-batching iteration time (:func:`aitco.perf.inference.continuous_batching_step`).
     """
     o = max(float(output_tokens), 1.0)
-    step = float(continuous_batching_step(it, max_batch, input_tokens, o))
+    step = float(continuous_batching_step(it, max_batch, input_tokens, o, cached_tokens))
     return max_batch / (o * step)
 
 
@@ -78,6 +84,7 @@ def replicas_for_slo(
     max_replicas: int = 100_000,
     scheduler_steps: int = 1,
     chunked: bool = True,
+    prefix_cache_hit_rate: float = 0.0,
 ) -> int | None:
     r"""Fewest replicas whose P99 TTFT and P99 TPOT meet the objectives at ``qps`` in total.
 
@@ -116,12 +123,17 @@ def replicas_for_slo(
         raise InputError("slo", None, "--slo-ttft-ms and/or --slo-tpot-ms")
     # unloaded bounds: one request alone
     single_tpot = float(it.decode_step_s(1, input_tokens + output_tokens / 2.0))
-    single_ttft = float(it.prefill_s(input_tokens))
+    cached = float(cached_prompt_tokens(input_tokens, prefix_cache_hit_rate))
+    single_ttft = float(
+        it.iteration_s(
+            0.0, 0.0, input_tokens - cached, prefill_pairs(input_tokens - cached, cached), 1.0
+        )
+    )
     if (slo_tpot_s is not None and single_tpot > slo_tpot_s) or (
         slo_ttft_s is not None and single_ttft > slo_ttft_s
     ):
         return None
-    mu = max_request_rate(it, input_tokens, output_tokens, max_num_seqs)
+    mu = max_request_rate(it, input_tokens, output_tokens, max_num_seqs, cached)
 
     def ok(r: int) -> bool:
         res = simulate_poisson(
@@ -138,6 +150,7 @@ def replicas_for_slo(
             seed=seed,
             scheduler_steps=scheduler_steps,
             chunked=chunked,
+            prefix_cache_hit_rate=prefix_cache_hit_rate,
         )
         p = res.percentiles()
         if slo_ttft_s is not None and p["p99_ttft_s"] > slo_ttft_s:

@@ -49,6 +49,8 @@ HARDWARE_IDS: dict[str, str] = {
     "A100-80GB": "a100-sxm4-80gb",  # SXM assumed (DGX/HGX)
     "A100-40GB": "a100-sxm4-40gb",
     "A40": "a40",
+    "MI300X-192GB": "mi300x",
+    "MI325X-256GB": "mi325x",
 }
 
 #: MLPerf Inference Llama-2-70B (OpenOrca subset): mean output tokens per sample derived in the
@@ -70,6 +72,7 @@ BLOOM_PROMPT_TOKENS = 10
 ENGINE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("tensorrt-llm", "trtllm"),
     ("sglang", "sglang"),
+    ("vllm v1", "vllm-v1"),  # vLLM >= 0.8 runs the V1 engine (its own scheduler defaults)
     ("vllm", "vllm"),
 )
 
@@ -196,13 +199,21 @@ def _f(row: dict[str, str], key: str) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def new_sources_csv() -> Path:
+    """Path of the rows from sources not in the shared ground truth (issue 15)."""
+    return Path(str(resources.files("aitco.validation").joinpath("data/inference_new_sources.csv")))
+
+
 def read_rows(path: str | Path | None = None) -> list[dict[str, str]]:
-    """Rows of the inference ground-truth CSV."""
-    p = Path(path) if path is not None else default_csv()
-    if not p.is_file():
-        raise InputError("CSV", str(p), "an existing inference ground-truth CSV")
-    with open(p, encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
+    """Rows of an inference ground-truth CSV (default: the bundled copy plus the new sources)."""
+    paths = [Path(path)] if path not in (None, _ALL) else [default_csv(), new_sources_csv()]
+    rows: list[dict[str, str]] = []
+    for p in paths:
+        if not p.is_file():
+            raise InputError("CSV", str(p), "an existing inference ground-truth CSV")
+        with open(p, encoding="utf-8", newline="") as fh:
+            rows += list(csv.DictReader(fh))
+    return rows
 
 
 def validate(
@@ -211,13 +222,14 @@ def validate(
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
     catalog: Catalog | None = None,
     row_ids: set[str] | None = None,
+    max_requests: int = 5000,
 ) -> ValidationReport:
     """Predict every row of the ground truth and compare.
 
     Parameters
     ----------
     path : path, optional
-        CSV (default: the bundled ``data/inference.csv``).
+        CSV (default: the bundled ``data/inference.csv`` plus ``data/inference_new_sources.csv``).
     efficiency : EfficiencyParams
         Efficiency parameters to evaluate.
     catalog : Catalog, optional
@@ -235,14 +247,18 @@ def validate(
             continue
         rid = row["id"]
         try:
-            _predict_row(row, cat, efficiency, rep)
+            _predict_row(row, cat, efficiency, rep, max_requests)
         except AitcoError as exc:
             rep.skipped.append((rid, f"prediction failed: {exc}"))
     return rep
 
 
 def _predict_row(
-    row: dict[str, str], cat: Catalog, eff: EfficiencyParams, rep: ValidationReport
+    row: dict[str, str],
+    cat: Catalog,
+    eff: EfficiencyParams,
+    rep: ValidationReport,
+    max_requests: int = 5000,
 ) -> None:
     rid = row["id"]
     model = resolve_model(cat, row["model"])
@@ -275,6 +291,8 @@ def _predict_row(
 
     if "mlperf" in wl:
         i, o, cv = MLPERF_LLAMA2_INPUT_MEAN, MLPERF_LLAMA2_OUTPUT_MEAN, MLPERF_LLAMA2_CV
+        # the row's own mean output (tokens/s over samples/s of its log) when it states one
+        o = _f(row, "output_len") or o
     elif "sharegpt" in wl:
         i, o, cv = SHAREGPT_INPUT_MEAN, SHAREGPT_OUTPUT_MEAN, SHAREGPT_CV
     else:
@@ -327,7 +345,7 @@ def _predict_row(
             qps=qps,
             input_cv=cv,
             output_cv=cv,
-            num_requests=min(n, 5000),
+            num_requests=min(n, max_requests),
             scheduler_steps=steps,
             **common,
         )
@@ -427,6 +445,7 @@ def fit_inference_efficiency(
     passes: int = 4,
     row_ids: set[str] | None = None,
     starts: tuple[dict[str, float], ...] | None = None,
+    max_requests: int = 5000,
 ) -> tuple[dict[str, float], float]:
     """Fit the inference-only efficiency fields once, globally, on every scored row.
 
@@ -444,11 +463,13 @@ def fit_inference_efficiency(
     """
     cat = catalog or load_catalog(use_env=False)
     g = grid or FIT_GRID
+    path = default_csv() if path is None else path  # the fit behind DEFAULT_EFFICIENCY
 
     def objective(ov: dict[str, float]) -> float:
         rep = validate(
-            path, efficiency=base.with_overrides(_nest(ov)), catalog=cat, row_ids=row_ids
-        )
+            path, efficiency=base.with_overrides(_nest(ov)), catalog=cat, row_ids=row_ids,
+            max_requests=max_requests,
+        )  # fmt: skip
         fitted = [c for c in rep.comparisons if c.metric in FIT_METRICS]
         errs = [abs(c.log_ratio) for c in fitted]
         w = [RELIABILITY_WEIGHT.get(c.reliability, 0.25) for c in fitted]
@@ -525,6 +546,11 @@ def _nest(ov: dict[str, float]) -> dict[str, Any]:
     return out
 
 
+def source_group(row: dict[str, str]) -> str:
+    """Return the group of a row for leave-one-source-out: its ``source`` without mirror notes."""
+    return (row.get("source") or "").split(" (")[0].strip() or row["id"]
+
+
 def cross_validate(
     path: str | Path | None = None,
     *,
@@ -532,25 +558,45 @@ def cross_validate(
     base: EfficiencyParams = DEFAULT_EFFICIENCY,
     catalog: Catalog | None = None,
     passes: int = 2,
+    groups: str | None = None,
+    fit_max_requests: int = 1000,
 ) -> ValidationReport:
-    """K-fold cross-validation of the global fit: each row predicted by a fit that never saw it.
+    """Cross-validation of the global fit: each row predicted by a fit that never saw it.
 
-    Rows are dealt to ``folds`` folds in id order (row ``n`` to fold ``n mod folds``); for each
-    fold the inference fields are refitted on the other rows (coordinate descent from ``base``
-    only, ``passes`` sweeps) and the fold's rows are predicted with that fit. The result is the
-    out-of-sample error table, the figure that matters for runs the model has not seen.
+    With ``groups=None`` rows are dealt to ``folds`` folds in id order (row ``n`` to fold
+    ``n mod folds``); with ``groups="source"`` each source (:func:`source_group`) is one fold
+    (leave-one-source-out), so a source's rows are predicted by a fit that never saw that source.
+    For each fold the inference fields are refitted on the other rows (coordinate descent from
+    ``base`` only, ``passes`` sweeps) and the fold's rows are predicted with that fit. The result
+    is the out-of-sample error table, the figure that matters for runs the model has not seen.
+    The refits simulate ``fit_max_requests`` requests per load row (speed); the held-out rows
+    are predicted at the full 5,000.
     """
     cat = catalog or load_catalog(use_env=False)
-    ids = sorted(r["id"] for r in read_rows(path))
+    rows = read_rows(path)
+    ids = sorted(r["id"] for r in rows)
+    if groups == "source":
+        by: dict[str, set[str]] = {}
+        for r in rows:
+            by.setdefault(source_group(r), set()).add(r["id"])
+        held_out = list(by.values())
+    elif groups is None:
+        held_out = [{rid for n, rid in enumerate(ids) if n % folds == k} for k in range(folds)]
+    else:
+        raise InputError("--cv", groups, "'source' (leave-one-source-out) or k-fold")
     out = ValidationReport()
-    for k in range(folds):
-        held = {rid for n, rid in enumerate(ids) if n % folds == k}
+    for held in held_out:
         train = set(ids) - held
         ov, _ = fit_inference_efficiency(
-            path, base=base, catalog=cat, passes=passes, row_ids=train, starts=()
-        )
+            path if path is not None else _ALL, base=base, catalog=cat, passes=passes,
+            row_ids=train, starts=(), max_requests=fit_max_requests,
+        )  # fmt: skip
         rep = validate(path, efficiency=base.with_overrides(_nest(ov)), catalog=cat, row_ids=held)
         out.comparisons += rep.comparisons
         out.skipped += rep.skipped
         out.saturated += rep.saturated
     return out
+
+
+#: Sentinel path: every bundled CSV (the shared copy and the new sources).
+_ALL = "__all__"

@@ -1,0 +1,568 @@
+r"""Serving plans on top of the iteration model: cost per token, disaggregation, autoscaling, MIG.
+
+Pure functions of numbers and an :class:`~aitco.perf.inference.IterationModel`; prices come in
+as ``usd_per_gpu_hour`` (the CLI resolves them from the catalog), so this module reads no catalog.
+
+References
+----------
+.. [1] Y. Zhong et al., "DistServe: Disaggregating Prefill and Decoding for Goodput-optimized
+   Large Language Model Serving," OSDI 2024, arXiv:2401.09670.
+.. [2] P. Patel et al., "Splitwise: Efficient Generative LLM Inference Using Phase Splitting,"
+   ISCA 2024, arXiv:2311.18677.
+.. [3] NVIDIA, "Multi-Instance GPU User Guide: Supported MIG Profiles,"
+   https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html
+   (retrieved 2026-12-02): 7 compute slices (1/7 of the SMs each) and 8 memory slices (1/8 of
+   memory, L2 and memory controllers each); a ``Ng.Mgb`` profile takes ``N`` compute slices.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from aitco.errors import InputError
+from aitco.perf import comms
+from aitco.perf.inference import (
+    IterationModel,
+    cached_prompt_tokens,
+    continuous_batching_step,
+    prefill_pairs,
+)
+from aitco.perf.queueing import md1_mean_wait_s
+from aitco.units import DAYS_PER_MONTH, SECONDS_PER_DAY, SECONDS_PER_HOUR
+
+F64 = NDArray[np.float64]
+
+TOKENS_PER_MILLION = 1e6
+#: MIG slices of one GPU (NVIDIA MIG user guide [3]_).
+MIG_COMPUTE_SLICES = 7
+MIG_MEMORY_SLICES = 8
+#: Autoscaler: seconds between the decision to add replicas and their launch (metrics window +
+#: control loop; Kubernetes HPA syncs every 15 s over a 60 s window; assumption, 60 s).
+AUTOSCALE_DECISION_LAG_S = 60.0
+#: Autoscaler: seconds a replica stays idle before it is removed (HPA's default scale-down
+#: stabilisation window is 300 s).
+SCALE_DOWN_DELAY_S = 300.0
+#: Built-in diurnal profile: relative hourly load (mean 1), a day-time peak at 14:00 and a
+#: night trough of a fifth of the peak; an assumption shaped like public request traces
+#: (Azure LLM inference trace 2023), to be replaced by ``--load-profile FILE``.
+DIURNAL_RELATIVE_LOAD = np.array(
+    [0.35, 0.3, 0.27, 0.26, 0.28, 0.35, 0.5, 0.75, 1.05, 1.3, 1.45, 1.55,
+     1.6, 1.62, 1.63, 1.6, 1.52, 1.4, 1.25, 1.1, 0.95, 0.8, 0.62, 0.45]
+)  # fmt: skip
+DIURNAL_RELATIVE_LOAD = DIURNAL_RELATIVE_LOAD / DIURNAL_RELATIVE_LOAD.mean()
+
+
+# ----------------------------------------------------------------------------- cost per token
+def usd_per_million_tokens(
+    usd_per_h: float,
+    input_tokens_per_s: float,
+    output_tokens_per_s: float,
+    prefill_time_fraction: float,
+    utilization: float = 1.0,
+) -> dict[str, float | None]:
+    r"""Cost per million input and output tokens, on an allocation and a usage basis.
+
+    Parameters
+    ----------
+    usd_per_h : float
+        Price of the deployment (all its GPUs). [USD/h]
+    input_tokens_per_s, output_tokens_per_s : float
+        Tokens served. [tokens/s]
+    prefill_time_fraction : float
+        Share of GPU time on prompt tokens; the rest is charged to output tokens. [0-1]
+    utilization : float
+        Busy share of the allocated time (1 for offline and closed-loop loads). [0-1]
+
+    Returns
+    -------
+    dict
+        ``usd_per_million_input_tokens``, ``usd_per_million_output_tokens`` (allocation basis:
+        every allocated GPU-hour), ``usage_usd_per_million_input_tokens`` and
+        ``usage_usd_per_million_output_tokens`` (usage basis: only busy time is charged).
+
+    Notes
+    -----
+    :math:`c_{in} = 10^6\,f\,C / (3600\,r_{in})`, :math:`c_{out} = 10^6 (1-f)\,C / (3600\,r_{out})`
+    with :math:`C` the price per hour and :math:`f` the prefill share; usage basis multiplies by
+    the utilisation. Input and output costs together recover the whole price.
+    """
+    per_s = usd_per_h / SECONDS_PER_HOUR
+    f = min(max(prefill_time_fraction, 0.0), 1.0)
+    out: dict[str, float | None] = {}
+    for basis, scale in (("", 1.0), ("usage_", min(max(utilization, 0.0), 1.0))):
+        for kind, share, rate in (("input", f, input_tokens_per_s),
+                                  ("output", 1.0 - f, output_tokens_per_s)):  # fmt: skip
+            ok = rate > 0 and math.isfinite(rate)
+            out[f"{basis}usd_per_million_{kind}_tokens"] = (
+                per_s * share * scale / rate * TOKENS_PER_MILLION if ok else None
+            )
+    return out
+
+
+# ----------------------------------------------------------------------------- disaggregation
+@dataclass(frozen=True)
+class PoolPlan:
+    """One serving layout: aggregated replicas, or prefill and decode pools.
+
+    Attributes
+    ----------
+    mode : str
+        ``aggregated`` or ``disaggregated``.
+    prefill_replicas, decode_replicas : int
+        Replicas per pool (aggregated: all in ``decode_replicas``, prefill 0).
+    gpus : int
+        GPUs in all pools.
+    ttft_s, tpot_s : float
+        Mean TTFT (prefill + queueing + KV transfer) and TPOT. [s]
+    kv_transfer_s : float
+        Time to move one prompt's KV cache from the prefill to the decode pool. [s]
+    requests_per_s : float
+        Sustainable request rate of the layout. [requests/s]
+    usd_per_h : float
+        Price of all its GPUs. [USD/h]
+    meets_slo : bool
+        Whether the TTFT and TPOT objectives hold at the load.
+    """
+
+    mode: str
+    prefill_replicas: int
+    decode_replicas: int
+    gpus: int
+    ttft_s: float
+    tpot_s: float
+    kv_transfer_s: float
+    requests_per_s: float
+    usd_per_h: float
+    meets_slo: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the plan as a JSON-ready dict."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def kv_transfer_s(
+    kv_bytes: ArrayLike, bandwidth_gb_s: float, latency_us: float, efficiency: float, lanes: int
+) -> F64:
+    r"""Time to send a prompt's KV cache between pools over ``lanes`` parallel links. [s].
+
+    Notes
+    -----
+    :math:`t = \alpha + K / (n\,\eta\,B)` (alpha-beta point-to-point, :func:`comms.p2p_time_s`),
+    each of the ``n`` tensor-parallel ranks sending its share.
+    """
+    k = np.asarray(kv_bytes, dtype=np.float64) / max(lanes, 1)
+    return np.asarray(comms.p2p_time_s(k, bandwidth_gb_s, latency_us, efficiency), dtype=np.float64)
+
+
+def _decode_rate(
+    it: IterationModel, i: float, o: float, b_max: int, slo_tpot_s: float | None
+) -> tuple[float, float]:
+    """Largest decode-only batch meeting the TPOT objective: (requests/s, tpot_s) of a replica."""
+    b = np.arange(1, b_max + 1, dtype=np.float64)
+    step = it.decode_step_s(b, i + o / 2.0)
+    ok = step <= slo_tpot_s if slo_tpot_s is not None else np.ones_like(b, dtype=bool)
+    if not ok.any():
+        return 0.0, float(step[0])
+    j = int(np.nonzero(ok)[0][-1])
+    return float(b[j] / (o * step[j])), float(step[j])
+
+
+def _aggregated_rate(
+    it: IterationModel, i: float, o: float, c: float, b_max: int, slo_tpot_s: float | None
+) -> tuple[float, float, float]:
+    """Largest continuous batch meeting the TPOT objective: (requests/s, tpot_s, ttft_s)."""
+    b = np.arange(1, b_max + 1, dtype=np.float64)
+    step = continuous_batching_step(it, b, i, o, c)
+    ok = step <= slo_tpot_s if slo_tpot_s is not None else np.ones_like(b, dtype=bool)
+    j = int(np.nonzero(ok)[0][-1]) if ok.any() else 0
+    ttft = float(it.iteration_s(b[j], b[j] * (i + o / 2.0), i - c, prefill_pairs(i - c, c), 1.0))
+    return (float(b[j] / (o * step[j])) if ok.any() else 0.0), float(step[j]), ttft
+
+
+def plan_pools(
+    it: IterationModel,
+    *,
+    input_tokens: float,
+    output_tokens: float,
+    max_batch: int,
+    max_batched_tokens: int,
+    gpus_per_replica: int,
+    usd_per_gpu_hour: float,
+    kv_bytes_per_token: float,
+    fabric_bandwidth_gb_s: float,
+    fabric_latency_us: float,
+    fabric_efficiency: float,
+    qps: float | None = None,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    prefix_cache_hit_rate: float = 0.0,
+    layout: tuple[int, int] | None = None,
+    max_pool_replicas: int = 64,
+) -> dict[str, Any]:
+    r"""Compare aggregated serving with prefill/decode disaggregation and pick the cheaper.
+
+    Parameters
+    ----------
+    it : IterationModel
+        Iteration model of one replica (the same shape serves either pool).
+    input_tokens, output_tokens : float
+        Mean lengths. [tokens]
+    max_batch, max_batched_tokens : int
+        Running sequences and tokens per iteration of one replica.
+    gpus_per_replica : int
+        ``tp x pp``.
+    usd_per_gpu_hour : float
+        Price of one GPU. [USD/h]
+    kv_bytes_per_token : float
+        KV bytes per token of one replica (all ranks). [B]
+    fabric_bandwidth_gb_s, fabric_latency_us, fabric_efficiency : float
+        The link between pools (scale-out fabric of the system).
+    qps : float, optional
+        Load to serve (default: the throughput of one decode replica). [requests/s]
+    slo_ttft_s, slo_tpot_s : float, optional
+        Mean-latency objectives. [s]
+    prefix_cache_hit_rate : float
+        Share of prompt tokens reused. [0-1)
+    layout : (int, int), optional
+        A fixed ``P x D`` layout (prefill replicas, decode replicas) instead of the search.
+    max_pool_replicas : int
+        Search bound per pool.
+
+    Returns
+    -------
+    dict
+        ``chosen`` (``aggregated`` or ``disaggregated``), ``aggregated`` and ``disaggregated``
+        (:class:`PoolPlan` as dicts), ``prefill_to_decode_ratio`` and ``kv_transfer_s``.
+
+    Notes
+    -----
+    Prefill pool: batches of :math:`n = \lfloor N/(I-c) \rfloor` prompts in :math:`S_p`;
+    TTFT = M/D/1 wait at service time :math:`S_p/n` + one prompt's prefill + KV transfer.
+    Decode pool: decode-only iterations at the largest batch whose step meets the TPOT
+    objective (no prefill
+    interference, DistServe [1]_, Splitwise [2]_). Aggregated: continuous batching with chunked
+    prefill at the largest batch meeting the objective. Each layout is sized for ``qps`` and
+    priced by its GPUs; the cheaper layout meeting the objectives is chosen.
+    """
+    i, o = float(input_tokens), float(output_tokens)
+    c = float(cached_prompt_tokens(i, prefix_cache_hit_rate))
+    n = max(int(max_batched_tokens // max(i - c, 1.0)), 1)
+    s_p = float(it.iteration_s(0.0, 0.0, n * (i - c), n * prefill_pairs(i - c, c), n))
+    rate_p = n / s_p
+    xfer = float(
+        kv_transfer_s(
+            kv_bytes_per_token * i,
+            fabric_bandwidth_gb_s,
+            fabric_latency_us,
+            fabric_efficiency,
+            it.tp * it.pp,
+        )
+    )
+    rate_d, tpot_d = _decode_rate(it, i, o, max_batch, slo_tpot_s)
+    rate_a, tpot_a, ttft_a0 = _aggregated_rate(it, i, o, c, max_batch, slo_tpot_s)
+    load = qps if qps is not None else max(rate_d, rate_a)
+    price = gpus_per_replica * usd_per_gpu_hour
+
+    # aggregated: fewest replicas whose utilisation keeps the prefill wait within the TTFT SLO
+    agg: PoolPlan | None = None
+    if rate_a > 0:
+        for r in range(max(math.ceil(load / rate_a), 1), max_pool_replicas * 2 + 1):
+            wait = float(md1_mean_wait_s(load / r, 1.0 / rate_a))
+            ttft = ttft_a0 + (wait if math.isfinite(wait) else math.inf)
+            ok = slo_ttft_s is None or ttft <= slo_ttft_s
+            if ok or r == max_pool_replicas * 2:
+                agg = PoolPlan("aggregated", 0, r, r * gpus_per_replica, ttft, tpot_a, 0.0,
+                               r * rate_a, r * price, ok and math.isfinite(ttft))  # fmt: skip
+                break
+    # disaggregated: vectorised over (x prefill, y decode) replicas
+    x = np.arange(1, max_pool_replicas + 1, dtype=np.float64)[:, None]
+    y = np.arange(1, max_pool_replicas + 1, dtype=np.float64)[None, :]
+    if layout is not None:
+        x = np.array([[float(layout[0])]])
+        y = np.array([[float(layout[1])]])
+    # a prompt waits behind the queue (served at the batched rate) and then runs its own prefill
+    s_1 = float(it.iteration_s(0.0, 0.0, i - c, prefill_pairs(i - c, c), 1.0))
+    ttft_d = md1_mean_wait_s(load / x, s_p / n) + s_1 + xfer
+    cap = np.minimum(x * rate_p, y * rate_d) + 0.0 * (x + y)
+    feasible = (cap >= load) & np.isfinite(ttft_d)
+    if slo_ttft_s is not None:
+        feasible &= ttft_d <= slo_ttft_s
+    feasible &= rate_d > 0
+    gpus = (x + y) * gpus_per_replica
+    score = np.where(feasible, gpus, np.inf)
+    dis: PoolPlan | None = None
+    k = np.unravel_index(int(np.argmin(score)), score.shape) if layout is None else (0, 0)
+    xi, yi = float(x[k[0], 0]), float(y[0, k[1]])
+    ttft_k = float(np.broadcast_to(ttft_d, score.shape)[k])
+    dis = PoolPlan("disaggregated", int(xi), int(yi), int((xi + yi) * gpus_per_replica), ttft_k,
+                   tpot_d, xfer, float(min(xi * rate_p, yi * rate_d)),
+                   (xi + yi) * price, bool(feasible[k]))  # fmt: skip
+    cands = [p for p in (agg, dis) if p is not None and p.meets_slo]
+    chosen = min(cands, key=lambda p: p.usd_per_h) if cands else (agg or dis)
+    return {
+        "chosen": chosen.mode,
+        "load_requests_per_s": load,
+        "prefill_to_decode_ratio": f"{dis.prefill_replicas}:{dis.decode_replicas}",
+        "kv_transfer_s": xfer,
+        "prefill_requests_per_s_per_replica": rate_p,
+        "decode_requests_per_s_per_replica": rate_d,
+        "aggregated": agg.to_json() if agg else None,
+        "disaggregated": dis.to_json(),
+    }
+
+
+# ----------------------------------------------------------------------------- autoscaling
+def hourly_load(profile: str | ArrayLike, mean_qps: float) -> F64:
+    """Return 24 hourly arrival rates: ``diurnal`` scaled to ``mean_qps``, or 24 given values.
+
+    Values are in requests/s.
+    """
+    if isinstance(profile, str):
+        if profile != "diurnal":
+            raise InputError("load_profile", profile, "'diurnal' or a CSV file of hourly qps")
+        return np.asarray(DIURNAL_RELATIVE_LOAD * mean_qps, dtype=np.float64)
+    q = np.asarray(profile, dtype=np.float64)
+    if q.shape != (24,) or not np.all(np.isfinite(q)) or np.any(q < 0):
+        raise InputError("load_profile", f"{q.size} values", "24 hourly rates >= 0")
+    return q
+
+
+def autoscale_day(
+    qps_by_hour: ArrayLike,
+    requests_per_s_per_replica: float,
+    *,
+    target_utilization: float = 0.7,
+    min_replicas: int = 0,
+    max_replicas: int = 64,
+    cold_start_s: float = 0.0,
+    decision_lag_s: float = AUTOSCALE_DECISION_LAG_S,
+    scale_down_delay_s: float = SCALE_DOWN_DELAY_S,
+    resolution_s: float = 1.0,
+) -> dict[str, Any]:
+    r"""Simulate a day of a target-utilisation autoscaler with scale-up lag and cold start.
+
+    Parameters
+    ----------
+    qps_by_hour : array_like
+        24 hourly arrival rates (piecewise constant). [requests/s]
+    requests_per_s_per_replica : float
+        Capacity of one replica. [requests/s]
+    target_utilization : float
+        Desired busy share: ``desired = ceil(load / (target x capacity))``. [0-1]
+    min_replicas, max_replicas : int
+        Bounds (``min_replicas = 0``: scale to zero).
+    cold_start_s : float
+        Provisioning + weight loading + warm-up of a new replica (it is billed from launch). [s]
+    decision_lag_s : float
+        Delay before the autoscaler launches replicas. [s]
+    scale_down_delay_s : float
+        Time a surplus replica lingers before removal. [s]
+    resolution_s : float
+        Simulation step. [s]
+
+    Returns
+    -------
+    dict
+        ``replica_hours`` (billed, per day), ``peak_replicas``, ``mean_replicas``,
+        ``unserved_requests`` (arrivals beyond the ready capacity, per day),
+        ``unserved_fraction``, ``replicas_by_hour`` (mean billed replicas each hour),
+        ``cold_starts`` (replicas launched per day).
+
+    Notes
+    -----
+    At each step the desired count is :math:`\lceil \lambda / (u\,\mu) \rceil` clipped to the
+    bounds; replicas are launched ``decision_lag_s`` after the need appears and serve
+    ``cold_start_s`` later; surplus replicas are removed after ``scale_down_delay_s``. Billed
+    replicas = ready + starting.
+    """
+    q = np.asarray(qps_by_hour, dtype=np.float64)
+    if requests_per_s_per_replica <= 0:
+        raise InputError("autoscale", requests_per_s_per_replica, "a replica with capacity > 0")
+    if not 0 < target_utilization <= 1:
+        raise InputError("autoscale.target-util", target_utilization, "a fraction in (0, 1]")
+    if not 0 <= min_replicas <= max_replicas:
+        raise InputError("autoscale.min", min_replicas, f"0 <= min <= max ({max_replicas})")
+    steps = round(SECONDS_PER_DAY / resolution_s)
+    t = np.arange(steps) * resolution_s
+    load = q[np.minimum((t // SECONDS_PER_HOUR).astype(np.int64), q.size - 1)]
+    desired = np.clip(
+        np.ceil(load / (target_utilization * requests_per_s_per_replica) - 1e-9),
+        min_replicas, max_replicas,
+    ).astype(np.int64)  # fmt: skip
+    lag = round(decision_lag_s / resolution_s)
+    boot = round(cold_start_s / resolution_s)
+    down = round(scale_down_delay_s / resolution_s)
+    # launches: the desired count seen `lag` steps ago; a replica is billed from launch
+    seen = np.concatenate([np.full(lag, desired[0]), desired[: steps - lag]]) if lag else desired
+    billed = np.empty(steps, dtype=np.int64)
+    ready = np.empty(steps, dtype=np.int64)
+    launches: list[tuple[int, int]] = []  # (ready_at_step, count)
+    n_ready = int(desired[0])
+    n_boot = 0
+    surplus_since = -1
+    started = 0
+    seen_l = seen.tolist()
+    for s in range(steps):
+        while launches and launches[0][0] <= s:
+            n_ready += launches[0][1]
+            n_boot -= launches[0][1]
+            launches.pop(0)
+        want = seen_l[s]
+        if want > n_ready + n_boot:
+            add = want - n_ready - n_boot
+            launches.append((s + boot, add))
+            n_boot += add
+            started += add
+            surplus_since = -1
+        elif want < n_ready:
+            if surplus_since < 0:
+                surplus_since = s
+            elif s - surplus_since >= down:
+                n_ready = max(want, 0)
+                surplus_since = -1
+        else:
+            surplus_since = -1
+        ready[s] = n_ready
+        billed[s] = n_ready + n_boot
+    served = np.minimum(load, ready * requests_per_s_per_replica)
+    unserved = float(np.sum(load - served) * resolution_s)
+    total = float(np.sum(load) * resolution_s)
+    per_hour = billed.reshape(24, -1).mean(axis=1) if steps % 24 == 0 else billed[:24]
+    return {
+        "replica_hours": float(billed.sum() * resolution_s / SECONDS_PER_HOUR),
+        "peak_replicas": int(billed.max()),
+        "mean_replicas": float(billed.mean()),
+        "unserved_requests": unserved,
+        "unserved_fraction": unserved / total if total > 0 else 0.0,
+        "replicas_by_hour": [float(x) for x in per_hour],
+        "cold_starts": started,
+    }
+
+
+def autoscaled_month_usd(replica_hours_per_day: float, usd_per_replica_hour: float) -> float:
+    """Cost of a month of days like the simulated one: replica-hours x price x days. [USD]."""
+    return replica_hours_per_day * usd_per_replica_hour * DAYS_PER_MONTH
+
+
+def parse_autoscale(spec: str) -> dict[str, float]:
+    """Parse ``target-util=0.7,min=0,max=64`` (any subset) into autoscaler settings."""
+    out: dict[str, float] = {"target-util": 0.7, "min": 0.0, "max": 64.0}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        key, _, val = part.partition("=")
+        if key not in out:
+            raise InputError("--autoscale", part, "keys target-util, min, max (k=v,...)")
+        try:
+            out[key] = float(val)
+        except ValueError:
+            raise InputError("--autoscale", part, f"a number for {key}") from None
+    if not 0 < out["target-util"] <= 1:
+        raise InputError("--autoscale", out["target-util"], "target-util in (0, 1]")
+    if not (0 <= out["min"] <= out["max"]) or out["max"] < 1:
+        raise InputError("--autoscale", spec, "0 <= min <= max and max >= 1")
+    return out
+
+
+# ----------------------------------------------------------------------------- MIG
+@dataclass(frozen=True)
+class MigSlice:
+    """A MIG instance of one GPU (NVIDIA MIG user guide [3]_).
+
+    Attributes
+    ----------
+    profile : str
+        ``Ng.Mgb``.
+    compute_fraction : float
+        Share of the SMs: ``N / 7``. [0-1]
+    memory_fraction : float
+        Share of memory, L2 and memory bandwidth, in eighths. [0-1]
+    memory_gb : float
+        Memory of the slice. [GB]
+    instances_per_gpu : int
+        Slices of this profile one GPU holds; the slice is priced at ``1 / instances_per_gpu``
+        of the GPU.
+    """
+
+    profile: str
+    compute_fraction: float
+    memory_fraction: float
+    memory_gb: float
+    instances_per_gpu: int
+
+
+#: Accelerator id prefixes of GPUs with MIG (NVIDIA MIG user guide, "Supported GPUs").
+MIG_GPU_PREFIXES = ("a100", "a30", "h100", "h200", "h800", "h20", "b200", "gb200")
+
+
+def mig_supported(accelerator_id: str) -> bool:
+    """Return whether an accelerator (by catalog id) can be split into MIG instances."""
+    return accelerator_id.lower().startswith(MIG_GPU_PREFIXES)
+
+
+def mig_slice(profile: str, gpu_memory_gb: float) -> MigSlice:
+    r"""Resolve a MIG profile such as ``1g.10gb`` against a GPU's memory.
+
+    Notes
+    -----
+    Compute slices :math:`N` of 7; memory slices :math:`m = \mathrm{round}(8 M / M_{gpu})` of 8;
+    instances per GPU :math:`\lfloor \min(7/N, 8/m) \rfloor` (e.g. 1g.10gb on an 80 GB GPU: 7,
+    3g.40gb: 2, 4g.40gb: 1, as the user guide's tables list).
+    """
+    m = re.fullmatch(r"([1-7])g\.(\d+)gb", profile.strip().lower())
+    if m is None:
+        raise InputError("--mig", profile, "a MIG profile like 1g.10gb, 2g.20gb, 3g.40gb")
+    n, mem = int(m.group(1)), float(m.group(2))
+    slices = round(MIG_MEMORY_SLICES * mem / gpu_memory_gb)
+    if not 1 <= slices <= MIG_MEMORY_SLICES:
+        raise InputError(
+            "--mig", profile, f"a memory size between 1/8 and all of the GPU's {gpu_memory_gb:g} GB"
+        )
+    inst = int(min(MIG_COMPUTE_SLICES / n, MIG_MEMORY_SLICES / slices) + 1e-9)
+    return MigSlice(
+        profile, n / MIG_COMPUTE_SLICES, slices / MIG_MEMORY_SLICES,
+        gpu_memory_gb * slices / MIG_MEMORY_SLICES, max(inst, 1),
+    )  # fmt: skip
+
+
+__all__ = [
+    "MigSlice",
+    "PoolPlan",
+    "autoscale_day",
+    "autoscaled_month_usd",
+    "hourly_load",
+    "kv_transfer_s",
+    "mig_slice",
+    "mig_supported",
+    "parse_autoscale",
+    "plan_pools",
+    "usd_per_million_tokens",
+]
+
+
+def service_costs(values: dict[str, Any], gpus: int, usd_per_gpu_hour: float) -> dict[str, Any]:
+    """Cost keys of an :func:`~aitco.perf.inference.estimate_inference` result at a GPU price.
+
+    Returns
+    -------
+    dict
+        ``gpu_usd_per_h``, ``usd_per_h`` (all GPUs) and the four keys of
+        :func:`usd_per_million_tokens` (utilisation: ``utilization`` when simulated, else 1).
+    """
+    usd_h = gpus * usd_per_gpu_hour
+    util = values.get("utilization")
+    return {
+        "gpu_usd_per_h": usd_per_gpu_hour,
+        "usd_per_h": usd_h,
+        **usd_per_million_tokens(
+            usd_h,
+            float(values["total_tokens_per_s"]) - float(values["output_tokens_per_s"]),
+            float(values["output_tokens_per_s"]),
+            float(values["prefill_time_fraction"]),
+            1.0 if util is None else float(util),
+        ),
+    }

@@ -1,0 +1,96 @@
+"""Serving plans: cost per token, prefill/decode disaggregation, the autoscaled day, MIG slices."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from tests.perf.test_inference_explain import GPU, LLAMA70, NODE
+
+from aitco.errors import InputError
+from aitco.perf import service
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY
+from aitco.perf.inference import iteration_model, resolve_precisions
+
+
+def _it():  # type: ignore[no-untyped-def]
+    p = resolve_precisions(GPU, "fp8", None)
+    return iteration_model(LLAMA70, GPU, NODE, tp=4, precisions=p, efficiency=DEFAULT_EFFICIENCY)
+
+
+def test_cost_per_token_recovers_the_price() -> None:
+    c = service.usd_per_million_tokens(36.0, 2000.0, 500.0, 0.25, utilization=0.5)
+    per_h = c["usd_per_million_input_tokens"] * 2000 + c["usd_per_million_output_tokens"] * 500
+    assert per_h * 3600 / 1e6 == pytest.approx(36.0)
+    assert c["usage_usd_per_million_output_tokens"] == pytest.approx(
+        0.5 * c["usd_per_million_output_tokens"]
+    )
+
+
+def _pools(**kw: object) -> dict[str, object]:
+    it = _it()
+    base: dict[str, object] = dict(
+        input_tokens=4000, output_tokens=300, max_batch=256, max_batched_tokens=8192,
+        gpus_per_replica=4, usd_per_gpu_hour=2.0, kv_bytes_per_token=it.kv_bytes_per_token * 4,
+        fabric_bandwidth_gb_s=50.0, fabric_latency_us=5.0, fabric_efficiency=0.8, qps=10.0,
+    )  # fmt: skip
+    base.update(kw)
+    return service.plan_pools(it, **base)  # type: ignore[arg-type]
+
+
+def test_disaggregation_sizes_both_pools_and_picks_the_cheaper() -> None:
+    out = _pools(slo_ttft_s=2.0, slo_tpot_s=0.03)
+    dis, agg = out["disaggregated"], out["aggregated"]
+    assert isinstance(dis, dict)
+    assert isinstance(agg, dict)
+    assert dis["prefill_replicas"] >= 1
+    assert dis["decode_replicas"] >= 1
+    assert dis["requests_per_s"] >= 10.0
+    assert dis["tpot_s"] <= 0.03
+    assert dis["ttft_s"] > out["kv_transfer_s"] > 0
+    cheaper = min((p for p in (agg, dis) if p["meets_slo"]), key=lambda p: p["usd_per_h"])
+    assert out["chosen"] == cheaper["mode"]
+    json.dumps(out)
+
+
+def test_tight_tpot_favours_disaggregation() -> None:
+    # decode without prefill interference meets a TPOT objective aggregated serving cannot
+    out = _pools(slo_tpot_s=0.016, input_tokens=8000, output_tokens=100)
+    assert out["chosen"] == "disaggregated"
+
+
+def test_fixed_layout() -> None:
+    out = _pools(layout=(3, 2))
+    assert out["prefill_to_decode_ratio"] == "3:2"
+
+
+def test_autoscaled_day_costs_less_than_the_peak_and_scales_to_zero() -> None:
+    q = service.hourly_load("diurnal", 10.0)
+    assert q.mean() == pytest.approx(10.0)
+    day = service.autoscale_day(q, 1.0, target_utilization=0.7, cold_start_s=300.0)
+    assert day["replica_hours"] < 24 * day["peak_replicas"]
+    assert day["unserved_fraction"] < 0.01
+    night = np.zeros(24)
+    night[12] = 5.0
+    z = service.autoscale_day(night, 1.0, min_replicas=0, cold_start_s=600.0)
+    assert z["replicas_by_hour"][3] == 0.0
+    assert z["cold_starts"] >= 1
+    assert z["unserved_requests"] > 0  # the lag and cold start drop the first arrivals
+
+
+def test_mig_profiles_follow_the_user_guide() -> None:
+    one = service.mig_slice("1g.10gb", 80)
+    assert (one.instances_per_gpu, one.memory_fraction) == (7, 0.125)
+    assert service.mig_slice("3g.40gb", 80).instances_per_gpu == 2
+    assert service.mig_slice("4g.40gb", 80).instances_per_gpu == 1
+    with pytest.raises(InputError):
+        service.mig_slice("9g.10gb", 80)
+
+
+def test_parse_autoscale() -> None:
+    assert service.parse_autoscale("target-util=0.5,max=8") == {
+        "target-util": 0.5, "min": 0.0, "max": 8.0
+    }  # fmt: skip
+    with pytest.raises(InputError):
+        service.parse_autoscale("speed=3")
