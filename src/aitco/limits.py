@@ -14,8 +14,10 @@ what is unusual. Each bound is a named constant with the reason for its size; ``
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aitco.errors import InputError
@@ -55,7 +57,7 @@ class Range:
     unit: str = ""
 
     def describe(self) -> str:
-        """``"a finite number in [0, 1e+12] USD"``."""
+        """Describe the range: ``"a finite number in [0, 1e+12] USD"``."""
         unit = f" {self.unit}" if self.unit else ""
         return f"a finite number in [{self.lo:g}, {self.hi:g}]{unit}"
 
@@ -116,7 +118,7 @@ _PATTERNS: tuple[tuple[str, Range], ...] = (
 
 
 def range_for(name: str) -> Range:
-    """The plausible range of field ``name`` (``RANGES``, else a name pattern, else generic)."""
+    """Return the plausible range of ``name`` (``RANGES``, else a name pattern, else generic)."""
     key = name.lstrip("-").replace("-", "_").split(".")[-1]
     if key in RANGES:
         return RANGES[key]
@@ -126,7 +128,9 @@ def range_for(name: str) -> Range:
     return GENERIC
 
 
-def check_value(field: str, value: Any, *, rng: Range | None = None, file: str | None = None) -> Any:
+def check_value(
+    field: str, value: Any, *, rng: Range | None = None, file: str | None = None
+) -> Any:
     """Return ``value`` if it is a finite number inside the range of ``field``; raise otherwise.
 
     Parameters
@@ -163,6 +167,21 @@ def check_value(field: str, value: Any, *, rng: Range | None = None, file: str |
     return value
 
 
+def check_file_size(path: str | Path, *, field: str = "file") -> None:
+    """Refuse a file larger than :data:`MAX_FILE_BYTES` before it is read whole into memory."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return  # the read that follows reports the error with its own message
+    if size > MAX_FILE_BYTES:
+        raise InputError(
+            field,
+            str(path),
+            f"a file of at most {MAX_FILE_BYTES / 2**20:g} MiB "
+            f"(it has {size / 2**20:.0f} MiB; this format is read whole)",
+        )
+
+
 def check_tree(data: Any, *, file: str | None = None, prefix: str = "") -> Any:
     """Check every number of a parsed YAML/JSON document (see :func:`check_value`).
 
@@ -177,10 +196,10 @@ def check_tree(data: Any, *, file: str | None = None, prefix: str = "") -> Any:
         for i, v in enumerate(data):
             check_tree(v, file=file, prefix=f"{prefix}[{i}]")
     elif isinstance(data, float | int) and not isinstance(data, bool):
-        key = prefix.split(".")[-1].split("[")[0]
+        parts = [q.split("[")[0] for q in prefix.split(".")]
+        key = parts[-2] if parts[-1] == "value" and len(parts) > 1 else parts[-1]
         rng = range_for(key)
         if rng is GENERIC:  # unknown key: only finiteness is an edge rule
-            rng = Range(-math.inf, math.inf)
             if not math.isfinite(data):
                 raise InputError(prefix or "value", data, "a finite number", file=file)
             return data

@@ -36,8 +36,17 @@ from aitco.limits import check_value
 
 #: OS errors caused by the machine rather than by the user's input: exit 1 (not 2).
 ENVIRONMENT_ERRNOS = frozenset(
-    {errno.ENOSPC, errno.EDQUOT, errno.ENOMEM, errno.EIO, errno.ECONNREFUSED, errno.ETIMEDOUT,
-     errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRINUSE}
+    {
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.ENOMEM,
+        errno.EIO,
+        errno.ECONNREFUSED,
+        errno.ETIMEDOUT,
+        errno.EHOSTUNREACH,
+        errno.ENETUNREACH,
+        errno.EADDRINUSE,
+    }
 )
 #: Exit status of a user error (bad value, unreadable file, usage) and of an environment failure.
 EXIT_USER = 2
@@ -46,8 +55,12 @@ EXIT_ENVIRONMENT = 1
 
 def _say(message: str) -> None:
     """Print the one ``error:`` line on stderr (no markup interpretation of the message)."""
-    err_console.print(f"[bold red]error:[/bold red] {_one_line(message)}", highlight=False,
-                      markup=True, soft_wrap=True)
+    err_console.print(
+        f"[bold red]error:[/bold red] {_one_line(message)}",
+        highlight=False,
+        markup=True,
+        soft_wrap=True,
+    )
 
 
 def _one_line(text: str) -> str:
@@ -122,6 +135,7 @@ class AitcoGroup(typer.core.TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        """Run the command line; exit (or return, when not standalone) with its status."""
         argv = list(sys.argv[1:] if args is None else args)
         argv, paths = _extract_catalog_flags(argv)
         state.set_overlays(paths)
@@ -205,7 +219,7 @@ def _register() -> None:
 
 
 def _flag_of(name: str, hint: Any) -> str:
-    """The command-line spelling of parameter ``name`` (its first ``--flag``, else ``--name``)."""
+    """Return the command-line spelling of ``name`` (its first ``--flag``, else ``--name``)."""
     for meta in typing.get_args(hint)[1:] if typing.get_origin(hint) is Annotated else ():
         if isinstance(meta, OptionInfo | ArgumentInfo):
             decls = [d for d in (meta.param_decls or ()) if d.startswith("--")]
