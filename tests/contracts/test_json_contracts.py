@@ -564,14 +564,16 @@ def test_calibrate_writes_profile(tmp_path: Path, capsys: pytest.CaptureFixture[
     _needs_fixtures([str(FIXTURES)])
     out = tmp_path / "profile.yaml"
     args = [
-        "calibrate", str(FIXTURES / "megatron_log.txt"), "--model", "llama-3-8b",
-        "--hardware", "h100-sxm5-80gb", "--gpus", "8", "--seq-len", "4096",
+        "calibrate", str(FIXTURES / "megatron_log.txt"), "--model", "mixtral-8x7b",
+        "--hardware", "h100-sxm5-80gb", "--gpus", "16", "--seq-len", "2048", "--params", "gemm",
         "-o", str(out), "--json",
     ]  # fmt: skip
     d = run_json(args, capsys)
     assert out.is_file()
     assert d["params"], "at least one fitted parameter"
     assert all(is_num(v) and v > 0 for v in d["params"].values())
+    assert d["warnings"] == []
+    assert d["mfu_fitted"] == pytest.approx(d["mfu_observed"], rel=0.1)  # issue 18
 
 
 # --------------------------------------------------------------------------------------------

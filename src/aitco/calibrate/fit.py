@@ -84,6 +84,21 @@ INVALID_RESIDUAL = 50.0
 #: Step of the central-difference Jacobian, in the logistic-transformed variable. Large enough
 #: to see through the small jitter of simulated predictors (the serving queue simulation).
 FD_STEP = 1e-2
+#: Largest plausible fitted fraction of a hardware peak (GEMM, HBM, links). Tuned dense BF16
+#: GEMMs reach about 0.7-0.8 of the H100 datasheet peak (NVIDIA, "Matrix Multiplication
+#: Background User's Guide", docs.nvidia.com/deeplearning/performance, 2023) and copies about
+#: 0.9 of HBM bandwidth; a fit above 0.95 means the run was described wrongly (GPU count, model,
+#: message size), not that the hardware beat its datasheet.
+PLAUSIBLE_MAX_FRACTION = 0.95
+#: Fitted parameters that are fractions of a datasheet peak (checked against the maximum above).
+PEAK_FRACTION_PARAMS = ("gemm", "hbm", "intra_node_link", "scale_out_link", "decode_hbm")
+#: Largest plausible model FLOPs utilisation of a training run. The best published large runs
+#: report 0.38-0.55 (Llama 3: 0.38-0.43, Dubey et al. 2024, table 4; MegaScale: 0.552, Jiang et
+#: al., NSDI 2024); 0.75 leaves a wide margin.
+PLAUSIBLE_MAX_MFU = 0.75
+#: The MFU a log reports and the MFU implied by the run's description (--model, --gpus,
+#: --seq-len) further apart than this factor mean the description is wrong.
+MFU_MISMATCH_FACTOR = 1.5
 #: Matrices a matmul reads and writes (A, B, C) for the roofline byte count.
 MATMUL_OPERANDS = 3
 #: FLOPs per multiply-add.
@@ -530,3 +545,55 @@ def _depends(fit: EfficiencyFit, obs: Observation, name: str) -> bool:
         base, [name], [v + 0.05 * (hi - v) if v < hi else v - 0.05 * (v - lo)]
     )
     return bool(abs(fn(obs, bumped) - fn(obs, base)) > 1e-12 * abs(fn(obs, base)))
+
+
+def fit_warnings(fit: EfficiencyFit, measurements: dict[str, float] | None = None) -> list[str]:
+    """Reasons not to trust a fit: a parameter at a bound, above physics, or an MFU mismatch.
+
+    Parameters
+    ----------
+    fit : EfficiencyFit
+        A fitted estimator.
+    measurements : dict of str to float, optional
+        ``mfu`` (from the run's description) and ``mfu_from_log`` (what the log itself reports),
+        as :func:`aitco.calibrate.measurements.training_throughput` returns them.
+
+    Returns
+    -------
+    list of str
+        One sentence per problem; empty when the fit is plausible. ``aitco calibrate`` refuses
+        to write a profile with warnings unless ``--force`` is given.
+    """
+    out: list[str] = []
+    for n in fit.at_bound_:
+        out.append(
+            f"{n}: fitted value {fit.params_[n]:.3g} is at its bound {list(param_bounds(n))} "
+            "(the data want a value outside it)"
+        )
+    for n, v in fit.params_.items():
+        peak_fraction = n.split(":", 1)[0] in PEAK_FRACTION_PARAMS
+        if peak_fraction and v > PLAUSIBLE_MAX_FRACTION and n not in fit.at_bound_:
+            out.append(
+                f"{n}: fitted {v:.3g} of the datasheet peak is above the plausible "
+                f"{PLAUSIBLE_MAX_FRACTION:g}"
+            )
+    m = measurements or {}
+    mfu, mfu_log = m.get("mfu_fitted", m.get("mfu")), m.get("mfu_from_log")
+    if mfu is not None and mfu > PLAUSIBLE_MAX_MFU:
+        out.append(f"fitted MFU {mfu:.3g} is above the plausible {PLAUSIBLE_MAX_MFU:g}")
+    if mfu and mfu_log and max(mfu / mfu_log, mfu_log / mfu) > MFU_MISMATCH_FACTOR:
+        out.append(
+            f"the log reports MFU {mfu_log:.3g} but the fit gives {mfu:.3g} for the model, GPU "
+            "count and sequence length given: check --model, --gpus and --seq-len"
+        )
+    return out
+
+
+def fitted_mfu(fit: EfficiencyFit, mfu_described: float | None) -> float | None:
+    """MFU the fitted model predicts: the described run's MFU x observed / predicted step time."""
+    steps = [o for o in fit.observations_ if o.kind == "step_time_s"]
+    if mfu_described is None or not steps:
+        return None
+    pred = fit.predict(steps)
+    obs = np.array([o.value for o in steps])
+    return float(mfu_described * np.mean(obs / pred))

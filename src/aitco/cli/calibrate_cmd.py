@@ -281,11 +281,19 @@ def calibrate(
     params: Annotated[
         str, typer.Option("--params", help="Comma-separated parameters to fit.")
     ] = "gemm,hbm,intra_node_link,scale_out_link,decode_hbm,serving_overhead_s",
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Write the profile even when the fit is implausible (a parameter at a bound, "
+            "above its physical maximum, or an MFU that disagrees with the log).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Fit the efficiency parameters to your logs and write a calibration profile."""
     from aitco.calibrate import measurements as meas
-    from aitco.calibrate.fit import EfficiencyFit, profile_from_fit
+    from aitco.calibrate.fit import EfficiencyFit, fit_warnings, fitted_mfu, profile_from_fit
     from aitco.calibrate.observations import from_nccl, from_probe, from_serving, from_trainlog
     from aitco.calibrate.profile import load_profile, save_profile
     from aitco.cli import state
@@ -339,7 +347,7 @@ def calibrate(
                 acc=acc,
                 precision=precision,
             )
-            for k in ("step_time_s", "tokens_per_s_per_gpu", "mfu"):
+            for k in ("step_time_s", "tokens_per_s_per_gpu", "mfu", "mfu_from_log"):
                 if tt.get(k) is not None:
                     measured[k] = float(tt[k])
         elif r.kind in ("vllm", "sglang"):
@@ -373,6 +381,19 @@ def calibrate(
             "at least one nccl-tests result or training log to fit",
         )
     fit = EfficiencyFit(params=[p.strip() for p in params.split(",") if p.strip()]).fit(obs)
+    mfu_fit = fitted_mfu(fit, measured.get("mfu"))
+    if mfu_fit is not None:
+        measured["mfu_fitted"] = mfu_fit
+    warnings = fit_warnings(fit, measured)
+    if warnings and not force:
+        raise InputError(
+            "fit",
+            "implausible",
+            f"a plausible fit ({warnings[0]}"
+            + (f"; {len(warnings) - 1} more" if len(warnings) > 1 else "")
+            + "); no profile written, pass --force to write it anyway",
+        )
+    notes += [f"warning: {w}" for w in warnings]
     profile = profile_from_fit(
         fit,
         accelerator=acc.id,
@@ -390,6 +411,9 @@ def calibrate(
                 "residuals": fit.residuals_.tolist(),
                 "fitted": {k: v.model_dump() for k, v in profile.fitted.items()},
                 "measurements": measured,
+                "mfu_observed": measured.get("mfu_from_log"),
+                "mfu_fitted": measured.get("mfu_fitted"),
+                "warnings": warnings,
                 "notes": profile.notes,
                 "observations": [o.to_json() for o in obs],
             }
@@ -405,6 +429,10 @@ def calibrate(
             rows,
         )
     )
+    if "mfu_fitted" in measured:
+        log_mfu = measured.get("mfu_from_log")
+        shown = f"{log_mfu:.3g}" if log_mfu is not None else "not reported"
+        console.print(f"  MFU: observed (log) {shown}, fitted {measured['mfu_fitted']:.3g}")
     for n in profile.notes:
         console.print(f"  - {n}", highlight=False, markup=False)
 
