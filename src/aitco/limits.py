@@ -205,3 +205,24 @@ def check_tree(data: Any, *, file: str | None = None, prefix: str = "") -> Any:
             return data
         check_value(prefix or "value", data, rng=rng, file=file)
     return data
+
+
+def first_non_finite(obj: Any, path: str = "") -> tuple[str, float] | None:
+    """Path and value of the first NaN or infinity in a result tree, or ``None``.
+
+    Results are checked with it before they are shown, so an input that overflows a model
+    (a usage count of 1e308 in a log) is reported instead of printed as ``$inf``.
+    """
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path or "value", obj
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            hit = first_non_finite(v, f"{path}.{k}" if path else str(k))
+            if hit:
+                return hit
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            hit = first_non_finite(v, f"{path}[{i}]")
+            if hit:
+                return hit
+    return None

@@ -10,7 +10,7 @@ import typer
 from aitco.calibrate.parsers.base import ParseResult
 from aitco.calibrate.parsers.detect import KINDS, parse_any
 from aitco.cli.render import console, err_console, fmt, print_explain, print_json, table
-from aitco.errors import InputError
+from aitco.errors import AitcoError, InputError
 
 #: Summary keys shown in the human-readable ingest table, per kind (all are in ``--json``).
 SHOWN: dict[str, tuple[str, ...]] = {
@@ -180,33 +180,63 @@ def ingest(
         raise InputError("KIND", kind, "one of auto, " + ", ".join(KINDS))
     if not 0 <= idle_threshold <= 1:
         raise InputError("--idle-threshold", idle_threshold, "a fraction in [0, 1]")
+    if interval_s is not None and interval_s <= 0:
+        raise InputError("--interval-s", interval_s, "a positive number of seconds")
     results = []
+    errors: list[dict[str, str]] = []
     for f in files:
-        from aitco.calibrate.parsers.detect import detect_kind
-
-        k = detect_kind(f) if kind == "auto" else kind
-        kw: dict[str, Any] = {}
-        if k in ("dcgm", "nvidia-smi"):
-            kw["idle_threshold"] = idle_threshold
-            if interval_s is not None:
-                if interval_s <= 0:
-                    raise InputError("--interval-s", interval_s, "a positive number of seconds")
-                kw["interval_s"] = interval_s
-        r = parse_any(f, k, **kw)
-        idle_h = r.summary.get("idle_gpu_hours") if k in ("dcgm", "nvidia-smi") else None
-        if idle_h is not None and usd_per_gpu_hour is not None:
-            r.summary["idle_cost_usd"] = idle_h * usd_per_gpu_hour
-        results.append(r)
+        try:
+            results.append(_ingest_one(f, kind, idle_threshold, interval_s, usd_per_gpu_hour))
+        except (AitcoError, OSError, UnicodeError) as exc:
+            if len(files) == 1:
+                raise
+            errors.append({"path": str(f), "error": _error_text(exc)})
     if as_json:
-        print_json(
-            {
-                "files": [r.to_json(with_records=records) for r in results],
-                "skipped_lines": sum(r.skipped.count for r in results),
-            }
-        )
-        return
-    for r in results:
-        _print_result(r)
+        out: dict[str, Any] = {
+            "files": [r.to_json(with_records=records) for r in results],
+            "skipped_lines": sum(r.skipped.count for r in results),
+        }
+        if errors:
+            out["errors"] = errors
+        print_json(out)
+    else:
+        for r in results:
+            _print_result(r)
+    for e in errors:  # every file is reported; the run fails if one could not be read
+        err_console.print(f"[bold red]error:[/bold red] {e['error']}", highlight=False, markup=True)
+    if errors:
+        raise typer.Exit(2)
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return f"{exc.filename}: {exc.strerror}"
+    if isinstance(exc, UnicodeError):
+        return f"not UTF-8 text ({exc})"
+    return str(exc)
+
+
+def _ingest_one(
+    f: Path,
+    kind: str,
+    idle_threshold: float,
+    interval_s: float | None,
+    usd_per_gpu_hour: float | None,
+) -> ParseResult:
+    """Parse one file for ``ingest`` (idle cost added for telemetry when a price is given)."""
+    from aitco.calibrate.parsers.detect import detect_kind
+
+    k = detect_kind(f) if kind == "auto" else kind
+    kw: dict[str, Any] = {}
+    if k in ("dcgm", "nvidia-smi"):
+        kw["idle_threshold"] = idle_threshold
+        if interval_s is not None:
+            kw["interval_s"] = interval_s
+    r = parse_any(f, k, **kw)
+    idle_h = r.summary.get("idle_gpu_hours") if k in ("dcgm", "nvidia-smi") else None
+    if idle_h is not None and usd_per_gpu_hour is not None:
+        r.summary["idle_cost_usd"] = idle_h * usd_per_gpu_hour
+    return r
 
 
 def _parse_all(files: list[Path]) -> list[ParseResult]:
