@@ -239,6 +239,10 @@ def _ingest_one(
     return r
 
 
+#: Parsed kinds whose observations constrain efficiency parameters.
+FITTABLE_KINDS = ("nccl", "trainlog", "vllm", "sglang")
+
+
 def _parse_all(files: list[Path]) -> list[ParseResult]:
     from aitco.calibrate.parsers.detect import detect_kind
 
@@ -268,7 +272,11 @@ def _resolve_hardware(
         acc, system = cat.hardware(hardware, field="--hardware")
         return acc, system, f"--hardware {hardware}"
     names = [
-        str(r.summary.get("gpu_model") or (r.records[0].get("extra") or {}).get("gpu") or "")
+        str(
+            r.summary.get("gpu_model")
+            or ((r.records[0].get("extra") or {}) if r.records else {}).get("gpu")
+            or ""
+        )
         for r in results
         if r.records or r.summary
     ]
@@ -330,6 +338,15 @@ def calibrate(
 
     probes = [f for f in files if f.suffix in (".yaml", ".yml")]
     results = _parse_all([f for f in files if f not in probes])
+    if not probes and not any(r.kind in FITTABLE_KINDS for r in results):
+        kinds = ", ".join(sorted({r.kind for r in results})) or "none"
+        raise InputError(
+            "FILE",
+            ", ".join(str(f) for f in files),
+            "at least one nccl-tests result or training log to fit "
+            f"(or a serving benchmark or probe profile); got {kinds}, which are measured by "
+            "`aitco ingest` but constrain no parameter",
+        )
     cat = state.catalog()
     acc, system, how = _resolve_hardware(cat, hardware, results)
     obs = []

@@ -166,6 +166,7 @@ def web_cmd(
 
 def _listen(host: str, port: int) -> socket.socket:
     """Bind ``host:port`` now, so a busy port fails with one line (exit 1) before serving."""
+    sock: socket.socket | None = None
     try:
         family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         sock = socket.socket(family, kind, proto)
@@ -173,6 +174,8 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.bind(addr)
         sock.listen()
     except OSError as exc:
+        if sock is not None:
+            sock.close()
         raise EnvironmentFailure(
             f"--port {port}: cannot listen on {host}:{port} ({exc.strerror or exc}); "
             "choose another --port"
