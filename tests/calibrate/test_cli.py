@@ -92,16 +92,9 @@ def test_calibrate_writes_profile(tmp_path: Path, capsys: pytest.CaptureFixture[
     code, out, _ = run(
         ["calibrate", str(DATA / "nccl_v217_dup_header.txt"), "-o", str(out_file), "--json"], capsys
     )
-    assert code == 2  # issue 18: scale_out_link ends at its bound -> refused without --force
-    assert not out_file.exists()
-    code, out, _ = run(
-        ["calibrate", str(DATA / "nccl_v217_dup_header.txt"), "-o", str(out_file), "--json",
-         "--force"],
-        capsys,
-    )  # fmt: skip
     assert code == 0
     doc = json.loads(out)
-    assert any("at its bound" in w for w in doc["warnings"])
+    assert doc["warnings"] == []  # a plausible fit: written without --force (issue 18)
     prof = load_profile(out_file)
     assert prof.accelerator == "h200-sxm-141gb"  # inferred from 'NVIDIA H200'
     assert "intra_node_link" in prof.fitted

@@ -286,7 +286,11 @@ def test_unreachable_dask_scheduler_fails_fast(capsys: pytest.CaptureFixture[str
 
 
 # ------------------------------------------------------------------ calibration sanity
-F_MEGATRON = REPO.parent.parent / "shared" / "fixtures" / "megatron_log.txt"
+_SHARED = [REPO.parent / "shared", REPO.parent.parent / "shared"]  # ../shared, or /work/shared
+F_MEGATRON = next(
+    (d / "fixtures" / "megatron_log.txt" for d in _SHARED if (d / "fixtures").is_dir()),
+    _SHARED[0] / "fixtures" / "megatron_log.txt",
+)
 
 
 def test_calibrate_dcgm_only_is_a_clear_message(
@@ -350,3 +354,37 @@ def test_web_busy_port_says_so_before_any_url(capsys: pytest.CaptureFixture[str]
     assert code == 1
     assert "http://" not in out
     assert "already in use" in one_error_line(err)
+
+
+def test_calibrate_refuses_a_fit_at_a_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = F_MEGATRON.parent / "nccl_all_reduce_perf.txt"  # 2 nodes: scale_out_link wants > 1
+    if not log.is_file():
+        pytest.skip("../shared/fixtures is not present beside the repository")
+    out = tmp_path / "p.yaml"
+    code, _, err = run(["calibrate", str(log), "-o", str(out), "--json"], capsys)
+    assert code == 2
+    assert "scale_out_link" in one_error_line(err)
+    assert not out.exists()
+    code, text, _ = run(["calibrate", str(log), "-o", str(out), "--json", "--force"], capsys)
+    assert code == 0
+    assert any("at its bound" in w for w in json.loads(text)["warnings"])
+    assert out.is_file()
+
+
+def test_calibrate_refuses_a_wrongly_described_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not F_MEGATRON.is_file():
+        pytest.skip("../shared/fixtures is not present beside the repository")
+    out = tmp_path / "p.yaml"
+    wrong = ["--model", "llama-3-8b", "--hardware", "h100-sxm5-80gb", "--gpus", "8"]
+    code, _, err = run(
+        ["calibrate", str(F_MEGATRON), *wrong, "--seq-len", "4096", "-o", str(out)], capsys
+    )
+    assert code == 2
+    line = one_error_line(err)
+    assert "the log reports MFU 0.239" in line
+    assert "--force" in line
+    assert not out.exists()

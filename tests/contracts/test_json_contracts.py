@@ -193,8 +193,8 @@ JSON_COMMANDS: dict[str, list[str]] = {
     ],
     "calibrate": [
         "calibrate", str(FIXTURES / "nccl_all_reduce_perf.txt"), "-o", "<tmp>/nccl-profile.yaml",
-        "--json",
-    ],
+        "--force", "--json",
+    ],  # --force: the 2-node fit ends at a bound (scale_out_link 1.0), refused without it
     "probe": [
         "probe", "--size", "128", "--copy-mb", "4", "--repeats", "1", "--backend", "numpy",
         "--json",
