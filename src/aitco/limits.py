@@ -42,6 +42,9 @@ MAX_SWEEP_POINTS = 5_000_000
 MAX_FILE_BYTES = 512 * 2**20
 #: Largest duration. [h] One hundred years.
 MAX_HOURS = 100 * 365.25 * 24
+#: Smallest non-zero magnitude accepted: below it a number is a denormal or a typo (1e-320
+#: requests per second overflows to an infinite gap between requests).
+MIN_MAGNITUDE = 1e-12
 #: Largest generic count (batch sizes, steps, repeats, workers, rows kept).
 MAX_COUNT = 10**12
 #: Largest value of any other non-negative number (a generous guard against 1e308).
@@ -164,6 +167,8 @@ def check_value(
     r = rng or range_for(field)
     if not math.isfinite(value) or not r.lo <= value <= r.hi:
         raise InputError(field, value, r.describe(), file=file)
+    if 0 < abs(value) < MIN_MAGNITUDE:
+        raise InputError(field, value, f"0 or a magnitude of at least {MIN_MAGNITUDE:g}", file=file)
     return value
 
 

@@ -110,6 +110,11 @@ def handle_errors(fn: Callable[[], Any]) -> int:
     except UnicodeError as exc:
         _say(f"input is not UTF-8 text ({exc})")
         return EXIT_USER
+    except ValueError as exc:
+        if not type(exc).__module__.startswith("pandas"):  # a CSV pandas cannot parse
+            raise
+        _say(f"input is not a readable CSV table ({exc})")
+        return EXIT_USER
     except OSError as exc:
         if exc.errno == errno.EPIPE:
             return EXIT_ENVIRONMENT
