@@ -388,3 +388,21 @@ def test_calibrate_refuses_a_wrongly_described_run(
     assert "the log reports MFU 0.239" in line
     assert "--force" in line
     assert not out.exists()
+
+
+def test_dask_sweep_leaves_no_scratch_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("dask.distributed")
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    args = [
+        "sweep", str(EXAMPLES / "sweep_training.yaml"), "--backend", "dask", "--workers", "1",
+        "--no-progress", "--top-k", "1", "--json",
+    ]  # fmt: skip
+    code, _, _ = run(args, capsys)
+    assert code == 0
+    assert list(scratch.iterdir()) == []

@@ -937,6 +937,7 @@ def run_dask(
         Called with (chunks done, chunks total).
     """
     try:
+        import dask
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError as exc:  # pragma: no cover - dask is a declared extra
         raise InputError(
@@ -954,13 +955,14 @@ def run_dask(
                 f"{SCHEDULER_TIMEOUT_S:g} s ({type(exc).__name__})"
             ) from exc
     else:
-        cluster = LocalCluster(
-            n_workers=workers or 2,
-            threads_per_worker=1,
-            processes=False,
-            dashboard_address=None,
-            local_directory=scratch.name,
-        )
+        with dask.config.set({"temporary-directory": scratch.name}):  # no dask-scratch-space
+            cluster = LocalCluster(
+                n_workers=workers or 2,
+                threads_per_worker=1,
+                processes=False,
+                dashboard_address=None,
+                local_directory=scratch.name,
+            )
         client = Client(cluster, set_as_default=False)
     try:
         fplan = client.scatter(plan, broadcast=True)
