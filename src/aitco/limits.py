@@ -90,7 +90,6 @@ RANGES: dict[str, Range] = {
     "cached_fraction": FRACTION,
     "utilization": FRACTION,
     "idle_threshold": FRACTION,
-    "gross_margin": FRACTION,
     "tornado_swing": Range(0.0, 10.0, "(relative swing)"),
     "discount_rate": Range(-0.5, 10.0, "per year"),
     "days_per_month": Range(1.0, 31.0, "days"),
@@ -132,7 +131,12 @@ def range_for(name: str) -> Range:
 
 
 def check_value(
-    field: str, value: Any, *, rng: Range | None = None, file: str | None = None
+    field: str,
+    value: Any,
+    *,
+    rng: Range | None = None,
+    file: str | None = None,
+    error: type[InputError] = InputError,
 ) -> Any:
     """Return ``value`` if it is a finite number inside the range of ``field``; raise otherwise.
 
@@ -147,6 +151,8 @@ def check_value(
         Range to check against instead of the one named by ``field``.
     file : str, optional
         File the value came from (named in the message).
+    error : type, optional
+        The :class:`~aitco.errors.InputError` subclass raised (``CatalogError`` for overlays).
 
     Raises
     ------
@@ -166,9 +172,9 @@ def check_value(
         return value
     r = rng or range_for(field)
     if not math.isfinite(value) or not r.lo <= value <= r.hi:
-        raise InputError(field, value, r.describe(), file=file)
+        raise error(field, value, r.describe(), file=file)
     if 0 < abs(value) < MIN_MAGNITUDE:
-        raise InputError(field, value, f"0 or a magnitude of at least {MIN_MAGNITUDE:g}", file=file)
+        raise error(field, value, f"0 or a magnitude of at least {MIN_MAGNITUDE:g}", file=file)
     return value
 
 
@@ -187,7 +193,13 @@ def check_file_size(path: str | Path, *, field: str = "file") -> None:
         )
 
 
-def check_tree(data: Any, *, file: str | None = None, prefix: str = "") -> Any:
+def check_tree(
+    data: Any,
+    *,
+    file: str | None = None,
+    prefix: str = "",
+    error: type[InputError] = InputError,
+) -> Any:
     """Check every number of a parsed YAML/JSON document (see :func:`check_value`).
 
     Only non-finite numbers and numbers outside the range their key names (RANGES and the
@@ -196,19 +208,19 @@ def check_tree(data: Any, *, file: str | None = None, prefix: str = "") -> Any:
     """
     if isinstance(data, Mapping):
         for k, v in data.items():
-            check_tree(v, file=file, prefix=f"{prefix}.{k}" if prefix else str(k))
+            check_tree(v, file=file, prefix=f"{prefix}.{k}" if prefix else str(k), error=error)
     elif isinstance(data, list | tuple):
         for i, v in enumerate(data):
-            check_tree(v, file=file, prefix=f"{prefix}[{i}]")
+            check_tree(v, file=file, prefix=f"{prefix}[{i}]", error=error)
     elif isinstance(data, float | int) and not isinstance(data, bool):
         parts = [q.split("[")[0] for q in prefix.split(".")]
         key = parts[-2] if parts[-1] == "value" and len(parts) > 1 else parts[-1]
         rng = range_for(key)
         if rng is GENERIC:  # unknown key: only finiteness is an edge rule
             if not math.isfinite(data):
-                raise InputError(prefix or "value", data, "a finite number", file=file)
+                raise error(prefix or "value", data, "a finite number", file=file)
             return data
-        check_value(prefix or "value", data, rng=rng, file=file)
+        check_value(prefix or "value", data, rng=rng, file=file, error=error)
     return data
 
 

@@ -17,9 +17,10 @@ The fit minimises the weighted squared log-ratios
 
 .. math:: \min_\theta \sum_i w_i \left[\ln \hat y_i(\theta) - \ln y_i\right]^2
 
-over the parameters :math:`\theta` that the observations constrain, each kept inside its bounds,
-with :func:`scipy.optimize.least_squares` (trust-region reflective, bounded; central-difference
-Jacobian).
+over the parameters :math:`\theta` that the observations constrain, each kept inside its bounds
+by a logistic transform, with :func:`scipy.optimize.least_squares` (MINPACK Levenberg-Marquardt,
+or trust-region reflective when there are fewer observations than parameters) and a
+central-difference Jacobian in the transformed variable.
 Parameters no observation depends on keep their defaults and are reported as not fitted.
 ``stderr_`` is the usual Gauss-Newton estimate :math:`\sqrt{\mathrm{diag}((J^TJ)^{-1})\,s^2}` in
 parameter units (``None`` where undetermined).
@@ -104,8 +105,8 @@ STDERR_REL_STEP = 1e-4
 EDGE = 1e-6
 #: Log-residual given to a trial point where the model has no finite prediction.
 INVALID_RESIDUAL = 50.0
-#: Relative step of the central-difference Jacobian. Large enough to see through the small
-#: jitter of simulated predictors (the serving queue simulation).
+#: Step of the central-difference Jacobian, in the logistic-transformed variable. Large enough
+#: to see through the small jitter of simulated predictors (the serving queue simulation).
 FD_STEP = 1e-2
 #: Largest plausible fitted fraction of a hardware peak (GEMM, HBM, links). Tuned dense BF16
 #: GEMMs reach about 0.7-0.8 of the H100 datasheet peak (NVIDIA, "Matrix Multiplication
@@ -303,7 +304,7 @@ class EfficiencyFit(BaseEstimator):
     tol : float
         ``ftol`` and ``xtol`` of :func:`scipy.optimize.least_squares`.
     fd_step : float
-        Relative step of the central-difference Jacobian.
+        Step of the central-difference Jacobian in the transformed variable.
 
     Attributes
     ----------
@@ -430,36 +431,44 @@ class EfficiencyFit(BaseEstimator):
         self.unconstrained_ = [n for n in names if n not in active]
         bounds = [param_bounds(n) for n in active]
 
-        def res(xv: np.ndarray) -> np.ndarray:
-            return self._residuals(obs, self._with(base, active, list(xv)), fn, strict=False)
+        def vals_of(uv: np.ndarray) -> list[float]:
+            return [_from_u(float(v), b) for v, b in zip(uv, bounds, strict=True)]
+
+        def res(uv: np.ndarray) -> np.ndarray:
+            return self._residuals(obs, self._with(base, active, vals_of(uv)), fn, strict=False)
+
+        def jac(uv: np.ndarray) -> np.ndarray:  # central differences, absolute step in u
+            out = np.empty((len(obs), len(uv)))
+            for k in range(len(uv)):
+                du = np.zeros_like(uv)
+                du[k] = self.fd_step
+                out[:, k] = (res(uv + du) - res(uv - du)) / (2 * self.fd_step)
+            return out
 
         if active:
-            lo = np.array([b[0] for b in bounds])
-            hi = np.array([b[1] for b in bounds])
-            start = np.array([self._value(base, n) for n in active])
-            start = np.clip(start, lo + EDGE * (hi - lo), hi - EDGE * (hi - lo))
+            u0 = np.array(
+                [_to_u(self._value(base, n), b) for n, b in zip(active, bounds, strict=True)]
+            )
             sol = least_squares(
                 res,
-                start,
-                bounds=(lo, hi),
-                method="trf",
-                jac="3-point",
-                diff_step=self.fd_step,
-                x_scale="jac",
+                u0,
+                jac=jac,
+                method="lm" if len(obs) >= len(active) else "trf",  # MINPACK when it applies
                 ftol=self.tol,
                 xtol=self.tol,
                 gtol=self.tol,
-                max_nfev=self.max_iter * NFEV_PER_ITER * max(len(active), 1),
+                max_nfev=self.max_iter * NFEV_PER_ITER,
             )
-            vals = [float(v) for v in sol.x]
+            u = np.asarray(sol.x)
             it = int(sol.nfev)
         else:
-            vals, it = [], 0
+            u, it = np.zeros(0), 0
+        vals = vals_of(u)
         self.n_iter_ = it
         self.params_ = dict(zip(active, vals, strict=True))
         self.fitted_ = list(active)
         self.efficiency_ = self._with(base, active, vals)
-        self.residuals_ = res(np.array(vals)) / np.sqrt([o.weight for o in obs])
+        self.residuals_ = res(u) / np.sqrt([o.weight for o in obs])
         self.observations_ = obs
         self.at_bound_ = [n for n, v in self.params_.items() if _near_bound(n, v)]
         self.stderr_ = self._stderr(active, vals, obs, fn)

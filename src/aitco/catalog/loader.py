@@ -424,12 +424,12 @@ def _read_file(
 ) -> None:
     where = str(path)
     if overlay:
-        check_file_size(path, field="--catalog")
+        check_file_size(path, field="--catalog")  # an InputError (exit 2) like CatalogError
     doc = read_yaml(path)
     if doc is None:
         return
     if overlay:
-        check_tree(doc, file=where)  # NaN/inf, negative or absurd numbers stop here
+        check_tree(doc, file=where, error=CatalogError)  # NaN/inf, negative or absurd numbers
     if not isinstance(doc, dict):
         raise CatalogError("document", type(doc).__name__, "a mapping", file=where)
     for key, raw in (doc.get("sources") or {}).items():
