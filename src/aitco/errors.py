@@ -10,11 +10,31 @@ import difflib
 from collections.abc import Iterable
 from typing import Any
 
+#: Longest value representation an error message shows (a whole scenario is not "the value").
+MAX_VALUE_CHARS = 120
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, cut to :data:`MAX_VALUE_CHARS` (mappings and lists by their size)."""
+    if isinstance(value, dict):
+        return f"<mapping of {len(value)} keys>"
+    text = repr(value)
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."
+
 
 class AitcoError(Exception):
     """Base class of every error aitco raises on purpose."""
 
     exit_code = 2
+
+
+class EnvironmentFailure(AitcoError):
+    """The machine, not the input, failed: disk full, out of memory, a service that does not answer.
+
+    Printed as one ``error:`` line like every :class:`AitcoError`, with exit status 1.
+    """
+
+    exit_code = 1
 
 
 class InputError(AitcoError):
@@ -49,7 +69,7 @@ class InputError(AitcoError):
         self.file = file
         self.hint = hint
         where = f"{file}: " if file else ""
-        msg = f"{where}{field} = {value!r}: expected {expected}"
+        msg = f"{where}{field} = {_shown(value)}: expected {expected}"
         if hint:
             msg += f" ({hint})"
         super().__init__(msg)

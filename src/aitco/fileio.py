@@ -6,19 +6,31 @@ import os
 import tempfile
 from pathlib import Path
 
+from aitco.errors import InputError
+
 #: Mode of a new file before the umask, as ``open(path, "w")`` creates it (POSIX ``creat``).
 DEFAULT_FILE_MODE = 0o666
 
 
-def write_atomic(path: Path, text: str | bytes) -> None:
+def write_atomic(path: Path, text: str | bytes, *, make_parent: bool = False) -> None:
     """Write a file atomically (temp file in the same folder + rename).
 
     Parameters
     ----------
     path : pathlib.Path
-        Destination; its folder is created if needed.
+        Destination. Its folder must exist: no directory the user did not ask for is created.
     text : str or bytes
         Content; bytes are written in binary mode.
+    make_parent : bool
+        Create the folder itself (one level, never its parents) when it is missing: for a
+        companion folder the command documents (the plots of a Markdown report).
+
+    Raises
+    ------
+    aitco.errors.InputError
+        When the folder does not exist (or is not a folder).
+    OSError
+        When the file cannot be written (permission, disk full); nothing is left behind.
 
     Notes
     -----
@@ -26,7 +38,14 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     file system, so a reader sees either the old file or the complete new one; on any error the
     temporary file is removed and the destination is untouched.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    parent = path.parent
+    if make_parent and not parent.exists() and parent.parent.is_dir():
+        parent.mkdir()
+    if not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        raise InputError(
+            "output", str(path), f"a file in an existing directory ({str(parent)!r} {what})"
+        )
     mode = "wb" if isinstance(text, bytes) else "w"
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -94,6 +94,7 @@ def test_calibrate_writes_profile(tmp_path: Path, capsys: pytest.CaptureFixture[
     )
     assert code == 0
     doc = json.loads(out)
+    assert doc["warnings"] == []  # a plausible fit: written without --force (issue 18)
     prof = load_profile(out_file)
     assert prof.accelerator == "h200-sxm-141gb"  # inferred from 'NVIDIA H200'
     assert "intra_node_link" in prof.fitted
@@ -146,11 +147,13 @@ def test_calibrate_from_training_log(tmp_path: Path, capsys: pytest.CaptureFixtu
             "--params",
             "gemm",
             "--json",
+            "--force",  # the synthetic log's own "mfu" (0.5) does not match llama-3-8b (0.19)
         ],
         capsys,
     )
     assert code == 0
     doc = json.loads(out)
+    assert any("the log reports MFU" in w for w in doc["warnings"])
     assert list(doc["params"]) == ["gemm:nvidia-hopper"]
     assert doc["measurements"]["step_time_s"] == pytest.approx(1.005)
 

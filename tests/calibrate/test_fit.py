@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from aitco.calibrate.fit import EfficiencyFit, default_predict, profile_from_fit
+from aitco.calibrate.fit import EfficiencyFit, NotFittedError, default_predict, profile_from_fit
 from aitco.calibrate.observations import Observation
 from aitco.errors import InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
@@ -136,8 +136,35 @@ def test_profile_from_fit(hw) -> None:
 def test_errors() -> None:
     with pytest.raises(InputError):
         EfficiencyFit().fit([])
-    with pytest.raises(InputError):
+    with pytest.raises(NotFittedError):  # scikit-learn's exception (issue 17)
         EfficiencyFit().predict([])
+
+
+def test_scikit_learn_estimator_checks() -> None:
+    """The parts of ``check_estimator`` that apply to a fit on observations, not on (X, y)."""
+    sk = pytest.importorskip("sklearn.utils.estimator_checks")
+    from sklearn.base import clone
+
+    est = EfficiencyFit(params=("hbm",), max_iter=7)
+    sk.check_no_attributes_set_in_init("EfficiencyFit", est)
+    sk.check_get_params_invariance("EfficiencyFit", est)
+    sk.check_set_params("EfficiencyFit", est)
+    sk.check_parameters_default_constructible("EfficiencyFit", EfficiencyFit())
+    twin = clone(est)
+    assert twin is not est
+    assert twin.get_params() == est.get_params()
+    assert est.set_params(tol=1e-6).tol == 1e-6
+
+
+def test_clone_refits_the_same(hw) -> None:
+    from sklearn.base import clone
+
+    acc, _, _ = hw
+    obs = [Observation(kind="memory_bandwidth_gb_s", value=2000.0, acc=acc)]
+    a = EfficiencyFit(params=("hbm",)).fit(obs)
+    b = clone(a)
+    assert not hasattr(b, "params_")  # clone copies parameters, not the fit
+    assert b.fit(obs).params_["hbm"] == pytest.approx(a.params_["hbm"])
 
 
 def test_bad_param_name(hw) -> None:

@@ -19,6 +19,10 @@ def test_yaml_round_trip(tmp_path: Path) -> None:
         measurements={"bus_bandwidth_plateau_gb_s": 338.82},
         sources=["nccl.txt"],
     )
+    with pytest.raises(InputError, match="existing directory"):  # no folder created (issue 18)
+        save_profile(p, tmp_path / "sub" / "profile.yaml")
+    assert not (tmp_path / "sub").exists()
+    (tmp_path / "sub").mkdir()
     out = save_profile(p, tmp_path / "sub" / "profile.yaml")
     q = load_profile(out)
     assert q == p

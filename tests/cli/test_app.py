@@ -52,6 +52,7 @@ def test_write_atomic_gives_normal_permissions(tmp_path):
     umask = os.umask(0o022)
     try:
         p = tmp_path / "out" / "report.txt"
+        p.parent.mkdir()  # write_atomic creates no directory (issue 18)
         write_atomic(p, "hello")
         assert p.read_text() == "hello"
         assert stat.S_IMODE(p.stat().st_mode) == 0o644

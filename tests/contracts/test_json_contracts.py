@@ -193,8 +193,8 @@ JSON_COMMANDS: dict[str, list[str]] = {
     ],
     "calibrate": [
         "calibrate", str(FIXTURES / "nccl_all_reduce_perf.txt"), "-o", "<tmp>/nccl-profile.yaml",
-        "--json",
-    ],
+        "--force", "--json",
+    ],  # --force: the 2-node fit ends at a bound (scale_out_link 1.0), refused without it
     "probe": [
         "probe", "--size", "128", "--copy-mb", "4", "--repeats", "1", "--backend", "numpy",
         "--json",
@@ -570,14 +570,16 @@ def test_calibrate_writes_profile(tmp_path: Path, capsys: pytest.CaptureFixture[
     _needs_fixtures([str(FIXTURES)])
     out = tmp_path / "profile.yaml"
     args = [
-        "calibrate", str(FIXTURES / "megatron_log.txt"), "--model", "llama-3-8b",
-        "--hardware", "h100-sxm5-80gb", "--gpus", "8", "--seq-len", "4096",
+        "calibrate", str(FIXTURES / "megatron_log.txt"), "--model", "mixtral-8x7b",
+        "--hardware", "h100-sxm5-80gb", "--gpus", "16", "--seq-len", "2048", "--params", "gemm",
         "-o", str(out), "--json",
     ]  # fmt: skip
     d = run_json(args, capsys)
     assert out.is_file()
     assert d["params"], "at least one fitted parameter"
     assert all(is_num(v) and v > 0 for v in d["params"].values())
+    assert d["warnings"] == []
+    assert d["mfu_fitted"] == pytest.approx(d["mfu_observed"], rel=0.1)  # issue 18
 
 
 # --------------------------------------------------------------------------------------------

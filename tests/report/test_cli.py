@@ -66,6 +66,7 @@ def test_html_report_shows_the_engine_numbers(
     scenario_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out" / "report.html"
+    out.parent.mkdir()  # report creates no folder the user did not name (issue 18)
     code, _stdout, err = run(
         ["report", str(scenario_file), "-o", str(out), "--roi", str(ROI_YAML)], capsys
     )

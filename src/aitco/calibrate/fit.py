@@ -18,7 +18,9 @@ The fit minimises the weighted squared log-ratios
 .. math:: \min_\theta \sum_i w_i \left[\ln \hat y_i(\theta) - \ln y_i\right]^2
 
 over the parameters :math:`\theta` that the observations constrain, each kept inside its bounds
-by a logistic transform, with Levenberg-Marquardt steps and a finite-difference Jacobian.
+by a logistic transform, with :func:`scipy.optimize.least_squares` (MINPACK Levenberg-Marquardt,
+or trust-region reflective when there are fewer observations than parameters) and a
+central-difference Jacobian in the transformed variable.
 Parameters no observation depends on keep their defaults and are reported as not fitted.
 ``stderr_`` is the usual Gauss-Newton estimate :math:`\sqrt{\mathrm{diag}((J^TJ)^{-1})\,s^2}` in
 parameter units (``None`` where undetermined).
@@ -26,8 +28,9 @@ parameter units (``None`` where undetermined).
 References
 ----------
 .. [1] F. Pedregosa et al., "Scikit-learn: Machine Learning in Python", JMLR 12, 2011 (estimator
-   conventions); D. W. Marquardt, "An algorithm for least-squares estimation of nonlinear
-   parameters", SIAM J. Appl. Math. 11(2), 1963.
+   conventions); M. A. Branch, T. F. Coleman, Y. Li, "A subspace, interior, and conjugate
+   gradient method for large-scale bound-constrained minimization problems", SIAM J. Sci.
+   Comput. 21(1), 1999 (the trust-region reflective method of ``least_squares``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from aitco.calibrate.observations import Observation
 from aitco.errors import InputError
@@ -44,6 +48,31 @@ from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.roofline import kernel_time_s
 from aitco.units import BYTES_PER_DTYPE, GIGA, TERA
+
+try:  # scikit-learn is optional (the [calibrate] extra): the same API without it
+    from sklearn.base import BaseEstimator
+    from sklearn.exceptions import NotFittedError
+except ImportError:  # pragma: no cover - exercised only without scikit-learn
+
+    class NotFittedError(ValueError, AttributeError):  # type: ignore[no-redef]
+        """Raised by ``predict`` before ``fit`` (as scikit-learn's)."""
+
+    class BaseEstimator:  # type: ignore[no-redef]
+        """``get_params``/``set_params`` from the ``__init__`` signature (as scikit-learn's)."""
+
+        def get_params(self, deep: bool = True) -> dict[str, Any]:
+            """Return the constructor arguments."""
+            import inspect
+
+            names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+            return {n: getattr(self, n) for n in names}
+
+        def set_params(self, **params: Any) -> Any:
+            """Set constructor arguments; returns ``self``."""
+            for k, v in params.items():
+                setattr(self, k, v)
+            return self
+
 
 PredictFn = Callable[[Observation, EfficiencyParams], float]
 
@@ -63,14 +92,9 @@ PARAM_BOUNDS = (0.01, 1.0)
 BOUND_MARGIN = 0.01
 #: Span above the lower bound allowed for a parameter without an upper bound (x its magnitude).
 OPEN_BOUND_SPAN = 10.0
-#: Levenberg-Marquardt: initial damping, damping factor per rejected/accepted step, tries per
-#: iteration, and the floor of the damping.
-LM_LAMBDA0 = 1e-3
-LM_FACTOR = 10.0
-LM_TRIES = 20
-LM_LAMBDA_MIN = 1e-12
-#: Cost below which the fit is exact (synthetic data) and stops.
-COST_EXACT = 1e-24
+#: Function evaluations allowed to ``least_squares`` per iteration of ``max_iter`` (one per
+#: Jacobian column and side, plus the step).
+NFEV_PER_ITER = 8
 #: Bump of a parameter (in the transformed variable) to test whether observations depend on it,
 #: and the smallest change of a residual that counts as a dependence.
 SENSITIVITY_STEP = 0.5
@@ -84,6 +108,21 @@ INVALID_RESIDUAL = 50.0
 #: Step of the central-difference Jacobian, in the logistic-transformed variable. Large enough
 #: to see through the small jitter of simulated predictors (the serving queue simulation).
 FD_STEP = 1e-2
+#: Largest plausible fitted fraction of a hardware peak (GEMM, HBM, links). Tuned dense BF16
+#: GEMMs reach about 0.7-0.8 of the H100 datasheet peak (NVIDIA, "Matrix Multiplication
+#: Background User's Guide", docs.nvidia.com/deeplearning/performance, 2023) and copies about
+#: 0.9 of HBM bandwidth; a fit above 0.95 means the run was described wrongly (GPU count, model,
+#: message size), not that the hardware beat its datasheet.
+PLAUSIBLE_MAX_FRACTION = 0.95
+#: Fitted parameters that are fractions of a datasheet peak (checked against the maximum above).
+PEAK_FRACTION_PARAMS = ("gemm", "hbm", "intra_node_link", "scale_out_link", "decode_hbm")
+#: Largest plausible model FLOPs utilisation of a training run. The best published large runs
+#: report 0.38-0.55 (Llama 3: 0.38-0.43, Dubey et al. 2024, table 4; MegaScale: 0.552, Jiang et
+#: al., NSDI 2024); 0.75 leaves a wide margin.
+PLAUSIBLE_MAX_MFU = 0.75
+#: The MFU a log reports and the MFU implied by the run's description (--model, --gpus,
+#: --seq-len) further apart than this factor mean the description is wrong.
+MFU_MISMATCH_FACTOR = 1.5
 #: Matrices a matmul reads and writes (A, B, C) for the roofline byte count.
 MATMUL_OPERANDS = 3
 #: FLOPs per multiply-add.
@@ -243,23 +282,27 @@ def _from_u(u: float, bounds: tuple[float, float]) -> float:
     return lo + (hi - lo) / (1 + math.exp(-min(max(u, -700.0), 700.0)))
 
 
-class EfficiencyFit:
-    """Fit efficiency parameters to observations (scikit-learn style).
+class EfficiencyFit(BaseEstimator):
+    """Fit efficiency parameters to observations (a scikit-learn estimator).
+
+    ``get_params``/``set_params``/:func:`sklearn.base.clone` work as for any estimator, and
+    :meth:`predict` before :meth:`fit` raises :class:`NotFittedError`.
 
     Parameters
     ----------
     params : sequence of str
         Parameters to fit: names of :class:`~aitco.perf.efficiency.EfficiencyParams` fields,
         ``"gemm"`` (the family of the observations' accelerator) or ``"gemm:<family>"``.
-    base : EfficiencyParams
-        Starting values and the values of the parameters not fitted.
+    base : EfficiencyParams, optional
+        Starting values and the values of the parameters not fitted (default: the global
+        defaults).
     predict_fn : callable, optional
         ``predict_fn(observation, efficiency) -> predicted value``; :func:`default_predict` if
         omitted.
     max_iter : int
-        Maximum Levenberg-Marquardt iterations.
+        Bounds the solver's function evaluations (``max_iter`` x a few per parameter).
     tol : float
-        Stop when the cost improves by less than this (relative).
+        ``ftol`` and ``xtol`` of :func:`scipy.optimize.least_squares`.
     fd_step : float
         Step of the central-difference Jacobian in the transformed variable.
 
@@ -280,7 +323,7 @@ class EfficiencyFit:
     at_bound_ : list of str
         Fitted parameters that ended within 1 % of a bound (the data want a value outside).
     n_iter_ : int
-        Iterations used.
+        Function evaluations used by the solver.
 
     Examples
     --------
@@ -292,13 +335,13 @@ class EfficiencyFit:
     def __init__(
         self,
         params: Sequence[str] = DEFAULT_PARAMS,
-        base: EfficiencyParams = DEFAULT_EFFICIENCY,
+        base: EfficiencyParams | None = None,
         predict_fn: PredictFn | None = None,
         max_iter: int = 50,
         tol: float = 1e-10,
         fd_step: float = FD_STEP,
     ) -> None:
-        self.params = tuple(params)
+        self.params = params
         self.base = base
         self.predict_fn = predict_fn
         self.max_iter = max_iter
@@ -306,6 +349,11 @@ class EfficiencyFit:
         self.fd_step = fd_step
 
     # ------------------------------------------------------------------ helpers
+    @property
+    def base_(self) -> EfficiencyParams:
+        """``base``, or the global defaults when it is None."""
+        return self.base if self.base is not None else DEFAULT_EFFICIENCY
+
     def _resolve(self, observations: Sequence[Observation]) -> list[str]:
         names: list[str] = []
         families = sorted({o.acc.family for o in observations})
@@ -369,58 +417,54 @@ class EfficiencyFit:
             raise InputError("observations", 0, "at least one observation to fit")
         fn = self.predict_fn or default_predict
         names = self._resolve(obs)
-        x0 = [self._value(self.base, n) for n in names]
+        base = self.base_
+        x0 = [self._value(base, n) for n in names]
         # which parameters do the observations depend on?
-        r0 = self._residuals(obs, self.base, fn)
+        r0 = self._residuals(obs, base, fn)
         active = []
         for j, n in enumerate(names):
             x = list(x0)
             x[j] = _from_u(_to_u(x0[j], param_bounds(n)) + SENSITIVITY_STEP, param_bounds(n))
-            rj = self._residuals(obs, self._with(self.base, names, x), fn)
+            rj = self._residuals(obs, self._with(base, names, x), fn)
             if np.max(np.abs(rj - r0)) > SENSITIVITY_MIN:
                 active.append(n)
         self.unconstrained_ = [n for n in names if n not in active]
-        base = self.base
         bounds = [param_bounds(n) for n in active]
-        u = np.array([_to_u(self._value(base, n), b) for n, b in zip(active, bounds, strict=True)])
 
         def vals_of(uv: np.ndarray) -> list[float]:
-            return [_from_u(v, b) for v, b in zip(uv, bounds, strict=True)]
+            return [_from_u(float(v), b) for v, b in zip(uv, bounds, strict=True)]
 
         def res(uv: np.ndarray) -> np.ndarray:
             return self._residuals(obs, self._with(base, active, vals_of(uv)), fn, strict=False)
 
-        r = res(u)
-        cost = float(r @ r)
-        lam = LM_LAMBDA0
-        it = 0
-        jac = np.zeros((len(obs), len(active)))
-        for it in range(1, self.max_iter + 1):  # noqa: B007 - n_iter_ after the loop
-            if not active:
-                break
-            for j in range(len(active)):
-                du = np.zeros_like(u)
-                du[j] = self.fd_step
-                jac[:, j] = (res(u + du) - res(u - du)) / (2 * self.fd_step)
-            jtj = jac.T @ jac
-            g = jac.T @ r
-            improved = False
-            for _ in range(LM_TRIES):
-                step = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj) + LM_LAMBDA_MIN), -g)
-                u_new = u + step
-                r_new = res(u_new)
-                c_new = float(r_new @ r_new)
-                if c_new < cost:
-                    improved = True
-                    rel = (cost - c_new) / cost
-                    u, r, cost = u_new, r_new, c_new
-                    lam = max(lam / LM_FACTOR, LM_LAMBDA_MIN)
-                    break
-                lam *= LM_FACTOR
-            if not improved or rel < self.tol or cost < COST_EXACT:
-                break
-        self.n_iter_ = it
+        def jac(uv: np.ndarray) -> np.ndarray:  # central differences, absolute step in u
+            out = np.empty((len(obs), len(uv)))
+            for k in range(len(uv)):
+                du = np.zeros_like(uv)
+                du[k] = self.fd_step
+                out[:, k] = (res(uv + du) - res(uv - du)) / (2 * self.fd_step)
+            return out
+
+        if active:
+            u0 = np.array(
+                [_to_u(self._value(base, n), b) for n, b in zip(active, bounds, strict=True)]
+            )
+            sol = least_squares(
+                res,
+                u0,
+                jac=jac,
+                method="lm" if len(obs) >= len(active) else "trf",  # MINPACK when it applies
+                ftol=self.tol,
+                xtol=self.tol,
+                gtol=self.tol,
+                max_nfev=self.max_iter * NFEV_PER_ITER,
+            )
+            u = np.asarray(sol.x)
+            it = int(sol.nfev)
+        else:
+            u, it = np.zeros(0), 0
         vals = vals_of(u)
+        self.n_iter_ = it
         self.params_ = dict(zip(active, vals, strict=True))
         self.fitted_ = list(active)
         self.efficiency_ = self._with(base, active, vals)
@@ -436,14 +480,15 @@ class EfficiencyFit:
         dof = len(obs) - len(active)
         if not active:
             return {}
-        r = self._residuals(obs, self._with(self.base, active, vals), fn)
+        base = self.base_
+        r = self._residuals(obs, self._with(base, active, vals), fn)
         jac = np.zeros((len(obs), len(active)))
         for j in range(len(active)):
             x = list(vals)
             h = max(EDGE, STDERR_REL_STEP * vals[j])
             x[j] = min(vals[j] + h, param_bounds(active[j])[1])
             x[j] = x[j] if x[j] > vals[j] else vals[j] - h
-            jac[:, j] = (self._residuals(obs, self._with(self.base, active, x), fn) - r) / (
+            jac[:, j] = (self._residuals(obs, self._with(base, active, x), fn) - r) / (
                 x[j] - vals[j]
             )
         out: dict[str, float | None] = dict.fromkeys(active)
@@ -461,7 +506,9 @@ class EfficiencyFit:
     def predict(self, observations: Sequence[Observation]) -> np.ndarray:
         """Predicted values of ``observations`` with the fitted parameters (unit of each kind)."""
         if not hasattr(self, "efficiency_"):
-            raise InputError("EfficiencyFit", "unfitted", "call fit() before predict()")
+            raise NotFittedError(
+                "This EfficiencyFit instance is not fitted yet: call fit() before predict()"
+            )
         fn = self.predict_fn or default_predict
         return np.array([fn(o, self.efficiency_) for o in observations])
 
@@ -489,7 +536,7 @@ def profile_from_fit(
         r = fit.residuals_[idx] if idx else fit.residuals_
         fitted[name] = ParamFit(
             value=value,
-            default=fit._value(fit.base, name),
+            default=fit._value(fit.base_, name),
             n_observations=len(idx),
             residual_rms=float(math.sqrt(float(np.mean(r**2)))) if len(r) else 0.0,
             stderr=fit.stderr_.get(name),
@@ -497,7 +544,7 @@ def profile_from_fit(
     all_notes = list(notes)
     for n in fit.unconstrained_:
         all_notes.append(
-            f"{n}: no observation depends on it; left at {fit._value(fit.base, n):.3g}"
+            f"{n}: no observation depends on it; left at {fit._value(fit.base_, n):.3g}"
         )
     if len(fit.observations_) <= len(fit.fitted_):
         all_notes.append(
@@ -530,3 +577,55 @@ def _depends(fit: EfficiencyFit, obs: Observation, name: str) -> bool:
         base, [name], [v + 0.05 * (hi - v) if v < hi else v - 0.05 * (v - lo)]
     )
     return bool(abs(fn(obs, bumped) - fn(obs, base)) > 1e-12 * abs(fn(obs, base)))
+
+
+def fit_warnings(fit: EfficiencyFit, measurements: dict[str, float] | None = None) -> list[str]:
+    """Reasons not to trust a fit: a parameter at a bound, above physics, or an MFU mismatch.
+
+    Parameters
+    ----------
+    fit : EfficiencyFit
+        A fitted estimator.
+    measurements : dict of str to float, optional
+        ``mfu`` (from the run's description) and ``mfu_from_log`` (what the log itself reports),
+        as :func:`aitco.calibrate.measurements.training_throughput` returns them.
+
+    Returns
+    -------
+    list of str
+        One sentence per problem; empty when the fit is plausible. ``aitco calibrate`` refuses
+        to write a profile with warnings unless ``--force`` is given.
+    """
+    out: list[str] = []
+    for n in fit.at_bound_:
+        out.append(
+            f"{n}: fitted value {fit.params_[n]:.3g} is at its bound {list(param_bounds(n))} "
+            "(the data want a value outside it)"
+        )
+    for n, v in fit.params_.items():
+        peak_fraction = n.split(":", 1)[0] in PEAK_FRACTION_PARAMS
+        if peak_fraction and v > PLAUSIBLE_MAX_FRACTION and n not in fit.at_bound_:
+            out.append(
+                f"{n}: fitted {v:.3g} of the datasheet peak is above the plausible "
+                f"{PLAUSIBLE_MAX_FRACTION:g}"
+            )
+    m = measurements or {}
+    mfu, mfu_log = m.get("mfu_fitted", m.get("mfu")), m.get("mfu_from_log")
+    if mfu is not None and mfu > PLAUSIBLE_MAX_MFU:
+        out.append(f"fitted MFU {mfu:.3g} is above the plausible {PLAUSIBLE_MAX_MFU:g}")
+    if mfu and mfu_log and max(mfu / mfu_log, mfu_log / mfu) > MFU_MISMATCH_FACTOR:
+        out.append(
+            f"the log reports MFU {mfu_log:.3g} but the fit gives {mfu:.3g} for the model, GPU "
+            "count and sequence length given: check --model, --gpus and --seq-len"
+        )
+    return out
+
+
+def fitted_mfu(fit: EfficiencyFit, mfu_described: float | None) -> float | None:
+    """MFU the fitted model predicts: the described run's MFU x observed / predicted step time."""
+    steps = [o for o in fit.observations_ if o.kind == "step_time_s"]
+    if mfu_described is None or not steps:
+        return None
+    pred = fit.predict(steps)
+    obs = np.array([o.value for o in steps])
+    return float(mfu_described * np.mean(obs / pred))

@@ -25,10 +25,16 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aitco.errors import InputError
+from aitco.limits import check_file_size, check_tree
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 
 #: Version of the profile file layout written by this module.
 PROFILE_VERSION = 1
+#: Range of a per-family GEMM fraction of the dense peak (the bounds of the other fractions in
+#: :class:`~aitco.perf.efficiency.EfficiencyParams`).
+GEMM_FRACTION_RANGE = (0.01, 1.0)
+#: Largest per-engine serving overhead per step accepted from a profile. [s]
+MAX_SERVING_OVERHEAD_S = 1.0
 
 
 class ParamFit(BaseModel):
@@ -163,12 +169,40 @@ class CalibrationProfile(BaseModel):
                 file=file,
                 hint="the file was written by a newer aitco",
             )
+        check_tree(data, file=file)  # NaN/inf anywhere stops here
         try:
-            return cls.model_validate(data)
+            prof = cls.model_validate(data)
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"])
             raise InputError(loc, err.get("input"), err["msg"], file=file) from exc
+        _check_ranges(prof.efficiency, file)
+        return prof
+
+
+def _check_ranges(eff: EfficiencyParams, file: str | None) -> None:
+    """Range-check the per-family and per-engine maps the EfficiencyParams fields leave open.
+
+    A GEMM fraction of 5.0 would give an MFU of 1.43, and -1 a negative step time: both are
+    refused with the field, the value and the range.
+    """
+    lo, hi = GEMM_FRACTION_RANGE
+    for family, v in eff.gemm.items():
+        if not lo <= v <= hi:
+            raise InputError(
+                f"efficiency.gemm.{family}",
+                v,
+                f"a fraction of the dense peak in [{lo}, {hi}]",
+                file=file,
+            )
+    for engine, v in eff.serving_overhead_by_engine.items():
+        if not 0.0 <= v <= MAX_SERVING_OVERHEAD_S:
+            raise InputError(
+                f"efficiency.serving_overhead_by_engine.{engine}",
+                v,
+                f"seconds in [0, {MAX_SERVING_OVERHEAD_S}]",
+                file=file,
+            )
 
 
 def load_profile(path: str | Path) -> CalibrationProfile:
@@ -190,6 +224,7 @@ def load_profile(path: str | Path) -> CalibrationProfile:
         If the file is missing, is not YAML, or has invalid values.
     """
     p = Path(path)
+    check_file_size(p, field="--calibration")
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError as exc:

@@ -51,6 +51,7 @@ from aitco.catalog.schema import (
     System,
 )
 from aitco.errors import CatalogError, InputError, UnknownIdError
+from aitco.limits import check_file_size, check_tree
 
 ENV_VAR = "AITCO_CATALOG"
 _LEAF_KEYS = {"value", "source", "note", "unit"}
@@ -423,9 +424,13 @@ def _read_file(
     path: Path, raws: dict[str, dict[str, _Raw]], sources: dict[str, Source], *, overlay: bool
 ) -> None:
     where = str(path)
+    if overlay:
+        check_file_size(path, field="--catalog")  # an InputError (exit 2) like CatalogError
     doc = read_yaml(path)
     if doc is None:
         return
+    if overlay:
+        check_tree(doc, file=where, error=CatalogError)  # NaN/inf, negative or absurd numbers
     if not isinstance(doc, dict):
         raise CatalogError("document", type(doc).__name__, "a mapping", file=where)
     for key, raw in (doc.get("sources") or {}).items():

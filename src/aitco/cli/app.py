@@ -1,24 +1,163 @@
 """The ``aitco`` command: a typer app whose sub-commands live in their own modules.
 
-Each ``aitco.cli.*_cmd`` module exposes ``register(app, groups)``; user errors
-(:class:`aitco.errors.AitcoError`) print one line naming field, value and expectation and exit 2.
+Each ``aitco.cli.*_cmd`` module exposes ``register(app, groups)``. The edge of the program is
+here, in one place for every command:
+
+- every numeric option is checked by :func:`aitco.limits.check_value` before the command runs
+  (finite, inside its documented plausible range);
+- user errors (:class:`aitco.errors.AitcoError`, pydantic ``ValidationError``), usage errors,
+  unreadable or unwritable files and non-UTF-8 input print one ``error:`` line and exit 2;
+  environment failures (disk full, out of memory, an unreachable service) print one line and
+  exit 1 (see :data:`ENVIRONMENT_ERRNOS`). Both hold for ``python -m aitco`` and for
+  ``typer.testing.CliRunner().invoke(app, ...)``, because the handling lives in the root
+  group's ``main``.
 """
 
 from __future__ import annotations
 
+import errno
+import functools
 import importlib
 import sys
-from typing import Annotated
+import typing
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
 
 import typer
+import typer.core
 from pydantic import ValidationError
+from typer.models import ArgumentInfo, OptionInfo
 
 from aitco import __version__
 from aitco.cli import state
 from aitco.cli.render import err_console
 from aitco.errors import AitcoError
+from aitco.limits import check_value
+
+#: OS errors caused by the machine rather than by the user's input: exit 1 (not 2).
+ENVIRONMENT_ERRNOS = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.ENOMEM,
+        errno.EIO,
+        errno.ECONNREFUSED,
+        errno.ETIMEDOUT,
+        errno.EHOSTUNREACH,
+        errno.ENETUNREACH,
+        errno.EADDRINUSE,
+    }
+)
+#: Exit status of a user error (bad value, unreadable file, usage) and of an environment failure.
+EXIT_USER = 2
+EXIT_ENVIRONMENT = 1
+
+
+def _say(message: str) -> None:
+    """Print the one ``error:`` line on stderr (no markup interpretation of the message)."""
+    err_console.print(
+        f"[bold red]error:[/bold red] {_one_line(message)}",
+        highlight=False,
+        markup=True,
+        soft_wrap=True,
+    )
+
+
+def _one_line(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(" ".join(str(text).split()))
+
+
+def _os_error_line(exc: OSError) -> tuple[str, int]:
+    where = exc.filename if exc.filename is not None else ""
+    what = exc.strerror or type(exc).__name__
+    code = EXIT_ENVIRONMENT if exc.errno in ENVIRONMENT_ERRNOS else EXIT_USER
+    return (f"{where}: {what}" if where else what), code
+
+
+def handle_errors(fn: Callable[[], Any]) -> int:
+    """Run ``fn`` and turn every expected failure into one ``error:`` line and an exit status."""
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+    from typer.exceptions import Abort, Exit
+
+    try:
+        rv = fn()
+        return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+    except Exit as exc:
+        return int(exc.exit_code)
+    except NoArgsIsHelpError as exc:
+        exc.show()
+        return EXIT_USER
+    except ClickException as exc:
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (try '{ctx.command_path} --help')" if ctx is not None else ""
+        _say(exc.format_message() + hint)
+        return int(exc.exit_code)
+    except Abort:
+        _say("aborted")
+        return EXIT_ENVIRONMENT
+    except AitcoError as exc:
+        _say(str(exc))
+        return exc.exit_code
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        value = err.get("input")
+        shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
+        _say(f"{loc} = {shown[:200]}: {err['msg']}")
+        return EXIT_USER
+    except UnicodeError as exc:
+        _say(f"input is not UTF-8 text ({exc})")
+        return EXIT_USER
+    except ValueError as exc:
+        if not type(exc).__module__.startswith("pandas"):  # a CSV pandas cannot parse
+            raise
+        _say(f"input is not a readable CSV table ({exc})")
+        return EXIT_USER
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            return EXIT_ENVIRONMENT
+        line, code = _os_error_line(exc)
+        _say(line)
+        return code
+    except MemoryError:
+        _say("out of memory; use a smaller input (see the input ranges in docs/cli.md)")
+        return EXIT_ENVIRONMENT
+    except RecursionError:
+        _say("input nested too deeply")
+        return EXIT_USER
+
+
+class AitcoGroup(typer.core.TyperGroup):
+    """Root command group: ``--catalog`` anywhere on the line, and the error handling above."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command line; exit (or return, when not standalone) with its status."""
+        argv = list(sys.argv[1:] if args is None else args)
+        argv, paths = _extract_catalog_flags(argv)
+        state.set_overlays(paths)
+
+        def run() -> Any:
+            return super(AitcoGroup, self).main(
+                argv, prog_name or "aitco", complete_var, standalone_mode=False, **extra
+            )
+
+        code = handle_errors(run)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
 
 app = typer.Typer(
+    cls=AitcoGroup,
     name="aitco",
     help="What will this AI workload really cost, on which hardware, and is it worth it?",
     no_args_is_help=True,
@@ -81,6 +220,46 @@ def _register() -> None:
                 continue
             raise
         mod.register(app, GROUPS)
+    _validate_options(app)
+
+
+def _flag_of(name: str, hint: Any) -> str:
+    """Return the command-line spelling of ``name`` (its first ``--flag``, else ``--name``)."""
+    for meta in typing.get_args(hint)[1:] if typing.get_origin(hint) is Annotated else ():
+        if isinstance(meta, OptionInfo | ArgumentInfo):
+            decls = [d for d in (meta.param_decls or ()) if d.startswith("--")]
+            if decls:
+                return decls[0].split("/")[0]
+            if isinstance(meta, ArgumentInfo):
+                return name.upper()
+    return "--" + name.replace("_", "-")
+
+
+def _checked(callback: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a command so every numeric option passes :func:`aitco.limits.check_value` first."""
+    hints = typing.get_type_hints(callback, include_extras=True)
+    flags = {n: _flag_of(n, h) for n, h in hints.items() if n != "return"}
+
+    @functools.wraps(callback)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        for name, value in kwargs.items():
+            items = value if isinstance(value, list | tuple) else [value]
+            for v in items:
+                check_value(flags.get(name, name), v)
+        return callback(*args, **kwargs)
+
+    wrapper.__aitco_checked__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _validate_options(typer_app: typer.Typer) -> None:
+    """Install :func:`_checked` on every registered command, sub-groups included."""
+    for info in typer_app.registered_commands:
+        if info.callback is not None and not getattr(info.callback, "__aitco_checked__", False):
+            info.callback = _checked(info.callback)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _validate_options(group.typer_instance)
 
 
 def _extract_catalog_flags(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -105,25 +284,9 @@ def _extract_catalog_flags(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    args, paths = _extract_catalog_flags(args)
-    state.set_overlays(paths)
+    """Console-script entry point (exits with the status described in the module docstring)."""
     _register()
-    try:
-        app(args=args, prog_name="aitco", standalone_mode=True)
-    except AitcoError as exc:
-        err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, markup=True)
-        sys.exit(exc.exit_code)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        err_console.print(
-            f"[bold red]error:[/bold red] {loc} = {err.get('input')!r}: {err['msg']}",
-            highlight=False,
-        )
-        sys.exit(2)
-    sys.exit(0)
+    app(args=list(sys.argv[1:] if argv is None else argv), prog_name="aitco")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,6 +28,7 @@ from aitco.catalog.schema import ApiPrice
 from aitco.cli import state
 from aitco.cli.render import console, err_console, fmt, print_explain, print_json, table
 from aitco.errors import InputError, UnknownIdError
+from aitco.limits import MAX_TOKENS, first_non_finite
 from aitco.units import MEGA, SECONDS_PER_DAY
 
 #: Lines read to guess the model when ``--price`` is not given.
@@ -369,6 +370,7 @@ def audit_cmd(
     price_at = None if price else _genai_resolver(price_source)
     res = audit_log(log, ap, tok, opts, price_for=resolver, price_at=price_at)
     out = res.to_json()
+    _check_read_something(log, out)
     out["pricing"] = "single" if price else "per_model"
     out["price_source"] = (
         f"{genai.PACKAGE} {genai.version()}" if price_at is not None else "catalog"
@@ -389,6 +391,26 @@ def audit_cmd(
     _render(out)
     if explain:
         print_explain(res.to_estimate())
+
+
+def _check_read_something(log: Path, out: dict[str, Any]) -> None:
+    """Refuse an audit that parsed no record, or whose totals overflowed (exit 2, one line)."""
+    sk = out["skipped_lines"]
+    if not sk["records"] and not sk["export_pages"]:
+        raise InputError(
+            "LOG",
+            str(log),
+            "a JSONL log of API responses with usage (no line parsed: "
+            f"{sk['total_lines']} lines, {sk['malformed']} malformed, {sk['blank']} blank)",
+        )
+    bad = first_non_finite(out)
+    if bad is not None:
+        raise InputError(
+            bad[0],
+            bad[1],
+            f"a finite total: a usage count in {log} is out of range "
+            f"(at most {MAX_TOKENS:g} tokens)",
+        )
 
 
 #: Shortest log span a request rate is derived from (a shorter log needs --period-days).

@@ -10,7 +10,7 @@ import typer
 from aitco.calibrate.parsers.base import ParseResult
 from aitco.calibrate.parsers.detect import KINDS, parse_any
 from aitco.cli.render import console, err_console, fmt, print_explain, print_json, table
-from aitco.errors import InputError
+from aitco.errors import AitcoError, InputError
 
 #: Summary keys shown in the human-readable ingest table, per kind (all are in ``--json``).
 SHOWN: dict[str, tuple[str, ...]] = {
@@ -180,33 +180,67 @@ def ingest(
         raise InputError("KIND", kind, "one of auto, " + ", ".join(KINDS))
     if not 0 <= idle_threshold <= 1:
         raise InputError("--idle-threshold", idle_threshold, "a fraction in [0, 1]")
+    if interval_s is not None and interval_s <= 0:
+        raise InputError("--interval-s", interval_s, "a positive number of seconds")
     results = []
+    errors: list[dict[str, str]] = []
     for f in files:
-        from aitco.calibrate.parsers.detect import detect_kind
-
-        k = detect_kind(f) if kind == "auto" else kind
-        kw: dict[str, Any] = {}
-        if k in ("dcgm", "nvidia-smi"):
-            kw["idle_threshold"] = idle_threshold
-            if interval_s is not None:
-                if interval_s <= 0:
-                    raise InputError("--interval-s", interval_s, "a positive number of seconds")
-                kw["interval_s"] = interval_s
-        r = parse_any(f, k, **kw)
-        idle_h = r.summary.get("idle_gpu_hours") if k in ("dcgm", "nvidia-smi") else None
-        if idle_h is not None and usd_per_gpu_hour is not None:
-            r.summary["idle_cost_usd"] = idle_h * usd_per_gpu_hour
-        results.append(r)
+        try:
+            results.append(_ingest_one(f, kind, idle_threshold, interval_s, usd_per_gpu_hour))
+        except (AitcoError, OSError, UnicodeError) as exc:
+            if len(files) == 1:
+                raise
+            errors.append({"path": str(f), "error": _error_text(exc)})
     if as_json:
-        print_json(
-            {
-                "files": [r.to_json(with_records=records) for r in results],
-                "skipped_lines": sum(r.skipped.count for r in results),
-            }
-        )
-        return
-    for r in results:
-        _print_result(r)
+        out: dict[str, Any] = {
+            "files": [r.to_json(with_records=records) for r in results],
+            "skipped_lines": sum(r.skipped.count for r in results),
+        }
+        if errors:
+            out["errors"] = errors
+        print_json(out)
+    else:
+        for r in results:
+            _print_result(r)
+    for e in errors:  # every file is reported; the run fails if one could not be read
+        err_console.print(f"[bold red]error:[/bold red] {e['error']}", highlight=False, markup=True)
+    if errors:
+        raise typer.Exit(2)
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return f"{exc.filename}: {exc.strerror}"
+    if isinstance(exc, UnicodeError):
+        return f"not UTF-8 text ({exc})"
+    return str(exc)
+
+
+def _ingest_one(
+    f: Path,
+    kind: str,
+    idle_threshold: float,
+    interval_s: float | None,
+    usd_per_gpu_hour: float | None,
+) -> ParseResult:
+    """Parse one file for ``ingest`` (idle cost added for telemetry when a price is given)."""
+    from aitco.calibrate.parsers.detect import detect_kind
+
+    k = detect_kind(f) if kind == "auto" else kind
+    kw: dict[str, Any] = {}
+    if k in ("dcgm", "nvidia-smi"):
+        kw["idle_threshold"] = idle_threshold
+        if interval_s is not None:
+            kw["interval_s"] = interval_s
+    r = parse_any(f, k, **kw)
+    idle_h = r.summary.get("idle_gpu_hours") if k in ("dcgm", "nvidia-smi") else None
+    if idle_h is not None and usd_per_gpu_hour is not None:
+        r.summary["idle_cost_usd"] = idle_h * usd_per_gpu_hour
+    return r
+
+
+#: Parsed kinds whose observations constrain efficiency parameters.
+FITTABLE_KINDS = ("nccl", "trainlog", "vllm", "sglang")
 
 
 def _parse_all(files: list[Path]) -> list[ParseResult]:
@@ -238,7 +272,11 @@ def _resolve_hardware(
         acc, system = cat.hardware(hardware, field="--hardware")
         return acc, system, f"--hardware {hardware}"
     names = [
-        str(r.summary.get("gpu_model") or (r.records[0].get("extra") or {}).get("gpu") or "")
+        str(
+            r.summary.get("gpu_model")
+            or ((r.records[0].get("extra") or {}) if r.records else {}).get("gpu")
+            or ""
+        )
         for r in results
         if r.records or r.summary
     ]
@@ -281,17 +319,34 @@ def calibrate(
     params: Annotated[
         str, typer.Option("--params", help="Comma-separated parameters to fit.")
     ] = "gemm,hbm,intra_node_link,scale_out_link,decode_hbm,serving_overhead_s",
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Write the profile even when the fit is implausible (a parameter at a bound, "
+            "above its physical maximum, or an MFU that disagrees with the log).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Fit the efficiency parameters to your logs and write a calibration profile."""
     from aitco.calibrate import measurements as meas
-    from aitco.calibrate.fit import EfficiencyFit, profile_from_fit
+    from aitco.calibrate.fit import EfficiencyFit, fit_warnings, fitted_mfu, profile_from_fit
     from aitco.calibrate.observations import from_nccl, from_probe, from_serving, from_trainlog
     from aitco.calibrate.profile import load_profile, save_profile
     from aitco.cli import state
 
     probes = [f for f in files if f.suffix in (".yaml", ".yml")]
     results = _parse_all([f for f in files if f not in probes])
+    if not probes and not any(r.kind in FITTABLE_KINDS for r in results):
+        kinds = ", ".join(sorted({r.kind for r in results})) or "none"
+        raise InputError(
+            "FILE",
+            ", ".join(str(f) for f in files),
+            "at least one nccl-tests result or training log to fit "
+            f"(or a serving benchmark or probe profile); got {kinds}, which are measured by "
+            "`aitco ingest` but constrain no parameter",
+        )
     cat = state.catalog()
     acc, system, how = _resolve_hardware(cat, hardware, results)
     obs = []
@@ -339,7 +394,7 @@ def calibrate(
                 acc=acc,
                 precision=precision,
             )
-            for k in ("step_time_s", "tokens_per_s_per_gpu", "mfu"):
+            for k in ("step_time_s", "tokens_per_s_per_gpu", "mfu", "mfu_from_log"):
                 if tt.get(k) is not None:
                     measured[k] = float(tt[k])
         elif r.kind in ("vllm", "sglang"):
@@ -373,6 +428,19 @@ def calibrate(
             "at least one nccl-tests result or training log to fit",
         )
     fit = EfficiencyFit(params=[p.strip() for p in params.split(",") if p.strip()]).fit(obs)
+    mfu_fit = fitted_mfu(fit, measured.get("mfu"))
+    if mfu_fit is not None:
+        measured["mfu_fitted"] = mfu_fit
+    warnings = fit_warnings(fit, measured)
+    if warnings and not force:
+        raise InputError(
+            "fit",
+            "implausible",
+            f"a plausible fit ({warnings[0]}"
+            + (f"; {len(warnings) - 1} more" if len(warnings) > 1 else "")
+            + "); no profile written, pass --force to write it anyway",
+        )
+    notes += [f"warning: {w}" for w in warnings]
     profile = profile_from_fit(
         fit,
         accelerator=acc.id,
@@ -390,6 +458,9 @@ def calibrate(
                 "residuals": fit.residuals_.tolist(),
                 "fitted": {k: v.model_dump() for k, v in profile.fitted.items()},
                 "measurements": measured,
+                "mfu_observed": measured.get("mfu_from_log"),
+                "mfu_fitted": measured.get("mfu_fitted"),
+                "warnings": warnings,
                 "notes": profile.notes,
                 "observations": [o.to_json() for o in obs],
             }
@@ -405,6 +476,10 @@ def calibrate(
             rows,
         )
     )
+    if "mfu_fitted" in measured:
+        log_mfu = measured.get("mfu_from_log")
+        shown = f"{log_mfu:.3g}" if log_mfu is not None else "not reported"
+        console.print(f"  MFU: observed (log) {shown}, fitted {measured['mfu_fitted']:.3g}")
     for n in profile.notes:
         console.print(f"  - {n}", highlight=False, markup=False)
 

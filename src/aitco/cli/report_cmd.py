@@ -7,6 +7,7 @@ commands so that ``aitco --help`` stays fast.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,7 +15,7 @@ import typer
 
 from aitco.cli import state
 from aitco.cli.render import console
-from aitco.errors import AitcoError, InputError
+from aitco.errors import AitcoError, EnvironmentFailure, InputError
 
 #: Default address of ``aitco web``: localhost only.
 DEFAULT_HOST = "127.0.0.1"
@@ -160,8 +161,31 @@ def web_cmd(
         console.print(
             f"[yellow]warning:[/yellow] binding to {host}: the app is reachable from other hosts"
         )
+    sock = _listen(host, port)  # a busy port is reported before any URL is printed
     console.print(f"aitco web on http://{host}:{port}/ (Ctrl-C to stop)")
-    uvicorn.run(create_app(overlays=state.overlays()), host=host, port=port, log_level="warning")
+    config = uvicorn.Config(
+        create_app(overlays=state.overlays()), host=host, port=port, log_level="warning"
+    )
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind ``host:port`` now, so a busy port fails with one line (exit 1) before serving."""
+    sock: socket.socket | None = None
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen()
+    except OSError as exc:
+        if sock is not None:
+            sock.close()
+        raise EnvironmentFailure(
+            f"--port {port}: cannot listen on {host}:{port} ({exc.strerror or exc}); "
+            "choose another --port"
+        ) from exc
+    return sock
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:

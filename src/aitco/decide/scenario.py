@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from aitco.errors import InputError
 from aitco.fileio import write_atomic
+from aitco.limits import check_file_size, check_tree
 
 __all__ = [
     "HardwareOption",
@@ -291,10 +292,12 @@ class Scenario(BaseModel):
         p = Path(path)
         if not p.is_file():
             raise InputError("SCENARIO", str(path), "an existing scenario YAML file")
+        check_file_size(p, field="SCENARIO")
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
             raise InputError("yaml", str(path), f"valid YAML ({exc})", file=str(path)) from exc
+        check_tree(data, file=str(p))  # NaN/inf, negative or absurd numbers stop at the edge
         return cls.from_dict(data, file=str(p))
 
     def to_dict(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +30,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from aitco.catalog.loader import Catalog
 from aitco.decide import evaluators as ev
-from aitco.errors import InputError
+from aitco.errors import EnvironmentFailure, InputError
+from aitco.limits import check_file_size, check_tree
 from aitco.units import DTYPES
 
 #: Configurations evaluated per chunk (a few tens of MB of float64 temporaries).
 DEFAULT_CHUNK_SIZE = 1 << 18
+#: How long to wait for a Dask scheduler given with ``--scheduler`` before failing. [s]
+SCHEDULER_TIMEOUT_S = 5.0
 
 #: Constraint name -> (metric, sense). Limits are upper bounds on the metric.
 CONSTRAINT_METRICS: dict[str, str] = {
@@ -179,10 +183,12 @@ class SweepSpec(BaseModel):
         p = Path(path)
         if not p.is_file():
             raise InputError("SWEEP_FILE", str(path), "an existing sweep YAML file")
+        check_file_size(p, field="SWEEP_FILE")
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
             raise InputError("yaml", str(path), f"valid YAML ({exc})", file=str(path)) from exc
+        check_tree(data, file=str(p))  # NaN/inf, negative or absurd numbers stop at the edge
         return cls.from_dict(data, file=str(p))
 
 
@@ -793,7 +799,7 @@ def _write_part(
     cols["valid"] = pa.array(reason == 0)
     table = pa.table(cols)
     out = Path(plan.parquet_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(exist_ok=True)  # the folder asked for, never its parents
     final = out / f"part-{chunk:06d}.parquet"
     tmp = out / f".part-{chunk:06d}.parquet.tmp"
     pq.write_table(table, tmp)
@@ -938,21 +944,32 @@ def run_dask(
         Called with (chunks done, chunks total).
     """
     try:
+        import dask
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError as exc:  # pragma: no cover - dask is a declared extra
         raise InputError(
             "--backend", "dask", "dask[distributed] installed (pip install aitco[dask])"
         ) from exc
     cluster = None
+    scratch = tempfile.TemporaryDirectory(prefix="aitco-dask-")  # removed in ``finally``
     if scheduler:
-        client = Client(scheduler, set_as_default=False)
+        try:
+            client = Client(scheduler, set_as_default=False, timeout=SCHEDULER_TIMEOUT_S)
+        except (OSError, TimeoutError) as exc:
+            scratch.cleanup()
+            raise EnvironmentFailure(
+                f"--scheduler {scheduler!r}: no Dask scheduler answered within "
+                f"{SCHEDULER_TIMEOUT_S:g} s ({type(exc).__name__})"
+            ) from exc
     else:
-        cluster = LocalCluster(
-            n_workers=workers or 2,
-            threads_per_worker=1,
-            processes=False,
-            dashboard_address=None,
-        )
+        with dask.config.set({"temporary-directory": scratch.name}):  # no dask-scratch-space
+            cluster = LocalCluster(
+                n_workers=workers or 2,
+                threads_per_worker=1,
+                processes=False,
+                dashboard_address=None,
+                local_directory=scratch.name,
+            )
         client = Client(cluster, set_as_default=False)
     try:
         fplan = client.scatter(plan, broadcast=True)
@@ -971,6 +988,7 @@ def run_dask(
         client.close()
         if cluster is not None:
             cluster.close()
+        scratch.cleanup()
 
 
 def sweep(

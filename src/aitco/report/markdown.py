@@ -157,7 +157,7 @@ def write_markdown(data: ReportData, path: Path) -> list[Path]:
     links: list[tuple[str, str]] = []
     for stem, caption, png in report_figures(data):
         p = folder / f"{stem}.png"
-        write_atomic(p, png)
+        write_atomic(p, png, make_parent=True)
         written.append(p)
         links.append((f"{folder.name}/{p.name}", caption))
     write_atomic(path, render_markdown(data, links))

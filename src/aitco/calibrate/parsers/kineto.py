@@ -17,7 +17,9 @@ so the four parts (compute, exposed communication, exposed copies, idle) add up 
 overlapped communication (hidden behind compute) is reported separately. Times in the trace are
 microseconds.
 
-The whole JSON is loaded (``json.load``); traces of a few hundred MB need that much memory.
+Events are streamed with ``ijson`` when it is installed (the ``[calibrate]`` extra), so memory
+holds the GPU intervals, not the document: a 200 MB trace no longer needs twice its size. Without
+``ijson`` the whole JSON is loaded (``json.load``).
 
 References
 ----------
@@ -28,10 +30,18 @@ References
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
+
+try:  # streaming parser (optional): events one at a time instead of the whole document
+    import ijson
+except ImportError:  # pragma: no cover - exercised only without the [calibrate] extra
+    ijson = None
 
 from aitco.calibrate._io import open_text
 from aitco.calibrate.parsers.base import ParseResult, SkipLog, to_float
@@ -82,6 +92,96 @@ def _clip(iv: Intervals, lo: float, hi: float) -> Intervals:
     return [(max(a, lo), min(b, hi)) for a, b in iv if b > lo and a < hi]
 
 
+def _open_binary(p: Path) -> IO[bytes]:
+    with open_text(p):  # the same missing-file / directory errors as the other parsers
+        pass
+    if p.suffix == ".gz":
+        return cast(IO[bytes], gzip.open(p, "rb"))
+    return open(p, "rb")
+
+
+def _first_byte(fh: IO[bytes]) -> bytes:
+    while (b := fh.read(1)) and b.isspace():
+        pass
+    return b
+
+
+def _events(p: Path, head: dict[str, Any]) -> Iterator[Any]:
+    """Return the trace's events, streamed (``ijson``) or loaded; fill ``head``.
+
+    ``head`` receives the top-level ``schemaVersion`` and ``distributedInfo``. When streaming,
+    they are read from the start of the file up to ``traceEvents`` (where Kineto writes them).
+
+    Raises
+    ------
+    aitco.errors.ParseError
+        When the file is not JSON or has no ``traceEvents`` list.
+    """
+    if ijson is None:
+        try:
+            with open_text(p) as fh:
+                doc = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ParseError(str(p), f"invalid JSON ({exc.msg})", line=exc.lineno) from exc
+        events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+        if not isinstance(events, list):
+            raise ParseError(str(p), "no 'traceEvents' list: not a Chrome/Kineto trace")
+        if isinstance(doc, dict):
+            head.update({k: doc[k] for k in HEAD_KEYS if k in doc})
+        return iter(events)
+    with _open_binary(p) as fh:
+        first = _first_byte(fh)
+    if first not in (b"{", b"["):
+        raise ParseError(str(p), "invalid JSON (expected an object or a list)", line=1)
+    if first == b"{":
+        _read_head(p, head)
+    return _stream(p, "traceEvents.item" if first == b"{" else "item")
+
+
+#: Top-level keys of a Kineto trace kept in the result's ``meta``/``format_version``.
+HEAD_KEYS = ("schemaVersion", "distributedInfo")
+
+
+def _read_head(p: Path, head: dict[str, Any]) -> None:
+    """Read the top-level keys before ``traceEvents`` (stops there: cheap on a large trace)."""
+    with _open_binary(p) as fh:
+        try:
+            for key, value in ijson.kvitems(_until_events(fh), "", use_float=True):
+                if key in HEAD_KEYS:
+                    head[key] = value
+        except ijson.JSONError:
+            pass  # the truncated prefix ends mid-document; the keys before it are kept
+
+
+def _until_events(fh: IO[bytes]) -> IO[bytes]:
+    """Return the bytes of ``fh`` before its ``"traceEvents"`` key, closed as an object."""
+    buf = b""
+    while chunk := fh.read(1 << 16):
+        buf += chunk
+        cut = buf.find(b'"traceEvents"')
+        if cut >= 0:
+            return io.BytesIO(buf[:cut] + b'"_": 0}')
+        if len(buf) > HEAD_BYTES_MAX:
+            break
+    return io.BytesIO(b"{}")
+
+
+#: Largest prefix searched for the top-level keys before ``traceEvents``. [B]
+HEAD_BYTES_MAX = 1 << 22
+
+
+def _stream(p: Path, prefix: str) -> Iterator[Any]:
+    n = 0
+    with _open_binary(p) as fh:
+        try:
+            for n, e in enumerate(ijson.items(fh, prefix, use_float=True), start=1):  # noqa: B007
+                yield e
+        except ijson.JSONError as exc:
+            raise ParseError(str(p), f"invalid JSON ({exc})") from exc
+    if n == 0 and prefix != "item":
+        raise ParseError(str(p), "no 'traceEvents' list: not a Chrome/Kineto trace")
+
+
 def parse_kineto(path: str | Path) -> ParseResult:
     """Parse a Kineto/Chrome trace and break the profiled steps down by activity.
 
@@ -105,21 +205,15 @@ def parse_kineto(path: str | Path) -> ParseResult:
         If the JSON has no ``traceEvents`` or no GPU activity.
     """
     p = Path(path)
-    try:
-        with open_text(p) as fh:
-            doc = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise ParseError(str(p), f"invalid JSON ({exc.msg})", line=exc.lineno) from exc
-    events = (
-        doc.get("traceEvents") if isinstance(doc, dict) else doc if isinstance(doc, list) else None
-    )
-    if not isinstance(events, list):
-        raise ParseError(str(p), "no 'traceEvents' list: not a Chrome/Kineto trace")
+    doc: dict[str, Any] = {}  # the top-level keys other than traceEvents
+    events = _events(p, doc)
+    n_events = 0
     skipped = SkipLog()
     steps: dict[int, tuple[float, float]] = {}
     per_dev: dict[str, dict[str, Intervals]] = {}
     names: dict[str, float] = {}
     for i, e in enumerate(events):
+        n_events = i + 1
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
         ts = to_float(e.get("ts"))
@@ -221,7 +315,7 @@ def parse_kineto(path: str | Path) -> ParseResult:
         format_version=version,
         records=records,
         summary=summary,
-        lines_read=len(events),
+        lines_read=n_events,
         skipped=skipped,
         meta={"distributedInfo": doc.get("distributedInfo")}
         if isinstance(doc, dict) and "distributedInfo" in doc
