@@ -153,8 +153,9 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert overlay, "README.md no longer shows the my-prices.yaml overlay"
     (d / "my-prices.yaml").write_text(overlay.group(1), encoding="utf-8")
     # prof.yaml: a calibration profile, fitted as docs/cli.md shows (aitco calibrate)
-    calibrate = "calibrate megatron_log.txt --model llama-3-8b --hardware h100-sxm5-80gb --gpus 8"
-    argv = [*calibrate.split(), "--seq-len", "4096", "-o", str(d / "prof.yaml"), "--json"]
+    calibrate = "calibrate megatron_log.txt --model mixtral-8x7b --hardware h100-sxm5-80gb"
+    argv = [*calibrate.split(), "--gpus", "16", "--seq-len", "2048", "--params", "gemm"]
+    argv += ["-o", str(d / "prof.yaml"), "--json"]
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()):
         mp.chdir(d)
         with pytest.raises(SystemExit) as exc:

@@ -20,7 +20,7 @@ from typing import Any
 from aitco.catalog.loader import Catalog, _lookup_prov
 from aitco.catalog.schema import CloudOffer, OfferPrice, Price
 
-#: Default age, in months, beyond which a value is reported as stale (issue 13).
+#: Default age, in months, beyond which a value is reported as stale.
 DEFAULT_STALE_MONTHS = 12
 #: Mean length of a month in days (365.2425 / 12), to turn a date difference into months.
 DAYS_PER_MONTH = 30.436875
