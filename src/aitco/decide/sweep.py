@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from aitco.catalog.loader import Catalog
 from aitco.decide import evaluators as ev
+from aitco.decide.compare import Factors
 from aitco.errors import InputError
 from aitco.units import DTYPES
 
@@ -404,6 +405,7 @@ def build_plan(
                     model_archs=models,
                     # a catalog factor; a missing one is an error naming it (no silent default)
                     restart_h=catalog.factor_value("restart.hours"),
+                    factors=Factors(catalog),
                 )
         else:
             qps = spec.workload.get("qps")
