@@ -89,7 +89,9 @@ def test_sweep_items_equal_compare_items(plans, tokens, reuse):
         got = {it.name: it.usd for it in b.items}
         shared = [it for it in b.items if it.category in ("compute", "reliability", "people")]
         for it in shared:  # every compute/reliability/people item of compare is in the sweep
-            key = "compute" if it.category == "compute" and it.name not in INSTANCE_ITEMS else it.name
+            key = (
+                "compute" if it.category == "compute" and it.name not in INSTANCE_ITEMS else it.name
+            )
             assert key in items, it.name
         compute = sum(
             it.usd for it in shared if it.category == "compute" and it.name not in INSTANCE_ITEMS

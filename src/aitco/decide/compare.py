@@ -29,6 +29,7 @@ from aitco.cost import carbon, cloud, data, finance, people, power, reliability
 from aitco.cost import offers as offers_mod
 from aitco.cost.tco import Breakdown, add_stages
 from aitco.decide.scenario import (
+    DataCosts,
     HardwareOption,
     InferenceWorkload,
     OpsAssumptions,
@@ -548,6 +549,23 @@ def _checkpoint_bytes(model: ModelArch, w: TrainingWorkload) -> float:
     return trainable * reliability.CHECKPOINT_BYTES_PER_PARAM_ADAM
 
 
+def offer_system(cat: Catalog, acc: Accelerator, sysm: System, offer_id: str) -> System | None:
+    """Return the system a rented offer runs on (its NICs and scale-out fabric), or None.
+
+    None: the offer names no system of this accelerator (the hardware's own system applies).
+    An instance with no published host power takes the matching node's host power.
+    """
+    offer_sys = cat.offers[offer_id].system
+    if not (offer_sys and offer_sys in cat.systems):
+        return None
+    osys = cat.systems[offer_sys]
+    if osys.accelerator != acc.id:
+        return None
+    if osys.node_power_w == 0 and sysm.node_power_w > 0:
+        osys = osys.model_copy(update={"node_power_w": sysm.node_power_w})
+    return osys
+
+
 def _price(
     scn: Scenario,
     w: TrainingWorkload | InferenceWorkload,
@@ -570,16 +588,12 @@ def _price(
         (lambda g, u: _rental_price(cat, acc, opt, where, g, u)) if opt.pricing in RENTED else None
     )
     if price.offer and opt.hardware not in cat.systems:
-        # a rented instance runs on the offer's own system (its NICs and scale-out fabric)
-        offer_sys = cat.offers[price.offer].system
-        if offer_sys and offer_sys in cat.systems and cat.systems[offer_sys].accelerator == acc.id:
-            osys = cat.systems[offer_sys]
-            if osys.node_power_w == 0 and sysm.node_power_w > 0:
-                # no host power published for the instance: the matching node's host power
-                osys = osys.model_copy(update={"node_power_w": sysm.node_power_w})
+        osys = offer_system(cat, acc, sysm, price.offer)
+        if osys is not None:
+            if osys.node_power_w != cat.systems[osys.id].node_power_w:
                 price.inputs["node_power_w_from"] = sysm.id
             sysm = osys
-            price.inputs["system"] = offer_sys
+            price.inputs["system"] = osys.id
     if isinstance(w, TrainingWorkload):
         return _training(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
     return _inference(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
@@ -720,10 +734,7 @@ def _training(
     _people_items(b, run, price, opt, fac)
     tokens = float(w.tokens)
     months = wall_h / HOURS_PER_MONTH
-    dataset_gb = scn.data.stored_gb
-    if dataset_gb is None:
-        dataset_gb = tokens * fac.value("data.bytes-per-token") / GIGA
-    ckpt_gb = ckpt_bytes * scn.ops.checkpoints_kept / GIGA
+    dataset_gb, ckpt_gb = training_storage_gb(scn.data, scn.ops, fac, tokens, ckpt_bytes)
     _data_items(b, scn, fac, months, dataset_gb, ckpt_gb, one_off=one_off)
     _compliance_items(b, scn, fac, wall_h / HOURS_PER_DAY)
     _carbon_items(b, fac, kg)
@@ -1410,6 +1421,34 @@ def _people_items(
             )
 
 
+def training_storage_gb(
+    d: DataCosts, ops: OpsAssumptions, fac: Factors, tokens: Any, checkpoint_bytes: Any
+) -> tuple[Any, Any]:
+    """Return the dataset and kept-checkpoint volumes of a training run [GB].
+
+    The dataset is ``data.stored_gb`` when given, else tokens x ``data.bytes-per-token``.
+    """
+    dataset_gb = d.stored_gb
+    if dataset_gb is None:
+        dataset_gb = tokens * fac.value("data.bytes-per-token") / GIGA
+    return dataset_gb, checkpoint_bytes * ops.checkpoints_kept / GIGA
+
+
+def storage_items_usd(
+    d: DataCosts, fac: Factors, months: Any, dataset_gb: Any, checkpoint_gb: Any
+) -> dict[str, np.ndarray]:
+    """Return the dataset and checkpoint storage items for the months held [USD]."""
+    tier_id = f"storage.usd-per-gb-month.{d.storage_tier}"
+    price = fac.value(tier_id, "data.storage_tier")
+    return {
+        "dataset_storage": np.asarray(data.storage_usd(dataset_gb, months, price), dtype=float),
+        "checkpoint_storage": np.asarray(
+            data.storage_usd(checkpoint_gb, months, price), dtype=float
+        ),
+        "usd_per_gb_month": np.asarray(price, dtype=float),
+    }
+
+
 def _data_items(
     b: Breakdown,
     scn: Scenario,
@@ -1422,7 +1461,10 @@ def _data_items(
 ) -> None:
     d = scn.data
     tier_id = f"storage.usd-per-gb-month.{d.storage_tier}"
-    price = fac.value(tier_id, "data.storage_tier")
+    store = {
+        k: float(x) for k, x in storage_items_usd(d, fac, months, dataset_gb, checkpoint_gb).items()
+    }
+    price = store["usd_per_gb_month"]
     # one-off costs (acquisition, cleaning, labelling, transfer) go to the first stage only
     if one_off and d.acquisition_usd:
         b.add(
@@ -1455,7 +1497,7 @@ def _data_items(
     if dataset_gb:
         b.add(
             "dataset_storage",
-            float(data.storage_usd(dataset_gb, months, price)),
+            store["dataset_storage"],
             "data",
             "dataset GB x months x $/GB-month",
             {"gb": dataset_gb, "months": months, "usd_per_gb_month": price},
@@ -1464,7 +1506,7 @@ def _data_items(
     if checkpoint_gb:
         b.add(
             "checkpoint_storage",
-            float(data.storage_usd(checkpoint_gb, months, price)),
+            store["checkpoint_storage"],
             "data",
             "checkpoints kept x checkpoint GB x months x $/GB-month",
             {"gb": checkpoint_gb, "months": months, "usd_per_gb_month": price},

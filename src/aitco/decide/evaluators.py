@@ -34,14 +34,24 @@ from aitco.decide.compare import (
     HELD,
     Factors,
     owned_price,
+    storage_items_usd,
     training_goodput,
     training_run_items_usd,
+    training_storage_gb,
 )
-from aitco.decide.scenario import OpsAssumptions, TrainingWorkload
+from aitco.decide.scenario import DataCosts, OpsAssumptions, TrainingWorkload
 from aitco.errors import InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.params import param_counts
-from aitco.units import BYTES_PER_DTYPE, DTYPES, GIGA, HOURS_PER_YEAR, SECONDS_PER_HOUR, TERA
+from aitco.units import (
+    BYTES_PER_DTYPE,
+    DTYPES,
+    GIGA,
+    HOURS_PER_MONTH,
+    HOURS_PER_YEAR,
+    SECONDS_PER_HOUR,
+    TERA,
+)
 
 # ----------------------------------------------------------------------------- named constants
 #: Bytes of model state per parameter for mixed-precision Adam: bf16 weights (2) + bf16
@@ -891,6 +901,11 @@ class EngineTrainingEvaluator:
     factors: Factors | None = None
     #: Operations choices (checkpointing) as in a scenario's ``ops``.
     ops: OpsAssumptions = field(default_factory=OpsAssumptions)
+    #: Data costs as in a scenario's ``data`` (storage tier, stored dataset volume).
+    data: DataCosts = field(default_factory=DataCosts)
+    #: System each offer code runs on (:func:`aitco.decide.compare.offer_system`; None: the
+    #: hardware's own system), as compare runs the engine on a rented offer's fabric.
+    offer_systems: list[Any] = field(default_factory=list)
     #: Share of an unused committed term reused elsewhere (compare's option field).
     committed_reuse_fraction: float = 0.0
 
@@ -980,6 +995,14 @@ class EngineTrainingEvaluator:
                 support_fraction=np.where(rented[sel], support[sel], 0.0),
             )
             wall_h[sel] = o["wall_clock_h"]
+            ds_gb, ck_gb = training_storage_gb(
+                self.data, self.ops, fac, self.tokens, g["ckpt_bytes"]
+            )
+            store = storage_items_usd(
+                self.data, fac, o["wall_clock_h"] / HOURS_PER_MONTH, ds_gb, ck_gb
+            )
+            store.pop("usd_per_gb_month")
+            items.update(store)
             for k, a in items.items():
                 total.setdefault(k, np.zeros(rows.size))[sel] = a
         total["wall_clock_h"] = wall_h
@@ -1029,11 +1052,17 @@ class EngineTrainingEvaluator:
         rows = np.flatnonzero(reason == 0)
         out = {k: np.zeros(rows.size) for k in self.metrics}
         fits = np.zeros(rows.size, dtype=bool)
+        osys = np.full(n, -1, dtype=np.int64)  # offer code whose own system runs the plan
+        if self.offer_systems:
+            has = np.array([x is not None for x in self.offer_systems] + [False])
+            code = bl["offer"].astype(np.int64)
+            rented = full["option.pricing"] < PRICING_MODES.index("owned")
+            osys = np.where(rented & has[code], code, -1)
         if rows.size:
             seq = full["workload.seq_len"][rows]
-            outer = np.stack([hw[rows], mdl[rows], prec[rows], g[rows], seq, gb[rows]]).astype(
-                float
-            )
+            outer = np.stack(
+                [hw[rows], mdl[rows], prec[rows], g[rows], seq, gb[rows], osys[rows]]
+            ).astype(float)
             cut = np.flatnonzero(np.any(np.diff(outer, axis=1) != 0, axis=0)) + 1
             order = np.arange(rows.size)
             if cut.size > rows.size // 64:  # not in runs (a random sample): sort into groups
@@ -1057,10 +1086,11 @@ class EngineTrainingEvaluator:
                 hi, mi, pi = int(hw[r[0]]), int(mdl[r[0]]), int(prec[r[0]])
                 gpus, s_len, gbatch = float(g[r[0]]), float(seq[grp[0]]), float(gb[r[0]])
                 t, p_ = tp[r].astype(float), pp[r].astype(float)
+                oc = int(osys[r[0]])
                 res = evaluate_plans(
                     self._model_shape(mi),
                     self._hw_shape(hi, DTYPES[pi]),
-                    self.systems[hi],
+                    self.systems[hi] if oc < 0 else self.offer_systems[oc],
                     seq_len=s_len,
                     global_batch=gbatch,
                     gpus=gpus,
