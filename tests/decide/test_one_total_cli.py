@@ -4,7 +4,8 @@ Issue 12 item 1, one test per pricing mode: a training plan pinned to one parall
 sweep's plan model and compare's engine run the same plan) is priced by the three commands
 (``--json``, ``provider: any``: the cheapest eligible offer); ``total_usd`` must agree to 1e-9
 relative. Owned hardware is not yet shared: the sweep prices the owned accelerator-hour with
-its energy folded in and has no power items (docs/tco.md), so that mode is a strict xfail that fails loudly once the two agree.
+its energy folded in and has no power items (docs/tco.md), so that mode is a strict xfail
+that fails loudly once the two agree.
 """
 
 from __future__ import annotations
