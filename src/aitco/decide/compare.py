@@ -844,7 +844,7 @@ def training_goodput(
         )
         reliability.require_checkpoint_interval(tau, rate, fld)
     else:
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):  # a subnormal rate: MTBF inf
             mtbf = np.where(rate > 0, 1.0 / np.where(rate > 0, rate, 1.0), math.inf)
         tau = np.asarray(reliability.optimal_checkpoint_interval_h(save_h, mtbf), dtype=float)
         tau_how = "Young/Daly optimum sqrt(2 delta M) - delta"
