@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from aitco.catalog.loader import Catalog
@@ -29,6 +30,7 @@ from aitco.cost import carbon, cloud, data, finance, people, power, reliability
 from aitco.cost import offers as offers_mod
 from aitco.cost.tco import Breakdown, add_stages
 from aitco.decide.scenario import (
+    DataCosts,
     HardwareOption,
     InferenceWorkload,
     OpsAssumptions,
@@ -551,6 +553,23 @@ def _checkpoint_bytes(model: ModelArch, w: TrainingWorkload) -> float:
     return trainable * reliability.CHECKPOINT_BYTES_PER_PARAM_ADAM
 
 
+def offer_system(cat: Catalog, acc: Accelerator, sysm: System, offer_id: str) -> System | None:
+    """Return the system a rented offer runs on (its NICs and scale-out fabric), or None.
+
+    None: the offer names no system of this accelerator (the hardware's own system applies).
+    An instance with no published host power takes the matching node's host power.
+    """
+    offer_sys = cat.offers[offer_id].system
+    if not (offer_sys and offer_sys in cat.systems):
+        return None
+    osys = cat.systems[offer_sys]
+    if osys.accelerator != acc.id:
+        return None
+    if osys.node_power_w == 0 and sysm.node_power_w > 0:
+        osys = osys.model_copy(update={"node_power_w": sysm.node_power_w})
+    return osys
+
+
 def _price(
     scn: Scenario,
     w: TrainingWorkload | InferenceWorkload,
@@ -573,16 +592,12 @@ def _price(
         (lambda g, u: _rental_price(cat, acc, opt, where, g, u)) if opt.pricing in RENTED else None
     )
     if price.offer and opt.hardware not in cat.systems:
-        # a rented instance runs on the offer's own system (its NICs and scale-out fabric)
-        offer_sys = cat.offers[price.offer].system
-        if offer_sys and offer_sys in cat.systems and cat.systems[offer_sys].accelerator == acc.id:
-            osys = cat.systems[offer_sys]
-            if osys.node_power_w == 0 and sysm.node_power_w > 0:
-                # no host power published for the instance: the matching node's host power
-                osys = osys.model_copy(update={"node_power_w": sysm.node_power_w})
+        osys = offer_system(cat, acc, sysm, price.offer)
+        if osys is not None:
+            if osys.node_power_w != cat.systems[osys.id].node_power_w:
                 price.inputs["node_power_w_from"] = sysm.id
             sysm = osys
-            price.inputs["system"] = offer_sys
+            price.inputs["system"] = osys.id
     if isinstance(w, TrainingWorkload):
         return _training(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
     return _inference(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
@@ -667,15 +682,15 @@ def _training(
         model, w, scn.ops, fac, n, nodes, productive_h,
         spot_rate_per_instance_h=sigma, instances=instances, where=where,
     )  # fmt: skip
-    o = g["overheads"]
+    o = {k: float(x) for k, x in g["overheads"].items()}
     rate, rate_fail, tau, tau_how = (
-        g["rate_per_h"],
-        g["failure_rate_per_h"],
-        g["tau_h"],
+        float(g["rate_per_h"]),
+        float(g["failure_rate_per_h"]),
+        float(g["tau_h"]),
         g["tau_rule"],
     )
     save_h, ckpt_bytes, async_frac, restart_h = (
-        g["save_h"],
+        float(g["save_h"]),
         g["ckpt_bytes"],
         g["async"],
         g["restart_h"],
@@ -723,10 +738,7 @@ def _training(
     _people_items(b, run, price, opt, fac)
     tokens = float(w.tokens)
     months = wall_h / HOURS_PER_MONTH
-    dataset_gb = scn.data.stored_gb
-    if dataset_gb is None:
-        dataset_gb = tokens * fac.value("data.bytes-per-token") / GIGA
-    ckpt_gb = ckpt_bytes * scn.ops.checkpoints_kept / GIGA
+    dataset_gb, ckpt_gb = training_storage_gb(scn.data, scn.ops, fac, tokens, ckpt_bytes)
     _data_items(b, scn, fac, months, dataset_gb, ckpt_gb, one_off=one_off)
     _compliance_items(b, scn, fac, wall_h / HOURS_PER_DAY)
     _carbon_items(b, fac, kg)
@@ -764,15 +776,19 @@ def training_goodput(
     w: TrainingWorkload,
     ops: OpsAssumptions,
     fac: Factors,
-    gpus: int,
-    nodes: int,
-    productive_h: float,
+    gpus: Any,
+    nodes: Any,
+    productive_h: Any,
     *,
-    spot_rate_per_instance_h: float = 0.0,
-    instances: int = 0,
+    spot_rate_per_instance_h: Any = 0.0,
+    instances: Any = 0,
     where: str = "option",
 ) -> dict[str, Any]:
     """Goodput of a training run: interruption rates, checkpoint interval and lost hours.
+
+    Vectorised: ``gpus``, ``nodes``, ``productive_h``, ``spot_rate_per_instance_h`` and
+    ``instances`` may be arrays of equal shape (a sweep's rows); the rates, intervals and
+    overheads then are arrays too (a single option is the 0-d case).
 
     Parameters
     ----------
@@ -803,16 +819,18 @@ def training_goodput(
         ``restart_h``.
     """
     lam = fac.value("failure.interruptions-per-gpu-hour")
-    rate_fail = float(reliability.job_interruption_rate_per_h(lam, gpus))
-    rate_spot = float(
-        reliability.job_interruption_rate_per_h(0.0, 0, spot_rate_per_instance_h, instances)
+    rate_fail = np.asarray(reliability.job_interruption_rate_per_h(lam, gpus), dtype=float)
+    rate_spot = np.asarray(
+        reliability.job_interruption_rate_per_h(0.0, 0, spot_rate_per_instance_h, instances),
+        dtype=float,
     )
     rate = rate_fail + rate_spot
     ckpt_bytes = _checkpoint_bytes(model, w)
     bw = fac.value("checkpoint.write-gb-s-per-node")
     save_h = _checkpoint_save_h(model, w, ckpt_bytes, bw, nodes)
+    tau: Any
     if w.checkpoint_interval_h is not None and ops.checkpointing != "none":
-        tau = w.checkpoint_interval_h
+        tau = np.full_like(rate, w.checkpoint_interval_h)
         tau_how = "workload.checkpoint_interval_h"
     elif ops.checkpointing == "fixed":
         raise InputError(
@@ -821,13 +839,18 @@ def training_goodput(
             "an interval in hours when ops.checkpointing is 'fixed'",
         )
     elif ops.checkpointing == "none":
-        tau = math.nan
+        tau = np.full_like(rate, math.nan)
         tau_how = "no checkpoints"
-        fld = f"{where}.pricing (spot) with ops.checkpointing" if rate_spot else "ops.checkpointing"
+        fld = (
+            f"{where}.pricing (spot) with ops.checkpointing"
+            if np.any(rate_spot > 0)
+            else "ops.checkpointing"
+        )
         reliability.require_checkpoint_interval(tau, rate, fld)
     else:
-        mtbf = 1.0 / rate if rate > 0 else math.inf
-        tau = float(reliability.optimal_checkpoint_interval_h(save_h, mtbf))
+        with np.errstate(divide="ignore", over="ignore"):  # a subnormal rate: MTBF inf
+            mtbf = np.where(rate > 0, 1.0 / np.where(rate > 0, rate, 1.0), math.inf)
+        tau = np.asarray(reliability.optimal_checkpoint_interval_h(save_h, mtbf), dtype=float)
         tau_how = "Young/Daly optimum sqrt(2 delta M) - delta"
     async_frac = fac.value("checkpoint.async-stall-fraction") if ops.checkpoint_async else 1.0
     restart_h = fac.value("restart.hours")
@@ -848,9 +871,142 @@ def training_goodput(
     }
 
 
+# ------------------------------------------------------------------ vectorised item amounts
+# Each item's amount is one function of arrays, called by compare's per-option item assembly
+# (0-d arrays) and by the sweep (one element per configuration): one formula per item.
+
+
+def gpu_hours_usd(gpus: Any, hours: Any, usd_per_gpu_h: Any) -> np.ndarray:
+    """Return accelerators x hours x price per accelerator-hour (lost or spare hours) [USD]."""
+    return np.asarray(np.asarray(gpus, dtype=float) * hours * usd_per_gpu_h, dtype=float)
+
+
+def idle_instance_usd(gpus_billed: Any, gpus: Any, wall_h: Any, usd_per_gpu_h: Any) -> np.ndarray:
+    """Return the idle accelerators of the last instance, billed for the wall clock [USD]."""
+    idle = np.maximum(np.asarray(gpus_billed, dtype=float) - gpus, 0.0)
+    return np.asarray(cloud.rental_usd(idle * wall_h, usd_per_gpu_h), dtype=float)
+
+
+def committed_term_usd(
+    gpus_billed: Any, held_h: Any, term_h: Any, reuse_fraction: Any, usd_per_gpu_h: Any
+) -> dict[str, np.ndarray]:
+    """Return the unused part of whole committed terms, less reuse (``usd``, ``terms``)."""
+    held = np.asarray(held_h, dtype=float)
+    th = np.asarray(term_h, dtype=float)
+    terms = np.maximum(np.ceil(held / th), 1.0)
+    unused_h = np.maximum(terms * th - held, 0.0)
+    usd = cloud.rental_usd(
+        np.asarray(gpus_billed, dtype=float) * unused_h * (1.0 - np.asarray(reuse_fraction)),
+        usd_per_gpu_h,
+    )
+    return {"usd": np.asarray(usd, dtype=float), "terms": terms, "unused_h": unused_h}
+
+
+def rework_usd(
+    gpus: Any, rework_h: Any, failure_share: Any, network_fraction: Any, usd_per_gpu_h: Any
+) -> dict[str, np.ndarray]:
+    """Return the work lost to interruptions: failure, network and spot shares [USD]."""
+    lost = np.asarray(gpus, dtype=float) * rework_h * usd_per_gpu_h
+    fs = np.asarray(failure_share, dtype=float)
+    return {
+        "failure_rework": np.asarray(lost * fs * (1 - network_fraction), dtype=float),
+        "network_rework": np.asarray(lost * fs * network_fraction, dtype=float),
+        "spot_preemption_rework": np.asarray(lost * (1 - fs), dtype=float),
+    }
+
+
+def training_run_items_usd(
+    *,
+    gpus: Any,
+    productive_h: Any,
+    overheads: dict[str, Any],
+    failure_share: Any,
+    usd_per_gpu_h: Any,
+    gpus_billed: Any,
+    rented: Any,
+    spot: Any,
+    held: Any,
+    owned: Any,
+    term_h: Any,
+    fac: Factors,
+    reuse_fraction: float,
+    support_fraction: Any,
+) -> dict[str, np.ndarray]:
+    """Compute, instance, reliability and people items of training runs, as arrays.
+
+    The same item functions, in the same order, as :func:`_training` builds for one option
+    (:func:`_compute_items`, :func:`_reliability_items`, :func:`_instance_items`,
+    :func:`_people_items`), over a sweep's rows; mode masks (``rented``, ``spot``, ``held``,
+    ``owned``) and ``term_h`` (NaN: no committed term) select the mode-dependent items, which
+    are 0 where they do not apply. ``support_fraction``: the provider's support fee share (0
+    where none or not rented). Power, data, compliance and carbon are not included (see
+    ``docs/tco.md``).
+    """
+    n = np.asarray(gpus, dtype=float)
+    p = np.asarray(usd_per_gpu_h, dtype=float)
+    wall_h = np.asarray(overheads["wall_clock_h"], dtype=float)
+    fs = np.asarray(failure_share, dtype=float)
+    net = np.where(fs > 0, fac.value("failure.network-interruption-fraction"), 0.0)
+    out: dict[str, np.ndarray] = {}
+    out["compute"] = np.asarray(cloud.rental_usd(n * productive_h, p), dtype=float)
+    out.update(rework_usd(n, overheads["rework_h"], fs, net, p))
+    out["spot_preemption_rework"] = np.where(spot, out["spot_preemption_rework"], 0.0)
+    for name, key in (
+        ("restart_requeue", "restart_h"),
+        ("checkpoint_stall", "checkpoint_stall_h"),
+        ("firmware_downtime", "firmware_h"),
+    ):
+        out[name] = gpu_hours_usd(n, overheads[key], p)
+    sid = "spares.fraction"
+    spares = fac.value(sid) if fac.has(sid) else 0.0
+    out["hot_spares"] = np.where(owned, gpu_hours_usd(n * wall_h, spares, p), 0.0)
+    frag_gpu_h = np.where(
+        held,
+        reliability.fragmentation_idle_h(n * wall_h, fac.value("fragmentation.idle-fraction")),
+        0.0,
+    )
+    out["fragmentation_idle"] = frag_gpu_h * p
+    out["idle_instance_gpus"] = np.where(rented, idle_instance_usd(gpus_billed, n, wall_h, p), 0.0)
+    th = np.asarray(term_h, dtype=float)
+    has_term = np.isfinite(th)
+    held_h = wall_h + np.where(n > 0, frag_gpu_h / np.where(n > 0, n, 1.0), 0.0)
+    term = committed_term_usd(gpus_billed, held_h, np.where(has_term, th, 1.0), reuse_fraction, p)
+    out["committed_term_unused"] = np.where(has_term, term["usd"], 0.0)
+    w = fac.value("labour.usd-per-hour.sre")
+    fte = np.where(
+        owned, fac.value("ops.fte-per-1000-gpus.owned"), fac.value("ops.fte-per-1000-gpus.cloud")
+    )
+    out["ops_staff"] = np.asarray(people.ops_staff_usd(n, wall_h, fte, w), dtype=float)
+    out["incident_response"] = np.asarray(
+        people.incident_usd(overheads["interruptions"], fac.value("ops.mttr-staff-hours"), w),
+        dtype=float,
+    )
+    spend = sum(out[k] for k in SUPPORTED_SPEND_ITEMS)
+    out["cloud_support"] = np.where(
+        rented, np.asarray(people.support_usd(spend, support_fraction), dtype=float), 0.0
+    )
+    return out
+
+
+#: Items of the compute and reliability categories, on which the cloud support fee is charged.
+SUPPORTED_SPEND_ITEMS = (
+    "compute",
+    "failure_rework",
+    "network_rework",
+    "spot_preemption_rework",
+    "restart_requeue",
+    "checkpoint_stall",
+    "firmware_downtime",
+    "hot_spares",
+    "fragmentation_idle",
+    "idle_instance_gpus",
+    "committed_term_unused",
+)
+
+
 def _checkpoint_save_h(
-    model: ModelArch, w: TrainingWorkload, ckpt_bytes: float, bw_gb_s_per_node: float, nodes: int
-) -> float:
+    model: ModelArch, w: TrainingWorkload, ckpt_bytes: float, bw_gb_s_per_node: float, nodes: Any
+) -> Any:
     """Return the synchronous checkpoint save time in hours (nodes write in parallel).
 
     Full training uses :func:`aitco.perf.training.checkpoint_save_time_s` (parameters x 14 B over
@@ -861,8 +1017,14 @@ def _checkpoint_save_h(
         from aitco.perf.training import checkpoint_save_time_s
 
         total = float(param_counts(model).total)
-        return float(checkpoint_save_time_s(total, bw_gb_s_per_node * nodes)) / SECONDS_PER_HOUR
-    return float(reliability.checkpoint_save_time_h(ckpt_bytes, bw_gb_s_per_node, nodes))
+        nodes_a = np.asarray(nodes, dtype=float)
+        return (
+            np.asarray(checkpoint_save_time_s(total, bw_gb_s_per_node * nodes_a), dtype=float)
+            / SECONDS_PER_HOUR
+        )
+    return np.asarray(
+        reliability.checkpoint_save_time_h(ckpt_bytes, bw_gb_s_per_node, nodes), dtype=float
+    )
 
 
 def _meets_slo(w: InferenceWorkload, v: dict[str, Any]) -> bool | None:
@@ -919,7 +1081,7 @@ def _instance_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption)
     if idle:
         b.add(
             "idle_instance_gpus",
-            float(cloud.rental_usd(idle * run.wall_h, p)),
+            float(idle_instance_usd(price.gpus_billed, run.gpus, run.wall_h, p)),
             "compute",
             "(gpus billed - gpus used) x wall-clock hours x price per GPU-hour "
             "(the idle accelerators of whole instances)",
@@ -938,12 +1100,12 @@ def _instance_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption)
     term_h = years * HOURS_PER_YEAR
     frag_h = run.overhead.get("fragmentation_idle_gpu_h", 0.0) / run.gpus if run.gpus else 0.0
     held_h = run.wall_h + frag_h
-    terms = max(math.ceil(held_h / term_h), 1)
-    unused_h = max(terms * term_h - held_h, 0.0)
     reuse = opt.committed_reuse_fraction
+    term = committed_term_usd(price.gpus_billed, held_h, term_h, reuse, p)
+    terms, unused_h = int(term["terms"]), float(term["unused_h"])
     b.add(
         "committed_term_unused",
-        float(cloud.rental_usd(price.gpus_billed * unused_h * (1.0 - reuse), p)),
+        float(term["usd"]),
         "compute",
         "gpus billed x (whole terms x term hours - hours held) x (1 - reuse fraction) x price",
         {
@@ -1003,9 +1165,10 @@ def _reliability_items(
     src = fac.sources(*ids)
     common = {"gpus": n, "usd_per_gpu_hour": p, **extra_inputs}
     fs = run.failure_share
+    lost = {k: float(x) for k, x in rework_usd(n, rework, fs, net, p).items()}
     b.add(
         "failure_rework",
-        n * rework * fs * (1 - net) * p,
+        lost["failure_rework"],
         "reliability",
         "gpus x interruptions(non-network failures) x checkpoint_interval/2 x price",
         {**common, "rework_h": rework, "failure_share": fs, "network_fraction": net},
@@ -1013,7 +1176,7 @@ def _reliability_items(
     )
     b.add(
         "network_rework",
-        n * rework * fs * net * p,
+        lost["network_rework"],
         "reliability",
         "gpus x interruptions(network/topology) x checkpoint_interval/2 x price",
         {**common, "rework_h": rework, "network_fraction": net},
@@ -1022,7 +1185,7 @@ def _reliability_items(
     if spot_id is not None:
         b.add(
             "spot_preemption_rework",
-            n * rework * (1 - fs) * p,
+            lost["spot_preemption_rework"],
             "reliability",
             "gpus x spot preemptions x checkpoint_interval/2 x price",
             {**common, "rework_h": rework, "spot_share": 1 - fs},
@@ -1030,7 +1193,7 @@ def _reliability_items(
         )
     b.add(
         "restart_requeue",
-        n * run.overhead.get("restart_h", 0.0) * p,
+        float(gpu_hours_usd(n, run.overhead.get("restart_h", 0.0), p)),
         "reliability",
         "gpus x interruptions x restart hours x price",
         {**common, "interruptions": run.interruptions, "restart_h_each": restart_h},
@@ -1039,7 +1202,7 @@ def _reliability_items(
     if "checkpoint_stall_h" in run.overhead:
         b.add(
             "checkpoint_stall",
-            n * run.overhead["checkpoint_stall_h"] * p,
+            float(gpu_hours_usd(n, run.overhead["checkpoint_stall_h"], p)),
             "reliability",
             "gpus x (productive hours / interval) x save time x stall fraction x price",
             {**common, "stall_h": run.overhead["checkpoint_stall_h"]},
@@ -1047,7 +1210,7 @@ def _reliability_items(
         )
     b.add(
         "firmware_downtime",
-        n * run.overhead.get("firmware_h", 0.0) * p,
+        float(gpu_hours_usd(n, run.overhead.get("firmware_h", 0.0), p)),
         "reliability",
         "gpus x wall clock x (firmware downtime hours per year / hours per year) x price",
         {**common, "firmware_h": run.overhead.get("firmware_h", 0.0)},
@@ -1079,7 +1242,7 @@ def _spares_item(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption, fa
     held = run.gpus * run.wall_h
     b.add(
         "hot_spares",
-        held * f * price.usd_per_gpu_h,
+        float(gpu_hours_usd(held, f, price.usd_per_gpu_h)),
         "reliability",
         "held GPU-hours x spare share of the fleet x capital cost per GPU-hour",
         {"held_gpu_h": held, "spares_fraction": f, "usd_per_gpu_hour": price.usd_per_gpu_h},
@@ -1262,6 +1425,34 @@ def _people_items(
             )
 
 
+def training_storage_gb(
+    d: DataCosts, ops: OpsAssumptions, fac: Factors, tokens: Any, checkpoint_bytes: Any
+) -> tuple[Any, Any]:
+    """Return the dataset and kept-checkpoint volumes of a training run [GB].
+
+    The dataset is ``data.stored_gb`` when given, else tokens x ``data.bytes-per-token``.
+    """
+    dataset_gb = d.stored_gb
+    if dataset_gb is None:
+        dataset_gb = tokens * fac.value("data.bytes-per-token") / GIGA
+    return dataset_gb, checkpoint_bytes * ops.checkpoints_kept / GIGA
+
+
+def storage_items_usd(
+    d: DataCosts, fac: Factors, months: Any, dataset_gb: Any, checkpoint_gb: Any
+) -> dict[str, np.ndarray]:
+    """Return the dataset and checkpoint storage items for the months held [USD]."""
+    tier_id = f"storage.usd-per-gb-month.{d.storage_tier}"
+    price = fac.value(tier_id, "data.storage_tier")
+    return {
+        "dataset_storage": np.asarray(data.storage_usd(dataset_gb, months, price), dtype=float),
+        "checkpoint_storage": np.asarray(
+            data.storage_usd(checkpoint_gb, months, price), dtype=float
+        ),
+        "usd_per_gb_month": np.asarray(price, dtype=float),
+    }
+
+
 def _data_items(
     b: Breakdown,
     scn: Scenario,
@@ -1274,7 +1465,10 @@ def _data_items(
 ) -> None:
     d = scn.data
     tier_id = f"storage.usd-per-gb-month.{d.storage_tier}"
-    price = fac.value(tier_id, "data.storage_tier")
+    store = {
+        k: float(x) for k, x in storage_items_usd(d, fac, months, dataset_gb, checkpoint_gb).items()
+    }
+    price = store["usd_per_gb_month"]
     # one-off costs (acquisition, cleaning, labelling, transfer) go to the first stage only
     if one_off and d.acquisition_usd:
         b.add(
@@ -1307,7 +1501,7 @@ def _data_items(
     if dataset_gb:
         b.add(
             "dataset_storage",
-            float(data.storage_usd(dataset_gb, months, price)),
+            store["dataset_storage"],
             "data",
             "dataset GB x months x $/GB-month",
             {"gb": dataset_gb, "months": months, "usd_per_gb_month": price},
@@ -1316,7 +1510,7 @@ def _data_items(
     if checkpoint_gb:
         b.add(
             "checkpoint_storage",
-            float(data.storage_usd(checkpoint_gb, months, price)),
+            store["checkpoint_storage"],
             "data",
             "checkpoints kept x checkpoint GB x months x $/GB-month",
             {"gb": checkpoint_gb, "months": months, "usd_per_gb_month": price},

@@ -26,9 +26,20 @@ import numpy as np
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System
 from aitco.cost import power
-from aitco.cost.cloud import rental_usd, spot_interruptions
+from aitco.cost.cloud import rental_usd
 from aitco.cost.offers import select_offer
-from aitco.decide.compare import DEFAULT_REGION, Factors, owned_price
+from aitco.decide.compare import (
+    COMMITTED_TERM_YEARS,
+    DEFAULT_REGION,
+    HELD,
+    Factors,
+    owned_price,
+    storage_items_usd,
+    training_goodput,
+    training_run_items_usd,
+    training_storage_gb,
+)
+from aitco.decide.scenario import DataCosts, OpsAssumptions, TrainingWorkload
 from aitco.errors import InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.params import param_counts
@@ -36,6 +47,8 @@ from aitco.units import (
     BYTES_PER_DTYPE,
     DTYPES,
     GIGA,
+    HOURS_PER_MONTH,
+    HOURS_PER_YEAR,
     SECONDS_PER_HOUR,
     TERA,
     WATTS_PER_KILOWATT,
@@ -866,8 +879,12 @@ class EngineTrainingEvaluator:
 
     Notes
     -----
-    Wall clock :math:`W = D / \text{tokens/s}`; on spot, :math:`W \mathrel{+}= \sigma n W
-    (t_{restart} + t_{ckpt}/2)` with *n* instances (nodes); cost = :math:`g W p`.
+    Productive hours :math:`D / \text{tokens/s}`; the wall clock and the cost are those of
+    ``aitco compare``: goodput from :func:`aitco.decide.compare.training_goodput` (failures,
+    spot preemptions, Young/Daly checkpoints, restarts, firmware) and ``total_usd`` the sum of
+    :func:`aitco.decide.compare.training_run_items_usd` (compute, idle instance GPUs, committed
+    term, reliability and people items). Power, data, compliance and carbon items are not yet
+    priced by the sweep (``docs/tco.md``).
     """
 
     hw: HardwareTable
@@ -881,9 +898,21 @@ class EngineTrainingEvaluator:
     checkpoint_interval_h: float = DEFAULT_SPOT_CHECKPOINT_INTERVAL_H
     keys: dict[str, list[Any]] = field(default_factory=lambda: dict(TRAINING_KEYS))
     metrics: tuple[str, ...] = TRAINING_METRICS
+    #: Catalog factors of compare's items (reliability, people); required to evaluate.
+    factors: Factors | None = None
+    #: Operations choices (checkpointing) as in a scenario's ``ops``.
+    ops: OpsAssumptions = field(default_factory=OpsAssumptions)
+    #: Data costs as in a scenario's ``data`` (storage tier, stored dataset volume).
+    data: DataCosts = field(default_factory=DataCosts)
+    #: System each offer code runs on (:func:`aitco.decide.compare.offer_system`; None: the
+    #: hardware's own system), as compare runs the engine on a rented offer's fabric.
+    offer_systems: list[Any] = field(default_factory=list)
+    #: Share of an unused committed term reused elsewhere (compare's option field).
+    committed_reuse_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         self._shapes: dict[Any, Any] = {}
+        self._support: np.ndarray | None = None
 
     def _model_shape(self, i: int) -> Any:
         from aitco.perf.flops import model_shape
@@ -900,6 +929,102 @@ class EngineTrainingEvaluator:
         if key not in self._shapes:
             self._shapes[key] = hardware_shape(self.accelerators[h], prec, self.efficiency)
         return self._shapes[key]
+
+    def run_items(
+        self,
+        rows: np.ndarray,
+        hw: np.ndarray,
+        mdl: np.ndarray,
+        pricing: np.ndarray,
+        gpus: np.ndarray,
+        productive_h: np.ndarray,
+        price: np.ndarray,
+        bl: dict[str, np.ndarray],
+    ) -> dict[str, np.ndarray]:
+        """Return the wall clock and compare's run items of the rows, as arrays.
+
+        Goodput from :func:`aitco.decide.compare.training_goodput` and the items from
+        :func:`aitco.decide.compare.training_run_items_usd`, the functions ``aitco compare``
+        prices one option with, evaluated once per model over that model's rows.
+        """
+        if self.factors is None:
+            raise InputError("factors", None, "catalog factors to price the sweep's items")
+        fac = self.factors
+        mode = pricing[rows]
+        n = gpus[rows].astype(float)
+        dpn = self.hw.devices_per_node[hw[rows]]
+        nodes = np.ceil(n / dpn)
+        offered = bl["offer"][rows] >= 0
+        rented = mode < PRICING_MODES.index("owned")
+        instances = np.where(rented & offered, bl["instances"][rows], nodes)
+        spot = mode == PRICING_MODES.index("spot")
+        rate = np.where(spot, bl["spot_rate"][rows], 0.0)
+        term_h = np.full(rows.size, math.nan)
+        for m, years in COMMITTED_TERM_YEARS.items():
+            term_h[mode == PRICING_MODES.index(m)] = years * HOURS_PER_YEAR
+        held = np.isin(mode, [PRICING_MODES.index(m) for m in HELD if m in PRICING_MODES])
+        owned = ~rented
+        codes = bl["offer"][rows].astype(np.int64)
+        support = self._support_fraction()[np.where(offered, codes, -1)]
+        wall_h = np.zeros(rows.size)
+        total: dict[str, np.ndarray] = {}
+        w = TrainingWorkload(model="sweep", tokens=self.tokens)
+        for mi in np.unique(mdl[rows]):
+            sel = np.flatnonzero(mdl[rows] == mi)
+            g = training_goodput(
+                self.model_archs[int(mi)], w, self.ops, fac, n[sel], nodes[sel],
+                productive_h[sel], spot_rate_per_instance_h=rate[sel],
+                instances=instances[sel], where="option",
+            )  # fmt: skip
+            o = g["overheads"]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                fs = np.where(g["rate_per_h"] > 0, g["failure_rate_per_h"] / g["rate_per_h"], 1.0)
+            items = training_run_items_usd(
+                gpus=n[sel],
+                productive_h=productive_h[sel],
+                overheads=o,
+                failure_share=fs,
+                usd_per_gpu_h=price[rows][sel],
+                gpus_billed=bl["gpus_billed"][rows][sel],
+                rented=rented[sel],
+                spot=spot[sel],
+                held=held[sel],
+                owned=owned[sel],
+                term_h=term_h[sel],
+                fac=fac,
+                reuse_fraction=self.committed_reuse_fraction,
+                support_fraction=np.where(rented[sel], support[sel], 0.0),
+            )
+            wall_h[sel] = o["wall_clock_h"]
+            ds_gb, ck_gb = training_storage_gb(
+                self.data, self.ops, fac, self.tokens, g["ckpt_bytes"]
+            )
+            store = storage_items_usd(
+                self.data, fac, o["wall_clock_h"] / HOURS_PER_MONTH, ds_gb, ck_gb
+            )
+            store.pop("usd_per_gb_month")
+            items.update(store)
+            for k, a in items.items():
+                total.setdefault(k, np.zeros(rows.size))[sel] = a
+        total["wall_clock_h"] = wall_h
+        return total
+
+    def _support_fraction(self) -> np.ndarray:
+        """Support fee share by offer code (last element: no offer, the default provider)."""
+        if self._support is None:
+            fac = self.factors
+            assert fac is not None
+            provs: list[str | None] = [o.provider for lst in self.hw.offers for o in lst]
+            if len(provs) != len(self.hw.offer_ids):
+                provs = [None] * len(self.hw.offer_ids)
+            vals = []
+            for prov in [*provs, None]:
+                key = (prov or "default").lower()
+                ids = [f"support.fraction-of-spend.{key}", "support.fraction-of-spend.default"]
+                have = [i for i in ids if fac.has(i)]
+                vals.append(fac.first(have, "support")[1] if have else 0.0)
+            self._support = np.array(vals, dtype=float)
+        return self._support
 
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk (cheap checks on all; the engine on the plausible rows, by group)."""
@@ -928,11 +1053,17 @@ class EngineTrainingEvaluator:
         rows = np.flatnonzero(reason == 0)
         out = {k: np.zeros(rows.size) for k in self.metrics}
         fits = np.zeros(rows.size, dtype=bool)
+        osys = np.full(n, -1, dtype=np.int64)  # offer code whose own system runs the plan
+        if self.offer_systems:
+            has = np.array([x is not None for x in self.offer_systems] + [False])
+            code = bl["offer"].astype(np.int64)
+            rented = full["option.pricing"] < PRICING_MODES.index("owned")
+            osys = np.where(rented & has[code], code, -1)
         if rows.size:
             seq = full["workload.seq_len"][rows]
-            outer = np.stack([hw[rows], mdl[rows], prec[rows], g[rows], seq, gb[rows]]).astype(
-                float
-            )
+            outer = np.stack(
+                [hw[rows], mdl[rows], prec[rows], g[rows], seq, gb[rows], osys[rows]]
+            ).astype(float)
             cut = np.flatnonzero(np.any(np.diff(outer, axis=1) != 0, axis=0)) + 1
             order = np.arange(rows.size)
             if cut.size > rows.size // 64:  # not in runs (a random sample): sort into groups
@@ -956,10 +1087,11 @@ class EngineTrainingEvaluator:
                 hi, mi, pi = int(hw[r[0]]), int(mdl[r[0]]), int(prec[r[0]])
                 gpus, s_len, gbatch = float(g[r[0]]), float(seq[grp[0]]), float(gb[r[0]])
                 t, p_ = tp[r].astype(float), pp[r].astype(float)
+                oc = int(osys[r[0]])
                 res = evaluate_plans(
                     self._model_shape(mi),
                     self._hw_shape(hi, DTYPES[pi]),
-                    self.systems[hi],
+                    self.systems[hi] if oc < 0 else self.offer_systems[oc],
                     seq_len=s_len,
                     global_batch=gbatch,
                     gpus=gpus,
@@ -983,24 +1115,17 @@ class EngineTrainingEvaluator:
                 out["dp"][grp] = (gpus / (t * p_))[inv]
                 fits[grp] = res["fits"][inv]
             gr = g[rows].astype(float)
-            wall_h = self.tokens / out["tokens_per_s"] / SECONDS_PER_HOUR
-            spot = full["option.pricing"][rows] == PRICING_MODES.index("spot")
-            instances = bl["instances"][rows]
-            lost_per = self.restart_h + self.checkpoint_interval_h / 2.0
-            # the chosen offer's provider rate, as compare takes it
-            rate = bl["spot_rate"][rows]
-            pre = spot_interruptions(
-                np.where(spot & np.isfinite(rate), rate, 0.0),
-                instances,
-                wall_h,
-                self.checkpoint_interval_h,
+            productive_h = self.tokens / out["tokens_per_s"] / SECONDS_PER_HOUR
+            items = self.run_items(
+                rows, hw, mdl, full["option.pricing"], g, productive_h, price, bl
             )
-            wall_h = wall_h + pre * lost_per
+            wall_h = items.pop("wall_clock_h")
+            instances = bl["instances"][rows]
             out["wall_clock_h"] = wall_h
             out["gpu_hours"] = gr * wall_h
             out["price_usd_per_gpu_h"] = price[rows]
-            # whole instances: every accelerator billed, for the wall clock
-            out["total_usd"] = rental_usd(bl["gpus_billed"][rows] * wall_h, price[rows])
+            # the sum of compare's items (compute, instance, reliability, people)
+            out["total_usd"] = sum(items.values(), np.zeros(rows.size))
             out["total_gpus"] = gr
             out["gpus_billed"] = bl["gpus_billed"][rows]
             out["instances"] = instances

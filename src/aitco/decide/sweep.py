@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from aitco.catalog.loader import Catalog
 from aitco.decide import evaluators as ev
+from aitco.decide.compare import Factors, offer_system
 from aitco.errors import EnvironmentFailure, InputError
 from aitco.limits import check_file_size, check_tree
 from aitco.units import DTYPES
@@ -410,6 +411,14 @@ def build_plan(
                     model_archs=models,
                     # a catalog factor; a missing one is an error naming it (no silent default)
                     restart_h=catalog.factor_value("restart.hours"),
+                    factors=Factors(catalog),
+                    offer_systems=[
+                        None
+                        if hw_ids[h] in catalog.systems
+                        else offer_system(catalog, pairs[h][0], pairs[h][1], o.id)
+                        for h, lst in enumerate(hw_table.offers)
+                        for o in lst
+                    ],
                 )
         else:
             qps = spec.workload.get("qps")
