@@ -106,6 +106,25 @@ class HardwareShape:
     gemm_efficiency: float
 
 
+@dataclass(frozen=True)
+class PublishedPractice:
+    """What published runs of a similar model on the same accelerator generation reached.
+
+    Attributes
+    ----------
+    best_mfu : float
+        Best published MFU (aitco's convention, 6N + causal attention over the dense peak). [0-1]
+    source : str
+        Row id (and label) of that best run.
+    layouts : tuple of (tp, pp, cp, ep)
+        Published parallel layouts of the similar runs (empty: none stated).
+    """
+
+    best_mfu: float
+    source: str
+    layouts: tuple[tuple[int, int, int, int], ...] = ()
+
+
 def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> HardwareShape:
     """Peaks and memory of ``acc`` for training in ``precision`` (PlanError if unsupported)."""
     if precision not in TRAIN_PRECISIONS:
@@ -516,6 +535,7 @@ def estimate_training(
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
     lora_rank: int = DEFAULT_LORA_RANK,
     optimizer: str = "adam",
+    practice: PublishedPractice | None = None,
 ) -> TrainingResult:
     """Estimate one training run (searching the plan when no parallel degree is given).
 
@@ -551,6 +571,10 @@ def estimate_training(
         Adapter rank for LoRA/QLoRA. [count]
     optimizer : {"adam", "adam8bit"}
         Optimizer state format.
+    practice : PublishedPractice, optional
+        Published evidence for this model size and accelerator generation: the result carries
+        ``published_best_mfu`` and ``beyond_published_evidence``, and a searched plan prefers,
+        among plans within the best one's interval, the one closest to a published layout.
 
     Returns
     -------
@@ -627,7 +651,7 @@ def estimate_training(
         if not 0.0 < frac <= 1.0:
             raise InputError("recompute_fraction", frac, "a share of layers in (0, 1]")
         fixed["recompute_fraction"] = frac
-    best, res, n = search_plans(
+    best, res, n, i = search_plans(
         ms,
         hw,
         system,
@@ -640,8 +664,8 @@ def estimate_training(
         fixed=fixed,
         optimizer=optimizer,
         tp_comm_overlap=bool(p.get("tp_comm_overlap", False)),
+        practice=practice,
     )
-    i = int(np.flatnonzero(np.all([res[k] == best[k] for k in best], axis=0))[0])
 
     def v(key: str) -> float:
         return float(res[key][i])
@@ -661,6 +685,11 @@ def estimate_training(
         "over_by_gb": max(mem_gb - hw.memory_gb, 0.0),
         "gradient_accumulation": round(v("n_micro")),
         "global_batch": global_batch,
+        "global_batch_tokens": global_batch * seq_len,
+        # fewer sequences than one per 8 devices (Llama 3's floor): DP is held below the GPUs
+        "batch_caps_dp": bool(global_batch * GPUS_PER_SEQUENCE_FLOOR < gpus),
+        # fewer micro-batches than pipeline stages: the bubble idles each stage over half a step
+        "batch_leaves_gpus_idle": bool(round(v("n_micro")) < best["pp"]),
         "seq_len": seq_len,
         "gpus": gpus,
         "precision": precision,
@@ -688,6 +717,11 @@ def estimate_training(
         values["gpu_hours"] = values["wall_clock_h"] * gpus
     interval = training_interval(values, efficiency)
     values["interval"] = interval
+    if practice is not None:
+        values["published_best_mfu"] = practice.best_mfu
+        values["published_best_source"] = practice.source
+        # the whole 80% interval of the predicted MFU lies above the best published run
+        values["beyond_published_evidence"] = bool(interval["mfu"][0] > practice.best_mfu)
     time_terms = {k: v(k) for k in TIME_TERMS}
     mem_terms = {
         k: v(f"mem_{k}_bytes") / GIGA
@@ -827,3 +861,61 @@ def checkpoint_save_time_s(
         * size
         / (np.asarray(write_bandwidth_gb_s, dtype=float) * GIGA)
     )
+
+
+#: Compute-optimal batch size fitted by DeepSeek LLM (X. Bi et al., arXiv 2401.02954, Sec. 3.1,
+#: Fig. 3): :math:`B_{opt} = 0.2920\, C^{0.3271}` tokens for a compute budget :math:`C` FLOPs.
+BATCH_LAW_COEF_TOKENS = 0.2920
+BATCH_LAW_EXPONENT = 0.3271
+#: Tokens per parameter assumed for the compute budget when no token count is given (Chinchilla,
+#: J. Hoffmann et al., arXiv 2203.15556: about 20 tokens per parameter).
+CHINCHILLA_TOKENS_PER_PARAM = 20.0
+#: Published floor of sequences per device at scale: Llama 3 405B trained with 16M-token
+#: batches of 8,192-token sequences on 16,384 H100, one sequence per 8 GPUs per step
+#: (Llama 3 paper, arXiv 2407.21783, Sec. 3.4.1 and Table 4).
+GPUS_PER_SEQUENCE_FLOOR = 8
+
+
+def default_global_batch_tokens(
+    active_params: Any, gpus: Any, seq_len: Any, tokens: Any = None
+) -> NDArray[np.int64]:
+    r"""Global batch that published practice would use for a run [tokens].
+
+    Parameters
+    ----------
+    active_params : array_like
+        Parameters touched per token (MoE: active). [count]
+    gpus : array_like
+        Devices. [count]
+    seq_len : array_like
+        Sequence length. [tokens]
+    tokens : array_like, optional
+        Tokens to train on (default: 20 per parameter, Chinchilla). [tokens]
+
+    Returns
+    -------
+    ndarray
+        :math:`\max(0.292\,C^{0.3271},\ \lceil n_{gpu}/8 \rceil s)` with :math:`C = 6 N D`,
+        rounded up to whole sequences. [tokens]
+
+    Notes
+    -----
+    The first term is DeepSeek LLM's compute-optimal batch law (2401.02954, Sec. 3.1); the
+    second keeps at least one sequence per 8 devices, Llama 3 405B's published batch on 16,384
+    GPUs (2407.21783, Sec. 3.4.1), so that a large cluster is not left without data-parallel
+    work. Checks: GPT-2 124M on 10B tokens gives 0.44M (llm.c uses 0.52M); DeepSeek-V3 (37B
+    active, 14.8T tokens) 30M (published: 12.6M ramped to 63M); Llama 3.1 405B on 16,384 GPUs
+    at 8,192 tokens 68M from the law (published 16M: the law is an upper guide, not a cap).
+
+    Examples
+    --------
+    >>> int(default_global_batch_tokens(124e6, 8, 1024, 10e9))
+    435200
+    """
+    n = np.asarray(active_params, dtype=float)
+    s = np.asarray(seq_len, dtype=float)
+    d = n * CHINCHILLA_TOKENS_PER_PARAM if tokens is None else np.asarray(tokens, dtype=float)
+    law = BATCH_LAW_COEF_TOKENS * (6.0 * n * d) ** BATCH_LAW_EXPONENT
+    floor = np.ceil(np.asarray(gpus, dtype=float) / GPUS_PER_SEQUENCE_FLOOR) * s
+    seqs = np.maximum(np.ceil(np.maximum(law, floor) / s), 1.0)
+    return (seqs * s).astype(np.int64)
