@@ -71,45 +71,49 @@ class EfficiencyParams(BaseModel):
 
     # ---- training engine (issue #3) ----------------------------------------------------------
     # Defaults fitted ONCE, globally, on the 51 predictable throughput rows of
-    # aitco/validation/data/training.csv by aitco.validation.training.fit_efficiency(loss="l2")
-    # (coordinate descent minimising the RMS of ln(observed/predicted) tokens/s/GPU over all
-    # rows at once; no per-row or per-model factor). Fit and residuals: docs/efficiency.md.
+    # aitco/validation/data/training.csv by aitco.validation.training.fit_efficiency()
+    # (scipy.optimize.least_squares minimising the sum of squared ln(observed/predicted)
+    # tokens/s/GPU over all rows at once; no per-row or per-model factor). The interval
+    # percentiles are those of the leave-one-source-out residuals (validate training --cv group).
+    # Fit and residuals: docs/efficiency.md.
     gemm: dict[str, float] = Field(
         default_factory=lambda: {
-            "nvidia-ampere": 0.6186,
-            "nvidia-hopper": 0.6118,
-            "nvidia-blackwell": 0.6718,  # only 3 GB200 rows: weakly constrained
+            "nvidia-ampere": 0.6507,
+            "nvidia-hopper": 0.5906,
+            "nvidia-blackwell": 0.6509,  # only 3 GB200 rows: weakly constrained
         }
     )
     # no training rows for other families: the mean of the three fitted values (not fitted itself)
-    gemm_default: float = _frac(0.634, "GEMM fraction of dense peak where no family value exists.")
+    gemm_default: float = _frac(0.6307, "GEMM fraction of dense peak where no family value exists.")
     hbm: float = _frac(0.80, "Fraction of HBM bandwidth achieved by memory-bound kernels.")
     intra_node_link: float = _frac(
-        0.8557, "Fraction of scale-up link bandwidth achieved by collectives."
+        0.95, "Fraction of scale-up link bandwidth achieved by collectives."
     )
-    scale_out_link: float = _frac(0.6475, "Fraction of NIC bandwidth achieved by collectives.")
+    scale_out_link: float = _frac(0.6521, "Fraction of NIC bandwidth achieved by collectives.")
     dp_overlap: float = Field(default=1.0, ge=0.0, le=1.0, description="Share of DP comm hidden.")
     attention: float = _frac(
-        0.2988, "Fraction of the bf16 dense peak reached by FlashAttention kernels (training)."
+        0.3022, "Fraction of the bf16 dense peak reached by FlashAttention kernels (training)."
     )
     tp_overlap: float = Field(
-        default=0.2237,
+        default=0.5903,
         ge=0.0,
         le=1.0,
         description="Share of TP collectives hidden behind GEMMs when TP comm overlap is on.",
     )
     elementwise_hbm: float = _frac(
-        0.4991,
+        0.5418,
         "Fraction of HBM bandwidth reached by training's elementwise, normalisation, loss and "
         "optimizer kernels (many small, partly unfused kernels; weight streaming uses `hbm`).",
     )
     training_log_ratio_q10: float = Field(
-        default=-0.1373,
-        description="10th percentile of ln(observed/predicted) tokens/s/GPU on validation rows.",
+        default=-0.2507,
+        description="10th percentile of ln(observed/predicted) tokens/s/GPU, leave-one-source-out "
+        "cross-validated on the validation rows.",
     )
     training_log_ratio_q90: float = Field(
-        default=0.1867,
-        description="90th percentile of ln(observed/predicted) tokens/s/GPU on validation rows.",
+        default=0.2230,
+        description="90th percentile of ln(observed/predicted) tokens/s/GPU, leave-one-source-out "
+        "cross-validated on the validation rows.",
     )
 
     # ---- inference engine (issue #4) ---------------------------------------------------------

@@ -194,6 +194,7 @@ def search_plans(
     lora_params: float | None = None,
     tp_comm_overlap: bool = False,
     practice: PublishedPractice | None = None,
+    attention_kernel: str = "flash",
 ) -> tuple[dict[str, Any], dict[str, NDArray[Any]], int, int]:
     """Fastest plan that fits (or the smallest-memory one when none fits).
 
@@ -238,6 +239,7 @@ def search_plans(
         optimizer=optimizer,
         lora_params=lora_params,
         tp_comm_overlap=tp_comm_overlap,
+        attention_kernel=attention_kernel,
     )
     best = choose_plan(cands, res, eff, practice)
     plan: dict[str, Any] = {k: int(cands[k][best]) for k in PLAN_KEYS if k != "recompute_fraction"}

@@ -81,6 +81,19 @@ LOSS_LOGIT_PASSES = 3.0
 #: FlashAttention's backward runs 5 matmuls against the forward's 2 (it recomputes the scores;
 #: Dao 2023, FlashAttention-2, Sec. 3.1.2): 2.5 forwards of work.
 FLASH_BWD_MATMULS = 2.5
+#: Attention kernels: FlashAttention (fused, causal blocks skipped, no s x s tensor in HBM) or
+#: the unfused attention of 2019-2021 Megatron-LM (batched GEMMs for QK^T and PV over the full
+#: s x s matrix, then a fused scale-mask-softmax and dropout that stream the scores through HBM).
+ATTENTION_KERNELS = ("flash", "unfused")
+#: Passes over the s x s scores (16-bit elements) per head in the unfused forward: QK^T writes
+#: S (1), softmax reads S and writes P (2), dropout reads P and writes P' and a 1-byte mask (2.5),
+#: PV reads P' (1). The tensors are the 5as^2 bytes of Korthikanti et al. 2022, Sec. 4.1 [2].
+UNFUSED_SCORE_PASSES_FWD = 6.5
+#: Backward: dP' written (1), dropout backward reads dP' and the mask, writes dP (2.5), softmax
+#: backward reads P and dP, writes dS (3), the two GEMMs read dS (2).
+UNFUSED_SCORE_PASSES_BWD = 8.5
+#: Unfused backward runs 2 GEMMs per forward GEMM (no score recomputation, unlike FlashAttention).
+UNFUSED_BWD_MATMULS = 2.0
 #: Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element (Transformer Engine).
 FP8_CAST_BYTES = 3.0
 #: Launch and tail latency of one GPU kernel (CUDA launch overhead is a few microseconds;
@@ -173,6 +186,7 @@ def _evaluate_plans(
     lora_params: float | None = None,
     tp_comm_overlap: Any = False,
     recompute_fraction: Any = 1.0,
+    attention_kernel: str = "flash",
 ) -> dict[str, F64]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -208,6 +222,9 @@ def _evaluate_plans(
     tp_comm_overlap : array_like of bool
         Whether TP collectives are overlapped with GEMMs (Megatron ``tp_comm_overlap``); a
         fraction ``eff.tp_overlap`` of them is then hidden.
+    attention_kernel : {"flash", "unfused"}
+        FlashAttention, or the unfused attention of pre-2022 Megatron-LM (full s x s GEMMs at
+        the GEMM fraction plus the score tensors streamed through HBM).
 
     Returns
     -------
@@ -247,7 +264,13 @@ def _evaluate_plans(
     g = hw.gemm_efficiency
     lin_rate = hw.peak_linear_tflops * TERA * g
     att_rate = hw.peak_attention_tflops * TERA * eff.attention
-    att_time = tok_layers * (att_fwd_tok / att_rate) * (1.0 + FLASH_BWD_MATMULS + any_rc)
+    if attention_kernel == "unfused":
+        # the full (unmasked) s x s products as batched GEMMs at the 16-bit GEMM fraction
+        att_full_tok = float(attention_flops_per_token(ms, s, causal=False))
+        att_gemm_rate = hw.peak_attention_tflops * TERA * g
+        att_time = tok_layers * (att_full_tok / att_gemm_rate) * (1.0 + UNFUSED_BWD_MATMULS + any_rc)
+    else:
+        att_time = tok_layers * (att_fwd_tok / att_rate) * (1.0 + FLASH_BWD_MATMULS + any_rc)
     compute_mb = (
         tok_layers * (lin_fwd_tok / lin_rate) * (lin_passes + full_rc)
         + tok_tp * (head_fwd_tok * lin_passes / (hw.peak_attention_tflops * TERA * g))
@@ -278,6 +301,11 @@ def _evaluate_plans(
         + tok_tp * loss_s
         + lps * (KERNELS_PER_LAYER_PASS * KERNEL_OVERHEAD_S) * passes
     )
+    if attention_kernel == "unfused":  # scores of the device's heads for each of its tokens
+        s_att = min(s, float(ms.window)) if ms.window is not None else s
+        score_bytes = float(ms.n_heads) * s_att * act_b
+        score_passes = UNFUSED_SCORE_PASSES_FWD * (1.0 + any_rc) + UNFUSED_SCORE_PASSES_BWD
+        membound_mb = membound_mb + tok_layers * (score_bytes / hbm_rate) * score_passes
 
     # ---------------- communication inside the micro-batch
     strides = group_strides(tp, cp, dp)
@@ -536,6 +564,7 @@ def estimate_training(
     lora_rank: int = DEFAULT_LORA_RANK,
     optimizer: str = "adam",
     practice: PublishedPractice | None = None,
+    attention_kernel: str = "flash",
 ) -> TrainingResult:
     """Estimate one training run (searching the plan when no parallel degree is given).
 
@@ -571,6 +600,8 @@ def estimate_training(
         Adapter rank for LoRA/QLoRA. [count]
     optimizer : {"adam", "adam8bit"}
         Optimizer state format.
+    attention_kernel : {"flash", "unfused"}
+        Attention implementation (``unfused``: pre-FlashAttention Megatron-LM, 2019-2021).
     practice : PublishedPractice, optional
         Published evidence for this model size and accelerator generation: the result carries
         ``published_best_mfu`` and ``beyond_published_evidence``, and a searched plan prefers,
@@ -598,6 +629,8 @@ def estimate_training(
         raise InputError("--method", method, "full, lora or qlora")
     if tokens is not None and not tokens > 0:
         raise InputError("--tokens", tokens, "a positive number of tokens")
+    if attention_kernel not in ATTENTION_KERNELS:
+        raise InputError("attention_kernel", attention_kernel, " or ".join(ATTENTION_KERNELS))
     ms = model_shape(model, lora_rank)
     hw = hardware_shape(acc, precision, efficiency)
     p: dict[str, Any]
@@ -665,6 +698,7 @@ def estimate_training(
         optimizer=optimizer,
         tp_comm_overlap=bool(p.get("tp_comm_overlap", False)),
         practice=practice,
+        attention_kernel=attention_kernel,
     )
 
     def v(key: str) -> float:

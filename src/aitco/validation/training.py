@@ -56,6 +56,10 @@ HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"gaudi2", "gaudi2"),
 )
 
+#: Attention of the Megatron-LM 2021 / Megatron-DeepSpeed runs (MT-NLG, ZeRO-3 comparison):
+#: unfused QK^T, scale-mask-softmax, dropout and PV (``aitco.perf.training.ATTENTION_KERNELS``).
+PRE_FLASH_ATTENTION_KERNEL = "unfused"
+
 #: Megatron-LM 2021 (Narayanan et al., Table 1) head counts by hidden size; vocab 51,200.
 MEGATRON_2021_HEADS = {2304: 24, 3072: 32, 4096: 32, 6144: 48, 8192: 64, 10240: 80, 12288: 96,
                        16384: 128, 20480: 128, 25600: 160}  # fmt: skip
@@ -138,6 +142,7 @@ class Case:
     notes: list[str] = field(default_factory=list)
     tokens: float | None = None  # full runs: tokens trained
     group: str = ""  # source group (:func:`source_group`), for cross-validation
+    attention_kernel: str = "flash"
 
 
 def _num(x: Any) -> float | None:
@@ -363,9 +368,12 @@ def row_case(row: pd.Series, catalog: Catalog | None) -> Case:
     basis = "mfu"
     label = str(row["model"])
     megatron_2021 = "Megatron-LM" in fw and ("2021" in label or "Table 2" in label)
+    attention = "flash"
     if megatron_2021 or "Megatron-DeepSpeed" in fw or "ZeRO-3" in fw:
         basis = "hfu"  # TFLOP/s counting recomputation (row notes)
         plan.setdefault("recompute", "full")  # Megatron 2021 runs recomputed activations
+        # 2021 runs predate FlashAttention (Dao et al., arXiv 2205.14135, May 2022)
+        attention = PRE_FLASH_ATTENTION_KERNEL
     if re.search(r"\bTP\b[^;.]*overlap", str(row.get("notes", ""))):
         plan["tp_comm_overlap"] = True  # the source states TP comm overlap was on
     tok = _num(row.get("tokens_per_s_per_gpu"))
@@ -379,7 +387,7 @@ def row_case(row: pd.Series, catalog: Catalog | None) -> Case:
     return Case(
         rid, model, acc, int(gpus), int(seq), gb, parse_precision(row.get("precision")), plan,
         target, obs, basis, str(row["run_scope"]), label, [f"arch: {src}"], None,
-        source_group(row.get("source")),
+        source_group(row.get("source")), attention,
     )  # fmt: skip
 
 
@@ -411,6 +419,7 @@ def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResu
     res = estimate_training(
         case.model, acc, system, case.gpus, seq_len=case.seq_len, global_batch=case.global_batch,
         precision=precision, plan=case.plan, efficiency=eff, tokens=case.tokens,
+        attention_kernel=case.attention_kernel,
     )  # fmt: skip
     tps = res.values["tokens_per_s_per_gpu"]
     if case.target == "tokens_per_s_per_gpu":
