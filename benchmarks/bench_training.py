@@ -44,6 +44,7 @@ def main() -> None:
     gpus, seq, gb = 16384, 8192, 2048
 
     res = estimate_training(model, acc, system, gpus, seq_len=seq, global_batch=gb, tokens=15.6e12)
+
     def search() -> None:
         _candidates_memo.cache_clear()  # time the candidate generation too, every call
         estimate_training(model, acc, system, gpus, seq_len=seq, global_batch=gb)

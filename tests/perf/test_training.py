@@ -335,3 +335,24 @@ def test_plan_within_evidence_prefers_published_practice() -> None:
     r2 = estimate_training(big, ACC, SYS, 64, seq_len=4096, global_batch=256, practice=high)
     assert r2.values["beyond_published_evidence"] is False
     assert r2.values["plan"] == free.values["plan"]  # no layouts: the fastest plan
+
+
+def test_training_gemm_is_its_own_but_calibration_of_gemm_reaches_it() -> None:
+    e = DEFAULT_EFFICIENCY
+    assert e.training_gemm_for("nvidia-hopper") == e.training_gemm["nvidia-hopper"]
+    assert e.training_gemm_for("amd-cdna3") == e.gemm_for("amd-cdna3")  # no training value
+    cal = e.with_overrides({"gemm": {"nvidia-hopper": 0.5}})
+    assert cal.training_gemm_for("nvidia-hopper") == 0.5
+    assert cal.training_gemm_for("nvidia-ampere") == e.training_gemm["nvidia-ampere"]
+    assert e.attention_for("amd-cdna3") == e.attention
+
+
+def test_unfused_attention_costs_hbm_traffic_and_full_gemms() -> None:
+    flash = _est(plan={"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "recompute": "none"})
+    unf = estimate_training(M, ACC, SYS, 8, seq_len=2048, global_batch=64,
+                            plan={"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1,
+                                  "recompute": "none"}, attention_kernel="unfused")  # fmt: skip
+    # the s x s scores streamed through HBM make the memory-bound term larger
+    assert unf.time_terms_s["memory_bound_s"] > flash.time_terms_s["memory_bound_s"]
+    with pytest.raises(InputError, match="attention_kernel"):
+        _est(attention_kernel="xformers")

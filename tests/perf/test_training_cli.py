@@ -194,7 +194,8 @@ def test_validate_training_cv_group(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert d["cv"] == "group"
     assert d["predicted"] == 4
     assert {g["source_group"] for g in d["by_source_group"]} == {
-        "github.com/nvidia/megatron-lm", "github.com/mosaicml/llm-foundry"
+        "github.com/nvidia/megatron-lm",
+        "github.com/mosaicml/llm-foundry",
     }
     assert 0.0 <= d["interval_coverage"] <= 1.0
     assert d["in_sample"]["predicted"] == 4

@@ -141,9 +141,7 @@ def train(
     batch_rule = "given"
     if global_batch is None:
         if global_batch_tokens is None:
-            bt = int(
-                default_global_batch_tokens(param_counts(arch).active, gpus, seq_len, tokens)
-            )
+            bt = int(default_global_batch_tokens(param_counts(arch).active, gpus, seq_len, tokens))
             batch_rule = BATCH_RULE
         else:
             bt = global_batch_tokens

@@ -113,9 +113,7 @@ def candidate_plans(
         return np.array([fx[key]]) if key in fx else np.asarray(default)
 
     # Megatron-LM/NeMo shard attention heads and KV groups over TP: TP divides both
-    tp = opts(
-        "tp", divs[(divs <= MAX_TP) & (ms.n_heads % divs == 0) & (ms.kv_heads % divs == 0)]
-    )
+    tp = opts("tp", divs[(divs <= MAX_TP) & (ms.n_heads % divs == 0) & (ms.kv_heads % divs == 0)])
     pp = opts("pp", divs[divs <= ms.n_layers])
     cp = opts("cp", divs[(divs <= MAX_CP) & ((seq_len % (2 * divs) == 0) | (divs == 1))])
     ep = opts("ep", divs[ms.n_experts % divs == 0] if ms.moe_layers else np.array([1]))
@@ -141,9 +139,7 @@ def candidate_plans(
         # interleaved 1F1B (Megatron --num-layers-per-virtual-pipeline-stage) needs the
         # layers split evenly over pp x vp model chunks, or evenly once the first and last
         # stages each give up UNEVEN_END_LAYERS
-        even = (ms.n_layers % (p * v) == 0) | (
-            (ms.n_layers + 2 * UNEVEN_END_LAYERS) % (p * v) == 0
-        )
+        even = (ms.n_layers % (p * v) == 0) | ((ms.n_layers + 2 * UNEVEN_END_LAYERS) % (p * v) == 0)
         ok &= (v == 1) | ((p > 1) & (p * v <= ms.n_layers) & even)
     return {
         "tp": t[ok],
@@ -169,10 +165,10 @@ def _candidates_memo(
 def cached_candidate_plans(
     ms: ModelShape, gpus: int, seq_len: int, global_batch: int, fixed: dict[str, Any] | None
 ) -> dict[str, NDArray[Any]]:
-    """:func:`candidate_plans`, remembered for repeated calls (the efficiency fit re-prices
-    the same rows hundreds of times; candidates do not depend on the efficiencies).
+    """:func:`candidate_plans`, remembered for repeated calls.
 
-    The arrays returned are shared: callers must not modify them.
+    The efficiency fit re-prices the same rows hundreds of times, and candidates do not depend
+    on the efficiencies. The arrays returned are shared: callers must not modify them.
     """
     key = tuple(sorted((k, v) for k, v in (fixed or {}).items() if v is not None))
     return _candidates_memo(ms, int(gpus), int(seq_len), int(global_batch), key)

@@ -117,6 +117,7 @@ class HardwareShape:
     hbm_bandwidth_gb_s: float
     memory_gb: float
     gemm_efficiency: float
+    attention_efficiency: float = DEFAULT_EFFICIENCY.attention
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,8 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         peak_mfu_tflops=float(lin),
         hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
         memory_gb=float(acc.memory_gb),
-        gemm_efficiency=float(eff.gemm_for(acc.family)),
+        gemm_efficiency=float(eff.training_gemm_for(acc.family)),
+        attention_efficiency=float(eff.attention_for(acc.family)),
     )
 
 
@@ -263,12 +265,13 @@ def _evaluate_plans(
     lin_passes = 3.0 if method == "full" else 2.0
     g = hw.gemm_efficiency
     lin_rate = hw.peak_linear_tflops * TERA * g
-    att_rate = hw.peak_attention_tflops * TERA * eff.attention
+    att_rate = hw.peak_attention_tflops * TERA * hw.attention_efficiency
     if attention_kernel == "unfused":
         # the full (unmasked) s x s products as batched GEMMs at the 16-bit GEMM fraction
         att_full_tok = float(attention_flops_per_token(ms, s, causal=False))
         att_gemm_rate = hw.peak_attention_tflops * TERA * g
-        att_time = tok_layers * (att_full_tok / att_gemm_rate) * (1.0 + UNFUSED_BWD_MATMULS + any_rc)
+        att_passes = 1.0 + UNFUSED_BWD_MATMULS + any_rc
+        att_time = tok_layers * (att_full_tok / att_gemm_rate) * att_passes
     else:
         att_time = tok_layers * (att_fwd_tok / att_rate) * (1.0 + FLASH_BWD_MATMULS + any_rc)
     compute_mb = (
@@ -404,6 +407,8 @@ def _evaluate_plans(
     mfu = model_fpt * per_gpu / (hw.peak_mfu_tflops * TERA)
     hfu = hw_fpt * per_gpu / (hw.peak_mfu_tflops * TERA)
     total_mem = mem["total"]
+    with np.errstate(invalid="ignore"):  # a plan without its link (t_mb = inf) and no bubble
+        bubble_s = np.where(bub > 0, m * t_mb * bub, 0.0)
     return {
         "step_time_s": step,
         "tokens_per_s": tokens_per_s,
@@ -421,7 +426,7 @@ def _evaluate_plans(
         "cp_comm_s": m * cp_mb,
         "ep_comm_s": m * ep_mb,
         "zero3_comm_s": m * z3_exposed,
-        "bubble_s": m * t_mb * bub,
+        "bubble_s": bubble_s,
         "pp_comm_s": pp_comm,
         "dp_comm_s": dp_exposed,
         "optimizer_s": opt_s,
@@ -437,10 +442,11 @@ def evaluate_plans(*args: Any, **kwargs: Any) -> dict[str, F64]:
     """Step time, throughput and memory of many training plans at once.
 
     Same parameters and returns as :func:`_evaluate_plans` (documented there). Plans that need a
-    link the system lacks (no scale-out network) come out with an infinite step time, without
-    floating-point warnings.
+    link the system lacks (no scale-out network) come out with an infinite step time: the one
+    division meant to give an infinity is narrowed in :func:`aitco.perf.comms._beta_s`; any
+    other floating-point error raises (issue 17: numerics that complain).
     """
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    with np.errstate(divide="raise", invalid="raise", over="raise"):
         return _evaluate_plans(*args, **kwargs)
 
 
@@ -780,7 +786,7 @@ def estimate_training(
         "compute_s": {
             "peak_tflops": hw.peak_linear_tflops,
             "gemm_efficiency": hw.gemm_efficiency,
-            "attention_efficiency": e.attention,
+            "attention_efficiency": hw.attention_efficiency,
             "recompute": pl["recompute"],
             "recompute_fraction": pl["recompute_fraction"],
         },

@@ -27,8 +27,8 @@ from aitco.catalog.loader import Catalog, load_catalog
 from aitco.catalog.schema import MLA, ModelArch, MoE
 from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
-from aitco.perf.params import param_counts
 from aitco.perf.flops import model_shape, training_flops_per_token
+from aitco.perf.params import param_counts
 from aitco.perf.training import (
     PublishedPractice,
     default_global_batch_tokens,
@@ -332,9 +332,7 @@ def run_case(row: pd.Series, catalog: Catalog | None) -> Case:
     seq = int(_num(row.get("seq_len")) or min(model.max_seq_len, DEFAULT_RUN_SEQ_LEN))
     gbt = _num(row.get("global_batch_tokens"))
     if not gbt:  # the batch `aitco train` would use (published practice by size and GPU count)
-        gbt = float(
-            default_global_batch_tokens(param_counts(model).active, gpus, seq, tokens)
-        )
+        gbt = float(default_global_batch_tokens(param_counts(model).active, gpus, seq, tokens))
     plan = parse_plan(row.get("parallelism"), int(gpus))
     plan = {k: v for k, v in plan.items() if k in ("zero", "fsdp", "micro_batch", "recompute")}
     target, obs = ("gpu_hours", gpu_h) if gpu_h else ("wall_clock_h", wall_h)
@@ -512,33 +510,46 @@ def results_frame(results: list[RowResult]) -> pd.DataFrame:
     return pd.DataFrame([r.__dict__ for r in results])
 
 
-#: Parameters fitted globally by :func:`fit_efficiency`, with their search bounds.
+#: Parameters fitted globally by :func:`fit_efficiency`, with their search bounds. The fields the
+#: inference engine shares (``elementwise_hbm``, ``intra_node_link``, ``scale_out_link``, ``gemm``)
+#: stay at their issue-3 values so that refitting training never moves inference; training has
+#: its own ``training_gemm`` and ``attention_by_family``.
 FIT_BOUNDS: dict[str, tuple[float, float]] = {
     "gemm.nvidia-ampere": (0.40, 0.95),
     "gemm.nvidia-hopper": (0.40, 0.95),
     "gemm.nvidia-blackwell": (0.40, 0.95),
-    "attention": (0.15, 0.90),
-    "elementwise_hbm": (0.20, 0.95),
-    "intra_node_link": (0.30, 0.95),
-    "scale_out_link": (0.30, 0.95),
+    "attention.nvidia-ampere": (0.15, 0.90),
+    "attention.nvidia-hopper": (0.15, 0.90),
+    "attention.nvidia-blackwell": (0.15, 0.90),
     "dp_overlap": (0.0, 1.0),
     "tp_overlap": (0.0, 1.0),
 }
 
 
 def _vector(eff: EfficiencyParams) -> NDArray[np.float64]:
-    """The fitted parameters of ``eff`` in the order of :data:`FIT_BOUNDS`."""
+    """Return the fitted parameters of ``eff`` in the order of :data:`FIT_BOUNDS`."""
     out = []
     for key in FIT_BOUNDS:
-        out.append(eff.gemm_for(key.split(".", 1)[1]) if key.startswith("gemm.") else getattr(eff, key))
+        if key.startswith("gemm."):
+            out.append(eff.training_gemm_for(key.split(".", 1)[1]))
+        elif key.startswith("attention."):
+            out.append(eff.attention_for(key.split(".", 1)[1]))
+        else:
+            out.append(getattr(eff, key))
     return np.asarray(out, dtype=float)
 
 
 def _from_vector(eff: EfficiencyParams, x: NDArray[np.float64]) -> EfficiencyParams:
     """``eff`` with the parameters of :data:`FIT_BOUNDS` set to ``x``."""
-    gemm = {k.split(".", 1)[1]: float(v) for k, v in zip(FIT_BOUNDS, x) if k.startswith("gemm.")}
-    rest = {k: float(v) for k, v in zip(FIT_BOUNDS, x) if not k.startswith("gemm.")}
-    return eff.with_overrides({"gemm": gemm, **rest})
+    by: dict[str, dict[str, float]] = {"training_gemm": {}, "attention_by_family": {}}
+    rest: dict[str, float] = {}
+    for k, v in zip(FIT_BOUNDS, x, strict=True):
+        head, _, fam = k.partition(".")
+        if fam:
+            by["training_gemm" if head == "gemm" else "attention_by_family"][fam] = float(v)
+        else:
+            rest[k] = float(v)
+    return eff.with_overrides({**by, **rest})
 
 
 #: Log ratio charged to a row the model cannot price with trial parameters (an error, not a
@@ -554,10 +565,8 @@ CV_MAX_NFEV = 3
 FIT_MAX_NFEV = 12
 
 
-def throughput_cases(
-    path: str | Path | None = None, catalog: Catalog | None = None
-) -> list[Case]:
-    """The predictable throughput rows of a ground-truth CSV as :class:`Case` objects."""
+def throughput_cases(path: str | Path | None = None, catalog: Catalog | None = None) -> list[Case]:
+    """Return the predictable throughput rows of a ground-truth CSV as :class:`Case` objects."""
     catalog = catalog if catalog is not None else load_catalog()
     df = load_rows(path)
     cases = []
@@ -752,7 +761,7 @@ class PublishedRun:
 
 
 def published_runs(catalog: Catalog, path: str | Path | None = None) -> list[PublishedRun]:
-    """The throughput rows as published MFU (aitco's convention) with their layouts.
+    """Return the throughput rows as published MFU (aitco's convention) with their layouts.
 
     The published tokens/s per GPU (or TFLOP/s converted with the source's own FLOP convention,
     :func:`reference_flops_per_token`) times aitco's training FLOPs per token
@@ -770,8 +779,10 @@ def published_runs(catalog: Catalog, path: str | Path | None = None) -> list[Pub
             if c.target == "tokens_per_s_per_gpu"
             else c.observed * TERA / reference_flops_per_token(c.model, c.seq_len, c.flop_basis)
         )
-        mfu = tps * training_flops_per_token(ms, c.seq_len, "full", None) / (
-            acc.peak_tflops[precision] * TERA
+        mfu = (
+            tps
+            * training_flops_per_token(ms, c.seq_len, "full", None)
+            / (acc.peak_tflops[precision] * TERA)
         )
         layout = None
         if any(k in c.plan for k in ("tp", "pp", "cp", "ep", "dp")):  # dp alone: FSDP/ZeRO-3
