@@ -356,3 +356,9 @@ def test_unfused_attention_costs_hbm_traffic_and_full_gemms() -> None:
     assert unf.time_terms_s["memory_bound_s"] > flash.time_terms_s["memory_bound_s"]
     with pytest.raises(InputError, match="attention_kernel"):
         _est(attention_kernel="xformers")
+
+
+def test_restating_the_shared_gemm_keeps_the_training_value() -> None:
+    e = DEFAULT_EFFICIENCY
+    same = e.with_overrides({"gemm": {"nvidia-hopper": e.gemm_for("nvidia-hopper")}})
+    assert same.training_gemm_for("nvidia-hopper") == e.training_gemm_for("nvidia-hopper")

@@ -232,11 +232,12 @@ class EfficiencyParams(BaseModel):
         data = self.model_dump()
         for k, v in overrides.items():
             if k in ("gemm", "training_gemm", "attention_by_family") and isinstance(v, dict):
-                data[k] = {**data[k], **v}
-                if k == "gemm":  # a calibrated GEMM fraction holds for training too
+                if k == "gemm":  # a changed (calibrated) GEMM fraction holds for training too
+                    changed = {f for f, x in v.items() if data["gemm"].get(f) != x}
                     data["training_gemm"] = {
-                        f: x for f, x in data["training_gemm"].items() if f not in v
+                        f: x for f, x in data["training_gemm"].items() if f not in changed
                     }
+                data[k] = {**data[k], **v}
             else:
                 data[k] = v
         return EfficiencyParams.model_validate(data)
