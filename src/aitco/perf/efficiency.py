@@ -230,16 +230,18 @@ class EfficiencyParams(BaseModel):
     def with_overrides(self, overrides: dict[str, Any]) -> EfficiencyParams:
         """Return a copy with some parameters replaced (validated); per-family dicts merge."""
         data = self.model_dump()
+        changed: dict[str, set[str]] = {"gemm": set(), "training_gemm": set()}
         for k, v in overrides.items():
             if k in ("gemm", "training_gemm", "attention_by_family") and isinstance(v, dict):
-                if k == "gemm":  # a changed (calibrated) GEMM fraction holds for training too
-                    changed = {f for f, x in v.items() if data["gemm"].get(f) != x}
-                    data["training_gemm"] = {
-                        f: x for f, x in data["training_gemm"].items() if f not in changed
-                    }
+                if k in changed:
+                    changed[k] |= {f for f, x in v.items() if data[k].get(f) != x}
                 data[k] = {**data[k], **v}
             else:
                 data[k] = v
+        # a changed (calibrated) GEMM fraction holds for training too, unless the training value
+        # was itself changed in the same call
+        drop = changed["gemm"] - changed["training_gemm"]
+        data["training_gemm"] = {f: x for f, x in data["training_gemm"].items() if f not in drop}
         return EfficiencyParams.model_validate(data)
 
 
