@@ -19,7 +19,7 @@ from aitco.catalog.loader import load_catalog
 from aitco.catalog.schema import ModelArch
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY
 from aitco.perf.flops import model_shape
-from aitco.perf.plan_search import candidate_plans, evaluate_chunked
+from aitco.perf.plan_search import _candidates_memo, candidate_plans, evaluate_chunked
 from aitco.perf.training import estimate_training, evaluate_plans, hardware_shape
 from aitco.validation.training import KNOWN_ARCHS, validate_training
 
@@ -44,9 +44,12 @@ def main() -> None:
     gpus, seq, gb = 16384, 8192, 2048
 
     res = estimate_training(model, acc, system, gpus, seq_len=seq, global_batch=gb, tokens=15.6e12)
-    t_search = best_of(
-        lambda: estimate_training(model, acc, system, gpus, seq_len=seq, global_batch=gb)
-    )
+
+    def search() -> None:
+        _candidates_memo.cache_clear()  # time the candidate generation too, every call
+        estimate_training(model, acc, system, gpus, seq_len=seq, global_batch=gb)
+
+    t_search = best_of(search)
     p = res.values["plan"]
     print(f"plan search llama-3.1-405b on {gpus} x h100: {t_search * 1e3:.1f} ms "
           f"over {res.candidates:,} candidates (target < 1000 ms)")  # fmt: skip

@@ -264,3 +264,101 @@ def test_partial_recompute_sits_between_none_and_full() -> None:
     assert ratio[0] < ratio[1] < ratio[2]
     with pytest.raises(InputError):
         _est(plan={**base, "recompute": "full", "recompute_fraction": 1.5})
+
+
+# --------------------------------------------------------------------------------------------
+# issue 16: default batch, framework-valid layouts, plans within published evidence
+# --------------------------------------------------------------------------------------------
+
+
+def test_default_batch_follows_the_law_and_the_gpu_floor() -> None:
+    from aitco.perf.training import GPUS_PER_SEQUENCE_FLOOR, default_global_batch_tokens
+
+    # small model, few GPUs: DeepSeek LLM's law 0.292 C^0.3271 with C = 6 N D
+    law = 0.2920 * (6 * 124e6 * 10e9) ** 0.3271
+    got = int(default_global_batch_tokens(124e6, 8, 1024, 10e9))
+    assert law <= got < law + 1024  # rounded up to whole sequences
+    # many GPUs: at least one sequence per 8 GPUs (Llama 3 405B's 16M tokens on 16,384 GPUs)
+    floor = default_global_batch_tokens(1e8, 16384, 8192, 1e9)
+    assert int(floor) == 16384 // GPUS_PER_SEQUENCE_FLOOR * 8192
+    # no token count: Chinchilla's 20 tokens per parameter sets the budget
+    assert int(default_global_batch_tokens(8e9, 8, 2048)) == int(
+        default_global_batch_tokens(8e9, 8, 2048, 20 * 8e9)
+    )
+
+
+def test_estimate_flags_a_batch_that_caps_dp_or_idles_stages() -> None:
+    r = _est(gpus=64, global_batch=4)  # 4 sequences for 64 GPUs
+    assert r.values["batch_caps_dp"] is True
+    assert r.values["global_batch_tokens"] == 4 * 2048
+    ok = _est(gpus=8, global_batch=64)
+    assert ok.values["batch_caps_dp"] is False
+    idle = _est(gpus=8, global_batch=2, plan={"tp": 1, "pp": 4, "dp": 2, "micro_batch": 1})
+    assert idle.values["batch_leaves_gpus_idle"] is True  # 1 micro-batch for 4 stages
+
+
+def test_search_returns_only_layouts_frameworks_accept() -> None:
+    # 12 layers, 16 heads, 4 KV heads
+    m = ModelArch(id="m", n_layers=12, d_model=1024, n_heads=16, n_kv_heads=4, d_ff=4096,
+                  vocab_size=32000)  # fmt: skip
+    c = candidate_plans(model_shape(m), 64, 2048, 1024)
+    assert np.all(4 % c["tp"] == 0)  # TP divides the KV heads (and so the heads)
+    inter = c["vp"] > 1
+    assert inter.any()
+    chunks = c["pp"][inter] * c["vp"][inter]
+    assert np.all((12 % chunks == 0) | ((12 + 2) % chunks == 0))
+    assert np.all(chunks <= 12)
+
+
+def test_plan_within_evidence_prefers_published_practice() -> None:
+    from aitco.perf.training import PublishedPractice
+
+    big = ModelArch(id="big", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_ff=14336,
+                    vocab_size=128256)  # fmt: skip
+    free = estimate_training(big, ACC, SYS, 64, seq_len=4096, global_batch=256)
+    assert "beyond_published_evidence" not in free.values
+    layout = (2, 1, 1, 1)
+    pr = PublishedPractice(best_mfu=0.30, source="row X", layouts=(layout,))
+    r = estimate_training(big, ACC, SYS, 64, seq_len=4096, global_batch=256, practice=pr)
+    p = r.values["plan"]
+    lo = np.exp(DEFAULT_EFFICIENCY.training_log_ratio_q10)
+    # within the best plan's interval, and no farther from practice than the fastest plan
+    assert r.values["tokens_per_s"] >= free.values["tokens_per_s"] * lo * (1 - 1e-9)
+    dist = abs(np.log2(p["tp"] / 2)) + abs(np.log2(p["pp"])) + abs(np.log2(p["cp"]))
+    fp = free.values["plan"]
+    fdist = abs(np.log2(fp["tp"] / 2)) + abs(np.log2(fp["pp"])) + abs(np.log2(fp["cp"]))
+    assert dist <= fdist
+    assert r.values["published_best_mfu"] == 0.30
+    # the whole interval of the MFU above 0.30: beyond the evidence
+    assert r.values["beyond_published_evidence"] is (r.values["interval"]["mfu"][0] > 0.30)
+    high = PublishedPractice(best_mfu=0.99, source="row Y", layouts=())
+    r2 = estimate_training(big, ACC, SYS, 64, seq_len=4096, global_batch=256, practice=high)
+    assert r2.values["beyond_published_evidence"] is False
+    assert r2.values["plan"] == free.values["plan"]  # no layouts: the fastest plan
+
+
+def test_training_gemm_is_its_own_but_calibration_of_gemm_reaches_it() -> None:
+    e = DEFAULT_EFFICIENCY
+    assert e.training_gemm_for("nvidia-hopper") == e.training_gemm["nvidia-hopper"]
+    assert e.training_gemm_for("amd-cdna3") == e.gemm_for("amd-cdna3")  # no training value
+    cal = e.with_overrides({"gemm": {"nvidia-hopper": 0.5}})
+    assert cal.training_gemm_for("nvidia-hopper") == 0.5
+    assert cal.training_gemm_for("nvidia-ampere") == e.training_gemm["nvidia-ampere"]
+    assert e.attention_for("amd-cdna3") == e.attention
+
+
+def test_unfused_attention_costs_hbm_traffic_and_full_gemms() -> None:
+    flash = _est(plan={"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "recompute": "none"})
+    unf = estimate_training(M, ACC, SYS, 8, seq_len=2048, global_batch=64,
+                            plan={"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1,
+                                  "recompute": "none"}, attention_kernel="unfused")  # fmt: skip
+    # the s x s scores streamed through HBM make the memory-bound term larger
+    assert unf.time_terms_s["memory_bound_s"] > flash.time_terms_s["memory_bound_s"]
+    with pytest.raises(InputError, match="attention_kernel"):
+        _est(attention_kernel="xformers")
+
+
+def test_restating_the_shared_gemm_keeps_the_training_value() -> None:
+    e = DEFAULT_EFFICIENCY
+    same = e.with_overrides({"gemm": {"nvidia-hopper": e.gemm_for("nvidia-hopper")}})
+    assert same.training_gemm_for("nvidia-hopper") == e.training_gemm_for("nvidia-hopper")

@@ -152,3 +152,51 @@ def test_train_hf_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     d = json.loads(out)
     assert d["method"] == "qlora"
     assert d["fits"] is True
+
+
+def test_train_prints_the_default_batch_and_its_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["train", "--model", "llama-3-8b", "--hardware", "h100-sxm5-80gb",
+                        "--gpus", "8", "--json"], capsys)  # fmt: skip
+    assert code == 0
+    d = json.loads(out)
+    assert d["batch_rule"].startswith("default")
+    assert d["global_batch_tokens"] == d["global_batch"] * d["seq_len"]
+    assert d["global_batch_tokens"] > 2**20  # the law gives ~4M tokens for 8B, not the old 1M
+    assert d["batch_caps_dp"] is False
+    code, out, _ = run(["train", "--model", "llama-3-8b", "--hardware", "h100-sxm5-80gb",
+                        "--gpus", "64", "--global-batch", "4"], capsys)  # fmt: skip
+    assert code == 0
+    assert "batch caps data parallelism" in out
+    assert "(given)" in out
+
+
+def test_train_plan_carries_the_published_evidence(capsys: pytest.CaptureFixture[str]) -> None:
+    # GPT-3 175B on 384 A100 (issue 16): the searched MFU is checked against Megatron's runs
+    code, out, _ = run(["train", "--model", "gpt3-175b", "--hardware", "a100-sxm4-80gb",
+                        "--gpus", "384", "--global-batch", "1536", "--json"], capsys)  # fmt: skip
+    assert code == 0
+    d = json.loads(out)
+    assert 0.2 < d["published_best_mfu"] < 0.5
+    assert isinstance(d["beyond_published_evidence"], bool)
+    assert d["beyond_published_evidence"] is (d["interval"]["mfu"][0] > d["published_best_mfu"])
+
+
+def test_validate_training_cv_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aitco.validation.training import DATA_CSV
+
+    lines = DATA_CSV.read_text(encoding="utf-8").splitlines()
+    keep = [ln for ln in lines[1:] if ln.startswith(("T064,", "T065,", "T092,", "T104,"))]
+    f = tmp_path / "four.csv"
+    f.write_text("\n".join([lines[0], *keep]) + "\n", encoding="utf-8")
+    code, out, _ = run(["validate", "training", str(f), "--cv", "group", "--json"], capsys)
+    assert code == 0
+    d = json.loads(out)
+    assert d["cv"] == "group"
+    assert d["predicted"] == 4
+    assert {g["source_group"] for g in d["by_source_group"]} == {
+        "github.com/nvidia/megatron-lm",
+        "github.com/mosaicml/llm-foundry",
+    }
+    assert 0.0 <= d["interval_coverage"] <= 1.0
+    assert d["in_sample"]["predicted"] == 4
+    assert all(r["source_group"] for r in d["rows_table"])

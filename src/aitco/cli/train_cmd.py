@@ -45,6 +45,13 @@ class Method(StrEnum):
     qlora = "qlora"
 
 
+class CrossValidation(StrEnum):
+    """How ``validate training`` scores the rows."""
+
+    none = "none"
+    group = "group"
+
+
 class Optimizer(StrEnum):
     """Optimizer state formats."""
 
@@ -52,8 +59,14 @@ class Optimizer(StrEnum):
     adam8bit = "adam8bit"
 
 
-#: Default global batch when none is given: about one million tokens (as TrainingWorkload).
+#: Default global batch when none is given (kept for callers; ``train`` uses the rule below).
 DEFAULT_BATCH_TOKENS = 2**20
+#: How ``train`` picks the global batch when neither --global-batch nor --global-batch-tokens
+#: is given (:func:`aitco.perf.training.default_global_batch_tokens`).
+BATCH_RULE = (
+    "default: max(DeepSeek LLM compute-optimal batch 0.292 C^0.3271, one sequence per 8 GPUs "
+    "as Llama 3 405B)"
+)
 
 
 def _range(values: dict[str, Any], key: str) -> str:
@@ -108,7 +121,9 @@ def train(
     ] = False,
 ) -> None:
     """Estimate a training run: step time, MFU, memory, GPU-hours; search the parallel plan."""
-    from aitco.perf.training import estimate_training
+    from aitco.perf.params import param_counts
+    from aitco.perf.training import default_global_batch_tokens, estimate_training
+    from aitco.validation.training import published_practice, published_runs
 
     if plan is not None and plan != "auto":
         raise InputError("--plan", plan, "'auto' (or leave it out and give --tp/--pp/...)")
@@ -123,20 +138,30 @@ def train(
     cat = state.catalog()
     arch = cat.resolve_model(model, field="--model")
     acc, system = cat.hardware(hardware, field="--hardware")
+    batch_rule = "given"
     if global_batch is None:
-        bt = global_batch_tokens if global_batch_tokens is not None else DEFAULT_BATCH_TOKENS
+        if global_batch_tokens is None:
+            bt = int(default_global_batch_tokens(param_counts(arch).active, gpus, seq_len, tokens))
+            batch_rule = BATCH_RULE
+        else:
+            bt = global_batch_tokens
         global_batch = max(1, round(bt / seq_len))
     plan_d: dict[str, Any] = {
         "tp": tp, "pp": pp, "cp": cp, "ep": ep, "dp": dp, "zero": zero, "fsdp": fsdp,
         "micro_batch": micro_batch, "recompute": recompute.value if recompute else None,
         "auto": plan == "auto", "tp_comm_overlap": tp_overlap,
     }  # fmt: skip
+    practice = published_practice(
+        param_counts(arch).total, acc.family, precision.value, published_runs(cat)
+    )
     res = estimate_training(
         arch, acc, system, gpus, seq_len=seq_len, global_batch=global_batch, tokens=tokens,
         precision=precision.value, method=method.value, plan=plan_d,
         efficiency=state.efficiency(calibration), lora_rank=lora_rank, optimizer=optimizer.value,
+        practice=practice,
     )  # fmt: skip
     v = res.values
+    v["batch_rule"] = batch_rule
     if json_out:
         out = dict(v)
         out["time_split_s"] = res.time_terms_s
@@ -171,6 +196,30 @@ def train(
         rows.append(("wall clock (h)", v["wall_clock_h"], _range(v, "wall_clock_h")))
     title = f"Training {arch.id} on {gpus} x {acc.id} ({precision.value}, {method.value})"
     console.print(table(title, ["", "estimate", "80% range"], rows, caption=f"plan: {plan_s}"))
+    console.print(
+        f"global batch: {v['global_batch']:,} sequences x {v['seq_len']:,} = "
+        f"{v['global_batch_tokens']:,} tokens ({batch_rule})"
+    )
+    if v["batch_caps_dp"]:
+        console.print(
+            f"[yellow]batch caps data parallelism:[/yellow] {v['global_batch']:,} sequences for "
+            f"{gpus:,} GPUs (under one per 8 GPUs); raise --global-batch-tokens"
+        )
+    if v["batch_leaves_gpus_idle"]:
+        console.print(
+            f"[yellow]batch leaves GPUs idle:[/yellow] {v['gradient_accumulation']} micro-batches "
+            f"for {p['pp']} pipeline stages (bubble over half the step)"
+        )
+    if "published_best_mfu" in v:
+        console.print(
+            f"best published MFU for this size on {acc.family} ({precision.value}): "
+            f"{v['published_best_mfu']:.2f} ({v['published_best_source']})"
+        )
+        if v["beyond_published_evidence"]:
+            console.print(
+                "[yellow]beyond published evidence:[/yellow] the whole 80% range of the MFU is "
+                "above the best published run; treat this plan's speed as optimistic"
+            )
     if res.candidates > 1:
         console.print(f"plan searched over {res.candidates:,} candidates")
     if not v["fits"]:
@@ -190,25 +239,46 @@ def validate_training_cmd(
     calibration: Annotated[
         str | None, typer.Option("--calibration", help="Calibration profile YAML.")
     ] = None,
+    cv: Annotated[
+        CrossValidation,
+        typer.Option(
+            "--cv",
+            help="'group': leave-one-source-out (each source's rows predicted by a fit that "
+            "never saw that source; refits the efficiencies once per source, takes minutes).",
+        ),
+    ] = CrossValidation.none,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Predict every row of a training ground-truth CSV; print the per-row errors and APE."""
     from aitco.validation.training import (
+        CV_MAX_NFEV,
         THROUGHPUT_SCOPES,
+        by_source_group,
+        coverage,
+        cross_validate,
         results_frame,
         summary,
         validate_training,
     )
 
-    res = validate_training(
-        csv,
-        state.catalog(),
-        state.efficiency(calibration),
-        None if all_scopes else THROUGHPUT_SCOPES,
-    )
+    eff = state.efficiency(calibration)
+    res = validate_training(csv, state.catalog(), eff, None if all_scopes else THROUGHPUT_SCOPES)
     thr = [r for r in res if r.scope in THROUGHPUT_SCOPES]
     runs = [r for r in res if r.scope not in THROUGHPUT_SCOPES and not r.skipped]
     s = summary(thr)
+    extra: dict[str, Any] = {}
+    if cv is CrossValidation.group:
+        cvr = cross_validate(csv, state.catalog(), eff, CV_MAX_NFEV)
+        in_sample = s
+        s = summary(cvr)
+        extra = {
+            "cv": "group",
+            "in_sample": in_sample,
+            "interval_coverage": coverage(cvr, eff),
+            "by_source_group": by_source_group(cvr),
+        }
+        res = cvr + [r for r in res if r.scope not in THROUGHPUT_SCOPES]
+    s = {**s, **extra}
     goodput = {
         "full_runs_predicted": len(runs),
         "implied_goodput_median": (
@@ -238,11 +308,24 @@ def validate_training_cmd(
         )
     )
     if s.get("predicted"):
+        kind = "leave-one-source-out" if extra else "in-sample"
         console.print(
             f"rows {s['rows']}, predicted {s['predicted']}, skipped {s['skipped']}: "
             f"median APE {s['median_ape']:.1%}, p90 APE {s['p90_ape']:.1%}, max {s['max_ape']:.1%}"
-            " (throughput rows)"
+            f" (throughput rows, {kind})"
         )
+    if extra:
+        ins = extra["in_sample"]
+        console.print(
+            f"in-sample (the fit saw every row): median APE {ins['median_ape']:.1%}, "
+            f"p90 {ins['p90_ape']:.1%}; the 80% interval covers "
+            f"{extra['interval_coverage']:.0%} of the leave-one-source-out residuals"
+        )
+        for g in extra["by_source_group"]:
+            console.print(
+                f"  held out {g['source_group']}: {g['rows']} rows, median APE "
+                f"{g['median_ape']:.1%}, max {g['max_ape']:.1%}"
+            )
     if runs:
         console.print(
             f"full runs predicted: {len(runs)}; ideal (no-failure) GPU-hours / published, median "

@@ -71,17 +71,31 @@ class EfficiencyParams(BaseModel):
 
     # ---- training engine ----------------------------------------------------------------------
     # Defaults fitted ONCE, globally, on the 51 predictable throughput rows of
-    # aitco/validation/data/training.csv by aitco.validation.training.fit_efficiency(loss="l2")
-    # (coordinate descent minimising the RMS of ln(observed/predicted) tokens/s/GPU over all
-    # rows at once; no per-row or per-model factor). Fit and residuals: docs/efficiency.md.
+    # aitco/validation/data/training.csv by aitco.validation.training.fit_efficiency()
+    # (scipy.optimize.least_squares minimising the sum of squared ln(observed/predicted)
+    # tokens/s/GPU over all rows at once; no per-row or per-model factor). The interval
+    # percentiles are those of the leave-one-source-out residuals (validate training --cv group).
+    # Fit and residuals: docs/efficiency.md.
     gemm: dict[str, float] = Field(
         default_factory=lambda: {
+            # fitted on the training rows in issue 3 (coordinate descent); kept for the engines
+            # that share it (inference, decide); training uses `training_gemm`
             "nvidia-ampere": 0.6186,
             "nvidia-hopper": 0.6118,
-            "nvidia-blackwell": 0.6718,  # only 3 GB200 rows: weakly constrained
+            "nvidia-blackwell": 0.6718,
         }
     )
-    # no training rows for other families: the mean of the three fitted values (not fitted itself)
+    training_gemm: dict[str, float] = Field(
+        default_factory=lambda: {
+            "nvidia-ampere": 0.6534,
+            "nvidia-hopper": 0.6593,
+            "nvidia-blackwell": 0.7931,  # only 3 GB200 FP8 rows: weakly constrained
+        },
+        description="GEMM fraction of the dense peak in training, per family (fitted with the "
+        "other training fields); families absent use `gemm`. A calibration of `gemm` for a "
+        "family replaces the entry here too.",
+    )
+    # no training rows for other families: the mean of the three issue-3 values (not fitted itself)
     gemm_default: float = _frac(0.634, "GEMM fraction of dense peak where no family value exists.")
     hbm: float = _frac(0.80, "Fraction of HBM bandwidth achieved by memory-bound kernels.")
     intra_node_link: float = _frac(
@@ -90,10 +104,22 @@ class EfficiencyParams(BaseModel):
     scale_out_link: float = _frac(0.6475, "Fraction of NIC bandwidth achieved by collectives.")
     dp_overlap: float = Field(default=1.0, ge=0.0, le=1.0, description="Share of DP comm hidden.")
     attention: float = _frac(
-        0.2988, "Fraction of the bf16 dense peak reached by FlashAttention kernels (training)."
+        0.2581,
+        "Fraction of the bf16 dense peak reached by FlashAttention kernels (training) on families "
+        "without a fitted `attention_by_family` value (the mean of the fitted ones, not fitted).",
+    )
+    attention_by_family: dict[str, float] = Field(
+        default_factory=lambda: {
+            "nvidia-ampere": 0.3776,
+            "nvidia-hopper": 0.1906,
+            "nvidia-blackwell": 0.2060,  # only 3 GB200 FP8 rows: weakly constrained
+        },
+        description="FlashAttention fraction of the bf16 dense peak per accelerator family "
+        "(kernel generation differs: FlashAttention-2 reaches a larger share of A100's peak than "
+        "of H100's); families absent use `attention`.",
     )
     tp_overlap: float = Field(
-        default=0.2237,
+        default=0.3791,
         ge=0.0,
         le=1.0,
         description="Share of TP collectives hidden behind GEMMs when TP comm overlap is on.",
@@ -104,12 +130,14 @@ class EfficiencyParams(BaseModel):
         "optimizer kernels (many small, partly unfused kernels; weight streaming uses `hbm`).",
     )
     training_log_ratio_q10: float = Field(
-        default=-0.1373,
-        description="10th percentile of ln(observed/predicted) tokens/s/GPU on validation rows.",
+        default=-0.1768,
+        description="10th percentile of ln(observed/predicted) tokens/s/GPU, leave-one-source-out "
+        "cross-validated on the validation rows.",
     )
     training_log_ratio_q90: float = Field(
-        default=0.1867,
-        description="90th percentile of ln(observed/predicted) tokens/s/GPU on validation rows.",
+        default=0.2143,
+        description="90th percentile of ln(observed/predicted) tokens/s/GPU, leave-one-source-out "
+        "cross-validated on the validation rows.",
     )
 
     # ---- inference engine ---------------------------------------------------------------------
@@ -187,18 +215,33 @@ class EfficiencyParams(BaseModel):
             return self.serving_overhead_s
         return self.serving_overhead_by_engine.get(engine, self.serving_overhead_s)
 
+    def attention_for(self, family: str) -> float:
+        """Training FlashAttention fraction of an accelerator family."""
+        return self.attention_by_family.get(family, self.attention)
+
+    def training_gemm_for(self, family: str) -> float:
+        """GEMM efficiency of an accelerator family in training."""
+        return self.training_gemm.get(family, self.gemm_for(family))
+
     def gemm_for(self, family: str) -> float:
         """GEMM efficiency of an accelerator family."""
         return self.gemm.get(family, self.gemm_default)
 
     def with_overrides(self, overrides: dict[str, Any]) -> EfficiencyParams:
-        """Return a copy with some parameters replaced (validated); ``gemm`` entries merge."""
+        """Return a copy with some parameters replaced (validated); per-family dicts merge."""
         data = self.model_dump()
+        changed: dict[str, set[str]] = {"gemm": set(), "training_gemm": set()}
         for k, v in overrides.items():
-            if k == "gemm" and isinstance(v, dict):
-                data["gemm"] = {**data["gemm"], **v}
+            if k in ("gemm", "training_gemm", "attention_by_family") and isinstance(v, dict):
+                if k in changed:
+                    changed[k] |= {f for f, x in v.items() if data[k].get(f) != x}
+                data[k] = {**data[k], **v}
             else:
                 data[k] = v
+        # a changed (calibrated) GEMM fraction holds for training too, unless the training value
+        # was itself changed in the same call
+        drop = changed["gemm"] - changed["training_gemm"]
+        data["training_gemm"] = {f: x for f, x in data["training_gemm"].items() if f not in drop}
         return EfficiencyParams.model_validate(data)
 
 

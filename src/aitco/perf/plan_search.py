@@ -8,6 +8,7 @@ by :func:`aitco.perf.training.evaluate_plans`, and the fastest plan that fits in
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -18,13 +19,19 @@ from aitco.errors import PlanError
 from aitco.perf.efficiency import EfficiencyParams
 from aitco.perf.flops import ModelShape
 from aitco.perf.parallelism import RECOMPUTE_CODES
-from aitco.perf.training import HardwareShape, evaluate_plans
+from aitco.perf.training import HardwareShape, PublishedPractice, evaluate_plans
 
 #: Largest degrees tried (beyond these, published runs do not go and collectives stop scaling).
 MAX_TP = 64
 MAX_CP = 32
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
-VIRTUAL_STAGES = (1, 2, 4, 8)
+#: Model chunks per pipeline stage tried (Megatron needs them to split the stage's layers
+#: evenly, so every count up to 8 is tried, not only powers of two).
+VIRTUAL_STAGES = (1, 2, 3, 4, 5, 6, 7, 8)
+#: Layers the first and last pipeline stages may each carry fewer than the others (Llama 3 405B:
+#: 126 layers on 16 stages of 8, one fewer at each end, arXiv 2407.21783 Sec. 3.3.2; Megatron-Core
+#: ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers``).
+UNEVEN_END_LAYERS = 1
 ZERO_STAGES = (0, 1, 2, 3)
 PLAN_KEYS = (
     "tp", "pp", "cp", "ep", "dp", "zero", "micro_batch", "recompute", "vp", "recompute_fraction",
@@ -105,7 +112,8 @@ def candidate_plans(
     def opts(key: str, default: Any) -> NDArray[Any]:
         return np.array([fx[key]]) if key in fx else np.asarray(default)
 
-    tp = opts("tp", divs[(divs <= MAX_TP) & (ms.n_heads % divs == 0)])
+    # Megatron-LM/NeMo shard attention heads and KV groups over TP: TP divides both
+    tp = opts("tp", divs[(divs <= MAX_TP) & (ms.n_heads % divs == 0) & (ms.kv_heads % divs == 0)])
     pp = opts("pp", divs[divs <= ms.n_layers])
     cp = opts("cp", divs[(divs <= MAX_CP) & ((seq_len % (2 * divs) == 0) | (divs == 1))])
     ep = opts("ep", divs[ms.n_experts % divs == 0] if ms.moe_layers else np.array([1]))
@@ -128,7 +136,11 @@ def candidate_plans(
     if "vp" in fx:  # an explicit interleaving may leave uneven stages
         ok &= (v == 1) | (p > 1)
     else:
-        ok &= (v == 1) | ((p > 1) & (p * v <= ms.n_layers))
+        # interleaved 1F1B (Megatron --num-layers-per-virtual-pipeline-stage) needs the
+        # layers split evenly over pp x vp model chunks, or evenly once the first and last
+        # stages each give up UNEVEN_END_LAYERS
+        even = (ms.n_layers % (p * v) == 0) | ((ms.n_layers + 2 * UNEVEN_END_LAYERS) % (p * v) == 0)
+        ok &= (v == 1) | ((p > 1) & (p * v <= ms.n_layers) & even)
     return {
         "tp": t[ok],
         "pp": p[ok],
@@ -141,6 +153,25 @@ def candidate_plans(
         "vp": v[ok],
         "recompute_fraction": f[ok].astype(float),
     }
+
+
+@lru_cache(maxsize=512)
+def _candidates_memo(
+    ms: ModelShape, gpus: int, seq_len: int, global_batch: int, fixed: tuple[Any, ...]
+) -> dict[str, NDArray[Any]]:
+    return candidate_plans(ms, gpus, seq_len, global_batch, dict(fixed))
+
+
+def cached_candidate_plans(
+    ms: ModelShape, gpus: int, seq_len: int, global_batch: int, fixed: dict[str, Any] | None
+) -> dict[str, NDArray[Any]]:
+    """:func:`candidate_plans`, remembered for repeated calls.
+
+    The efficiency fit re-prices the same rows hundreds of times, and candidates do not depend
+    on the efficiencies. The arrays returned are shared: callers must not modify them.
+    """
+    key = tuple(sorted((k, v) for k, v in (fixed or {}).items() if v is not None))
+    return _candidates_memo(ms, int(gpus), int(seq_len), int(global_batch), key)
 
 
 def search_plans(
@@ -158,8 +189,15 @@ def search_plans(
     optimizer: str = "adam",
     lora_params: float | None = None,
     tp_comm_overlap: bool = False,
-) -> tuple[dict[str, Any], dict[str, NDArray[Any]], int]:
+    practice: PublishedPractice | None = None,
+    attention_kernel: str = "flash",
+) -> tuple[dict[str, Any], dict[str, NDArray[Any]], int, int]:
     """Fastest plan that fits (or the smallest-memory one when none fits).
+
+    With published ``practice`` (layouts of similar runs), the plan chosen is, among the plans
+    that fit and whose throughput lies within the best plan's 80% interval (at least
+    ``exp(eff.training_log_ratio_q10)`` of the best), the one closest to a published layout
+    (:func:`practice_distance`); ties go to the faster.
 
     Returns
     -------
@@ -169,8 +207,10 @@ def search_plans(
         :func:`evaluate_plans` outputs for every candidate.
     n_candidates : int
         Candidates evaluated.
+    index : int
+        Position of the chosen plan in ``results``.
     """
-    cands = candidate_plans(ms, gpus, seq_len, global_batch, fixed)
+    cands = cached_candidate_plans(ms, gpus, seq_len, global_batch, fixed)
     n = int(cands["tp"].size)
     if n == 0:
         raise PlanError(
@@ -195,12 +235,54 @@ def search_plans(
         optimizer=optimizer,
         lora_params=lora_params,
         tp_comm_overlap=tp_comm_overlap,
+        attention_kernel=attention_kernel,
     )
-    fits = res["fits"] & np.isfinite(res["step_time_s"])
-    if fits.any():
-        best = int(np.argmin(np.where(fits, res["step_time_s"], np.inf)))
-    else:
-        best = int(np.argmin(res["memory_per_gpu_bytes"]))
+    best = choose_plan(cands, res, eff, practice)
     plan: dict[str, Any] = {k: int(cands[k][best]) for k in PLAN_KEYS if k != "recompute_fraction"}
     plan["recompute_fraction"] = float(cands["recompute_fraction"][best])
-    return plan, {**cands, **res}, n
+    return plan, {**cands, **res}, n, best
+
+
+def practice_distance(
+    plans: dict[str, NDArray[Any]], layouts: tuple[tuple[int, int, int, int], ...]
+) -> NDArray[np.float64]:
+    r"""Distance of each plan to the nearest published layout.
+
+    Parameters
+    ----------
+    plans : dict of str to ndarray
+        Candidate plans (``tp``, ``pp``, ``cp``, ``ep``).
+    layouts : tuple of (tp, pp, cp, ep)
+        Published layouts of similar runs.
+
+    Returns
+    -------
+    ndarray
+        :math:`\min_j \sum_{k \in \{tp,pp,cp,ep\}} |\log_2 (k / k_j)|` (0 = a published
+        layout; 1 = one degree doubled or halved).
+    """
+    keys = ("tp", "pp", "cp", "ep")
+    x = np.log2(np.stack([np.asarray(plans[k], dtype=float) for k in keys], axis=-1))
+    ref = np.log2(np.asarray(layouts, dtype=float))
+    return np.min(np.abs(x[:, None, :] - ref[None, :, :]).sum(axis=-1), axis=1)
+
+
+def choose_plan(
+    cands: dict[str, NDArray[Any]],
+    res: dict[str, NDArray[Any]],
+    eff: EfficiencyParams,
+    practice: PublishedPractice | None = None,
+) -> int:
+    """Index of the plan :func:`search_plans` returns (see there for the rule)."""
+    step = res["step_time_s"]
+    fits = res["fits"] & np.isfinite(step)
+    if not fits.any():
+        return int(np.argmin(res["memory_per_gpu_bytes"]))
+    fastest = int(np.argmin(np.where(fits, step, np.inf)))
+    if practice is None or not practice.layouts:
+        return fastest
+    near = fits & (step <= step[fastest] * np.exp(-eff.training_log_ratio_q10))
+    dist = np.where(near, practice_distance(cands, practice.layouts), np.inf)
+    # lexicographic: nearest to practice, then fastest
+    order = np.lexsort((step, dist))
+    return int(order[0])

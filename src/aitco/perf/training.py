@@ -81,6 +81,19 @@ LOSS_LOGIT_PASSES = 3.0
 #: FlashAttention's backward runs 5 matmuls against the forward's 2 (it recomputes the scores;
 #: Dao 2023, FlashAttention-2, Sec. 3.1.2): 2.5 forwards of work.
 FLASH_BWD_MATMULS = 2.5
+#: Attention kernels: FlashAttention (fused, causal blocks skipped, no s x s tensor in HBM) or
+#: the unfused attention of 2019-2021 Megatron-LM (batched GEMMs for QK^T and PV over the full
+#: s x s matrix, then a fused scale-mask-softmax and dropout that stream the scores through HBM).
+ATTENTION_KERNELS = ("flash", "unfused")
+#: Passes over the s x s scores (16-bit elements) per head in the unfused forward: QK^T writes
+#: S (1), softmax reads S and writes P (2), dropout reads P and writes P' and a 1-byte mask (2.5),
+#: PV reads P' (1). The tensors are the 5as^2 bytes of Korthikanti et al. 2022, Sec. 4.1 [2].
+UNFUSED_SCORE_PASSES_FWD = 6.5
+#: Backward: dP' written (1), dropout backward reads dP' and the mask, writes dP (2.5), softmax
+#: backward reads P and dP, writes dS (3), the two GEMMs read dS (2).
+UNFUSED_SCORE_PASSES_BWD = 8.5
+#: Unfused backward runs 2 GEMMs per forward GEMM (no score recomputation, unlike FlashAttention).
+UNFUSED_BWD_MATMULS = 2.0
 #: Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element (Transformer Engine).
 FP8_CAST_BYTES = 3.0
 #: Launch and tail latency of one GPU kernel (CUDA launch overhead is a few microseconds;
@@ -104,6 +117,26 @@ class HardwareShape:
     hbm_bandwidth_gb_s: float
     memory_gb: float
     gemm_efficiency: float
+    attention_efficiency: float = DEFAULT_EFFICIENCY.attention
+
+
+@dataclass(frozen=True)
+class PublishedPractice:
+    """What published runs of a similar model on the same accelerator generation reached.
+
+    Attributes
+    ----------
+    best_mfu : float
+        Best published MFU (aitco's convention, 6N + causal attention over the dense peak). [0-1]
+    source : str
+        Row id (and label) of that best run.
+    layouts : tuple of (tp, pp, cp, ep)
+        Published parallel layouts of the similar runs (empty: none stated).
+    """
+
+    best_mfu: float
+    source: str
+    layouts: tuple[tuple[int, int, int, int], ...] = ()
 
 
 def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> HardwareShape:
@@ -126,7 +159,8 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         peak_mfu_tflops=float(lin),
         hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
         memory_gb=float(acc.memory_gb),
-        gemm_efficiency=float(eff.gemm_for(acc.family)),
+        gemm_efficiency=float(eff.training_gemm_for(acc.family)),
+        attention_efficiency=float(eff.attention_for(acc.family)),
     )
 
 
@@ -154,6 +188,7 @@ def _evaluate_plans(
     lora_params: float | None = None,
     tp_comm_overlap: Any = False,
     recompute_fraction: Any = 1.0,
+    attention_kernel: str = "flash",
 ) -> dict[str, F64]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -189,6 +224,9 @@ def _evaluate_plans(
     tp_comm_overlap : array_like of bool
         Whether TP collectives are overlapped with GEMMs (Megatron ``tp_comm_overlap``); a
         fraction ``eff.tp_overlap`` of them is then hidden.
+    attention_kernel : {"flash", "unfused"}
+        FlashAttention, or the unfused attention of pre-2022 Megatron-LM (full s x s GEMMs at
+        the GEMM fraction plus the score tensors streamed through HBM).
 
     Returns
     -------
@@ -227,8 +265,15 @@ def _evaluate_plans(
     lin_passes = 3.0 if method == "full" else 2.0
     g = hw.gemm_efficiency
     lin_rate = hw.peak_linear_tflops * TERA * g
-    att_rate = hw.peak_attention_tflops * TERA * eff.attention
-    att_time = tok_layers * (att_fwd_tok / att_rate) * (1.0 + FLASH_BWD_MATMULS + any_rc)
+    att_rate = hw.peak_attention_tflops * TERA * hw.attention_efficiency
+    if attention_kernel == "unfused":
+        # the full (unmasked) s x s products as batched GEMMs at the 16-bit GEMM fraction
+        att_full_tok = float(attention_flops_per_token(ms, s, causal=False))
+        att_gemm_rate = hw.peak_attention_tflops * TERA * g
+        att_passes = 1.0 + UNFUSED_BWD_MATMULS + any_rc
+        att_time = tok_layers * (att_full_tok / att_gemm_rate) * att_passes
+    else:
+        att_time = tok_layers * (att_fwd_tok / att_rate) * (1.0 + FLASH_BWD_MATMULS + any_rc)
     compute_mb = (
         tok_layers * (lin_fwd_tok / lin_rate) * (lin_passes + full_rc)
         + tok_tp * (head_fwd_tok * lin_passes / (hw.peak_attention_tflops * TERA * g))
@@ -259,6 +304,11 @@ def _evaluate_plans(
         + tok_tp * loss_s
         + lps * (KERNELS_PER_LAYER_PASS * KERNEL_OVERHEAD_S) * passes
     )
+    if attention_kernel == "unfused":  # scores of the device's heads for each of its tokens
+        s_att = min(s, float(ms.window)) if ms.window is not None else s
+        score_bytes = float(ms.n_heads) * s_att * act_b
+        score_passes = UNFUSED_SCORE_PASSES_FWD * (1.0 + any_rc) + UNFUSED_SCORE_PASSES_BWD
+        membound_mb = membound_mb + tok_layers * (score_bytes / hbm_rate) * score_passes
 
     # ---------------- communication inside the micro-batch
     strides = group_strides(tp, cp, dp)
@@ -357,6 +407,8 @@ def _evaluate_plans(
     mfu = model_fpt * per_gpu / (hw.peak_mfu_tflops * TERA)
     hfu = hw_fpt * per_gpu / (hw.peak_mfu_tflops * TERA)
     total_mem = mem["total"]
+    with np.errstate(invalid="ignore"):  # a plan without its link (t_mb = inf) and no bubble
+        bubble_s = np.where(bub > 0, m * t_mb * bub, 0.0)
     return {
         "step_time_s": step,
         "tokens_per_s": tokens_per_s,
@@ -374,7 +426,7 @@ def _evaluate_plans(
         "cp_comm_s": m * cp_mb,
         "ep_comm_s": m * ep_mb,
         "zero3_comm_s": m * z3_exposed,
-        "bubble_s": m * t_mb * bub,
+        "bubble_s": bubble_s,
         "pp_comm_s": pp_comm,
         "dp_comm_s": dp_exposed,
         "optimizer_s": opt_s,
@@ -390,10 +442,11 @@ def evaluate_plans(*args: Any, **kwargs: Any) -> dict[str, F64]:
     """Step time, throughput and memory of many training plans at once.
 
     Same parameters and returns as :func:`_evaluate_plans` (documented there). Plans that need a
-    link the system lacks (no scale-out network) come out with an infinite step time, without
-    floating-point warnings.
+    link the system lacks (no scale-out network) come out with an infinite step time: the one
+    division meant to give an infinity is narrowed in :func:`aitco.perf.comms._beta_s`; any
+    other floating-point error raises (issue 17: numerics that complain).
     """
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    with np.errstate(divide="raise", invalid="raise", over="raise"):
         return _evaluate_plans(*args, **kwargs)
 
 
@@ -516,6 +569,8 @@ def estimate_training(
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
     lora_rank: int = DEFAULT_LORA_RANK,
     optimizer: str = "adam",
+    practice: PublishedPractice | None = None,
+    attention_kernel: str = "flash",
 ) -> TrainingResult:
     """Estimate one training run (searching the plan when no parallel degree is given).
 
@@ -551,6 +606,12 @@ def estimate_training(
         Adapter rank for LoRA/QLoRA. [count]
     optimizer : {"adam", "adam8bit"}
         Optimizer state format.
+    attention_kernel : {"flash", "unfused"}
+        Attention implementation (``unfused``: pre-FlashAttention Megatron-LM, 2019-2021).
+    practice : PublishedPractice, optional
+        Published evidence for this model size and accelerator generation: the result carries
+        ``published_best_mfu`` and ``beyond_published_evidence``, and a searched plan prefers,
+        among plans within the best one's interval, the one closest to a published layout.
 
     Returns
     -------
@@ -574,6 +635,8 @@ def estimate_training(
         raise InputError("--method", method, "full, lora or qlora")
     if tokens is not None and not tokens > 0:
         raise InputError("--tokens", tokens, "a positive number of tokens")
+    if attention_kernel not in ATTENTION_KERNELS:
+        raise InputError("attention_kernel", attention_kernel, " or ".join(ATTENTION_KERNELS))
     ms = model_shape(model, lora_rank)
     hw = hardware_shape(acc, precision, efficiency)
     p: dict[str, Any]
@@ -627,7 +690,7 @@ def estimate_training(
         if not 0.0 < frac <= 1.0:
             raise InputError("recompute_fraction", frac, "a share of layers in (0, 1]")
         fixed["recompute_fraction"] = frac
-    best, res, n = search_plans(
+    best, res, n, i = search_plans(
         ms,
         hw,
         system,
@@ -640,8 +703,9 @@ def estimate_training(
         fixed=fixed,
         optimizer=optimizer,
         tp_comm_overlap=bool(p.get("tp_comm_overlap", False)),
+        practice=practice,
+        attention_kernel=attention_kernel,
     )
-    i = int(np.flatnonzero(np.all([res[k] == best[k] for k in best], axis=0))[0])
 
     def v(key: str) -> float:
         return float(res[key][i])
@@ -661,6 +725,11 @@ def estimate_training(
         "over_by_gb": max(mem_gb - hw.memory_gb, 0.0),
         "gradient_accumulation": round(v("n_micro")),
         "global_batch": global_batch,
+        "global_batch_tokens": global_batch * seq_len,
+        # fewer sequences than one per 8 devices (Llama 3's floor): DP is held below the GPUs
+        "batch_caps_dp": bool(global_batch * GPUS_PER_SEQUENCE_FLOOR < gpus),
+        # fewer micro-batches than pipeline stages: the bubble idles each stage over half a step
+        "batch_leaves_gpus_idle": bool(round(v("n_micro")) < best["pp"]),
         "seq_len": seq_len,
         "gpus": gpus,
         "precision": precision,
@@ -688,6 +757,11 @@ def estimate_training(
         values["gpu_hours"] = values["wall_clock_h"] * gpus
     interval = training_interval(values, efficiency)
     values["interval"] = interval
+    if practice is not None:
+        values["published_best_mfu"] = practice.best_mfu
+        values["published_best_source"] = practice.source
+        # the whole 80% interval of the predicted MFU lies above the best published run
+        values["beyond_published_evidence"] = bool(interval["mfu"][0] > practice.best_mfu)
     time_terms = {k: v(k) for k in TIME_TERMS}
     mem_terms = {
         k: v(f"mem_{k}_bytes") / GIGA
@@ -712,7 +786,7 @@ def estimate_training(
         "compute_s": {
             "peak_tflops": hw.peak_linear_tflops,
             "gemm_efficiency": hw.gemm_efficiency,
-            "attention_efficiency": e.attention,
+            "attention_efficiency": hw.attention_efficiency,
             "recompute": pl["recompute"],
             "recompute_fraction": pl["recompute_fraction"],
         },
@@ -827,3 +901,61 @@ def checkpoint_save_time_s(
         * size
         / (np.asarray(write_bandwidth_gb_s, dtype=float) * GIGA)
     )
+
+
+#: Compute-optimal batch size fitted by DeepSeek LLM (X. Bi et al., arXiv 2401.02954, Sec. 3.1,
+#: Fig. 3): :math:`B_{opt} = 0.2920\, C^{0.3271}` tokens for a compute budget :math:`C` FLOPs.
+BATCH_LAW_COEF_TOKENS = 0.2920
+BATCH_LAW_EXPONENT = 0.3271
+#: Tokens per parameter assumed for the compute budget when no token count is given (Chinchilla,
+#: J. Hoffmann et al., arXiv 2203.15556: about 20 tokens per parameter).
+CHINCHILLA_TOKENS_PER_PARAM = 20.0
+#: Published floor of sequences per device at scale: Llama 3 405B trained with 16M-token
+#: batches of 8,192-token sequences on 16,384 H100, one sequence per 8 GPUs per step
+#: (Llama 3 paper, arXiv 2407.21783, Sec. 3.4.1 and Table 4).
+GPUS_PER_SEQUENCE_FLOOR = 8
+
+
+def default_global_batch_tokens(
+    active_params: Any, gpus: Any, seq_len: Any, tokens: Any = None
+) -> NDArray[np.int64]:
+    r"""Global batch that published practice would use for a run [tokens].
+
+    Parameters
+    ----------
+    active_params : array_like
+        Parameters touched per token (MoE: active). [count]
+    gpus : array_like
+        Devices. [count]
+    seq_len : array_like
+        Sequence length. [tokens]
+    tokens : array_like, optional
+        Tokens to train on (default: 20 per parameter, Chinchilla). [tokens]
+
+    Returns
+    -------
+    ndarray
+        :math:`\max(0.292\,C^{0.3271},\ \lceil n_{gpu}/8 \rceil s)` with :math:`C = 6 N D`,
+        rounded up to whole sequences. [tokens]
+
+    Notes
+    -----
+    The first term is DeepSeek LLM's compute-optimal batch law (2401.02954, Sec. 3.1); the
+    second keeps at least one sequence per 8 devices, Llama 3 405B's published batch on 16,384
+    GPUs (2407.21783, Sec. 3.4.1), so that a large cluster is not left without data-parallel
+    work. Checks: GPT-2 124M on 10B tokens gives 0.44M (llm.c uses 0.52M); DeepSeek-V3 (37B
+    active, 14.8T tokens) 30M (published: 12.6M ramped to 63M); Llama 3.1 405B on 16,384 GPUs
+    at 8,192 tokens 68M from the law (published 16M: the law is an upper guide, not a cap).
+
+    Examples
+    --------
+    >>> int(default_global_batch_tokens(124e6, 8, 1024, 10e9))
+    435200
+    """
+    n = np.asarray(active_params, dtype=float)
+    s = np.asarray(seq_len, dtype=float)
+    d = n * CHINCHILLA_TOKENS_PER_PARAM if tokens is None else np.asarray(tokens, dtype=float)
+    law = BATCH_LAW_COEF_TOKENS * (6.0 * n * d) ** BATCH_LAW_EXPONENT
+    floor = np.ceil(np.asarray(gpus, dtype=float) / GPUS_PER_SEQUENCE_FLOOR) * s
+    seqs = np.maximum(np.ceil(np.maximum(law, floor) / s), 1.0)
+    return (seqs * s).astype(np.int64)

@@ -20,13 +20,20 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
+from scipy.optimize import least_squares
 
 from aitco.catalog.loader import Catalog, load_catalog
 from aitco.catalog.schema import ModelArch
 from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.flops import model_shape, training_flops_per_token
 from aitco.perf.params import param_counts
-from aitco.perf.training import estimate_training
+from aitco.perf.training import (
+    PublishedPractice,
+    default_global_batch_tokens,
+    estimate_training,
+)
 from aitco.units import TERA
 
 DATA_CSV = Path(__file__).parent / "data" / "training.csv"
@@ -48,6 +55,10 @@ HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"tpu v4|tpu-v4", "tpu-v4"),
     (r"gaudi2", "gaudi2"),
 )
+
+#: Attention of the Megatron-LM 2021 / Megatron-DeepSpeed runs (MT-NLG, ZeRO-3 comparison):
+#: unfused QK^T, scale-mask-softmax, dropout and PV (``aitco.perf.training.ATTENTION_KERNELS``).
+PRE_FLASH_ATTENTION_KERNEL = "unfused"
 
 #: Megatron-LM 2021 (Narayanan et al., Table 1) head counts by hidden size; vocab 51,200.
 MEGATRON_2021_HEADS = {2304: 24, 3072: 32, 4096: 32, 6144: 48, 8192: 64, 10240: 80, 12288: 96,
@@ -79,8 +90,6 @@ MPT_CATALOG_IDS = ("mpt-{size}-foundry", "mpt-{size}")
 
 #: GPT-3 shaped models named by size in the Megatron rows without layers/hidden in the row.
 GPT_BY_SIZE = {"175b": (96, 12288), "177b": (96, 12288), "530b": (105, 20480)}
-#: Global batch assumed for a full run whose row gives none (about 4M tokens, as Llama 2).
-DEFAULT_RUN_BATCH_TOKENS = 4_000_000
 #: Pre-training sequence length assumed when a full-run row gives none (the catalog's
 #: ``max_seq_len`` is often the long-context extension, not the main pre-training stage).
 DEFAULT_RUN_SEQ_LEN = 4096
@@ -109,6 +118,8 @@ class Case:
     label: str
     notes: list[str] = field(default_factory=list)
     tokens: float | None = None  # full runs: tokens trained
+    group: str = ""  # source group (:func:`source_group`), for cross-validation
+    attention_kernel: str = "flash"
 
 
 def _num(x: Any) -> float | None:
@@ -295,7 +306,9 @@ def run_case(row: pd.Series, catalog: Catalog | None) -> Case:
     acc = map_hardware(row["hardware"])
     model, src = run_model(row, catalog)
     seq = int(_num(row.get("seq_len")) or min(model.max_seq_len, DEFAULT_RUN_SEQ_LEN))
-    gbt = _num(row.get("global_batch_tokens")) or float(DEFAULT_RUN_BATCH_TOKENS)
+    gbt = _num(row.get("global_batch_tokens"))
+    if not gbt:  # the batch `aitco train` would use (published practice by size and GPU count)
+        gbt = float(default_global_batch_tokens(param_counts(model).active, gpus, seq, tokens))
     plan = parse_plan(row.get("parallelism"), int(gpus))
     plan = {k: v for k, v in plan.items() if k in ("zero", "fsdp", "micro_batch", "recompute")}
     target, obs = ("gpu_hours", gpu_h) if gpu_h else ("wall_clock_h", wall_h)
@@ -303,6 +316,7 @@ def run_case(row: pd.Series, catalog: Catalog | None) -> Case:
         rid, model, acc, int(gpus), seq, max(1, round(gbt / seq)),
         parse_precision(row.get("precision")), plan, target, float(obs or 0.0), "mfu",
         str(row["run_scope"]), str(row["model"]), [f"arch: {src}"], tokens,
+        source_group(row.get("source")),
     )  # fmt: skip
 
 
@@ -328,9 +342,12 @@ def row_case(row: pd.Series, catalog: Catalog | None) -> Case:
     basis = "mfu"
     label = str(row["model"])
     megatron_2021 = "Megatron-LM" in fw and ("2021" in label or "Table 2" in label)
+    attention = "flash"
     if megatron_2021 or "Megatron-DeepSpeed" in fw or "ZeRO-3" in fw:
         basis = "hfu"  # TFLOP/s counting recomputation (row notes)
         plan.setdefault("recompute", "full")  # Megatron 2021 runs recomputed activations
+        # 2021 runs predate FlashAttention (Dao et al., arXiv 2205.14135, May 2022)
+        attention = PRE_FLASH_ATTENTION_KERNEL
     if re.search(r"\bTP\b[^;.]*overlap", str(row.get("notes", ""))):
         plan["tp_comm_overlap"] = True  # the source states TP comm overlap was on
     tok = _num(row.get("tokens_per_s_per_gpu"))
@@ -343,7 +360,8 @@ def row_case(row: pd.Series, catalog: Catalog | None) -> Case:
         raise SkipRow("neither tokens_per_s_per_gpu nor tflops_per_gpu given")
     return Case(
         rid, model, acc, int(gpus), int(seq), gb, parse_precision(row.get("precision")), plan,
-        target, obs, basis, str(row["run_scope"]), label, [f"arch: {src}"],
+        target, obs, basis, str(row["run_scope"]), label, [f"arch: {src}"], None,
+        source_group(row.get("source")), attention,
     )  # fmt: skip
 
 
@@ -363,6 +381,7 @@ class RowResult:
     fits: bool | None = None
     skipped: str = ""
     dominant: str = ""
+    source_group: str = ""
 
 
 def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResult:
@@ -374,6 +393,7 @@ def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResu
     res = estimate_training(
         case.model, acc, system, case.gpus, seq_len=case.seq_len, global_batch=case.global_batch,
         precision=precision, plan=case.plan, efficiency=eff, tokens=case.tokens,
+        attention_kernel=case.attention_kernel,
     )  # fmt: skip
     tps = res.values["tokens_per_s_per_gpu"]
     if case.target == "tokens_per_s_per_gpu":
@@ -393,7 +413,7 @@ def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResu
     return RowResult(
         case.row_id, case.label, case.scope, case.target, case.observed, pred,
         abs(pred - case.observed) / case.observed, math.log(case.observed / pred), plan_s,
-        bool(res.values["fits"]), "", dom,
+        bool(res.values["fits"]), "", dom, case.group,
     )  # fmt: skip
 
 
@@ -428,11 +448,15 @@ def validate_training(
             case = row_case(row, catalog)
             out.append(predict_case(case, catalog, eff))
         except SkipRow as exc:
-            out.append(RowResult(str(row["id"]), str(row["model"]), scope, skipped=str(exc)))
+            out.append(
+                RowResult(str(row["id"]), str(row["model"]), scope, skipped=str(exc),
+                          source_group=source_group(row.get("source")))
+            )  # fmt: skip
         except AitcoError as exc:
             out.append(
-                RowResult(str(row["id"]), str(row["model"]), scope, skipped=f"model error: {exc}")
-            )
+                RowResult(str(row["id"]), str(row["model"]), scope, skipped=f"model error: {exc}",
+                          source_group=source_group(row.get("source")))
+            )  # fmt: skip
     return out
 
 
@@ -462,56 +486,64 @@ def results_frame(results: list[RowResult]) -> pd.DataFrame:
     return pd.DataFrame([r.__dict__ for r in results])
 
 
-#: Parameters fitted globally by :func:`fit_efficiency`, with their search bounds.
+#: Parameters fitted globally by :func:`fit_efficiency`, with their search bounds. The fields the
+#: inference engine shares (``elementwise_hbm``, ``intra_node_link``, ``scale_out_link``, ``gemm``)
+#: stay at their issue-3 values so that refitting training never moves inference; training has
+#: its own ``training_gemm`` and ``attention_by_family``.
 FIT_BOUNDS: dict[str, tuple[float, float]] = {
     "gemm.nvidia-ampere": (0.40, 0.95),
     "gemm.nvidia-hopper": (0.40, 0.95),
     "gemm.nvidia-blackwell": (0.40, 0.95),
-    "attention": (0.15, 0.90),
-    "elementwise_hbm": (0.20, 0.95),
-    "intra_node_link": (0.30, 0.95),
-    "scale_out_link": (0.30, 0.95),
+    "attention.nvidia-ampere": (0.15, 0.90),
+    "attention.nvidia-hopper": (0.15, 0.90),
+    "attention.nvidia-blackwell": (0.15, 0.90),
     "dp_overlap": (0.0, 1.0),
     "tp_overlap": (0.0, 1.0),
 }
 
 
-def _with(eff: EfficiencyParams, key: str, value: float) -> EfficiencyParams:
-    if key.startswith("gemm."):
-        return eff.with_overrides({"gemm": {key.split(".", 1)[1]: value}})
-    return eff.with_overrides({key: value})
+def _vector(eff: EfficiencyParams) -> NDArray[np.float64]:
+    """Return the fitted parameters of ``eff`` in the order of :data:`FIT_BOUNDS`."""
+    out = []
+    for key in FIT_BOUNDS:
+        if key.startswith("gemm."):
+            out.append(eff.training_gemm_for(key.split(".", 1)[1]))
+        elif key.startswith("attention."):
+            out.append(eff.attention_for(key.split(".", 1)[1]))
+        else:
+            out.append(getattr(eff, key))
+    return np.asarray(out, dtype=float)
 
 
-def _get(eff: EfficiencyParams, key: str) -> float:
-    if key.startswith("gemm."):
-        return eff.gemm_for(key.split(".", 1)[1])
-    return float(getattr(eff, key))
+def _from_vector(eff: EfficiencyParams, x: NDArray[np.float64]) -> EfficiencyParams:
+    """``eff`` with the parameters of :data:`FIT_BOUNDS` set to ``x``."""
+    by: dict[str, dict[str, float]] = {"training_gemm": {}, "attention_by_family": {}}
+    rest: dict[str, float] = {}
+    for k, v in zip(FIT_BOUNDS, x, strict=True):
+        head, _, fam = k.partition(".")
+        if fam:
+            by["training_gemm" if head == "gemm" else "attention_by_family"][fam] = float(v)
+        else:
+            rest[k] = float(v)
+    return eff.with_overrides({**by, **rest})
 
 
-def fit_efficiency(
-    path: str | Path | None = None,
-    catalog: Catalog | None = None,
-    start: EfficiencyParams = DEFAULT_EFFICIENCY,
-    sweeps: int = 3,
-    grid: int = 9,
-    loss: str = "l1",
-) -> tuple[EfficiencyParams, dict[str, Any]]:
-    r"""Fit the global efficiency parameters once on the throughput rows.
+#: Log ratio charged to a row the model cannot price with trial parameters (an error, not a
+#: skip: the fit must not improve by making rows unpredictable).
+FAILED_ROW_LOG_RATIO = 1.0
+#: Relative step of the finite-difference Jacobian of the fit (plans switch discontinuously
+#: with the efficiencies, so a tiny step would see a flat objective).
+FIT_DIFF_STEP = 0.02
+#: Function evaluations of each leave-one-source-out refit (``validate training --cv group``):
+#: each fold starts from the global fit and moves only as far as its rows pull it.
+CV_MAX_NFEV = 3
+#: Iterations of the trust-region fit (each costs one model evaluation per parameter + 1).
+FIT_MAX_NFEV = 12
 
-    Coordinate descent over :data:`FIT_BOUNDS` (a grid per parameter, refined each sweep),
-    minimising the mean absolute (``loss="l1"``) or root-mean-square (``"l2"``) log ratio
-    :math:`\ln(obs/pred)` over all predicted rows, so that every row weighs the same and no
-    row or model gets its own factor.
 
-    Returns
-    -------
-    eff : EfficiencyParams
-        The fitted parameters, with the 10th/90th percentiles of the residual log ratios.
-    info : dict
-        Objective, summary of the fit and the number of evaluations.
-    """
-    if catalog is None:
-        catalog = load_catalog()
+def throughput_cases(path: str | Path | None = None, catalog: Catalog | None = None) -> list[Case]:
+    """Return the predictable throughput rows of a ground-truth CSV as :class:`Case` objects."""
+    catalog = catalog if catalog is not None else load_catalog()
     df = load_rows(path)
     cases = []
     for _, row in df.iterrows():
@@ -520,38 +552,150 @@ def fit_efficiency(
                 cases.append(row_case(row, catalog))
             except SkipRow:
                 continue
+    return cases
 
-    def objective(e: EfficiencyParams) -> float:
-        lr = []
-        for c in cases:
+
+def fit_cases(
+    cases: list[Case],
+    catalog: Catalog,
+    start: EfficiencyParams = DEFAULT_EFFICIENCY,
+    max_nfev: int = FIT_MAX_NFEV,
+) -> tuple[EfficiencyParams, dict[str, Any]]:
+    r"""Fit the parameters of :data:`FIT_BOUNDS` once, globally, on ``cases``.
+
+    ``scipy.optimize.least_squares`` (trust-region reflective, within the bounds) minimises
+    :math:`\sum_i \ln^2(obs_i / pred_i)` over all rows at once: every row weighs the same,
+    and no row or model gets its own factor. A row the trial parameters cannot price counts
+    :data:`FAILED_ROW_LOG_RATIO`.
+
+    Returns
+    -------
+    eff : EfficiencyParams
+        The fitted parameters, with the 10th/90th percentiles of the in-sample residuals.
+    info : dict
+        RMS log ratio, evaluations and the in-sample :func:`summary`.
+    """
+    evals = 0
+
+    def residuals(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        nonlocal evals
+        evals += 1
+        e = _from_vector(start, x)
+        out = np.empty(len(cases))
+        for i, c in enumerate(cases):
             try:
-                lr.append(abs(predict_case(c, catalog, e).log_ratio))
+                out[i] = predict_case(c, catalog, e).log_ratio
             except AitcoError:
-                lr.append(1.0)
-        a = np.asarray(lr)
-        return float(np.mean(a) if loss == "l1" else np.sqrt(np.mean(a**2)))
+                out[i] = FAILED_ROW_LOG_RATIO
+        return out
 
-    eff = start
-    best = objective(eff)
-    evals = 1
-    width = {k: hi - lo for k, (lo, hi) in FIT_BOUNDS.items()}
-    for _ in range(sweeps):
-        for key, (lo, hi) in FIT_BOUNDS.items():
-            cur = _get(eff, key)
-            a, b = max(lo, cur - width[key] / 2), min(hi, cur + width[key] / 2)
-            for x in np.linspace(a, b, grid):
-                trial = _with(eff, key, float(x))
-                val = objective(trial)
-                evals += 1
-                if val < best - 1e-9:
-                    best, eff = val, trial
-            width[key] /= 2.5
-    results = [predict_case(c, catalog, eff) for c in cases]
-    s = summary(results)
+    lo = np.array([b[0] for b in FIT_BOUNDS.values()])
+    hi = np.array([b[1] for b in FIT_BOUNDS.values()])
+    # start strictly inside the bounds (the trust-region method needs an interior point)
+    x0 = np.clip(_vector(start), lo + 1e-3 * (hi - lo), hi - 1e-3 * (hi - lo))
+    sol = least_squares(
+        residuals, x0, bounds=(lo, hi), method="trf", diff_step=FIT_DIFF_STEP, max_nfev=max_nfev
+    )
+    eff = _from_vector(start, sol.x)
+    s = summary([predict_case(c, catalog, eff) for c in cases])
     eff = eff.with_overrides(
         {"training_log_ratio_q10": s["log_ratio_q10"], "training_log_ratio_q90": s["log_ratio_q90"]}
     )
-    return eff, {"objective": best, "loss": loss, "evaluations": evals, **s}
+    rms = float(np.sqrt(np.mean(sol.fun**2)))
+    return eff, {"objective": rms, "loss": "l2", "evaluations": evals, **s}
+
+
+def fit_efficiency(
+    path: str | Path | None = None,
+    catalog: Catalog | None = None,
+    start: EfficiencyParams = DEFAULT_EFFICIENCY,
+    max_nfev: int = FIT_MAX_NFEV,
+) -> tuple[EfficiencyParams, dict[str, Any]]:
+    """Fit the global efficiency parameters once on the throughput rows (:func:`fit_cases`)."""
+    catalog = catalog if catalog is not None else load_catalog()
+    return fit_cases(throughput_cases(path, catalog), catalog, start, max_nfev)
+
+
+def source_group(source: Any) -> str:
+    """Group key of a row's ``source``: one paper, repository or report.
+
+    A GitHub repository (``github.com/owner/repo``) or an arXiv id names the group; otherwise
+    the first word and the first year of the citation (``"Narayanan 2021"``), so that tables
+    of one paper (Table 1, Table 2) fall in one group.
+    """
+    text = str(source)
+    m = re.search(r"github\.com/[\w.-]+/[\w.-]+", text)
+    if m:
+        return m.group(0).lower()
+    m = re.search(r"arXiv[: ]*(\d{4}\.\d{4,5})", text, flags=re.IGNORECASE)
+    if m:
+        return f"arxiv:{m.group(1)}"
+    words = text.split()
+    year = re.search(r"\b(19|20)\d{2}\b", text)
+    return f"{words[0].lower() if words else '?'} {year.group(0) if year else ''}".strip()
+
+
+def cross_validate(
+    path: str | Path | None = None,
+    catalog: Catalog | None = None,
+    start: EfficiencyParams = DEFAULT_EFFICIENCY,
+    max_nfev: int = FIT_MAX_NFEV,
+) -> list[RowResult]:
+    """Leave-one-source-out predictions of the throughput rows.
+
+    For each source group (:func:`source_group`), the global parameters are refitted with
+    :func:`fit_cases` on the rows of every *other* group, and the group's rows are predicted
+    with that fit: each row is predicted by parameters that never saw its source. Rows that
+    cannot be predicted are returned as skipped, as in :func:`validate_training`.
+    """
+    catalog = catalog if catalog is not None else load_catalog()
+    df = load_rows(path)
+    df = df[df["run_scope"].isin(THROUGHPUT_SCOPES)]
+    cases: list[Case] = []
+    out: list[RowResult] = []
+    for _, row in df.iterrows():
+        try:
+            cases.append(row_case(row, catalog))
+        except SkipRow as exc:
+            out.append(
+                RowResult(str(row["id"]), str(row["model"]), str(row["run_scope"]),
+                          skipped=str(exc), source_group=source_group(row.get("source")))
+            )  # fmt: skip
+    for g in sorted({c.group for c in cases}):
+        train = [c for c in cases if c.group != g]
+        eff, _ = fit_cases(train, catalog, start, max_nfev) if train else (start, {})
+        for c in (c for c in cases if c.group == g):
+            try:
+                out.append(predict_case(c, catalog, eff))
+            except AitcoError as exc:
+                out.append(
+                    RowResult(c.row_id, c.label, c.scope, skipped=f"model error: {exc}",
+                              source_group=g)
+                )  # fmt: skip
+    order = {str(r): i for i, r in enumerate(df["id"])}
+    return sorted(out, key=lambda r: order.get(r.row_id, len(order)))
+
+
+def by_source_group(results: list[RowResult]) -> list[dict[str, Any]]:
+    """Rows, median and max APE of the predicted rows of each source group."""
+    groups: dict[str, list[float]] = {}
+    for r in results:
+        if not r.skipped:
+            groups.setdefault(r.source_group, []).append(r.ape)
+    return [
+        {"source_group": g, "rows": len(a), "median_ape": float(np.median(a)),
+         "max_ape": float(np.max(a))}
+        for g, a in sorted(groups.items())
+    ]  # fmt: skip
+
+
+def coverage(results: list[RowResult], eff: EfficiencyParams = DEFAULT_EFFICIENCY) -> float:
+    """Share of predicted rows whose log ratio lies inside the 80% interval of ``eff``."""
+    lr = np.array([r.log_ratio for r in results if not r.skipped])
+    if lr.size == 0:
+        return float("nan")
+    lo, hi = eff.training_log_ratio_q10, eff.training_log_ratio_q90
+    return float(np.mean((lr >= lo) & (lr <= hi)))
 
 
 def markdown_table(results: list[RowResult]) -> str:
@@ -572,3 +716,77 @@ def markdown_table(results: list[RowResult]) -> str:
             f"{r.ape:.1%} | {r.plan} |"
         )
     return "\n".join(lines) + "\n"
+
+
+#: Published runs count as evidence for a model whose parameter count is within this factor of
+#: theirs (a 70B model is judged by 18B-280B runs).
+PRACTICE_SIZE_FACTOR = 4.0
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    """One throughput row reduced to what plan search compares against."""
+
+    row_id: str
+    label: str
+    family: str
+    low_precision: bool  # fp8 (its MFU is against the fp8 peak)
+    total_params: float
+    mfu: float  # aitco's MFU convention
+    layout: tuple[int, int, int, int] | None  # (tp, pp, cp, ep) when published
+
+
+def published_runs(catalog: Catalog, path: str | Path | None = None) -> list[PublishedRun]:
+    """Return the throughput rows as published MFU (aitco's convention) with their layouts.
+
+    The published tokens/s per GPU (or TFLOP/s converted with the source's own FLOP convention,
+    :func:`reference_flops_per_token`) times aitco's training FLOPs per token
+    (:func:`aitco.perf.flops.training_flops_per_token`), over the dtype's dense peak.
+    """
+    out = []
+    for c in throughput_cases(path, catalog):
+        acc, _ = catalog.hardware(c.accelerator)
+        precision = c.precision if acc.supports(c.precision) else "fp16"
+        if not acc.supports(precision):
+            continue
+        ms = model_shape(c.model)
+        tps = (
+            c.observed
+            if c.target == "tokens_per_s_per_gpu"
+            else c.observed * TERA / reference_flops_per_token(c.model, c.seq_len, c.flop_basis)
+        )
+        mfu = (
+            tps
+            * training_flops_per_token(ms, c.seq_len, "full", None)
+            / (acc.peak_tflops[precision] * TERA)
+        )
+        layout = None
+        if any(k in c.plan for k in ("tp", "pp", "cp", "ep", "dp")):  # dp alone: FSDP/ZeRO-3
+            layout = tuple(int(c.plan.get(k, 1)) for k in ("tp", "pp", "cp", "ep"))
+        out.append(
+            PublishedRun(c.row_id, c.label, acc.family, precision == "fp8", ms.total_params,
+                         float(mfu), layout)  # type: ignore[arg-type]
+        )  # fmt: skip
+    return out
+
+
+def published_practice(
+    total_params: float, family: str, precision: str, runs: list[PublishedRun]
+) -> PublishedPractice | None:
+    """Best published MFU and layouts for a model size and accelerator generation.
+
+    Runs of the same accelerator family and precision class (fp8 or 16-bit) whose model has
+    between ``1/4`` and ``4`` times ``total_params`` count; ``None`` when there are none (the
+    search then has no evidence to stay within, and says so by leaving the keys out).
+    """
+    low = precision == "fp8"
+    near = [
+        r for r in runs
+        if r.family == family and r.low_precision == low
+        and abs(math.log(r.total_params / total_params)) <= math.log(PRACTICE_SIZE_FACTOR)
+    ]  # fmt: skip
+    if not near:
+        return None
+    best = max(near, key=lambda r: r.mfu)
+    layouts = tuple(sorted({r.layout for r in near if r.layout is not None}))
+    return PublishedPractice(best.mfu, f"{best.row_id} {best.label}", layouts)
