@@ -406,3 +406,33 @@ def test_dask_sweep_leaves_no_scratch_dir(
     code, _, _ = run(args, capsys)
     assert code == 0
     assert list(scratch.iterdir()) == []
+
+
+def test_optimize_unknown_cloud_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    sweep = str(EXAMPLES / "sweep_training.yaml")
+    code, out, err = run(["optimize", sweep, "--allowed-clouds", "nosuchcloud", "--json"], capsys)
+    assert code == 2
+    line = one_error_line(err)
+    assert "nosuchcloud" in line
+    assert "allowed_providers" in line
+    assert out == ""
+
+
+@pytest.mark.parametrize(("provider", "expected"), [("amazon", "did you mean 'aws'"), ("nope", "")])
+def test_unknown_provider_is_named_not_a_pricing_error(
+    provider: str, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scen = tmp_path / "s.yaml"
+    scen.write_text(
+        "name: provider typo\n"
+        "workload: {kind: training, model: gpt2-1.02b, tokens: 1.0e9}\n"
+        "options:\n"
+        f"  - {{hardware: h100-sxm5-80gb, gpus: 8, pricing: on_demand, provider: {provider}}}\n",
+        encoding="utf-8",
+    )
+    code, _, err = run(["compare", str(scen)], capsys)
+    assert code == 2
+    line = one_error_line(err)
+    assert f"options[0].provider = '{provider}'" in line
+    assert expected in line
+    assert "pricing" not in line

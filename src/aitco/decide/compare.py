@@ -364,6 +364,45 @@ class _Price:
     reprice: Any = None
 
 
+#: Offers listed in a "no price" error before it says "..." (the full list: aitco catalog list).
+MAX_OFFERS_SHOWN = 8
+#: Company names users write for a provider id.
+PROVIDER_ALIASES = {
+    "amazon": "aws",
+    "amazon-web-services": "aws",
+    "ec2": "aws",
+    "google": "gcp",
+    "google-cloud": "gcp",
+    "microsoft": "azure",
+    "oracle": "oci",
+}
+
+
+def _check_provider(cat: Catalog, acc: Accelerator, opt: HardwareOption, where: str) -> None:
+    """Reject a ``provider`` the catalog does not know, or one that does not rent ``acc``."""
+    if not opt.provider or opt.provider == offers_mod.ANY_PROVIDER:
+        return
+    known = {o.provider for o in cat.offers.values()}
+    alias = PROVIDER_ALIASES.get(opt.provider.lower())
+    if opt.provider not in known and alias in known:
+        raise CatalogError(
+            f"{where}.provider",
+            opt.provider,
+            "a provider id of the catalog",
+            hint=f"did you mean {alias!r}?",
+        )
+    if opt.provider not in known:
+        raise UnknownIdError("provider", opt.provider, known, field=f"{where}.provider")
+    renting = sorted({o.provider for o in cat.offers_for(acc.id)})
+    if opt.provider not in renting:
+        raise CatalogError(
+            f"{where}.provider",
+            opt.provider,
+            f"a provider that rents {acc.id} ({', '.join(renting) or 'none'})",
+            hint=f"choose one of these, or provider: {offers_mod.ANY_PROVIDER}",
+        )
+
+
 def _rental_price(
     cat: Catalog,
     acc: Accelerator,
@@ -394,15 +433,19 @@ def _rental_price(
         if opt.offer not in cat.offers:
             raise UnknownIdError("offer", opt.offer, cat.offers, field=f"{where}.offer")
         cands = [cat.offers[opt.offer]]
+    _check_provider(cat, acc, opt, where)
     choice = offers_mod.select_offer(
         cands, term, n, unit_gpus=unit_gpus, provider=opt.provider, region=opt.region
     )
     if choice is None:
         have = sorted({f"{o.id}:{p.term}" for o in cat.offers_for(acc.id) for p in o.prices})
+        shown = ", ".join(have[:MAX_OFFERS_SHOWN]) + (
+            ", ..." if len(have) > MAX_OFFERS_SHOWN else ""
+        )
         raise CatalogError(
             f"{where}.pricing",
             term,
-            f"a {term} price for {acc.id} in the offers (have: {', '.join(have) or 'none'})",
+            f"a {term} price for {acc.id} in the offers (have: {shown or 'none'})",
             hint=f"give {where}.usd_per_gpu_hour, or another pricing mode",
         )
     o = cat.offers[choice.offer_id]

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from aitco.catalog.loader import Catalog
 from aitco.decide import evaluators as ev
 from aitco.decide.compare import Factors, offer_system
-from aitco.errors import EnvironmentFailure, InputError
+from aitco.errors import EnvironmentFailure, InputError, UnknownIdError
 from aitco.limits import check_file_size, check_tree
 from aitco.units import DTYPES
 
@@ -371,6 +371,10 @@ def build_plan(
     regions: list[str | None] = [None if r is None else str(r) for r in values["option.region"]]
     cat = catalog
     if con.allowed_providers is not None:
+        known = {o.provider for o in catalog.offers.values()}
+        for name in con.allowed_providers:
+            if name not in known:
+                raise UnknownIdError("provider", name, known, field="constraints.allowed_providers")
         allowed = set(con.allowed_providers)
         cat = Catalog(
             **{
