@@ -7,13 +7,15 @@ Run from the repository root with Debian's chromium installed::
 It serves the web app on 127.0.0.1 (real catalog, real engines), opens it in headless chromium
 through Playwright at 1400x900 and 390x844, renders the report of
 ``examples/training-h100-vs-a100-vs-l40s.yaml`` and shoots its first screen. PNGs are reduced to
-256 colours so that each stays under :data:`MAX_PNG_BYTES`. The workbook's printed summary is
-the finance engineer's (LibreOffice) and not drawn here.
+256 colours so that each stays under :data:`MAX_PNG_BYTES`. The ROI workbook's printed summary
+is drawn by ``scripts/screenshot_workbook.py`` (headless LibreOffice), called at the end when
+``soffice`` is installed.
 """
 
 from __future__ import annotations
 
 import io
+import shutil
 import socket
 import sys
 import tempfile
@@ -104,6 +106,12 @@ def main() -> int:
         browser.close()
     server.should_exit = True
     th.join(timeout=10)
+    from screenshot_workbook import workbook_summary_png
+
+    if shutil.which("soffice") and shutil.which("pdftoppm"):
+        print(f"wrote {workbook_summary_png().relative_to(ROOT)}")
+    else:
+        print("soffice/pdftoppm not installed: workbook-summary.png not redrawn", file=sys.stderr)
     return 0
 
 
