@@ -614,9 +614,11 @@ def fit_warnings(fit: EfficiencyFit, measurements: dict[str, float] | None = Non
     if mfu is not None and mfu > PLAUSIBLE_MAX_MFU:
         out.append(f"fitted MFU {mfu:.3g} is above the plausible {PLAUSIBLE_MAX_MFU:g}")
     if mfu and mfu_log and max(mfu / mfu_log, mfu_log / mfu) > MFU_MISMATCH_FACTOR:
-        out.append(
+        # first: a run described wrongly (model, GPUs, sequence) explains the other warnings
+        out.insert(
+            0,
             f"the log reports MFU {mfu_log:.3g} but the fit gives {mfu:.3g} for the model, GPU "
-            "count and sequence length given: check --model, --gpus and --seq-len"
+            "count and sequence length given: check --model, --gpus and --seq-len",
         )
     return out
 

@@ -78,8 +78,8 @@ class EfficiencyParams(BaseModel):
     # Fit and residuals: docs/efficiency.md.
     gemm: dict[str, float] = Field(
         default_factory=lambda: {
-            # fitted on the training rows in issue 3 (coordinate descent); kept for the engines
-            # that share it (inference, decide); training uses `training_gemm`
+            # fitted on the training rows of the first release (coordinate descent); kept for
+            # the engines that share it (inference, decide); training uses `training_gemm`
             "nvidia-ampere": 0.6186,
             "nvidia-hopper": 0.6118,
             "nvidia-blackwell": 0.6718,

@@ -200,7 +200,7 @@ def _f(row: dict[str, str], key: str) -> float | None:
 
 
 def new_sources_csv() -> Path:
-    """Path of the rows from sources not in the shared ground truth (issue 15)."""
+    """Path of the rows from sources not in the shared ground truth."""
     return Path(str(resources.files("aitco.validation").joinpath("data/inference_new_sources.csv")))
 
 
