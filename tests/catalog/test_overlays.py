@@ -61,7 +61,7 @@ def test_overlay_overrides_a_factor(tmp_path: Path) -> None:
     fac = cat.factor("electricity.usd-per-kwh.us")
     assert fac.value == 0.05
     assert fac.provenance["value"].source.document == str(f.resolve())
-    assert fac.provenance["unit"].source.key == "eia-industrial-2023"  # untouched value
+    assert fac.provenance["unit"].source.key == "ycharts-eia-industrial-2025"  # untouched value
 
 
 def test_overlay_negative_price_names_file_field_value(tmp_path: Path) -> None:
