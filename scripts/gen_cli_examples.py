@@ -106,8 +106,11 @@ def updated(text: str, cwd: Path) -> str:
 
     def one(m: re.Match[str]) -> str:
         argv = shlex.split(m.group("cmd"), comments=True)
+        try:  # a block whose output is not one JSON object (prose, several commands) stays
+            shown = json.loads(m.group("out"))
+        except json.JSONDecodeError:
+            return m.group(0)
         _, out = _run(argv, cwd)
-        shown = json.loads(m.group("out"))
         new = refresh(shown, json.loads(out))
         body = json.dumps(new, indent=2, ensure_ascii=False)
         return m.group(1) + body + m.group(4)
