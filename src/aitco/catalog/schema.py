@@ -97,16 +97,11 @@ def flatten(d: Any, prefix: str = "") -> dict[str, Any]:
 AcceleratorKind = Literal["gpu", "tpu", "npu", "edge"]
 
 
-class Price(BaseModel):
-    """A purchase price (per unit) with currency, date and kind."""
+class _PriceDates(BaseModel):
+    """Dating fields shared by purchase and rental prices (each declares its own ``as_of``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    usd: float = _f("Price in nominal US dollars of ``usd_year``.", "USD", ge=0)
-    as_of: dt.date = _f("Date the price applied (quoted, listed or sold).")
-    kind: str = _f("list, street, listing, system_per_gpu, estimate, ...", default="list")
-    region: str = "global"
-    currency: Literal["USD"] = "USD"
     retrieved: dt.date | None = _f("Date the price was read, where it differs.", default=None)
     as_of_estimated: bool = _f(
         "Whether ``as_of`` was chosen by hand (the source gives no date).", default=False
@@ -120,8 +115,21 @@ class Price(BaseModel):
 
     @property
     def dollar_year(self) -> int:
-        """Year whose dollars ``usd`` is in."""
-        return self.usd_year or self.as_of.year
+        """Year whose dollars the price is in: ``usd_year``, else the year of ``as_of``."""
+        as_of: dt.date = getattr(self, "as_of")  # noqa: B009 - declared by each subclass
+        return self.usd_year or as_of.year
+
+
+class Price(_PriceDates):
+    """A purchase price (per unit) with currency, date and kind."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    usd: float = _f("Price in nominal US dollars of ``usd_year``.", "USD", ge=0)
+    as_of: dt.date = _f("Date the price applied (quoted, listed or sold).")
+    kind: str = _f("list, street, listing, system_per_gpu, estimate, ...", default="list")
+    region: str = "global"
+    currency: Literal["USD"] = "USD"
 
 
 class Accelerator(Entry):
@@ -213,7 +221,7 @@ PricingTerm = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
 ClusterNetwork = Literal["efa", "infiniband", "roce", "ici", "neuronlink", "ethernet", "none"]
 
 
-class OfferPrice(BaseModel):
+class OfferPrice(_PriceDates):
     """One rental price of a cloud offer, for a term and a region, on a date."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -225,21 +233,6 @@ class OfferPrice(BaseModel):
     currency: Literal["USD"] = "USD"
     source: str = _f("Source key (resolved into the entry's provenance).")
     note: str | None = None
-    retrieved: dt.date | None = _f("Date the price was read, where it differs.", default=None)
-    as_of_estimated: bool = _f(
-        "Whether ``as_of`` was chosen by hand (the source gives no date).", default=False
-    )
-    usd_year: int | None = _f(
-        "Year whose dollars the price is in (None: the year of ``as_of``).",
-        default=None,
-        ge=1913,
-        le=2100,
-    )
-
-    @property
-    def dollar_year(self) -> int:
-        """Year whose dollars ``usd_per_hour`` is in."""
-        return self.usd_year or self.as_of.year
 
 
 class CloudOffer(Entry):
