@@ -522,6 +522,29 @@ class IterationModel:
     def _byte_rate(self) -> float:
         return self.hbm_efficiency * self.hbm_bandwidth_gb_s * GIGA
 
+    def _roofline_stage(self, compute: F64, mem: F64) -> tuple[F64, F64]:
+        r"""Time of a stage bound by ``compute`` and ``mem`` seconds, and the compute share. [s].
+
+        A hard roofline (``max``) when ``roofline_p >= ROOFLINE_P_MAX``; otherwise the smooth
+        p-norm :math:`t = (t_c^p + t_m^p)^{1/p}`, so near the ridge point neither bound is
+        reached; the compute share is :math:`t_c^p / (t_c^p + t_m^p)`.
+        """
+        q = self.roofline_p
+        if q >= ROOFLINE_P_MAX:
+            return np.maximum(compute, mem), np.where(compute >= mem, 1.0, 0.0)
+        hi = np.maximum(np.maximum(compute, mem), 1e-30)
+        cq, mq = (compute / hi) ** q, (mem / hi) ** q
+        return hi * (cq + mq) ** (1.0 / q), cq / (cq + mq)
+
+    def _elementwise_s(self, tokens: ArrayLike) -> F64:
+        """HBM time of the element-wise kernels (norms, activations) for ``tokens``. [s]."""
+        return np.asarray(
+            self.elementwise_bytes_per_token
+            * np.asarray(tokens, dtype=np.float64)
+            / (self.elementwise_efficiency * self.hbm_bandwidth_gb_s * GIGA),
+            dtype=np.float64,
+        )
+
     def linear_s(self, tokens: ArrayLike, sampled: ArrayLike | None = None) -> F64:
         """Linear layers + collectives + LM head + overhead for ``tokens`` scheduled tokens. [s].
 
@@ -585,20 +608,8 @@ class IterationModel:
                 * expected_distinct_experts(mb, self.n_experts, self.n_active)
             )
         mem = np.asarray(wbytes / self._byte_rate() + 0.0 * mb, dtype=np.float64)
-        q = self.roofline_p
-        if q >= ROOFLINE_P_MAX:
-            c_share = np.where(compute >= mem, 1.0, 0.0)
-            stage = np.maximum(compute, mem)
-        else:  # smooth roofline: near the ridge point neither bound is reached
-            hi = np.maximum(np.maximum(compute, mem), 1e-30)
-            cq, mq = (compute / hi) ** q, (mem / hi) ** q
-            stage = hi * (cq + mq) ** (1.0 / q)
-            c_share = cq / (cq + mq)
-        elem = (
-            self.elementwise_bytes_per_token
-            * mb
-            / (self.elementwise_efficiency * self.hbm_bandwidth_gb_s * GIGA)
-        )
+        stage, c_share = self._roofline_stage(compute, mem)
+        elem = self._elementwise_s(mb)
         p2p = (
             np.asarray(
                 comms.p2p_time_s(
@@ -644,20 +655,8 @@ class IterationModel:
         distinct = expected_distinct_experts(tokens, self.n_experts, self.n_active)
         wbytes = self.dense_weight_bytes + self.expert_bytes_each * self.n_moe_layers * distinct / n
         mem = np.asarray(wbytes / self._byte_rate() + 0.0 * tg, dtype=np.float64)
-        q = self.roofline_p
-        if q >= ROOFLINE_P_MAX:
-            c_share = np.where(compute >= mem, 1.0, 0.0)
-            stage = np.maximum(compute, mem)
-        else:
-            hi = np.maximum(np.maximum(compute, mem), 1e-30)
-            cq, mq = (compute / hi) ** q, (mem / hi) ** q
-            stage = hi * (cq + mq) ** (1.0 / q)
-            c_share = cq / (cq + mq)
-        elem = (
-            self.elementwise_bytes_per_token
-            * tg
-            / (self.elementwise_efficiency * self.hbm_bandwidth_gb_s * GIGA)
-        )
+        stage, c_share = self._roofline_stage(compute, mem)
+        elem = self._elementwise_s(tg)
         a2a = comms.alltoall_time_s(
             tg * self.a2a_bytes_per_token * imb, self.ep, self.a2a_bandwidth_gb_s,
             self.a2a_latency_us, self.a2a_efficiency,
