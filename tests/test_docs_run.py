@@ -158,6 +158,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     argv += ["-o", str(d / "prof.yaml"), "--json"]
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()):
         mp.chdir(d)
+        mp.delenv("AITCO_CATALOG_DATA", raising=False)  # the pages show the shipped catalog
         with pytest.raises(SystemExit) as exc:
             cli_app.main(argv)
     assert exc.value.code in (0, None), f"aitco {' '.join(argv)} failed"
@@ -244,6 +245,7 @@ def _runnable() -> list[DocCommand]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("live_catalog_data")  # the pages show output of the shipped catalog
 @pytest.mark.parametrize("cmd", _runnable(), ids=lambda c: c.id)
 def test_doc_command_runs(cmd: DocCommand, workdir: Path, capsys: pytest.CaptureFixture[str]):
     chain = cmd.argv_chain()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from aitco.catalog.loader import load_catalog
+from aitco.catalog.loader import load_catalog, shipped_data_dir
 from aitco.perf.params import param_counts
 
 REL_TOL = 0.01  # 1 %, the acceptance bound
@@ -25,7 +25,7 @@ KNOWN_ACTIVE_MISSES = {
     ),
 }
 
-_CAT = load_catalog(use_env=False)
+_CAT = load_catalog(use_env=False, data_dir=shipped_data_dir())
 _WITH_TOTAL = sorted(m.id for m in _CAT.models.values() if m.published_params_b)
 _WITH_ACTIVE = sorted(m.id for m in _CAT.models.values() if m.published_active_params_b)
 

@@ -14,6 +14,10 @@ Each YAML file is one document::
         memory_gb: 80           # bare value: takes the entry's source
         hbm_bandwidth_gb_s: {value: 3350, source: nvidia-h100-datasheet, note: "HBM3"}
 
+The built-in data folder can be replaced as a whole by ``AITCO_CATALOG_DATA`` (a folder with the
+same layout and a ``sources.yaml``), e.g. the frozen copy the unit tests read
+(``tests/fixtures/catalog``, refreshed by ``scripts/freeze_test_catalog.py``).
+
 A user overlay (``--catalog FILE`` or ``AITCO_CATALOG``, paths separated by ``os.pathsep``) has
 the same shape, or holds several kinds at once (``accelerators: [...]``, ``models: [...]``). An
 overlay entry whose id exists is merged into it; each value it sets gets the overlay file as its
@@ -54,6 +58,8 @@ from aitco.errors import CatalogError, InputError, UnknownIdError
 from aitco.limits import check_file_size, check_tree
 
 ENV_VAR = "AITCO_CATALOG"
+#: Environment variable naming a folder that replaces the built-in ``catalog/data`` folder.
+DATA_ENV_VAR = "AITCO_CATALOG_DATA"
 _LEAF_KEYS = {"value", "source", "note", "unit"}
 E = TypeVar("E", bound=Entry)
 
@@ -313,13 +319,41 @@ def _overlay_source(path: Path) -> Source:
     return file_source(path, f"user file {path.name}")
 
 
-def _builtin_files() -> list[Path]:
-    root = Path(str(resources.files("aitco.catalog") / "data"))
+def shipped_data_dir() -> Path:
+    """Return the ``catalog/data`` folder shipped with aitco."""
+    return Path(str(resources.files("aitco.catalog") / "data"))
+
+
+def builtin_data_dir(data_dir: str | Path | None = None) -> Path:
+    """Return the folder the built-in catalog is read from.
+
+    Parameters
+    ----------
+    data_dir : path, optional
+        A folder with the layout of ``catalog/data`` (kind folders and ``sources.yaml``).
+        Without it, ``AITCO_CATALOG_DATA`` when set, else :func:`shipped_data_dir`.
+
+    Raises
+    ------
+    CatalogError
+        The folder named has no ``sources.yaml``.
+    """
+    field = "data_dir"
+    if data_dir is None:
+        data_dir = os.environ.get(DATA_ENV_VAR, "").strip() or None
+        field = DATA_ENV_VAR
+    if data_dir is None:
+        return shipped_data_dir()
+    root = Path(data_dir).expanduser()
+    if not (root / "sources.yaml").is_file():
+        raise CatalogError(
+            field, str(data_dir), "a catalog data folder holding sources.yaml and kind folders"
+        )
+    return root
+
+
+def _builtin_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.yaml") if p.name != "sources.yaml")
-
-
-def _builtin_sources_file() -> Path:
-    return Path(str(resources.files("aitco.catalog") / "data" / "sources.yaml"))
 
 
 def builtin_overlays() -> dict[str, Path]:
@@ -344,7 +378,12 @@ def env_paths() -> list[str]:
     return [p for p in raw.split(os.pathsep) if p.strip()]
 
 
-def load_catalog(extra_paths: Sequence[str | Path] = (), *, use_env: bool = True) -> Catalog:
+def load_catalog(
+    extra_paths: Sequence[str | Path] = (),
+    *,
+    use_env: bool = True,
+    data_dir: str | Path | None = None,
+) -> Catalog:
     """Load the built-in catalog, overlaid with user files.
 
     Parameters
@@ -353,6 +392,9 @@ def load_catalog(extra_paths: Sequence[str | Path] = (), *, use_env: bool = True
         User overlay YAML files, applied in order after those of ``AITCO_CATALOG``.
     use_env : bool
         Whether to apply the ``AITCO_CATALOG`` overlays.
+    data_dir : path, optional
+        Folder replacing the built-in data (see :func:`builtin_data_dir`; ``AITCO_CATALOG_DATA``
+        applies whatever ``use_env`` says, as it replaces the built-in data, not an overlay).
 
     Returns
     -------
@@ -366,7 +408,7 @@ def load_catalog(extra_paths: Sequence[str | Path] = (), *, use_env: bool = True
     """
     paths = [resolve_overlay(p) for p in [*(env_paths() if use_env else []), *extra_paths]]
     stamps = tuple((p, _mtime(p)) for p in paths)
-    return _load_cached(stamps)
+    return _load_cached(str(builtin_data_dir(data_dir)), stamps)
 
 
 def _mtime(p: str) -> float:
@@ -377,18 +419,19 @@ def _mtime(p: str) -> float:
 
 
 @functools.lru_cache(maxsize=16)
-def _load_cached(stamps: tuple[tuple[str, float], ...]) -> Catalog:
-    return _load([Path(p) for p, _ in stamps])
+def _load_cached(root: str, stamps: tuple[tuple[str, float], ...]) -> Catalog:
+    return _load(Path(root), [Path(p) for p, _ in stamps])
 
 
-def _load(overlays: Iterable[Path]) -> Catalog:
+def _load(root: Path, overlays: Iterable[Path]) -> Catalog:
     sources: dict[str, Source] = {}
-    src_doc = read_yaml(_builtin_sources_file()) or {}
+    sources_file = root / "sources.yaml"
+    src_doc = read_yaml(sources_file) or {}
     for key, raw in (src_doc.get("sources") or {}).items():
-        sources[key] = _parse_source(key, raw, str(_builtin_sources_file()))
+        sources[key] = _parse_source(key, raw, str(sources_file))
 
     raws: dict[str, dict[str, _Raw]] = {k: {} for k in KINDS}
-    builtin = _builtin_files()
+    builtin = _builtin_files(root)
     for path in builtin:
         _read_file(path, raws, sources, overlay=False)
     overlays = list(overlays)
