@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from aitco.labels import FRACTION_KEYS
+
 
 def num(x: Any, digits: int = 4) -> str:
     """Format a number compactly (thousands separators, ``digits`` significant digits).
@@ -132,8 +134,6 @@ def value(key: str, x: Any) -> str:
     ``*_usd``/``usd_per_*`` as money, ``*_days``/``*_h`` as a duration, the fractions of
     :data:`aitco.labels.FRACTION_KEYS` as percentages, anything else with :func:`num`.
     """
-    from aitco.labels import FRACTION_KEYS
-
     if key.endswith("_usd") or key.startswith("usd_per_"):
         return usd(x)
     if key.endswith("_days") and _finite(x):

@@ -17,6 +17,7 @@ from aitco.calibrate import measurements as meas
 from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.explain import Estimate, Term
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.training import estimate_training
 from aitco.units import SECONDS_PER_HOUR, TERA
 
 #: Time terms of the training estimate that are communication.
@@ -91,8 +92,6 @@ def actual_vs_estimate(
         ``values`` has ``rows`` (one per item) and the headline ``estimate``/``actual``
         dicts; ``terms`` mirror the rows (value = estimate) so ``--explain`` prints them.
     """
-    from aitco.perf.training import estimate_training
-
     res = estimate_training(
         model,
         acc,

@@ -43,10 +43,13 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from aitco.calibrate.observations import Observation
+from aitco.calibrate.profile import CalibrationProfile, ParamFit
 from aitco.errors import InputError
 from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.inference import estimate_inference
 from aitco.perf.roofline import kernel_time_s
+from aitco.perf.training import estimate_training
 from aitco.units import BYTES_PER_DTYPE, GIGA, TERA
 
 try:  # scikit-learn is optional (the [calibrate] extra): the same API without it
@@ -175,7 +178,6 @@ def _memory_bandwidth_gb_s(obs: Observation, eff: EfficiencyParams) -> float:
 
 
 def _step_time_s(obs: Observation, eff: EfficiencyParams) -> float:
-    from aitco.perf.training import estimate_training
 
     c = obs.conditions
     if obs.model is None or obs.system is None:
@@ -202,7 +204,6 @@ _SERVING_CACHE_MAX = 256
 
 
 def _serving(obs: Observation, eff: EfficiencyParams) -> float:
-    from aitco.perf.inference import estimate_inference
 
     c = obs.conditions
     if obs.model is None or obs.system is None:
@@ -528,8 +529,6 @@ def profile_from_fit(
     notes: Sequence[str] = (),
 ) -> Any:
     """Build a :class:`~aitco.calibrate.profile.CalibrationProfile` from a fitted ``fit``."""
-    from aitco.calibrate.profile import CalibrationProfile, ParamFit
-
     fitted = {}
     for name, value in fit.params_.items():
         idx = [i for i, o in enumerate(fit.observations_) if _depends(fit, o, name)]

@@ -36,6 +36,7 @@ from typing import Any
 from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.errors import InputError
 from aitco.perf import comms
+from aitco.perf.flops import model_shape, training_flops_per_token
 from aitco.units import MEGA, SECONDS_PER_HOUR, TERA, WATTS_PER_KILOWATT
 
 #: Default utilisation threshold below which an accelerator counts as idle. [0-1]
@@ -52,8 +53,6 @@ def model_flops_per_token(model: ModelArch, seq_len: int) -> float:
     The same count [FLOP] the training engine's MFU uses
     (:func:`aitco.perf.flops.training_flops_per_token`).
     """
-    from aitco.perf.flops import model_shape, training_flops_per_token
-
     return float(training_flops_per_token(model_shape(model), seq_len))
 
 

@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aitco.errors import InputError
+from aitco.fileio import write_atomic
 from aitco.limits import check_file_size, check_tree
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 
@@ -236,8 +237,6 @@ def load_profile(path: str | Path) -> CalibrationProfile:
 
 def save_profile(profile: CalibrationProfile, path: str | Path) -> Path:
     """Write ``profile`` as YAML atomically; returns the path written."""
-    from aitco.calibrate._io import write_atomic
-
     p = Path(path)
     write_atomic(p, profile.to_yaml())
     return p

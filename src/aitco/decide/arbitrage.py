@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from aitco.errors import InputError, ParseError
+from aitco.errors import InputError, ParseError, UnknownIdError
 from aitco.units import MEGA, SECONDS_PER_HOUR
 
 REQUIRED_COLUMNS = ("timestamp", "offer", "usd_per_hour")
@@ -229,8 +229,6 @@ def simulate(
     cap = trace.capacity_gpus.copy()
     if only_offer is not None:
         if only_offer not in trace.offers:
-            from aitco.errors import UnknownIdError
-
             raise UnknownIdError("offer", only_offer, trace.offers, field="--baseline")
         keep = np.array([o == only_offer for o in trace.offers])
         price[:, ~keep] = np.nan
@@ -338,8 +336,6 @@ def arbitrage(
     if baseline is None:
         baseline = min(singles, key=lambda o: singles[o]["usd_per_million_tokens"] or math.inf)
     elif baseline not in singles:
-        from aitco.errors import UnknownIdError
-
         raise UnknownIdError("offer", baseline, tr.offers, field="--baseline")
     base = singles[baseline]
     p, b = policy["usd_per_million_tokens"], base["usd_per_million_tokens"]

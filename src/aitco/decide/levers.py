@@ -20,7 +20,7 @@ from typing import Any
 from aitco.catalog.loader import Catalog
 from aitco.decide.compare import compare
 from aitco.decide.scenario import HardwareOption, Scenario
-from aitco.errors import AitcoError, InputError
+from aitco.errors import AitcoError, InputError, UnknownIdError
 
 #: Tokens of the fine-tuning run the "fine-tune an open model" lever prices instead of a
 #: pre-training run: 2B tokens, the order of large supervised fine-tuning sets (e.g. Tulu 3
@@ -68,8 +68,6 @@ def _one_option(scn: Scenario, option: str | None) -> tuple[Scenario, HardwareOp
     else:
         names = {o.label: o for o in scn.options}
         if option not in names:
-            from aitco.errors import UnknownIdError
-
             raise UnknownIdError("option", option, names, field="--option")
         opt = names[option]
     return scn.model_copy(update={"options": [opt]}), opt

@@ -25,6 +25,8 @@ from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aitco.cost import finance
+from aitco.decide.compare import compare
+from aitco.decide.scenario import Scenario
 from aitco.errors import InputError
 from aitco.explain import Estimate, Term
 from aitco.units import DAYS_PER_MONTH, MONTHS_PER_YEAR
@@ -399,9 +401,6 @@ def with_scenario_costs(
         ``iteration_cost_usd`` = training TCO, and a dict saying which option priced each.
     """
     from pathlib import Path
-
-    from aitco.decide.compare import compare
-    from aitco.decide.scenario import Scenario
 
     base = Path(file).parent if file else Path(".")
     upd: dict[str, Any] = {}

@@ -22,12 +22,11 @@ References
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aitco.errors import InputError
+from aitco.perf.specs import LinkSpec
 from aitco.units import GIGA, MEGA
 
 F64 = NDArray[np.float64]
@@ -296,7 +295,7 @@ def hierarchical_allreduce_time_s(
     return rs + ar + ag
 
 
-def scale_up_size(system: Any) -> int:
+def scale_up_size(system: LinkSpec) -> int:
     """Devices reachable over the scale-up fabric: ``max(devices_per_node, scale_up_domain)``."""
     return int(
         max(system.devices_per_node, getattr(system, "scale_up_domain", system.devices_per_node))
@@ -304,7 +303,7 @@ def scale_up_size(system: Any) -> int:
 
 
 def group_link(
-    system: Any,
+    system: LinkSpec,
     n_ranks: ArrayLike,
     stride: ArrayLike = 1,
     intra_efficiency: ArrayLike = 1.0,
@@ -320,8 +319,8 @@ def group_link(
 
     Parameters
     ----------
-    system : System
-        The node/pod description (``aitco.catalog.schema.System``).
+    system : LinkSpec
+        The node/pod links (e.g. an ``aitco.catalog.schema.System``).
     n_ranks : array_like
         Ranks in the group. [count]
     stride : array_like, default 1

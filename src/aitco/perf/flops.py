@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from aitco.catalog.schema import ModelArch
 from aitco.perf.params import attention_params_per_layer, ffn_params, param_counts
+from aitco.perf.specs import ArchSpec
 
 F64 = NDArray[np.float64]
 
@@ -70,12 +70,12 @@ class ModelShape:
     window: int | None
 
 
-def model_shape(m: ModelArch, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
-    """Reduce a :class:`~aitco.catalog.schema.ModelArch` to the scalars the model uses.
+def model_shape(m: ArchSpec, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
+    """Reduce an architecture (e.g. a catalog ``ModelArch``) to the scalars the model uses.
 
     Parameters
     ----------
-    m : ModelArch
+    m : ArchSpec
         Architecture.
     lora_rank : int
         Rank of LoRA adapters on every linear projection. [count]

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from aitco.catalog.schema import ModelArch
 from aitco.errors import InputError
+from aitco.perf.specs import ArchSpec
 from aitco.units import BYTES_PER_DTYPE, gb_to_bytes
 
 F64 = NDArray[np.float64]
@@ -31,12 +31,12 @@ def _dtype_bytes(dtype: str, field: str = "kv_precision") -> float:
     return BYTES_PER_DTYPE[dtype]
 
 
-def kv_elements_per_token_per_layer(model: ModelArch) -> int:
+def kv_elements_per_token_per_layer(model: ArchSpec) -> int:
     r"""Return the cached elements per token in one layer (keys plus values, all KV heads).
 
     Parameters
     ----------
-    model : ModelArch
+    model : ArchSpec
         The architecture.
 
     Returns
@@ -54,7 +54,7 @@ def kv_elements_per_token_per_layer(model: ModelArch) -> int:
     return 2 * model.kv_heads * model.dim_head
 
 
-def sliding_window_layers(model: ModelArch) -> int:
+def sliding_window_layers(model: ArchSpec) -> int:
     """Return the number of layers that attend only to a sliding window (0 if none)."""
     if model.sliding_window is None:
         return 0
@@ -64,13 +64,13 @@ def sliding_window_layers(model: ModelArch) -> int:
 
 
 def kv_bytes_per_sequence(
-    model: ModelArch, context_tokens: ArrayLike, kv_precision: str = "bf16", tp: int = 1
+    model: ArchSpec, context_tokens: ArrayLike, kv_precision: str = "bf16", tp: int = 1
 ) -> F64:
     r"""KV-cache bytes one sequence of ``context_tokens`` tokens holds, per tensor-parallel rank.
 
     Parameters
     ----------
-    model : ModelArch
+    model : ArchSpec
         The architecture.
     context_tokens : array_like
         Tokens in the sequence so far (prompt plus generated). [tokens]
@@ -188,7 +188,7 @@ def fragmentation_waste_fraction(
 
 
 def kv_capacity(
-    model: ModelArch,
+    model: ArchSpec,
     free_memory_gb: float,
     *,
     input_tokens: int,
@@ -204,7 +204,7 @@ def kv_capacity(
 
     Parameters
     ----------
-    model : ModelArch
+    model : ArchSpec
         The architecture.
     free_memory_gb : float
         Device memory per GPU left for the KV cache after weights, activations and reserve. [GB]

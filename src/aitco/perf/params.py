@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aitco.catalog.schema import ModelArch
+from aitco.perf.specs import ArchSpec
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class ParamCounts:
         return self.total - self.embedding - self.lm_head
 
 
-def attention_params_per_layer(m: ModelArch) -> int:
+def attention_params_per_layer(m: ArchSpec) -> int:
     """Count the weights and biases of one attention block [count]."""
     d = m.d_model
     if m.mla is not None:
@@ -99,26 +99,26 @@ def attention_params_per_layer(m: ModelArch) -> int:
     return q + kv + o + bias
 
 
-def ffn_params(m: ModelArch, d_ff: int) -> int:
+def ffn_params(m: ArchSpec, d_ff: int) -> int:
     """Count the weights and biases of one FFN of hidden size ``d_ff`` [count]."""
     mats = 3 if m.gated_ffn else 2
     bias = (d_ff * (mats - 1) + m.d_model) if m.mlp_bias else 0
     return mats * m.d_model * d_ff + bias
 
 
-def norm_params_per_layer(m: ModelArch) -> int:
+def norm_params_per_layer(m: ArchSpec) -> int:
     """Norm weights of one layer (two norms, one if attention and MLP run in parallel)."""
     per_norm = m.d_model * (2 if m.norm == "layernorm" else 1)
     n_norms = 1 if m.parallel_attention else 2
     return per_norm * n_norms
 
 
-def param_counts(m: ModelArch) -> ParamCounts:
+def param_counts(m: ArchSpec) -> ParamCounts:
     """Count the parameters of ``m`` by role.
 
     Parameters
     ----------
-    m : ModelArch
+    m : ArchSpec
         The architecture.
 
     Returns

@@ -18,13 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup, escape
 
+from aitco import __version__
+from aitco.decide.roi import format_summary_value, roi_summary
 from aitco.formatting import duration_h, num, pct, usd, usd_si, value
 from aitco.labels import category_label, label, short_label
+from aitco.report import plots
+from aitco.report.model import HEADLINE_KEYS, ReportData
+from aitco.report.plots import report_figures
 
 if TYPE_CHECKING:  # pragma: no cover
     import jinja2
-
-    from aitco.report.model import ReportData
 
 TEMPLATES = "templates"
 
@@ -43,8 +46,6 @@ def fmt_months(x: Any) -> str:
 
 def roi_rows(res: dict[str, Any]) -> list[tuple[str, str, str]]:
     """ROI summary rows ``(key, label, text)``: the names and values ``aitco roi FILE`` prints."""
-    from aitco.decide.roi import format_summary_value, roi_summary
-
     return [(k, label, format_summary_value(unit, v)) for k, label, unit, v in roi_summary(res)]
 
 
@@ -106,9 +107,7 @@ def is_link(s: Any) -> bool:
 
 def category_colour(category: str) -> str:
     """Colour of a cost category, the same in every chart and in the page's bars."""
-    from aitco.report.plots import category_colour as colour
-
-    return colour(category)
+    return plots.category_colour(category)
 
 
 def summary_cards(data: ReportData) -> list[dict[str, Any]]:
@@ -207,8 +206,6 @@ def _billing(values: Any) -> str:
 
 def headline_keys(data: ReportData) -> list[str]:
     """Headline columns that at least one option has, in :data:`HEADLINE_KEYS` order."""
-    from aitco.report.model import HEADLINE_KEYS
-
     return [k for k in HEADLINE_KEYS if any(k in o.values for o in data.options)]
 
 
@@ -228,9 +225,6 @@ def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None =
         The HTML document.
     """
     import yaml
-
-    from aitco import __version__
-    from aitco.report.plots import report_figures
 
     figs = report_figures(data) if figures is None else figures
     # the stylesheet is ours (a package file), inlined as is: escaping it would break its quotes

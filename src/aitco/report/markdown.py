@@ -10,9 +10,12 @@ import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from aitco import __version__
+from aitco.fileio import write_atomic
 from aitco.formatting import pct, usd, value
 from aitco.labels import category_label, label
 from aitco.report.html import URL_RE, headline_keys, roi_rows, summary_cards
+from aitco.report.plots import report_figures
 
 if TYPE_CHECKING:  # pragma: no cover
     from aitco.report.model import ReportData
@@ -66,8 +69,6 @@ def render_markdown(data: ReportData, figure_links: list[tuple[str, str]]) -> st
     str
         Markdown.
     """
-    from aitco import __version__
-
     heads = headline_keys(data)
     out = [f"# {data.title}", ""]
     if data.description:
@@ -149,9 +150,6 @@ def render_markdown(data: ReportData, figure_links: list[tuple[str, str]]) -> st
 
 def write_markdown(data: ReportData, path: Path) -> list[Path]:
     """Write ``path`` and its plots (in ``<stem>_files/``) atomically; return the files written."""
-    from aitco.decide.scenario import write_atomic
-    from aitco.report.plots import report_figures
-
     folder = path.parent / f"{path.stem}_files"
     written: list[Path] = []
     links: list[tuple[str, str]] = []

@@ -13,6 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from aitco.decide import roi
+from aitco.decide.compare import compare as default_compare
+from aitco.decide.sweep import sweep
 from aitco.errors import InputError
 
 #: Headline values shown in the comparison table, in order, when an option has them.
@@ -339,8 +342,6 @@ def report_from_options(
 
 def add_roi(data: ReportData, roi_inputs: Any, *, metric: str = "npv_usd") -> None:
     """Attach the ROI series and tornado of :mod:`aitco.decide.roi` to ``data``."""
-    from aitco.decide import roi
-
     data.roi = roi.roi_series(roi_inputs)
     data.tornado = roi.tornado(roi_inputs, metric=metric)
     data.tornado_metric = metric
@@ -361,8 +362,6 @@ def add_sweep_front(data: ReportData, spec: Any, catalog: Any, *, source: str = 
     source : str
         Where the sweep came from (shown in the caption).
     """
-    from aitco.decide.sweep import sweep
-
     res = sweep(spec, catalog).to_json()
     data.sweep_front = {
         "metrics": list(res.get("pareto_metrics") or spec.pareto),
@@ -401,10 +400,7 @@ def build_report(
     ReportData
         What the HTML, Markdown and web views render.
     """
-    if compare is None:
-        from aitco.decide.compare import compare as compare_fn
-    else:
-        compare_fn = compare
+    compare_fn = default_compare if compare is None else compare
     comp = compare_fn(scenario, catalog)
     options = _comparison_options(comp)
     data = report_from_options(

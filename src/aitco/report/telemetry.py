@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from aitco.calibrate.parsers.detect import parse_any
 from aitco.errors import InputError
 
 #: Telemetry kinds that carry utilisation.
@@ -84,8 +85,6 @@ def utilisation_from_summary(summary: dict[str, Any], source: str) -> dict[str, 
 
 def utilisation_from_files(paths: Sequence[str | Path]) -> dict[str, Any]:
     """Parse telemetry files and stack their devices into one heatmap (file:device rows)."""
-    from aitco.calibrate.parsers.detect import parse_any
-
     parts = []
     for p in paths:
         res = parse_any(p)

@@ -24,14 +24,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from aitco.decide import roi
+from aitco.decide.roi import FTE_HOURS_PER_MONTH, ROI_SUMMARY, RoiInputs
 from aitco.errors import InputError
-from aitco.units import DAYS_PER_MONTH, MONTHS_PER_YEAR
-
-if TYPE_CHECKING:  # pragma: no cover
-    from aitco.decide.roi import RoiInputs
-    from aitco.report.model import OptionView
+from aitco.fileio import write_atomic
+from aitco.report.model import OptionView
+from aitco.units import DAYS_PER_MONTH
 
 #: Monthly rows written when the horizon is shorter, so that a user can lengthen it. [months]
 DEFAULT_ROWS = 120
@@ -39,9 +39,9 @@ DEFAULT_ROWS = 120
 #: Labour roles the inputs sheet has room for.
 LABOUR_ROWS = 6
 
-#: Paid hours of one FTE per month, the same convention as :mod:`aitco.decide.roi`
+#: Paid hours of one FTE per month: :data:`aitco.decide.roi.FTE_HOURS_PER_MONTH`
 #: (52 weeks x 40 h / 12). [h/FTE-month]
-FTE_HOURS_PER_MONTH_DEFAULT = 2080.0 / MONTHS_PER_YEAR
+FTE_HOURS_PER_MONTH_DEFAULT = FTE_HOURS_PER_MONTH
 
 
 @dataclass
@@ -254,7 +254,6 @@ BREAKEVEN_SUMMARY: tuple[tuple[str, str, str], ...] = (
 
 
 def _summary_keys() -> tuple[str, ...]:
-    from aitco.decide.roi import ROI_SUMMARY
 
     return tuple(k for k, _l, _u in ROI_SUMMARY) + tuple(k for k, _l, _u in BREAKEVEN_SUMMARY)
 
@@ -293,8 +292,6 @@ def example_inputs() -> WorkbookInputs:
 
 def _roi_inputs(w: WorkbookInputs) -> RoiInputs:
     """Return the :class:`aitco.decide.roi.RoiInputs` the workbook's formulas compute with."""
-    from aitco.decide.roi import FTE_HOURS_PER_MONTH, RoiInputs
-
     scale = w.fte_hours_per_month / FTE_HOURS_PER_MONTH
     return RoiInputs(
         horizon_months=w.horizon_months,
@@ -329,8 +326,6 @@ def workbook_values(inputs: WorkbookInputs) -> dict[str, Any]:
     shows them on open without recalculating, and they are what ``aitco roi FILE --json`` and
     ``aitco breakeven FILE --json`` print for the same inputs.
     """
-    from aitco.decide import roi
-
     res = roi.roi_series(_roi_inputs(inputs))
     out = {k: _finite_or(res.get(k)) for k, _l, _u in roi.ROI_SUMMARY}
     if out["payback_months"] == "":
@@ -622,7 +617,6 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
             "calls_per_month / days per month",
         ),
     }
-    from aitco.decide.roi import ROI_SUMMARY
 
     rows = list(ROI_SUMMARY) + list(BREAKEVEN_SUMMARY)
     for k, (key, label, unit) in enumerate(rows):
@@ -696,8 +690,6 @@ def _month_values(
 
 def write_roi_workbook(path: str | Path, inputs: WorkbookInputs) -> Path:
     """Write the ROI workbook atomically to ``path`` (see :func:`roi_workbook_bytes`)."""
-    from aitco.decide.scenario import write_atomic
-
     p = Path(path)
     if p.suffix.lower() != ".xlsx":
         raise InputError("-o", str(path), "a path ending in .xlsx")
@@ -707,8 +699,6 @@ def write_roi_workbook(path: str | Path, inputs: WorkbookInputs) -> Path:
 
 def inputs_from_mapping(data: Mapping[str, Any], *, file: str | None = None) -> WorkbookInputs:
     """Validate ROI inputs with :class:`aitco.decide.roi.RoiInputs` and copy them."""
-    from aitco.decide.roi import RoiInputs
-
     inp = RoiInputs.from_dict(dict(data), file=file)
     return WorkbookInputs.from_roi_inputs(inp, notes=[f"inputs from {file}"] if file else [])
 

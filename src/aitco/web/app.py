@@ -32,8 +32,10 @@ from aitco.catalog.loader import Catalog, load_catalog
 from aitco.decide.scenario import Precision, PricingMode, Scenario
 from aitco.errors import AitcoError, InputError, UnknownIdError
 from aitco.formatting import duration_h
-from aitco.report.html import environment, headline_keys, summary_cards
-from aitco.report.model import ReportData
+from aitco.report.html import environment, headline_keys, render_html, summary_cards
+from aitco.report.model import ReportData, build_report
+from aitco.report.plots import report_figures
+from aitco.report.xlsx import WorkbookInputs, fill_from_option, roi_workbook_bytes
 from aitco.web.forms import (
     MAX_PLAUSIBLE_DAYS,
     check_plausible,
@@ -185,8 +187,6 @@ class _Engine:
 
     def _build(self, scen: Scenario) -> ReportData:
         """Compare; a non-finite cost (inputs past what the engines can price) is an input error."""
-        from aitco.report.model import build_report
-
         try:
             return build_report(scen, self.catalog, compare=self.compare)
         except (ValueError, OverflowError, ZeroDivisionError) as exc:
@@ -253,7 +253,6 @@ class _Engine:
     def figures(
         self, key: str, data: ReportData, only: tuple[str, ...] | None = None
     ) -> list[tuple[str, str, bytes]]:
-        from aitco.report.plots import report_figures
 
         fkey = f"{only}:{key}"
         with self._key_lock("figs:" + fkey):
@@ -475,7 +474,6 @@ def create_app(
                 media_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                 headers=_attach(f"{stem}_roi.xlsx"),
             )
-        from aitco.report.html import render_html
 
         figs = await _run(engine.figures, key, data)
         text = await _run(render_html, data, figs)
@@ -521,7 +519,6 @@ async def _run(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def _workbook(data: ReportData) -> bytes:
-    from aitco.report.xlsx import WorkbookInputs, fill_from_option, roi_workbook_bytes
 
     inputs = WorkbookInputs(
         notes=["Savings, prices and margins are yours to fill in (yellow cells)."]
