@@ -75,3 +75,59 @@ def bytes_to_gb(n_bytes: float) -> float:
 def gbit_to_gbyte(gbit_s: float) -> float:
     """Convert a link rate in Gbit/s to GB/s. [Gbit/s] -> [GB/s]."""
     return gbit_s / BITS_PER_BYTE
+
+
+def ms_to_s(ms: float) -> float:
+    """Convert milliseconds to seconds (the CLI edge and logs meet ms). [ms] -> [s]."""
+    return ms / MS_PER_S
+
+
+def s_to_ms(s: float) -> float:
+    """Convert seconds to milliseconds, for an interface that takes ms. [s] -> [ms]."""
+    return s * MS_PER_S
+
+
+def optional_ms_to_s(ms: float | None) -> float | None:
+    """:func:`ms_to_s`, passing ``None`` (an unset limit) through. [ms] -> [s]."""
+    return None if ms is None else ms_to_s(ms)
+
+
+def optional_s_to_ms(s: float | None) -> float | None:
+    """:func:`s_to_ms`, passing ``None`` (an unset limit) through. [s] -> [ms]."""
+    return None if s is None else s_to_ms(s)
+
+
+#: Units that telemetry tools print (nvidia-smi ``[unit]`` headers, the DCGM units line), each
+#: with the SI key suffix and the factor to SI: percent -> fraction, MiB -> bytes, MHz -> Hz,
+#: mJ -> J. Temperatures stay in degrees Celsius (``_c``); other units are left unconverted.
+PRINTED_UNITS_TO_SI: dict[str, tuple[str, float]] = {
+    "%": ("fraction", 1.0 / PERCENT),
+    "W": ("w", 1.0),
+    "mW": ("w", 1.0 / KILO),
+    "J": ("j", 1.0),
+    "mJ": ("j", 1.0 / KILO),
+    "B": ("bytes", 1.0),
+    "KiB": ("bytes", float(KIB)),
+    "MiB": ("bytes", float(MIB)),
+    "GiB": ("bytes", float(GIB)),
+    "MHz": ("hz", MEGA),
+    "C": ("c", 1.0),
+    "s": ("s", 1.0),
+    "ms": ("s", 1.0 / MS_PER_S),
+    "us": ("s", 1.0 / US_PER_S),
+}
+
+
+def printed_unit_to_si(unit: str) -> tuple[str, float] | None:
+    """SI key suffix and factor for a unit as a tool prints it, or None when not known.
+
+    Examples
+    --------
+    >>> printed_unit_to_si("MiB")
+    ('bytes', 1048576.0)
+    >>> printed_unit_to_si("%")
+    ('fraction', 0.01)
+    >>> printed_unit_to_si("furlongs") is None
+    True
+    """
+    return PRINTED_UNITS_TO_SI.get(unit.strip())

@@ -528,3 +528,21 @@ def test_dcgm_exporter_prometheus_text() -> None:
     assert s["idle_devices"] == ["node-1 GPU 1"]
     assert g0["fields"]["POWER"]["mean"] == approx(650.0)
     assert detect_kind(DATA / "dcgm_exporter.prom") == "dcgm"
+
+
+def test_telemetry_fields_si_beside_the_printed_units(fixtures_dir: Path) -> None:
+    """``fields`` keep the printed unit (%, MiB); ``fields_si`` hold fractions, bytes, watts."""
+    s = parse_nvidia_smi(DATA / "nvidia_smi_util.csv").summary
+    g1 = s["devices"]["GPU 1"]
+    assert s["units"]["memory.used"] == "MiB"
+    assert g1["fields"]["memory.used"]["mean"] == approx(1000)  # the public key, as printed
+    assert g1["fields_si"]["memory.used_bytes"]["mean"] == approx(1000 * 2**20)
+    assert g1["fields_si"]["utilization.gpu_fraction"]["max"] == approx(0.05)
+    assert g1["fields"]["utilization.gpu"]["max"] == approx(5)
+    assert g1["fields_si"]["power.draw_w"]["n"] == g1["fields"]["power.draw"]["n"]
+    # the utilisation summary, a fraction, agrees with the SI field
+    assert g1["mean_utilization"] == approx(g1["fields_si"]["utilization.gpu_fraction"]["mean"])
+    d = parse_dcgm(fixtures_dir / "dcgmi_dmon.txt").summary["devices"]["GPU 0"]
+    assert d["fields_si"]["POWER_w"]["min"] == approx(20.891)
+    assert set(d["fields_si"]) >= {"GPUTL_fraction", "FBUSD_bytes", "TMPTR_c"}
+    assert not any(k.startswith(("ESVTL", "EDVTL")) for k in d["fields_si"])  # unit unknown

@@ -27,6 +27,7 @@ from typing import Any
 from aitco.calibrate.parsers.base import ParseResult
 from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.errors import InputError
+from aitco.units import US_PER_S, ms_to_s
 
 #: Observation kinds understood by the default predictor.
 OBSERVATION_KINDS = (
@@ -40,10 +41,6 @@ OBSERVATION_KINDS = (
 #: nccl-tests rows within this many doublings of the largest size are used for the link fit
 #: (bandwidth-bound; smaller sizes are dominated by latency, which is not a fitted parameter).
 NCCL_FIT_LOG2_SPAN = 3.0
-#: Microseconds per second.
-US_PER_S = 1e6
-#: Milliseconds per second.
-MS_PER_S = 1e3
 
 
 @dataclass
@@ -229,7 +226,7 @@ def from_serving(
                 out.append(
                     Observation(
                         kind=kind,
-                        value=v / MS_PER_S,
+                        value=ms_to_s(v),
                         acc=acc,
                         system=system,
                         model=model,

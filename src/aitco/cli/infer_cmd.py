@@ -19,6 +19,7 @@ import typer
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
+from aitco.units import optional_ms_to_s
 
 
 class Precision(StrEnum):
@@ -338,8 +339,8 @@ def _add_service_plans(
             usd_per_gpu_hour=price or 0.0, kv_bytes_per_token=it.kv_bytes_per_token * it.tp,
             fabric_bandwidth_gb_s=float(bw), fabric_latency_us=float(lat),
             fabric_efficiency=float(eff), qps=kw["qps"],
-            slo_ttft_s=None if kw["slo_ttft_ms"] is None else kw["slo_ttft_ms"] / 1e3,
-            slo_tpot_s=None if kw["slo_tpot_ms"] is None else kw["slo_tpot_ms"] / 1e3,
+            slo_ttft_s=optional_ms_to_s(kw["slo_ttft_ms"]),
+            slo_tpot_s=optional_ms_to_s(kw["slo_tpot_ms"]),
             prefix_cache_hit_rate=kw["prefix_cache_hit_rate"], layout=layout,
         )  # fmt: skip
     if kw["load_profile"] is not None or kw["autoscale"] is not None:

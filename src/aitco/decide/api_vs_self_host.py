@@ -23,8 +23,9 @@ import numpy as np
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import ApiPrice
 from aitco.decide import evaluators as ev
-from aitco.errors import AitcoError, InputError
-from aitco.units import DTYPES, HOURS_PER_MONTH, MEGA, MS_PER_S, SECONDS_PER_HOUR
+from aitco.errors import AitcoError, InputError, UnknownIdError
+from aitco.perf.inference import estimate_inference
+from aitco.units import DTYPES, HOURS_PER_MONTH, MEGA, SECONDS_PER_HOUR, optional_s_to_ms
 
 #: Hardware offered by default for self-hosting (common inference accelerators).
 DEFAULT_HARDWARE: tuple[str, ...] = (
@@ -303,8 +304,6 @@ def api_vs_self_host(
     rows_api: list[tuple[str, ApiPrice]] = []
     for a in ids:
         if a not in catalog.apis:
-            from aitco.errors import UnknownIdError
-
             raise UnknownIdError("api", a, catalog.apis, field="--api")
         rows_api.append((a, catalog.apis[a]))
     if not rows_api:
@@ -452,8 +451,6 @@ def poisson_check(
     :func:`aitco.perf.inference.estimate_inference` and reports its P99 TTFT and TPOT, and
     whether they meet the objectives.
     """
-    from aitco.perf.inference import estimate_inference
-
     acc, sysm = catalog.hardware(plan["hardware"])
     try:
         res = estimate_inference(
@@ -468,8 +465,8 @@ def poisson_check(
             tp=plan["gpus_per_replica"],
             max_batch=plan["batch"],
             num_requests=POISSON_CHECK_REQUESTS,
-            slo_ttft_ms=None if max_ttft_s is None else max_ttft_s * MS_PER_S,
-            slo_tpot_ms=None if max_tpot_s is None else max_tpot_s * MS_PER_S,
+            slo_ttft_ms=optional_s_to_ms(max_ttft_s),  # the engine's objectives are in ms
+            slo_tpot_ms=optional_s_to_ms(max_tpot_s),
         )
     except AitcoError as exc:
         return {"available": False, "error": str(exc)}

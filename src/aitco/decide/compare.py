@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from aitco.calibrate.profile import load_profile
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System
 from aitco.catalog.staleness import stale_price_inputs
@@ -41,7 +42,8 @@ from aitco.errors import AitcoError, CatalogError, InputError, UnknownIdError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape
 from aitco.perf.inference import estimate_inference
-from aitco.perf.training import estimate_training
+from aitco.perf.params import param_counts
+from aitco.perf.training import checkpoint_save_time_s, estimate_training
 from aitco.units import (
     GIGA,
     HOURS_PER_DAY,
@@ -49,7 +51,6 @@ from aitco.units import (
     HOURS_PER_YEAR,
     KG_PER_TONNE,
     MEGA,
-    MS_PER_S,
     SECONDS_PER_HOUR,
     WATTS_PER_KILOWATT,
 )
@@ -296,8 +297,6 @@ def tco(scenario: Scenario, catalog: Catalog, **kw: Any) -> Comparison:
 # --------------------------------------------------------------------------- internals
 def _efficiency(scenario: Scenario) -> EfficiencyParams:
     if scenario.calibration:
-        from aitco.calibrate.profile import load_profile
-
         return load_profile(scenario.calibration).efficiency
     return DEFAULT_EFFICIENCY
 
@@ -586,7 +585,6 @@ def _guarded(fn: Any, what: str, *args: Any, **kw: Any) -> Any:
 
 
 def _checkpoint_bytes(model: ModelArch, w: TrainingWorkload) -> float:
-    from aitco.perf.params import param_counts
 
     if w.method == "full":
         trainable = float(param_counts(model).total)
@@ -1056,9 +1054,6 @@ def _checkpoint_save_h(
     the aggregate bandwidth); LoRA uses the adapter bytes over the same bandwidth.
     """
     if w.method == "full":
-        from aitco.perf.params import param_counts
-        from aitco.perf.training import checkpoint_save_time_s
-
         total = float(param_counts(model).total)
         nodes_a = np.asarray(nodes, dtype=float)
         return (
@@ -1072,13 +1067,14 @@ def _checkpoint_save_h(
 
 def _meets_slo(w: InferenceWorkload, v: dict[str, Any]) -> bool | None:
     """Whether the mean TTFT and TPOT meet the workload's objectives (None: no objective)."""
-    if w.slo_ttft_ms is None and w.slo_tpot_ms is None:
+    slo_ttft_s, slo_tpot_s = w.slo_ttft_s, w.slo_tpot_s
+    if slo_ttft_s is None and slo_tpot_s is None:
         return None
     ttft, tpot = _f(v.get("ttft_s")), _f(v.get("tpot_s"))
     if ttft is None or tpot is None or math.isnan(ttft) or math.isnan(tpot):
         return False
-    ok_ttft = w.slo_ttft_ms is None or ttft * MS_PER_S <= w.slo_ttft_ms
-    ok_tpot = w.slo_tpot_ms is None or tpot * MS_PER_S <= w.slo_tpot_ms
+    ok_ttft = slo_ttft_s is None or ttft <= slo_ttft_s
+    ok_tpot = slo_tpot_s is None or tpot <= slo_tpot_s
     return bool(ok_ttft and ok_tpot)
 
 

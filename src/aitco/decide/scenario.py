@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from aitco.errors import InputError
 from aitco.fileio import write_atomic
 from aitco.limits import check_file_size, check_tree
+from aitco.units import optional_ms_to_s
 
 __all__ = [
     "HardwareOption",
@@ -114,6 +115,16 @@ class InferenceWorkload(BaseModel):
         default=None, ge=1, description="Tokens per engine iteration. [tokens]"
     )
     kv_allocation: Literal["paged", "contiguous"] = "paged"
+
+    @property
+    def slo_ttft_s(self) -> float | None:
+        """Time-to-first-token objective [s]; the YAML key is ``slo_ttft_ms``."""
+        return optional_ms_to_s(self.slo_ttft_ms)
+
+    @property
+    def slo_tpot_s(self) -> float | None:
+        """Time-per-output-token objective [s]; the YAML key is ``slo_tpot_ms``."""
+        return optional_ms_to_s(self.slo_tpot_ms)
 
 
 Workload = Annotated[TrainingWorkload | InferenceWorkload, Field(discriminator="kind")]

@@ -9,15 +9,16 @@ and the time spent below an utilisation threshold (idle).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aitco.units import SECONDS_PER_HOUR
+from aitco.units import KILO, SECONDS_PER_HOUR, printed_unit_to_si
 
 #: Default utilisation below which a device counts as idle. [0-1]
 DEFAULT_IDLE_THRESHOLD = 0.30
 #: Millijoules per joule (DCGM ``TOTEC`` is in mJ).
-MJ_PER_J = 1e3
+MJ_PER_J = KILO
 
 
 @dataclass
@@ -190,3 +191,32 @@ def _mean_power(devs: Any) -> float | None:
 def _natural(name: str) -> tuple[str, int]:
     head, _, tail = name.rpartition(" ")
     return (head, int(tail)) if tail.isdecimal() else (name, -1)
+
+
+def add_si_fields(summary: dict[str, Any], units: Mapping[str, str]) -> None:
+    """Give each device of ``summary`` a ``fields_si`` mapping: its field statistics in SI.
+
+    The ``fields`` statistics keep the unit the tool printed (``utilization.gpu`` in percent,
+    ``memory.used`` in MiB), as the ``units`` mapping says; ``fields_si`` holds the same
+    statistics converted to SI, each key carrying its unit (``utilization.gpu_fraction``,
+    ``memory.used_bytes``, ``power.draw_w``; :data:`aitco.units.PRINTED_UNITS_TO_SI`). Fields
+    with no unit, or one not in that table, are left out.
+
+    Parameters
+    ----------
+    summary : dict
+        The output of :meth:`TelemetryAggregator.summary`; changed in place.
+    units : mapping of str to str
+        Unit of each field, as printed (``"%"``, ``"MiB"``, ``"W"``).
+    """
+    for dev in summary["devices"].values():
+        out: dict[str, Any] = {}
+        for name, stats in dev["fields"].items():
+            conv = printed_unit_to_si(units.get(name, ""))
+            if conv is None:
+                continue
+            suffix, factor = conv
+            out[f"{name}_{suffix}"] = {
+                k: v if k == "n" or v is None else v * factor for k, v in stats.items()
+            }
+        dev["fields_si"] = out

@@ -24,15 +24,19 @@ from pathlib import Path
 from typing import Any
 
 from aitco.calibrate._io import open_text
-from aitco.calibrate.parsers._telemetry import DEFAULT_IDLE_THRESHOLD, MJ_PER_J, TelemetryAggregator
+from aitco.calibrate.parsers._telemetry import (
+    DEFAULT_IDLE_THRESHOLD,
+    MJ_PER_J,
+    TelemetryAggregator,
+    add_si_fields,
+)
 from aitco.calibrate.parsers.base import ParseResult, SkipLog
 from aitco.errors import ParseError
+from aitco.units import PERCENT, ms_to_s  # GPUTL is a percentage
 
 INF = float("inf")
 #: Default ``dcgmi dmon -d`` sampling interval. [s]
 DEFAULT_INTERVAL_S = 1.0
-#: Percent per unit fraction (``GPUTL`` is a percentage).
-PERCENT = 100.0
 
 #: Short names of board power fields, in order of preference.
 POWER_FIELDS = ("POWER", "POWINST", "PWR")
@@ -42,6 +46,21 @@ ENERGY_FIELDS = ("TOTEC",)
 UTIL_FIELDS = (("GPUTL", PERCENT), ("GRACT", 1.0), ("SMACT", 1.0))
 #: Units DCGM prints for fields whose units line may be missing.
 KNOWN_UNITS = {"POWER": "W", "POWINST": "W", "TOTEC": "mJ", "TMPTR": "C", "MMTMP": "C"}
+#: Units of fields that ``dcgmi dmon`` prints without one (its units line is blank for them), for
+#: the SI statistics only (``fields_si``): utilisations in percent, frame buffer in MiB, clocks
+#: in MHz. Source: NVIDIA DCGM field identifiers
+#: (https://docs.nvidia.com/datacenter/dcgm/latest/dcgm-api/dcgm-api-field-ids.html) and the
+#: dcgm-exporter counter descriptions (https://github.com/NVIDIA/dcgm-exporter, file
+#: ``etc/default-counters.csv``: "GPU utilization (in %)", "Framebuffer memory used (in MiB)"),
+#: retrieved 2026-12-02.
+UNPRINTED_UNITS = {
+    "GPUTL": "%",
+    "MCUTL": "%",
+    "FBUSD": "MiB",
+    "FBFRE": "MiB",
+    "SMCLK": "MHz",
+    "MMCLK": "MHz",
+}
 #: Entity types that start a data row.
 ENTITY_TYPES = ("GPU", "GPU-I", "GPU-CI", "Switch", "NvSwitch", "Link", "CPU", "Core", "CX", "VGPU")
 
@@ -178,6 +197,7 @@ def parse_dcgm(
     if not agg.devices:
         raise ParseError(str(p), "dcgmi dmon header found but no data rows")
     summary: dict[str, Any] = agg.summary()
+    add_si_fields(summary, {**UNPRINTED_UNITS, **{f: u for f, u in units.items() if u}})
     summary["fields"] = fields
     summary["units"] = units
     summary["interval_s"] = interval_s
@@ -210,8 +230,6 @@ EXPORTER_METRICS = {
     "DCGM_FI_DEV_GPU_TEMP": "TMPTR",
     "DCGM_FI_DEV_FB_USED": "FBUSD",
 }
-#: Milliseconds per second (Prometheus sample timestamps are in ms).
-MS_PER_S = 1e3
 _PROM_HINT = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_FI_\w+", re.M)
 _PROM_LINE = re.compile(r"^(DCGM_FI_\w+)(?:\{([^}]*)\})?\s+(\S+)(?:\s+(\d+))?\s*$")
 _PROM_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -268,7 +286,7 @@ def _parse_exporter(p: Path, *, interval_s: float, idle_threshold: float) -> Par
             gpu = labels.get("gpu", labels.get("device", "0"))
             host = labels.get("Hostname", labels.get("hostname", ""))
             dev = f"{host} GPU {gpu}" if host else f"GPU {gpu}"
-            t = int(m.group(4)) / MS_PER_S if m.group(4) else None
+            t = ms_to_s(int(m.group(4))) if m.group(4) else None  # Prometheus stamps are ms
             if dev in pending and name in pending[dev]:  # next scrape: close the previous sample
                 t0 = pending_t.get(dev)
                 gap = t - t0 if t is not None and t0 is not None else None
@@ -283,6 +301,7 @@ def _parse_exporter(p: Path, *, interval_s: float, idle_threshold: float) -> Par
     if not agg.devices:
         raise ParseError(str(p), "no DCGM metrics found (dcgm-exporter / Prometheus text)")
     summary: dict[str, Any] = agg.summary()
+    add_si_fields(summary, {**UNPRINTED_UNITS, **KNOWN_UNITS})
     summary["fields"] = sorted(seen)
     summary["units"] = {f: KNOWN_UNITS.get(f, "") for f in sorted(seen)}
     summary["interval_s"] = interval_s

@@ -22,15 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from aitco.calibrate._io import open_text
-from aitco.calibrate.parsers._telemetry import DEFAULT_IDLE_THRESHOLD, TelemetryAggregator
+from aitco.calibrate.parsers._telemetry import (
+    DEFAULT_IDLE_THRESHOLD,
+    TelemetryAggregator,
+    add_si_fields,
+)
 from aitco.calibrate.parsers.base import ParseResult, SkipLog, to_float
 from aitco.errors import ParseError
+from aitco.units import PERCENT  # utilization.gpu is a percentage
 
 INF = float("inf")
 #: Default loop interval (``-l 1``) used when timestamps do not advance. [s]
 DEFAULT_INTERVAL_S = 1.0
-#: Percent per unit fraction (``utilization.gpu`` is a percentage).
-PERCENT = 100.0
 #: Gaps longer than this between two samples of one GPU are treated as a capture break. [s]
 MAX_GAP_S = 3600.0
 #: Power columns, in order of preference (newer drivers add ``.average`` / ``.instant``).
@@ -235,6 +238,7 @@ def parse_nvidia_smi(
     if not agg.devices:
         raise ParseError(str(p), "nvidia-smi header found but no data rows")
     summary: dict[str, Any] = agg.summary()
+    add_si_fields(summary, units)
     summary["columns"] = names
     summary["units"] = units
     summary["interval_s"] = interval_s
