@@ -18,12 +18,10 @@ from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.explain import Estimate, Term
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.training import estimate_training
-from aitco.units import SECONDS_PER_HOUR, TERA
+from aitco.units import MS_PER_S, SECONDS_PER_HOUR, TERA
 
 #: Time terms of the training estimate that are communication.
 COMM_TERMS = ("tp_comm_s", "cp_comm_s", "ep_comm_s", "zero3_comm_s", "dp_comm_s", "pp_comm_s")
-#: Milliseconds per second (framework timers are in ms).
-MS_PER_S = 1e3
 
 
 def _row(

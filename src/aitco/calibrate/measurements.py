@@ -37,14 +37,10 @@ from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.errors import InputError
 from aitco.perf import comms
 from aitco.perf.flops import model_shape, training_flops_per_token
-from aitco.units import MEGA, SECONDS_PER_HOUR, TERA, WATTS_PER_KILOWATT
+from aitco.units import J_PER_KWH, MEGA, SECONDS_PER_HOUR, TERA, US_PER_S
 
 #: Default utilisation threshold below which an accelerator counts as idle. [0-1]
 DEFAULT_IDLE_THRESHOLD = 0.30
-#: Microseconds per second (nccl-tests times are in us).
-US_PER_S = 1e6
-#: Joules per kilowatt-hour.
-J_PER_KWH = WATTS_PER_KILOWATT * SECONDS_PER_HOUR
 
 
 def model_flops_per_token(model: ModelArch, seq_len: int) -> float:

@@ -17,12 +17,12 @@ from typing import Any
 
 from aitco.calibrate.parsers.detect import parse_any
 from aitco.errors import InputError
+from aitco.units import PERCENT
 
 #: Telemetry kinds that carry utilisation.
 TELEMETRY_KINDS: tuple[str, ...] = ("dcgm", "nvidia-smi")
 #: Utilisation field of each kind (percent) for the peak column.
 PEAK_FIELDS: tuple[tuple[str, str], ...] = (("GPUTL", "%"), ("utilization.gpu", "%"))
-PERCENT = 100.0
 
 
 def utilisation_from_summary(summary: dict[str, Any], source: str) -> dict[str, Any]:

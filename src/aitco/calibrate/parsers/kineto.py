@@ -46,9 +46,8 @@ except ImportError:  # pragma: no cover - exercised only without the [calibrate]
 from aitco.calibrate._io import open_text
 from aitco.calibrate.parsers.base import ParseResult, SkipLog, to_float
 from aitco.errors import ParseError
+from aitco.units import US_PER_S
 
-#: Microseconds per second (trace ``ts``/``dur`` unit).
-US_PER_S = 1e6
 _COMM = re.compile(r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|alltoall|sendrecv", re.I)
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _COPY_CATS = {"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"}

@@ -32,6 +32,7 @@ from typing import Any
 from aitco.calibrate._io import open_text
 from aitco.calibrate.parsers.base import ParseResult, SkipLog, to_float
 from aitco.errors import ParseError
+from aitco.units import MS_PER_S
 
 _LAT = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el|e2e_latency)_ms$")
 _NUMERIC = {
@@ -79,8 +80,6 @@ STDOUT_LABELS = {
     "max request concurrency": "max_concurrency",
     "concurrency": "concurrency",
 }
-#: Milliseconds per second (the tools report latencies in ms).
-MS_PER_S = 1e3
 #: Glossary name -> (tool's key, divisor): the same figures under aitco's names and units.
 GLOSSARY_KEYS: dict[str, tuple[str, float]] = {
     "requests_per_s": ("request_throughput", 1.0),

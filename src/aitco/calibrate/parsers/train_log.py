@@ -41,12 +41,8 @@ from typing import Any
 from aitco.calibrate._io import open_text
 from aitco.calibrate.parsers.base import ParseResult, SkipLog, strip_ansi, to_float
 from aitco.errors import ParseError
-from aitco.units import GIB, GIGA, TERA
+from aitco.units import GIB, GIGA, MS_PER_S, PERCENT, TERA
 
-#: Milliseconds per second.
-MS_PER_S = 1e3
-#: Percent per unit fraction.
-PERCENT = 100.0
 #: Step records kept as dicts (the numbers of every step are kept in compact arrays).
 MAX_RECORDS_KEPT = 100_000
 #: Per-step numbers whose steady-state medians the summary reports.
