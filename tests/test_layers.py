@@ -148,6 +148,12 @@ def _function_level_aitco_imports() -> list[str]:
             for node in ast.walk(fn):
                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("aitco"):
                     out.append(f"{rel}:{node.lineno} {node.module}")
+                elif isinstance(node, ast.Import):
+                    out += [
+                        f"{rel}:{node.lineno} {a.name}"
+                        for a in node.names
+                        if a.name == "aitco" or a.name.startswith("aitco.")
+                    ]
     return sorted(set(out))
 
 
@@ -190,10 +196,11 @@ def test_function_level_import_finder_finds_one(tmp_path, monkeypatch):
     pkg = tmp_path / "src" / "aitco"
     (pkg / "cli").mkdir(parents=True)
     (pkg / "m.py").write_text("def f():\n    from aitco.errors import InputError\n")
+    (pkg / "n.py").write_text("def f():\n    import aitco.units\n    import aitcox\n")
     (pkg / "cli" / "c.py").write_text("def g():\n    from aitco.errors import InputError\n")
     (pkg / "top.py").write_text("from aitco.errors import InputError\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
-    assert _function_level_aitco_imports() == ["m.py:2 aitco.errors"]
+    assert _function_level_aitco_imports() == ["m.py:2 aitco.errors", "n.py:2 aitco.units"]
 
 
 @pytest.mark.xfail(
