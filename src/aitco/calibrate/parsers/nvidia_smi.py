@@ -29,13 +29,13 @@ from aitco.calibrate.parsers._telemetry import (
 )
 from aitco.calibrate.parsers.base import ParseResult, SkipLog, to_float
 from aitco.errors import ParseError
-from aitco.units import PERCENT  # utilization.gpu is a percentage
+from aitco.units import PERCENT, SECONDS_PER_HOUR  # utilization.gpu is a percentage
 
 INF = float("inf")
 #: Default loop interval (``-l 1``) used when timestamps do not advance. [s]
 DEFAULT_INTERVAL_S = 1.0
 #: Gaps longer than this between two samples of one GPU are treated as a capture break. [s]
-MAX_GAP_S = 3600.0
+MAX_GAP_S = SECONDS_PER_HOUR
 #: Power columns, in order of preference (newer drivers add ``.average`` / ``.instant``).
 POWER_COLUMNS = ("power.draw", "power.draw.average", "power.draw.instant")
 #: Columns that identify a GPU, in order of preference.
