@@ -16,6 +16,7 @@ from aitco.catalog.staleness import (
     stale_line,
     stale_price_inputs,
     stale_values,
+    unique_stale,
 )
 
 TODAY = dt.date(2026, 12, 2)
@@ -75,7 +76,8 @@ def test_comparison_inputs(tmp_path: Path) -> None:
     acc_price = cat.accelerators["h100-sxm5-80gb"].price
     assert acc_price is not None
     assert ("h100-sxm5-80gb" in ids) == (age_months(acc_price.as_of, TODAY) > 12)
-    assert "test-old-h100 (2024-06-01)" in stale_line(got)
+    assert "test-old-h100 (on_demand 2024-06-01)" in stale_line(got)
+    assert got[0]["term"] == "on_demand" and got[0]["region"] == "us"
     assert stale_line([]) == ""
 
 
@@ -106,3 +108,67 @@ def test_cli_check_and_compare_report_stale(
     res = json.loads(capsys.readouterr().out)
     assert [s["id"] for s in res["stale_inputs"]] == ["test-old-h100"]
     assert res["comparisons"][0]["stale_inputs"] == res["stale_inputs"]
+
+
+def _two_term_overlay(tmp_path: Path) -> Path:
+    f = tmp_path / "two.yaml"
+    f.write_text(
+        "kind: offers\nsources:\n  test-src: {title: test prices, url: 'https://example.org/p',"
+        " retrieved: 2026-12-01}\nentries:\n  - id: test-two-h100\n    provider: testcloud\n"
+        "    instance: box8\n    accelerator: h100-sxm5-80gb\n    accelerators_per_instance: 8\n"
+        "    prices:\n"
+        "      - {term: on_demand, region: us, usd_per_hour: 20.0, as_of: 2024-06-01,"
+        " as_of_estimated: true, source: test-src}\n"
+        "      - {term: spot, region: us, usd_per_hour: 8.0, as_of: 2024-06-01,"
+        " as_of_estimated: true, source: test-src}\n"
+        "      - {term: reserved_1y, region: us, usd_per_hour: 14.0, as_of: 2024-03-01,"
+        " source: test-src}\n",
+        "utf-8",
+    )
+    return f
+
+
+def test_one_offer_several_terms_is_named_once(tmp_path: Path) -> None:
+    """One offer priced on three terms: three values in JSON, the offer named once in the line."""
+    cat = load_catalog([_two_term_overlay(tmp_path)], use_env=False)
+    used = [
+        ("h100-sxm5-80gb", term, "test-two-h100", None)
+        for term in ("on_demand", "spot", "reserved_1y", "spot", "on_demand")
+    ]
+    got = stale_price_inputs(cat, used, today=TODAY)
+    # one record per price record (value identity: kind, id, field), none repeated
+    keys = [(g["kind"], g["id"], g["field"]) for g in got]
+    assert len(keys) == len(set(keys)) == 3
+    assert sorted(g["term"] for g in got) == ["on_demand", "reserved_1y", "spot"]
+    line = stale_line(got)
+    assert line.count("test-two-h100") == 1
+    assert "3 price(s)" in line
+    assert "reserved_1y 2024-03-01" in line
+    assert "on_demand, spot 2024-06-01, date estimated" in line
+    # a list that already repeats a record (several comparisons) still counts it once
+    assert stale_line(got + got) == line
+    assert unique_stale(got + list(reversed(got))) == got
+
+
+def test_run_level_stale_inputs_are_deduplicated(tmp_path: Path) -> None:
+    """Two comparisons resting on the same price: the run's top-level list names it once."""
+    from aitco.cli.tco_cmd import comparisons_json
+    from aitco.decide.compare import compare
+    from aitco.decide.scenario import Scenario
+
+    cat = load_catalog([_two_term_overlay(tmp_path)], use_env=False)
+    scn = tmp_path / "scn.yaml"
+    scn.write_text(
+        "name: two\nworkload: {kind: training, model: gpt2-124m, tokens: 1.0e8}\n"
+        "options:\n  - {name: od, hardware: h100-sxm5-80gb, gpus: 8, pricing: on_demand,"
+        " offer: test-two-h100}\n  - {name: sp, hardware: h100-sxm5-80gb, gpus: 8,"
+        " pricing: spot, offer: test-two-h100}\n",
+        "utf-8",
+    )
+    s = Scenario.from_yaml(scn)
+    comps = [compare(s, cat), compare(s, cat)]
+    out = comparisons_json(comps, explain=False)
+    ids = [(r["id"], r["field"]) for r in out["stale_inputs"]]
+    assert len(ids) == len(set(ids))
+    assert {r["term"] for r in out["stale_inputs"]} == {"on_demand", "spot"}
+    assert out["comparisons"][0]["stale_inputs"] == out["stale_inputs"]
