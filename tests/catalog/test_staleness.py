@@ -77,7 +77,8 @@ def test_comparison_inputs(tmp_path: Path) -> None:
     assert acc_price is not None
     assert ("h100-sxm5-80gb" in ids) == (age_months(acc_price.as_of, TODAY) > 12)
     assert "test-old-h100 (on_demand 2024-06-01)" in stale_line(got)
-    assert got[0]["term"] == "on_demand" and got[0]["region"] == "us"
+    assert got[0]["term"] == "on_demand"
+    assert got[0]["region"] == "us"
     assert stale_line([]) == ""
 
 
