@@ -95,6 +95,7 @@ def test_cli_check_and_compare_report_stale(
     assert out["stale_months"] == 12
     assert any(v["id"] == "test-old-h100" for v in out["stale"])
     assert out["stale_counts"]["cloud_price"] <= out["dated_counts"]["cloud_price"]
+    assert out["home_page_values"] == sum(out["home_page_sources"].values())
 
     scn = tmp_path / "scn.yaml"
     scn.write_text(
@@ -173,3 +174,45 @@ def test_run_level_stale_inputs_are_deduplicated(tmp_path: Path) -> None:
     assert len(ids) == len(set(ids))
     assert {r["term"] for r in out["stale_inputs"]} == {"on_demand", "spot"}
     assert out["comparisons"][0]["stale_inputs"] == out["stale_inputs"]
+
+
+#: Values citing only a site's home page in the shipped catalog, measured 2026-12-02 (120
+#: before the article URLs of Next Platform, TweakTown, China Briefing and Spheron were found).
+HOME_PAGE_VALUES_CEILING = 77
+
+
+def test_home_page_detection() -> None:
+    from aitco.catalog.schema import Source
+    from aitco.catalog.staleness import is_home_page
+
+    def src(url: str | None = None, document: str | None = None) -> Source:
+        return Source(key="k", title="t", url=url, document=document, retrieved=TODAY)
+
+    assert is_home_page(src("https://www.example.com/"))
+    assert is_home_page(src("https://models.dev"))
+    assert not is_home_page(src("https://www.example.com/news/1.html"))
+    assert not is_home_page(src("https://example.com/?p=1855"))
+    assert not is_home_page(src(document="quotes/2025-06.pdf"))
+
+
+def test_home_page_values_counted_and_not_growing(tmp_path: Path) -> None:
+    from aitco.catalog.staleness import home_page_values
+
+    shipped = home_page_values(load_catalog(use_env=False))
+    assert sum(shipped.values()) <= HOME_PAGE_VALUES_CEILING, (
+        "a new value cites only a site's home page; cite the page that gives the value: "
+        f"{shipped}"
+    )
+    f = tmp_path / "home.yaml"
+    f.write_text(
+        "kind: offers\nsources:\n  home-src: {title: a site, url: 'https://example.org/',"
+        " retrieved: 2026-12-01}\nentries:\n  - id: test-home-h100\n    provider: testcloud\n"
+        "    instance: box8\n    accelerator: h100-sxm5-80gb\n    accelerators_per_instance: 8\n"
+        "    source: home-src\n    prices:\n"
+        "      - {term: on_demand, region: us, usd_per_hour: 1.0, as_of: 2026-11-01,"
+        " source: home-src}\n",
+        "utf-8",
+    )
+    got = home_page_values(load_catalog([f], use_env=False))
+    assert got.get("home-src", 0) >= 1
+    assert sum(got.values()) > sum(shipped.values())

@@ -16,9 +16,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import urlparse
 
 from aitco.catalog.loader import Catalog, _lookup_prov
-from aitco.catalog.schema import CloudOffer, OfferPrice, Price
+from aitco.catalog.schema import KINDS, CloudOffer, OfferPrice, Price, Source
 
 #: Default age, in months, beyond which a value is reported as stale.
 DEFAULT_STALE_MONTHS = 12
@@ -242,3 +243,36 @@ def stale_line(stale: Sequence[dict[str, Any]], stale_months: float = DEFAULT_ST
         f"stale inputs: the answer rests on {len(recs)} price(s) older than "
         f"{stale_months:g} months: {', '.join(parts)}"
     )
+
+
+#: Entry fields that are labels, not values (not counted by :func:`home_page_values`).
+_LABEL_FIELDS = frozenset({"id", "name", "note"})
+
+
+def is_home_page(source: Source) -> bool:
+    """Whether ``source`` cites only a site's home page (a URL with no path and no query).
+
+    A source given as a document (no URL) is not a home page.
+    """
+    if not source.url:
+        return False
+    u = urlparse(source.url)
+    return not u.path.strip("/") and not u.query
+
+
+def home_page_values(catalog: Catalog) -> dict[str, int]:
+    """Count of catalog values whose source is only a site's home page, by source key.
+
+    Every value of every entry is counted once (labels excluded), as in ``aitco catalog
+    show``; the keys are the sources to replace with the page that gives the value.
+    """
+    counts: Counter[str] = Counter()
+    for kind in KINDS:
+        for entry in catalog.kind(kind).values():
+            for path in entry.values():
+                if path in _LABEL_FIELDS:
+                    continue
+                prov = _lookup_prov(entry.provenance, path)
+                if prov is not None and is_home_page(prov.source):
+                    counts[prov.source.key] += 1
+    return dict(counts.most_common())
