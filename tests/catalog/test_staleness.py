@@ -95,7 +95,7 @@ def test_cli_check_and_compare_report_stale(
     assert out["stale_months"] == 12
     assert any(v["id"] == "test-old-h100" for v in out["stale"])
     assert out["stale_counts"]["cloud_price"] <= out["dated_counts"]["cloud_price"]
-    assert out["home_page_values"] == sum(out["home_page_sources"].values())
+    assert out["home_page_values"] == sum(r["count"] for r in out["home_page_sources"])
 
     scn = tmp_path / "scn.yaml"
     scn.write_text(
@@ -200,8 +200,7 @@ def test_home_page_values_counted_and_not_growing(tmp_path: Path) -> None:
 
     shipped = home_page_values(load_catalog(use_env=False))
     assert sum(shipped.values()) <= HOME_PAGE_VALUES_CEILING, (
-        "a new value cites only a site's home page; cite the page that gives the value: "
-        f"{shipped}"
+        f"a new value cites only a site's home page; cite the page that gives the value: {shipped}"
     )
     f = tmp_path / "home.yaml"
     f.write_text(

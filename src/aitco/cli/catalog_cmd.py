@@ -185,7 +185,7 @@ def check_cmd(
                 "dated_counts": dated,
                 "stale": [v.to_json() for v in stale],
                 "home_page_values": sum(home.values()),
-                "home_page_sources": home,
+                "home_page_sources": [{"source_key": k, "count": n} for k, n in home.items()],
             }
         )
         return
