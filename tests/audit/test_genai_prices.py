@@ -200,3 +200,58 @@ def test_real_package_matches_its_own_calculation(tmp_path: Path) -> None:
                           output_usd_per_mtok=0.0)  # fmt: skip
     res = audit_log(log, fallback, price_at=genai.GenaiResolver())
     assert res.billed_usd == pytest.approx(float(ref.total_price), rel=1e-9)
+
+
+def _table_only_log(tmp_path: Path) -> tuple[Path, float]:
+    """A log of two models in the shipped table that genai-prices does not list, and its bill
+    at the table's prices (computed here from the catalog entries)."""
+    from aitco.catalog.loader import load_catalog
+
+    cat = load_catalog(use_env=False)
+    rows = []
+    want = 0.0
+    for i, (pid, model) in enumerate(
+        [
+            ("mistral/mistral-large-2", "mistral-large-2"),
+            (
+                "together/llama-3.1-70b-instruct-turbo",
+                "meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo",
+            ),
+        ]
+    ):
+        api = cat.apis[pid]
+        row = _rec(i, CUT + dt.timedelta(days=i), 1200 + i, 300 + i)
+        row["model"] = model
+        rows.append(row)
+        want += ((1200 + i) * api.input_usd_per_mtok + (300 + i) * api.output_usd_per_mtok) / 1e6
+    return _write(tmp_path, rows), want
+
+
+@pytest.mark.parametrize("installed", [False, True])
+def test_table_models_audit_without_price_flag(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    installed: bool,
+) -> None:
+    """Models in the shipped table but not in genai-prices (or without the package) are priced
+    per model from the table, with no --price, exit 0."""
+    if installed:
+        gp = pytest.importorskip("genai_prices")
+        for m in ("mistral-large-2", "meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo"):
+            with pytest.raises(LookupError):  # the premise: genai-prices does not list them
+                gp.calc_price(gp.Usage(input_tokens=1), model_ref=m)
+    else:
+        monkeypatch.setitem(sys.modules, "genai_prices", None)
+    log, want = _table_only_log(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["audit", str(log), "--json", "--tokenizer", "approx"])
+    assert exc.value.code in (0, None)
+    d = json.loads(capsys.readouterr().out)
+    assert d["pricing"] == "per_model"
+    assert d["billed_usd"] == pytest.approx(want, rel=1e-9)
+    assert set(d["prices_used"]) == {
+        "mistral/mistral-large-2",
+        "together/llama-3.1-70b-instruct-turbo",
+    }
+    assert d["price_source"] == ("catalog" if not installed else f"genai-prices {gp.__version__}")

@@ -16,9 +16,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import urlparse
 
 from aitco.catalog.loader import Catalog, _lookup_prov
-from aitco.catalog.schema import CloudOffer, OfferPrice, Price
+from aitco.catalog.schema import KINDS, CloudOffer, OfferPrice, Price, Source
 
 #: Default age, in months, beyond which a value is reported as stale.
 DEFAULT_STALE_MONTHS = 12
@@ -173,15 +174,19 @@ def stale_price_inputs(
     Returns
     -------
     list of dict
-        One record per distinct stale price (``DatedValue.to_json()``), oldest first.
+        One record per distinct stale price (``DatedValue.to_json()``; a cloud price adds its
+        ``term`` and ``region``), oldest first. Options that rest on the same price record
+        share one record (see :func:`unique_stale`).
     """
     day = today or dt.date.today()
-    seen: dict[tuple[str, str], DatedValue] = {}
+    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
     for hardware, pricing, offer_id, region in used:
+        extra: dict[str, Any] = {}
         if offer_id and offer_id in catalog.offers:
             o = catalog.offers[offer_id]
             i, p = _used_offer_price(o, pricing, region)
             v = _dated("cloud_price", o.id, f"prices.{i}", p.usd_per_hour, p, day)
+            extra = {"term": p.term, "region": p.region}
         elif pricing in _OWNED_MODES and hardware:
             acc = catalog.accelerators.get(hardware)
             if acc is None and hardware in catalog.systems:
@@ -192,19 +197,82 @@ def stale_price_inputs(
         else:
             continue
         if v.age_months > stale_months:
-            seen[(v.id, v.field)] = v
-    return [v.to_json() for v in sorted(seen.values(), key=lambda v: (v.as_of, v.id))]
+            seen[(v.kind, v.id, v.field)] = {**v.to_json(), **extra}
+    return unique_stale(seen.values())
+
+
+def unique_stale(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stale-price records with one record per value, oldest first.
+
+    A value is one price record of the catalog, identified by ``(kind, id, field)``; several
+    options (or several comparisons of one run) that rest on it list it once.
+    """
+    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in records:
+        seen.setdefault((r["kind"], r["id"], r["field"]), r)
+    return sorted(seen.values(), key=lambda r: (r["as_of"], r["id"], r["field"]))
 
 
 def stale_line(stale: Sequence[dict[str, Any]], stale_months: float = DEFAULT_STALE_MONTHS) -> str:
-    """One line saying which prices an answer rests on are older than the cut-off ('' if none)."""
+    """One line saying which prices an answer rests on are older than the cut-off ('' if none).
+
+    Each offer or part is named once; an offer whose answer rests on several of its price
+    records (terms, regions) lists their terms and dates in its parentheses.
+    """
     if not stale:
         return ""
+    recs = unique_stale(stale)
+    # id -> (as_of, date estimated) -> terms, in order of first appearance
+    by_id: dict[str, dict[tuple[str, bool], list[str]]] = {}
+    for s in recs:
+        terms = by_id.setdefault(s["id"], {}).setdefault(
+            (s["as_of"], bool(s.get("as_of_estimated"))), []
+        )
+        if s.get("term") and s["term"] not in terms:
+            terms.append(s["term"])
     parts = [
-        f"{s['id']} ({s['as_of']}{', date estimated' if s.get('as_of_estimated') else ''})"
-        for s in stale
+        f"{i} ("
+        + "; ".join(
+            f"{', '.join(terms) + ' ' if terms else ''}{as_of}{', date estimated' if est else ''}"
+            for (as_of, est), terms in dates.items()
+        )
+        + ")"
+        for i, dates in by_id.items()
     ]
     return (
-        f"stale inputs: the answer rests on {len(stale)} price(s) older than "
+        f"stale inputs: the answer rests on {len(recs)} price(s) older than "
         f"{stale_months:g} months: {', '.join(parts)}"
     )
+
+
+#: Entry fields that are labels, not values (not counted by :func:`home_page_values`).
+_LABEL_FIELDS = frozenset({"id", "name", "note"})
+
+
+def is_home_page(source: Source) -> bool:
+    """Whether ``source`` cites only a site's home page (a URL with no path and no query).
+
+    A source given as a document (no URL) is not a home page.
+    """
+    if not source.url:
+        return False
+    u = urlparse(source.url)
+    return not u.path.strip("/") and not u.query
+
+
+def home_page_values(catalog: Catalog) -> dict[str, int]:
+    """Count of catalog values whose source is only a site's home page, by source key.
+
+    Every value of every entry is counted once (labels excluded), as in ``aitco catalog
+    show``; the keys are the sources to replace with the page that gives the value.
+    """
+    counts: Counter[str] = Counter()
+    for kind in KINDS:
+        for entry in catalog.kind(kind).values():
+            for path in entry.values():
+                if path in _LABEL_FIELDS:
+                    continue
+                prov = _lookup_prov(entry.provenance, path)
+                if prov is not None and is_home_page(prov.source):
+                    counts[prov.source.key] += 1
+    return dict(counts.most_common())

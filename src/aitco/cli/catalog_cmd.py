@@ -15,6 +15,7 @@ from aitco.catalog.skypilot import overlay_document
 from aitco.catalog.staleness import (
     DEFAULT_STALE_MONTHS,
     dated_values,
+    home_page_values,
     stale_counts,
     stale_values,
 )
@@ -172,6 +173,7 @@ def check_cmd(
     by_kind = stale_counts(stale)
     dated = stale_counts(dated_values(cat))
     estimated = sum(1 for v in stale if v.as_of_estimated)
+    home = home_page_values(cat)
     if json_out:
         print_json(
             {
@@ -182,6 +184,8 @@ def check_cmd(
                 "stale_counts": by_kind,
                 "dated_counts": dated,
                 "stale": [v.to_json() for v in stale],
+                "home_page_values": sum(home.values()),
+                "home_page_sources": [{"source_key": k, "count": n} for k, n in home.items()],
             }
         )
         return
@@ -208,6 +212,12 @@ def check_cmd(
         + f"; {estimated} with a hand-chosen date (*)",
         highlight=False,
     )
+    if home:
+        console.print(
+            f"{sum(home.values())} value(s) cite only a site's home page: "
+            + ", ".join(f"{k} ({n})" for k, n in home.items()),
+            highlight=False,
+        )
 
 
 class _NoAliasDumper(yaml.SafeDumper):

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from aitco.catalog.currency import in_usd_year, usd_year_note
-from aitco.catalog.staleness import stale_line
+from aitco.catalog.staleness import stale_line, unique_stale
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_json, table
 from aitco.cost.tco import CATEGORIES, Breakdown
@@ -96,7 +96,7 @@ def comparisons_json(comps: list[Comparison], *, explain: bool) -> dict[str, Any
             cheapest=comps[0].cheapest,
             fastest=comps[0].fastest,
         )
-    out["stale_inputs"] = [s for c in comps for s in c.stale_inputs]
+    out["stale_inputs"] = unique_stale(s for c in comps for s in c.stale_inputs)
     return out
 
 
