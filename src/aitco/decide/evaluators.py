@@ -49,13 +49,16 @@ from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape
 from aitco.perf.inference import (
     ENGINES,
+    busy_share,
     continuous_batching_step,
+    continuous_batching_terms,
     iteration_model,
     memory_plan,
     resolve_precisions,
 )
 from aitco.perf.kvcache import kv_capacity
 from aitco.perf.params import param_counts
+from aitco.perf.serving import idle_power_fraction, power_w
 from aitco.perf.training import TRAIN_PRECISIONS, evaluate_plans, hardware_shape
 from aitco.units import (
     BYTES_PER_DTYPE,
@@ -496,8 +499,13 @@ class ItemPricing:
         node_w: np.ndarray,
         busy_h: np.ndarray,
         idle_h: np.ndarray,
+        active: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
-        """Return compare's power items (owned) and carbon price (every mode), per row."""
+        """Return compare's power items (owned) and carbon price (every mode), per row.
+
+        ``active``: draw while busy over TDP per row (a service's, from its busy share); None:
+        the catalog's training draw factor, as compare.
+        """
         fac = self._fac()
         owned = mode == PRICING_MODES.index("owned")
         tdp = self.hw.tdp_w[hw]
@@ -518,7 +526,8 @@ class ItemPricing:
                     "electricity.usd-per-kwh", names[int(r)], "owned region"
                 )[1]
         amt = power_items_usd(
-            gpus=gpus, tdp_w=np.where(no_tdp, 0.0, tdp), active_fraction=fac.value(ACTIVE_POWER_ID),
+            gpus=gpus, tdp_w=np.where(no_tdp, 0.0, tdp),
+            active_fraction=fac.value(ACTIVE_POWER_ID) if active is None else active,
             idle_fraction=fac.value("idle-power.fraction-of-tdp"), nodes=nodes, node_power_w=node_w,
             switch_w_per_gpu=fac.value("network.switch-power-w-per-gpu"), busy_h=busy_h,
             idle_h=idle_h, loss=fac.value("power-conversion.loss"), pue=pue,
@@ -635,6 +644,7 @@ class ItemPricing:
         hours: float,
         busy: np.ndarray,
         bl: dict[str, np.ndarray],
+        active: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
         """Return compare's items of services of ``gpus`` accelerators for ``hours``, as arrays.
 
@@ -642,6 +652,8 @@ class ItemPricing:
         spares, fragmentation, idle instance accelerators, committed term, people), power and
         carbon from :func:`~aitco.decide.compare.power_items_usd` (the replicas' share of their
         nodes' host power) and the stored dataset, as ``aitco compare`` prices a service.
+        ``active``: the service's draw over TDP (every hour at that draw, as compare takes the
+        engine's power); None: the catalog's draw factor over the busy hours.
         """
         fac = self._fac()
         n = np.asarray(gpus, dtype=float)
@@ -669,9 +681,15 @@ class ItemPricing:
         )
         items = {k: a for k, a in amt.items() if k not in SERVING_RUN_VALUES}
         dpn, node_w = self._row_systems(hw, codes, rented & offered)
-        busy_h = hours * np.asarray(busy, dtype=float)
-        idle_h = hours - busy_h + amt["fragmentation_idle_gpu_h"] / n
-        items.update(self._power_items(hw, pricing, region, n, n / dpn, node_w, busy_h, idle_h))
+        frag_h = amt["fragmentation_idle_gpu_h"] / n
+        if active is None:
+            busy_h = hours * np.asarray(busy, dtype=float)
+        else:
+            busy_h = np.full(n.shape, hours)
+        idle_h = hours - busy_h + frag_h
+        items.update(
+            self._power_items(hw, pricing, region, n, n / dpn, node_w, busy_h, idle_h, active)
+        )
         if self.data.stored_gb:
             store = storage_items_usd(
                 self.data, fac, hours / HOURS_PER_MONTH, self.data.stored_gb, 0.0
@@ -689,6 +707,7 @@ class ItemPricing:
         tok_s: np.ndarray,
         o: np.ndarray,
         gpus: np.ndarray,
+        busy_share: np.ndarray,
     ) -> dict[str, np.ndarray]:
         """Latency, replica and cost outputs shared by the serving evaluators.
 
@@ -699,8 +718,10 @@ class ItemPricing:
         items for the service period (``months``), billed for whole instances
         (:meth:`HardwareTable.bill` of replicas x ``gpus`` accelerators in units of one
         replica); ``usd_per_h`` = total / hours; $/Mtok = total / (served tokens/s x 3600 x
-        hours) x 1e6, served = qps x o or tokens/s. A row whose scaled-out service has no
-        eligible offer gets NaN costs (the evaluators mark it invalid, price).
+        hours) x 1e6, served = qps x o or tokens/s. ``busy_share``: the share of an iteration
+        the accelerators compute or stream memory; the draw over TDP is
+        :func:`aitco.perf.serving.power_w` of it (as the inference engine's ``power_w``). A row
+        whose scaled-out service has no eligible offer gets NaN costs (invalid, price).
         """
         qps: float | None = self.qps  # type: ignore[attr-defined]
         rps = tok_s / o
@@ -720,8 +741,10 @@ class ItemPricing:
         total = np.full(tok_s.shape, math.nan)
         if np.any(ok):
             sub = {k: a[ok] for k, a in bl.items()}
+            idle = np.array([idle_power_fraction(a) for a in self.accelerators])
+            active = power_w(1.0, busy_share, idle[hw])
             items = self.serving_items(
-                hw[ok], pricing[ok], region[ok], g[ok], n[ok], hours, busy[ok], sub
+                hw[ok], pricing[ok], region[ok], g[ok], n[ok], hours, busy[ok], sub, active[ok]
             )
             total[ok] = sum(items.values(), np.zeros(int(np.count_nonzero(ok))))
         return {
@@ -1115,10 +1138,10 @@ class ServingEvaluator(ItemPricing):
             h.intra_latency_us[hw],
             self.efficiency.intra_node_link,
         )
-        tpot = np.maximum(
+        busy_s = np.maximum(
             flops_tok * bsz / (g * eff * peak * TERA), (w_bytes + bsz * ctx * kv_tok) / (g * hbm)
         )
-        tpot = tpot + 2.0 * m.n_layers[mdl] * ar
+        tpot = busy_s + 2.0 * m.n_layers[mdl] * ar
         ttft = t_pre + tpot
         tok_s = bsz * o / (bsz * t_pre + o * tpot)
         mem_gb = (w_bytes + bsz * (i + o) * kv_tok) / g / GIGA
@@ -1126,7 +1149,17 @@ class ServingEvaluator(ItemPricing):
         n = _chunk_len(v)
         full = [
             np.broadcast_to(np.asarray(a), (n,))
-            for a in (hw, v["option.pricing"], v["option.region"], ttft, tpot, tok_s, o, g)
+            for a in (
+                hw,
+                v["option.pricing"],
+                v["option.region"],
+                ttft,
+                tpot,
+                tok_s,
+                o,
+                g,
+                busy_s / tpot,
+            )
         ]
         reason = np.broadcast_to(reason, (n,)).copy()
         rows = np.flatnonzero(reason == 0)
@@ -1418,6 +1451,7 @@ class EngineServingEvaluator(ItemPricing):
         tpot = np.zeros(rows.size)
         ttft = np.zeros(rows.size)
         mem = np.zeros(rows.size)
+        busy = np.zeros(rows.size)
         if rows.size:
             outer = np.stack(
                 [hw[rows], mdl[rows], prec[rows], kvp[rows], g[rows], i_tok[rows], o_tok[rows]]
@@ -1445,17 +1479,18 @@ class EngineServingEvaluator(ItemPricing):
                 reason[r] |= np.where(b > max_seqs, 16, 0)
                 i, o = float(k[5]), float(k[6])
                 tpot[grp] = continuous_batching_step(it, b, i, o)
+                busy[grp] = busy_share(continuous_batching_terms(it, b, i, o), tpot[grp])
                 ttft[grp] = it.iteration_s(b, b * (i + o / 2.0), i, i * (i + 1) / 2.0, 1.0)
                 mem[grp] = fixed_gb + (usable_gb - fixed_gb) * np.minimum(b / max(max_seqs, 1), 1.0)
         keep = reason[rows] == 0
-        rows, tpot, ttft, mem = rows[keep], tpot[keep], ttft[keep], mem[keep]
+        rows, tpot, ttft, mem, busy = rows[keep], tpot[keep], ttft[keep], mem[keep], busy[keep]
         b = bsz[rows].astype(float)
         o = o_tok[rows].astype(float)
         tok_s = b / tpot
         gr = g[rows].astype(float)
         out = self._serving_outputs(
             hw[rows], full["option.pricing"][rows], full["option.region"][rows], ttft, tpot,
-            tok_s, o, gr,
+            tok_s, o, gr, busy,
         )  # fmt: skip
         # no eligible offer for the replicas: invalid, price
         reason[rows] |= np.where(np.isnan(out["total_usd"]), 32, 0)
