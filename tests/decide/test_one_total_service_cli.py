@@ -81,7 +81,10 @@ def test_compare_sweep_optimize_same_service_total(mode, evaluator, tmp_path, ca
     assert swept["gpus_billed"] == comp["gpus_billed"]
     assert swept["total_usd"] == pytest.approx(comp["total_usd"], rel=1e-9)
     assert opt["total_usd"] == pytest.approx(comp["total_usd"], rel=1e-9)
-    # the hourly cost is the total over the service period, every item included
-    hours = comp["values"]["gpu_hours"] / comp["values"]["total_gpus"] if "values" in comp else None
-    if hours:
-        assert swept["usd_per_h"] == pytest.approx(comp["total_usd"] / hours, rel=1e-9)
+    # the hourly cost and $/Mtok are the total over the service period, every item included
+    hours = comp["gpu_hours"] / comp["total_gpus"]
+    assert swept["usd_per_h"] == pytest.approx(comp["total_usd"] / hours, rel=1e-9)
+    if evaluator == "engine":  # the same served tokens/s: the engine's throughput
+        assert swept["usd_per_million_output_tokens"] == pytest.approx(
+            comp["usd_per_million_output_tokens"], rel=1e-6
+        )
