@@ -1851,6 +1851,8 @@ def _inference(
         price = price.reprice(n, per_replica)
     elif opt.pricing in OWNED:
         price.instances, price.gpus_billed = math.ceil(n / sysm.devices_per_node), n
+        # the capital of the accelerators priced (a scaled service owns n, not opt.gpus)
+        price.capex = {k: x * n / opt.gpus for k, x in price.capex.items()}
     replicas = int(v.get("replicas", 1) or 1)
     hours = w.months * HOURS_PER_MONTH
     rps_capacity = _f(v.get("max_qps")) or _f(v.get("requests_per_s")) or 0.0

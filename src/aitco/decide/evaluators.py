@@ -119,6 +119,7 @@ REASONS: dict[int, str] = {
     16: "memory: does not fit in device memory",
     32: "price: no eligible offer for this hardware / pricing mode / region / size",
     64: "precision: not supported by the accelerator",
+    128: "plan: spans nodes of a system without a scale-out network",
 }
 
 
@@ -304,8 +305,8 @@ def hardware_table(
         cols["memory_gb"].append(acc.memory_gb)
         cols["hbm"].append(acc.hbm_bandwidth_gb_s)
         cols["intra"].append(sysm.intra_node_bandwidth_gb_s)
-        # a single-node system has no scale-out link: use PCIe-class host bandwidth floor
-        cols["inter"].append(sysm.scale_out_bandwidth_gb_s or sysm.intra_node_bandwidth_gb_s / 8.0)
+        # 0 on a system with no scale-out network: plans spanning its nodes are invalid (128)
+        cols["inter"].append(sysm.scale_out_bandwidth_gb_s)
         cols["intra_lat"].append(sysm.intra_node_latency_us)
         cols["inter_lat"].append(sysm.scale_out_latency_us)
         cols["dpn"].append(sysm.devices_per_node)
@@ -895,6 +896,7 @@ class TrainingEvaluator(ItemPricing):
         reason |= np.where(np.mod(g, mp) != 0, 1, 0)
         reason |= np.where(tp > h.scale_up_domain[hw], 2, 0)
         reason |= np.where(pp * v["workload.plan.vp"] > m.n_layers[mdl], 4, 0)
+        reason |= np.where((g > h.devices_per_node[hw]) & (h.inter_bw_gb_s[hw] <= 0), 128, 0)
         reason |= np.where((dpb < 1) | (np.mod(gb, np.maximum(dpb, 1)) != 0), 8, 0)
         reason |= np.where(np.isnan(price), 32, 0)
         rows = np.flatnonzero(reason == 0)
