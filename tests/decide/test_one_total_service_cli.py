@@ -11,7 +11,6 @@ evaluator where the total does not depend on its perf model).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
