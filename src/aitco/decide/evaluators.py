@@ -445,6 +445,12 @@ class ItemPricing:
     offer_systems: list[Any]
     committed_reuse_fraction: float
     _support: np.ndarray | None
+    #: Training evaluators: tokens to train on and the model records; serving evaluators: the
+    #: arrival rate (None: one saturated replica) and the service period in months.
+    tokens: float
+    model_archs: list[Any]
+    qps: float | None
+    months: float
 
     def _fac(self) -> Factors:
         if self.factors is None:
@@ -583,8 +589,8 @@ class ItemPricing:
         support = self._support_fraction()[np.where(offered, codes, -1)]
         wall_h = np.zeros(rows.size)
         total: dict[str, np.ndarray] = {}
-        w = TrainingWorkload(model="sweep", tokens=self.tokens)  # type: ignore[attr-defined]
-        archs: list[Any] = self.model_archs  # type: ignore[attr-defined]
+        w = TrainingWorkload(model="sweep", tokens=self.tokens)
+        archs: list[Any] = self.model_archs
         frag_f = fac.value("fragmentation.idle-fraction")
         for mi in np.unique(mdl[rows]):
             sel = np.flatnonzero(mdl[rows] == mi)
@@ -616,7 +622,7 @@ class ItemPricing:
             wall_h[sel] = wh
             ds_gb, ck_gb = training_storage_gb(
                 self.data, self.ops, fac, self.tokens, g["ckpt_bytes"]
-            )  # type: ignore[attr-defined]
+            )
             store = storage_items_usd(self.data, fac, wh / HOURS_PER_MONTH, ds_gb, ck_gb)
             store.pop("usd_per_gb_month")
             items.update(store)
@@ -724,7 +730,7 @@ class ItemPricing:
         :func:`aitco.perf.serving.power_w` of it (as the inference engine's ``power_w``). A row
         whose scaled-out service has no eligible offer gets NaN costs (invalid, price).
         """
-        qps: float | None = self.qps  # type: ignore[attr-defined]
+        qps: float | None = self.qps
         rps = tok_s / o
         if qps is not None:
             replicas = np.ceil(qps * o / tok_s)
@@ -737,7 +743,7 @@ class ItemPricing:
         g = np.asarray(gpus, dtype=float) * np.ones_like(tok_s)
         n = g * replicas
         bl = self.hw.bill(hw, pricing, region, n, g)
-        hours = float(self.months) * HOURS_PER_MONTH  # type: ignore[attr-defined]
+        hours = float(self.months) * HOURS_PER_MONTH
         ok = np.isfinite(bl["price"])
         total = np.full(tok_s.shape, math.nan)
         if np.any(ok):
@@ -1123,7 +1129,8 @@ class ServingEvaluator(ItemPricing):
         o = v["workload.output_tokens"].astype(float)
         h, m = self.hw, self.models
         peak = h.peak_tflops[hw, prec]
-        reason = np.where(np.isnan(peak), 64, 0).astype(np.int64)
+        n = _chunk_len(v)  # constant keys may be length-1 arrays
+        reason = np.zeros(n, dtype=np.int64) | np.where(np.isnan(peak), 64, 0)
         peak = np.where(np.isnan(peak), 1.0, peak)
         reason |= np.where(g > h.scale_up_domain[hw], 2, 0)
         eff = h.gemm_eff[hw]
@@ -1148,7 +1155,6 @@ class ServingEvaluator(ItemPricing):
         tok_s = bsz * o / (bsz * t_pre + o * tpot)
         mem_gb = (w_bytes + bsz * (i + o) * kv_tok) / g / GIGA
         reason |= np.where(mem_gb > h.memory_gb[hw] * USABLE_MEMORY_FRACTION, 16, 0)
-        n = _chunk_len(v)
         full = [
             np.broadcast_to(np.asarray(a), (n,))
             for a in (
@@ -1163,7 +1169,6 @@ class ServingEvaluator(ItemPricing):
                 busy_s / tpot,
             )
         ]
-        reason = np.broadcast_to(reason, (n,)).copy()
         rows = np.flatnonzero(reason == 0)
         out = self._serving_outputs(*(a[rows] for a in full))
         # no eligible offer for the replicas (or one replica): invalid, price

@@ -1137,7 +1137,8 @@ BUSY_TERMS = (
 def busy_share(terms: dict[str, Any], step_s: ArrayLike) -> F64:
     """Return the share of an iteration in :data:`BUSY_TERMS` (vectorised over batches)."""
     busy = sum((np.asarray(terms[k], dtype=np.float64) for k in BUSY_TERMS if k in terms), 0.0)
-    return np.asarray(np.asarray(busy, dtype=np.float64) / step_s, dtype=np.float64)
+    step = np.asarray(step_s, dtype=np.float64)
+    return np.asarray(np.asarray(busy, dtype=np.float64) / step, dtype=np.float64)
 
 
 def continuous_batching_step(
