@@ -35,6 +35,7 @@ from aitco.decide.scenario import (
     TrainingWorkload,
 )
 from aitco.errors import CatalogError
+from aitco.units import HOURS_PER_MONTH
 
 CAT = load_catalog(use_env=False)
 HW = ["a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb", "l40s", "mi300x"]
@@ -194,3 +195,58 @@ def test_sweep_service_total_equals_compare(plans, batch, months, reuse):
         assert b.gpus == g  # one replica: no scaling in either command
         assert out["gpus_billed"][j] == b.values["gpus_billed"]
         assert out["total_usd"][j] == pytest.approx(b.total_usd, rel=1e-9), (h, g, m)
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    pick=st.sampled_from(SERVICE_PRICEABLE),
+    qps=st.sampled_from([2.0, 20.0, 80.0]),
+    months=st.sampled_from([0.5, 1.0, 12.0]),
+    reuse=st.sampled_from([0.0, 0.5]),
+)
+def test_sweep_service_items_equal_compare_items(pick, qps, months, reuse):
+    """Scaled services (an arrival rate): the sweep's items at compare's sizing, item by item."""
+    h, m = pick
+    wl = InferenceWorkload(
+        model=MODEL, input_tokens=IN_TOKENS, output_tokens=OUT_TOKENS, qps=qps, months=months
+    )
+    one = HardwareOption(hardware=h, gpus=1, pricing=m, committed_reuse_fraction=reuse)
+    b = compare(Scenario(workload=wl, options=[one]), CAT).options[0]
+    if not b.values["feasible"]:
+        reject()
+    acc, sysm = CAT.hardware(h)
+    arch = CAT.resolve_model(MODEL)
+    table = ev.hardware_table(CAT, [h], [None])
+    evaluator = ev.EngineServingEvaluator(
+        hw=table,
+        models=ev.model_table([arch]),
+        accelerators=[acc],
+        systems=[sysm],
+        model_archs=[arch],
+        months=months,
+        factors=Factors(CAT),
+        committed_reuse_fraction=reuse,
+    )
+    n = float(b.values["total_gpus"])
+    per_replica = n / b.values["replicas"]
+    one_row = np.zeros(1, dtype=np.int64)
+    mode = np.array([ev.PRICING_MODES.index(m)])
+    bl = table.bill(one_row, mode, one_row, np.array([n]), np.array([per_replica]))
+    assert bl["gpus_billed"][0] == b.values["gpus_billed"]
+    got = {it.name: it for it in b.items}
+    active = None
+    if "electricity_it_active" in got:  # owned: the engine's draw over TDP, as compare took it
+        active = np.array([got["electricity_it_active"].inputs["active_fraction_of_tdp"]])
+    items = evaluator.serving_items(
+        one_row, mode, one_row, np.array([per_replica]), np.array([n]),
+        months * HOURS_PER_MONTH, np.array([b.values["utilization"]]), bl, active,
+    )  # fmt: skip
+    compute = sum(
+        it.usd for it in b.items if it.category == "compute" and it.name not in INSTANCE_ITEMS
+    )
+    assert items["compute"][0] == pytest.approx(compute, rel=1e-9)
+    for name, arr in items.items():
+        if name != "compute":
+            want = got[name].usd if name in got else 0.0
+            assert arr[0] == pytest.approx(want, rel=1e-9, abs=1e-9), name
+    assert sum(a[0] for a in items.values()) == pytest.approx(b.total_usd, rel=1e-9)

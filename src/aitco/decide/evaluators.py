@@ -484,6 +484,10 @@ class ItemPricing:
         A rented row runs on its offer's system where the catalog names one (as compare does);
         the others on the hardware's own system.
         """
+        if len(self.systems) != len(self.hw.ids):
+            raise InputError(
+                "systems", len(self.systems), f"one catalog system per hardware id ({self.hw.ids})"
+            )
         dpn = self.hw.devices_per_node[hw].astype(float)
         node_w = np.array([float(s.node_power_w) for s in self.systems])[hw]
         if self.offer_systems and np.any(rented):
