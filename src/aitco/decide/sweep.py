@@ -116,7 +116,8 @@ class SweepSpec(BaseModel):
         :class:`aitco.decide.evaluators.TrainingEvaluator` / ``ServingEvaluator``.
     workload : dict
         Base workload fields (``model``, ``tokens``, ``seq_len``, ``global_batch``,
-        ``precision``, ``plan``; or ``input_tokens``, ``output_tokens``, ``qps`` for serving).
+        ``precision``, ``plan``; or ``input_tokens``, ``output_tokens``, ``qps`` and ``months``,
+        the service period ``total_usd`` covers, for serving).
     option : dict
         Base hardware option fields (``hardware``, ``gpus``, ``pricing``, ``region``).
     grid : dict of str to list
@@ -136,7 +137,8 @@ class SweepSpec(BaseModel):
     chunk_size : int
         Configurations per chunk.
     prices : dict
-        Price overrides ``{hardware: {pricing_mode: usd_per_gpu_hour}}``.
+        Price overrides ``{hardware: {pricing_mode: usd_per_gpu_hour}}`` (for ``owned``: the
+        capital per accelerator-hour; energy, staff and the other items are priced as compare).
     constraints : Constraints
         Feasibility bounds (see :mod:`aitco.decide.optimize`).
     """
