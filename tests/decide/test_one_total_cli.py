@@ -81,9 +81,6 @@ def test_compare_sweep_optimize_same_total(mode, tmp_path, capsys):
     assert o == pytest.approx(c, rel=1e-9)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="owned: the sweep has no power items yet (docs/tco.md, issue 12)"
-)
 def test_compare_sweep_optimize_same_total_owned(tmp_path, capsys):
     c, s, o = _totals("owned", tmp_path, capsys)
     assert s == pytest.approx(c, rel=1e-9)

@@ -361,11 +361,11 @@ def test_unknown_spec_keys_suggest(tmp_path, capsys):
 
 
 def test_owned_capital_price_matches_compare(catalog):
+    """The sweep's owned accelerator-hour is compare's capital price; energy is an item."""
     from aitco.decide.compare import compare
-    from aitco.decide.evaluators import owned_usd_per_gpu_hour
+    from aitco.decide.evaluators import PRICING_MODES, hardware_table
     from aitco.decide.scenario import Scenario
 
-    acc, sysm = catalog.hardware("h100-sxm5-80gb")
     scn = Scenario.from_dict(
         {
             "name": "t",
@@ -381,19 +381,9 @@ def test_owned_capital_price_matches_compare(catalog):
             ],
         }
     )
-    capital = compare(scn, catalog).options[0].values["price_usd_per_gpu_h"]
-    f = catalog.factor_value
-    energy = (
-        (
-            acc.tdp_w * f("utilization-power.training-fraction-of-tdp")
-            + sysm.node_power_w / sysm.devices_per_node
-            + f("network.switch-power-w-per-gpu")  # compare's power chain counts switches
-        )
-        / 1000.0
-        / (1 - f("power-conversion.loss"))
-        * f("pue.air")
-        * f("electricity.usd-per-kwh.us")
-    )
-    assert owned_usd_per_gpu_hour(acc, sysm, catalog, "us") == pytest.approx(
-        capital + energy, rel=1e-9
-    )
+    opt = compare(scn, catalog).options[0]
+    table = hardware_table(catalog, ["h100-sxm5-80gb"], ["us"])
+    owned = table.price[0, PRICING_MODES.index("owned"), 0]
+    assert owned == pytest.approx(opt.values["price_usd_per_gpu_h"], rel=1e-12)
+    # the energy is not folded into the price: compare bills it as power items
+    assert sum(i.usd for i in opt.items if i.category == "power") > 0

@@ -1,13 +1,19 @@
-"""Sweep and compare price a training plan with the same items (hypothesis).
+"""Sweep and compare price the same plan with the same items (hypothesis).
 
 Issue 12 item 1: ``total_usd`` of a sweep row is the sum of the items ``aitco compare`` builds,
-computed by the same functions. The sweep evaluates the items compare shares
+computed by the same functions, for training and serving, on-demand, spot, committed and owned.
+
+Training: the sweep evaluates the items compare shares
 (:func:`aitco.decide.compare.training_run_items_usd`: compute, idle instance GPUs, committed
 term, reliability and people; :func:`aitco.decide.compare.storage_items_usd`: dataset and
-checkpoint storage) over arrays; this property draws several rented plans, prices them with
-compare, then evaluates all of them in one vectorised call on compare's productive hours and
-checks each item, the wall clock and ``total_usd`` to 1e-9 relative. Power, one-off data,
-compliance and carbon items and owned hardware are not yet shared (``docs/tco.md``).
+checkpoint storage; :func:`aitco.decide.compare.power_items_usd`: the owned energy items) over
+arrays; the property draws several plans in every pricing mode, prices them with compare, then
+evaluates all of them in one vectorised call on compare's productive hours and checks each item,
+the wall clock and ``total_usd`` to 1e-9 relative.
+
+Serving: the property draws services of one replica (tensor-parallel degree, closed-loop batch,
+service period, pricing mode) and checks that the engine serving evaluator's ``total_usd`` (its
+own throughput, compare's items) equals compare's to 1e-9 relative.
 """
 
 from __future__ import annotations
@@ -22,18 +28,23 @@ from hypothesis import strategies as st
 from aitco.catalog.loader import load_catalog
 from aitco.decide import evaluators as ev
 from aitco.decide.compare import Factors, compare
-from aitco.decide.scenario import HardwareOption, Scenario, TrainingWorkload
+from aitco.decide.scenario import (
+    HardwareOption,
+    InferenceWorkload,
+    Scenario,
+    TrainingWorkload,
+)
 from aitco.errors import CatalogError
+from aitco.units import HOURS_PER_MONTH
 
 CAT = load_catalog(use_env=False)
 HW = ["a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb", "l40s", "mi300x"]
-RENTED_MODES = ["on_demand", "spot", "reserved_1y", "reserved_3y"]
+MODES = ["on_demand", "spot", "reserved_1y", "reserved_3y", "owned"]
 MODEL = "llama-3-8b"
 #: Compare's compute-category items that are not the rental of the productive hours.
 INSTANCE_ITEMS = ("idle_instance_gpus", "committed_term_unused")
 #: Categories whose items the sweep prices (data: dataset and checkpoint storage).
-SHARED_CATEGORIES = ("compute", "reliability", "people", "data")
-
+SHARED_CATEGORIES = ("compute", "reliability", "people", "data", "power", "carbon")
 
 
 def _priceable(hw: str, mode: str) -> bool:
@@ -48,7 +59,7 @@ def _priceable(hw: str, mode: str) -> bool:
 
 #: (hardware, pricing mode) pairs the catalog prices: drawing only these keeps the property
 #: about plans (a pair with no offer is rejected by compare and invalid in the sweep alike).
-PRICEABLE = [(h, m) for h in HW for m in RENTED_MODES if _priceable(h, m)]
+PRICEABLE = [(h, m) for h in HW for m in MODES if _priceable(h, m)]
 
 plan = st.tuples(st.sampled_from(PRICEABLE), st.sampled_from([1, 2, 4, 8, 16, 24, 64])).map(
     lambda t: (t[0][0], t[1], t[0][1])
@@ -119,6 +130,123 @@ def test_sweep_items_equal_compare_items(plans, tokens, reuse):
         for name, arr in items.items():
             if name != "compute":
                 assert arr[j] == pytest.approx(got.get(name, 0.0), rel=1e-9, abs=1e-9), name
-        # rented, default scenario: no power, compliance or carbon items, so every item is shared
+        # default scenario: no one-off data or compliance items, so every item is shared
         assert len(shared) == len(b.items)
         assert sum(a[j] for a in items.values()) == pytest.approx(b.total_usd, rel=1e-9)
+
+
+SERVICE_HW = ["a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb", "mi300x"]
+SERVICE_PRICEABLE = [(h, m) for h, m in PRICEABLE if h in SERVICE_HW]
+IN_TOKENS, OUT_TOKENS = 512, 256
+
+service = st.tuples(st.sampled_from(SERVICE_PRICEABLE), st.sampled_from([1, 2, 4, 8])).map(
+    lambda t: (t[0][0], t[1], t[0][1])
+)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    plans=st.lists(service, min_size=1, max_size=3, unique=True),
+    batch=st.sampled_from([1, 8, 32, 96]),
+    months=st.sampled_from([0.5, 1.0, 3.0, 12.0]),
+    reuse=st.sampled_from([0.0, 0.5]),
+)
+def test_sweep_service_total_equals_compare(plans, batch, months, reuse):
+    hw_ids = sorted({h for h, _, _ in plans})
+    pairs = [CAT.hardware(x) for x in hw_ids]
+    arch = CAT.resolve_model(MODEL)
+    table = ev.hardware_table(CAT, hw_ids, [None])
+    evaluator = ev.EngineServingEvaluator(
+        hw=table,
+        models=ev.model_table([arch]),
+        accelerators=[a for a, _ in pairs],
+        systems=[s for _, s in pairs],
+        model_archs=[arch],
+        months=months,
+        factors=Factors(CAT),
+        committed_reuse_fraction=reuse,
+    )
+    k = len(plans)
+    out = evaluator.evaluate(
+        {
+            "option.hardware": np.array([hw_ids.index(h) for h, _, _ in plans]),
+            "option.gpus": np.array([float(g) for _, g, _ in plans]),
+            "option.pricing": np.array([ev.PRICING_MODES.index(m) for _, _, m in plans]),
+            "option.region": np.zeros(k, dtype=np.int64),
+            "workload.model": np.zeros(k, dtype=np.int64),
+            "workload.precision": np.full(k, ev.DTYPES.index("bf16")),
+            "workload.kv_precision": np.full(k, -1),
+            "workload.batch": np.full(k, float(batch)),
+            "workload.input_tokens": np.full(k, float(IN_TOKENS)),
+            "workload.output_tokens": np.full(k, float(OUT_TOKENS)),
+        }
+    )
+    valid = [j for j, r in enumerate(out["rows"]) if out["reason"][r] == 0]
+    if not valid:  # does not fit, batch above the KV capacity, or no offer: not a service
+        reject()
+    for j in valid:
+        h, g, m = plans[int(out["rows"][j])]
+        wl = InferenceWorkload(
+            model=MODEL, input_tokens=IN_TOKENS, output_tokens=OUT_TOKENS, concurrency=batch,
+            tp=g, months=months,
+        )  # fmt: skip
+        one = HardwareOption(hardware=h, gpus=g, pricing=m, committed_reuse_fraction=reuse)
+        b = compare(Scenario(workload=wl, options=[one]), CAT).options[0]
+        assert b.gpus == g  # one replica: no scaling in either command
+        assert out["gpus_billed"][j] == b.values["gpus_billed"]
+        assert out["total_usd"][j] == pytest.approx(b.total_usd, rel=1e-9), (h, g, m)
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    pick=st.sampled_from(SERVICE_PRICEABLE),
+    qps=st.sampled_from([2.0, 20.0, 80.0]),
+    months=st.sampled_from([0.5, 1.0, 12.0]),
+    reuse=st.sampled_from([0.0, 0.5]),
+)
+def test_sweep_service_items_equal_compare_items(pick, qps, months, reuse):
+    """Scaled services (an arrival rate): the sweep's items at compare's sizing, item by item."""
+    h, m = pick
+    wl = InferenceWorkload(
+        model=MODEL, input_tokens=IN_TOKENS, output_tokens=OUT_TOKENS, qps=qps, months=months
+    )
+    one = HardwareOption(hardware=h, gpus=1, pricing=m, committed_reuse_fraction=reuse)
+    b = compare(Scenario(workload=wl, options=[one]), CAT).options[0]
+    if not b.values["feasible"]:
+        reject()
+    acc, sysm = CAT.hardware(h)
+    arch = CAT.resolve_model(MODEL)
+    table = ev.hardware_table(CAT, [h], [None])
+    evaluator = ev.EngineServingEvaluator(
+        hw=table,
+        models=ev.model_table([arch]),
+        accelerators=[acc],
+        systems=[sysm],
+        model_archs=[arch],
+        months=months,
+        factors=Factors(CAT),
+        committed_reuse_fraction=reuse,
+    )
+    n = float(b.values["total_gpus"])
+    per_replica = n / b.values["replicas"]
+    one_row = np.zeros(1, dtype=np.int64)
+    mode = np.array([ev.PRICING_MODES.index(m)])
+    bl = table.bill(one_row, mode, one_row, np.array([n]), np.array([per_replica]))
+    assert bl["gpus_billed"][0] == b.values["gpus_billed"]
+    got = {it.name: it for it in b.items}
+    active = None
+    if "electricity_it_active" in got:  # owned: the engine's draw over TDP, as compare took it
+        active = np.array([got["electricity_it_active"].inputs["active_fraction_of_tdp"]])
+    items = evaluator.serving_items(
+        one_row, mode, one_row, np.array([per_replica]), np.array([n]),
+        months * HOURS_PER_MONTH, np.array([b.values["utilization"]]), bl, active,
+    )  # fmt: skip
+    compute = sum(
+        it.usd for it in b.items if it.category == "compute" and it.name not in INSTANCE_ITEMS
+    )
+    assert items["compute"][0] == pytest.approx(compute, rel=1e-9)
+    for name, arr in items.items():
+        if name != "compute":
+            want = got[name].usd if name in got else 0.0
+            assert arr[0] == pytest.approx(want, rel=1e-9, abs=1e-9), name
+    assert sum(a[0] for a in items.values()) == pytest.approx(b.total_usd, rel=1e-9)

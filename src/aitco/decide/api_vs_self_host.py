@@ -23,6 +23,7 @@ import numpy as np
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import ApiPrice
 from aitco.decide import evaluators as ev
+from aitco.decide.compare import Factors
 from aitco.errors import AitcoError, InputError, UnknownIdError
 from aitco.perf.inference import estimate_inference
 from aitco.units import DTYPES, HOURS_PER_MONTH, MEGA, SECONDS_PER_HOUR, optional_s_to_ms
@@ -135,6 +136,7 @@ def self_host_candidates(
         accelerators=[a for a, _ in pairs],
         systems=[sy for _, sy in pairs],
         model_archs=[arch],
+        factors=Factors(catalog),
     )
     grids = np.meshgrid(
         np.arange(len(known)),

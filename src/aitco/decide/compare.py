@@ -1045,6 +1045,150 @@ SUPPORTED_SPEND_ITEMS = (
 )
 
 
+#: Power items of owned hardware (category ``power``), in the order compare adds them.
+POWER_ITEMS = (
+    "electricity_it_active",
+    "electricity_it_idle",
+    "power_conversion_loss",
+    "cooling_pue_overhead",
+)
+
+
+def power_items_usd(
+    *,
+    gpus: Any,
+    tdp_w: Any,
+    active_fraction: Any,
+    idle_fraction: Any,
+    nodes: Any,
+    node_power_w: Any,
+    switch_w_per_gpu: Any,
+    busy_h: Any,
+    idle_h: Any,
+    loss: Any,
+    pue: Any,
+    usd_per_kwh: Any,
+    kg_per_kwh: Any,
+) -> dict[str, np.ndarray]:
+    """Energy, emissions and electricity items of runs or services, as arrays.
+
+    The power chain of :mod:`aitco.cost.power` (IT power busy and idle, conversion loss, PUE)
+    and :func:`aitco.cost.carbon.emissions_kg_co2e`, over arrays of equal shape (a sweep's rows;
+    one option is the 0-d case). ``usd_per_kwh`` is 0 where energy is inside a rental price.
+    Returns the four :data:`POWER_ITEMS` [USD] and ``busy_it_w``, ``it_active_kwh``,
+    ``it_idle_kwh``, ``input_kwh``, ``meter_kwh``, ``kg_co2e``.
+    """
+    busy_it_w = power.it_power_w(
+        gpus, tdp_w, 1.0, active_fraction, idle_fraction, nodes, node_power_w, switch_w_per_gpu
+    )
+    idle_it_w = power.it_power_w(
+        gpus, tdp_w, 0.0, active_fraction, idle_fraction, nodes, node_power_w, switch_w_per_gpu
+    )
+    it_active_kwh = power.energy_kwh(busy_it_w, busy_h)
+    it_idle_kwh = power.energy_kwh(idle_it_w, idle_h)
+    it_kwh = it_active_kwh + it_idle_kwh
+    input_kwh = power.facility_energy_kwh(it_kwh, loss, 1.0)
+    meter_kwh = power.facility_energy_kwh(it_kwh, loss, pue)
+    return {
+        "electricity_it_active": np.asarray(power.electricity_usd(it_active_kwh, usd_per_kwh)),
+        "electricity_it_idle": np.asarray(power.electricity_usd(it_idle_kwh, usd_per_kwh)),
+        "power_conversion_loss": np.asarray(power.electricity_usd(input_kwh - it_kwh, usd_per_kwh)),
+        "cooling_pue_overhead": np.asarray(
+            power.electricity_usd(meter_kwh - input_kwh, usd_per_kwh)
+        ),
+        "busy_it_w": np.asarray(busy_it_w, dtype=float),
+        "it_active_kwh": np.asarray(it_active_kwh, dtype=float),
+        "it_idle_kwh": np.asarray(it_idle_kwh, dtype=float),
+        "input_kwh": np.asarray(input_kwh, dtype=float),
+        "meter_kwh": np.asarray(meter_kwh, dtype=float),
+        "kg_co2e": np.asarray(carbon.emissions_kg_co2e(meter_kwh, kg_per_kwh), dtype=float),
+    }
+
+
+def carbon_price_usd(kg_co2e: Any, usd_per_tonne: Any) -> np.ndarray:
+    """Return the carbon price of emissions: t CO2e x $/t [USD]."""
+    return np.asarray(np.asarray(kg_co2e, dtype=float) / KG_PER_TONNE * usd_per_tonne)
+
+
+def serving_run_items_usd(
+    *,
+    gpus: Any,
+    gpus_per_replica: Any,
+    hours: Any,
+    usd_per_gpu_h: Any,
+    gpus_billed: Any,
+    rented: Any,
+    held: Any,
+    owned: Any,
+    term_h: Any,
+    fac: Factors,
+    reuse_fraction: float,
+    support_fraction: Any,
+) -> dict[str, np.ndarray]:
+    """Compute, instance, reliability and people items of services, as arrays.
+
+    The items :func:`_inference` builds for one service over a period of ``hours``: the held
+    accelerators are paid for every hour; restarts of a failed replica (failure rate x GPU-hours
+    x accelerators per replica x restart hours) and firmware downtime are the share of those paid
+    hours that served nothing. Mode masks and ``term_h`` as in :func:`training_run_items_usd`.
+    Also returns ``interruptions``, ``lost_h`` (hours per accelerator that served nothing) and
+    ``fragmentation_idle_gpu_h`` (for the power items).
+    """
+    n = np.asarray(gpus, dtype=float)
+    hrs = np.asarray(hours, dtype=float)
+    p = np.asarray(usd_per_gpu_h, dtype=float)
+    lam = fac.value("failure.interruptions-per-gpu-hour")
+    restart_h = fac.value("restart.hours")
+    phi = float(
+        reliability.firmware_downtime_fraction(fac.value("firmware.downtime-hours-per-year"))
+    )
+    interruptions = lam * n * hrs
+    restart_gpu_h = interruptions * np.asarray(gpus_per_replica, dtype=float) * restart_h
+    safe_n = np.where(n > 0, n, 1.0)
+    lost_h = restart_gpu_h / safe_n + phi * hrs
+    out: dict[str, np.ndarray] = {}
+    out["compute"] = np.asarray(cloud.rental_usd(n * (hrs - lost_h), p), dtype=float)
+    out["restart_requeue"] = gpu_hours_usd(restart_gpu_h, 1.0, p)
+    out["firmware_downtime"] = gpu_hours_usd(n, phi * hrs, p)
+    sid = "spares.fraction"
+    spares = fac.value(sid) if fac.has(sid) else 0.0
+    out["hot_spares"] = np.where(owned, gpu_hours_usd(n * hrs, spares, p), 0.0)
+    frag_gpu_h = np.where(
+        held,
+        reliability.fragmentation_idle_h(n * hrs, fac.value("fragmentation.idle-fraction")),
+        0.0,
+    )
+    out["fragmentation_idle"] = frag_gpu_h * p
+    out["idle_instance_gpus"] = np.where(rented, idle_instance_usd(gpus_billed, n, hrs, p), 0.0)
+    th = np.asarray(term_h, dtype=float)
+    has_term = np.isfinite(th)
+    held_h = hrs + frag_gpu_h / safe_n
+    term = committed_term_usd(gpus_billed, held_h, np.where(has_term, th, 1.0), reuse_fraction, p)
+    out["committed_term_unused"] = np.where(has_term, term["usd"], 0.0)
+    w = fac.value("labour.usd-per-hour.sre")
+    fte = np.where(
+        owned, fac.value("ops.fte-per-1000-gpus.owned"), fac.value("ops.fte-per-1000-gpus.cloud")
+    )
+    out["ops_staff"] = np.asarray(people.ops_staff_usd(n, hrs, fte, w), dtype=float)
+    out["incident_response"] = np.asarray(
+        people.incident_usd(interruptions, fac.value("ops.mttr-staff-hours"), w), dtype=float
+    )
+    spend = sum(out[k] for k in SUPPORTED_SPEND_ITEMS if k in out)
+    out["cloud_support"] = np.where(
+        rented, np.asarray(people.support_usd(spend, support_fraction), dtype=float), 0.0
+    )
+    return {
+        **out,
+        "interruptions": np.asarray(interruptions, dtype=float),
+        "lost_h": np.asarray(lost_h, dtype=float),
+        "fragmentation_idle_gpu_h": np.asarray(frag_gpu_h, dtype=float),
+    }
+
+
+#: Values :func:`serving_run_items_usd` returns beside the items.
+SERVING_RUN_VALUES = ("interruptions", "lost_h", "fragmentation_idle_gpu_h")
+
+
 def _checkpoint_save_h(
     model: ModelArch, w: TrainingWorkload, ckpt_bytes: float, bw_gb_s_per_node: float, nodes: Any
 ) -> Any:
@@ -1327,18 +1471,28 @@ def _power_items(
     pue_v = fac.value(pue_id)
     region = opt.region or DEFAULT_REGION
     n = run.gpus
-    busy_it_w = float(power.it_power_w(n, acc.tdp_w, 1.0, fa, fi, nodes, sysm.node_power_w, sw))
-    idle_it_w = float(power.it_power_w(n, acc.tdp_w, 0.0, fa, fi, nodes, sysm.node_power_w, sw))
     frag_h = run.overhead.get("fragmentation_idle_gpu_h", 0.0) / n if n else 0.0
     busy_h = run.busy_h
     idle_h = run.wall_h - busy_h + frag_h
-    it_active_kwh = float(power.energy_kwh(busy_it_w, busy_h))
-    it_idle_kwh = float(power.energy_kwh(idle_it_w, idle_h))
-    it_kwh = it_active_kwh + it_idle_kwh
-    input_kwh = float(power.facility_energy_kwh(it_kwh, loss, 1.0))
-    meter_kwh = float(power.facility_energy_kwh(it_kwh, loss, pue_v))
     ci_id, ci = fac.region_value("carbon.kg-per-kwh", region, "carbon region")
-    kg = float(carbon.emissions_kg_co2e(meter_kwh, ci))
+    usd_kwh = 0.0
+    el_id = None
+    if opt.pricing in OWNED:
+        el_id, usd_kwh = fac.region_value(
+            "electricity.usd-per-kwh", region, f"{opt.pricing} region"
+        )
+    amt = {
+        k: float(x)
+        for k, x in power_items_usd(
+            gpus=n, tdp_w=acc.tdp_w, active_fraction=fa, idle_fraction=fi, nodes=nodes,
+            node_power_w=sysm.node_power_w, switch_w_per_gpu=sw, busy_h=busy_h, idle_h=idle_h,
+            loss=loss, pue=pue_v, usd_per_kwh=usd_kwh, kg_per_kwh=ci,
+        ).items()
+    }  # fmt: skip
+    busy_it_w = amt["busy_it_w"]
+    it_active_kwh, it_idle_kwh = amt["it_active_kwh"], amt["it_idle_kwh"]
+    it_kwh = it_active_kwh + it_idle_kwh
+    input_kwh, meter_kwh, kg = amt["input_kwh"], amt["meter_kwh"], amt["kg_co2e"]
     inputs = {
         "gpus": n,
         "tdp_w": acc.tdp_w,
@@ -1361,14 +1515,12 @@ def _power_items(
         pue_id,
     ]
     if opt.pricing in OWNED:
-        el_id, usd_kwh = fac.region_value(
-            "electricity.usd-per-kwh", region, f"{opt.pricing} region"
-        )
+        assert el_id is not None
         src = fac.sources(*ids, el_id)
         inp = {**inputs, "usd_per_kwh": usd_kwh}
         b.add(
             "electricity_it_active",
-            float(power.electricity_usd(it_active_kwh, usd_kwh)),
+            amt["electricity_it_active"],
             "power",
             "gpus x TDP x active fraction x busy hours (+ node and switch power) x $/kWh",
             {**inp, "kwh": it_active_kwh},
@@ -1376,7 +1528,7 @@ def _power_items(
         )
         b.add(
             "electricity_it_idle",
-            float(power.electricity_usd(it_idle_kwh, usd_kwh)),
+            amt["electricity_it_idle"],
             "power",
             "gpus x TDP x idle fraction x idle hours (restarts, stalls, fragmentation) x $/kWh",
             {**inp, "kwh": it_idle_kwh},
@@ -1384,7 +1536,7 @@ def _power_items(
         )
         b.add(
             "power_conversion_loss",
-            float(power.electricity_usd(input_kwh - it_kwh, usd_kwh)),
+            amt["power_conversion_loss"],
             "power",
             "IT kWh x (1/(1 - loss) - 1) x $/kWh (PSU/UPS/PDU)",
             {**inp, "kwh": input_kwh - it_kwh},
@@ -1392,7 +1544,7 @@ def _power_items(
         )
         b.add(
             "cooling_pue_overhead",
-            float(power.electricity_usd(meter_kwh - input_kwh, usd_kwh)),
+            amt["cooling_pue_overhead"],
             "power",
             "IT input kWh x (PUE - 1) x $/kWh",
             {**inp, "kwh": meter_kwh - input_kwh},
@@ -1609,7 +1761,7 @@ def _carbon_items(b: Breakdown, fac: Factors, kg: float) -> None:
         if p > 0 and math.isfinite(kg):
             b.add(
                 "carbon_price",
-                kg / KG_PER_TONNE * p,
+                float(carbon_price_usd(kg, p)),
                 "carbon",
                 "t CO2e x $/t",
                 {"kg_co2e": kg, "usd_per_tonne": p},
@@ -1695,6 +1847,8 @@ def _inference(
         price = price.reprice(n, per_replica)
     elif opt.pricing in OWNED:
         price.instances, price.gpus_billed = math.ceil(n / sysm.devices_per_node), n
+        # the capital of the accelerators priced (a scaled service owns n, not opt.gpus)
+        price.capex = {k: x * n / opt.gpus for k, x in price.capex.items()}
     replicas = int(v.get("replicas", 1) or 1)
     hours = w.months * HOURS_PER_MONTH
     rps_capacity = _f(v.get("max_qps")) or _f(v.get("requests_per_s")) or 0.0
@@ -1702,12 +1856,31 @@ def _inference(
     util = _f(v.get("utilization"))
     busy = min(1.0, util) if util is not None else 1.0
     lam_id = "failure.interruptions-per-gpu-hour"
-    lam = fac.value(lam_id)
     restart_h = fac.value("restart.hours")
     phi = float(
         reliability.firmware_downtime_fraction(fac.value("firmware.downtime-hours-per-year"))
     )
-    interruptions = lam * n * hours
+    term_years = COMMITTED_TERM_YEARS.get(opt.pricing)
+    prov = (price.provider or "default").lower()
+    support_ids = [f"support.fraction-of-spend.{prov}", "support.fraction-of-spend.default"]
+    have_support = [i for i in support_ids if fac.has(i)]
+    support_frac = fac.first(have_support, "support")[1] if have_support else 0.0
+    amt = serving_run_items_usd(
+        gpus=n,
+        gpus_per_replica=per_replica,
+        hours=hours,
+        usd_per_gpu_h=price.usd_per_gpu_h,
+        gpus_billed=price.gpus_billed,
+        rented=opt.pricing in RENTED,
+        held=opt.pricing in HELD,
+        owned=opt.pricing in OWNED,
+        term_h=math.nan if term_years is None else term_years * HOURS_PER_YEAR,
+        fac=fac,
+        reuse_fraction=opt.committed_reuse_fraction,
+        support_fraction=support_frac if opt.pricing in RENTED else 0.0,
+    )
+    usd = {k: float(x) for k, x in amt.items()}
+    interruptions = usd["interruptions"]
     # a failed replica is down for the restart time; its GPUs are paid for while it restarts
     restart_gpu_h = interruptions * per_replica * restart_h
     run = _Run(
@@ -1724,19 +1897,19 @@ def _inference(
     b = Breakdown(name=label, kind="inference", hardware=opt.hardware, pricing=opt.pricing, gpus=n)
     # the service holds its GPUs the whole period; restarts and firmware downtime are shown as
     # the share of those paid hours that served nothing
-    lost_h = run.overhead["restart_h"] + run.overhead["firmware_h"]
+    lost_h = usd["lost_h"]
     serving = _Run(n, hours - lost_h, hours, {}, interruptions, 1.0, busy)
     _compute_items(b, serving, price, opt)
     p = price.usd_per_gpu_h
     src = fac.sources(lam_id, "restart.hours", "firmware.downtime-hours-per-year")
     b.add(
         "restart_requeue",
-        restart_gpu_h * p,
+        usd["restart_requeue"],
         "reliability",
         "failures (rate x GPU-hours) x GPUs per replica x restart hours x price",
         {
             "interruptions": interruptions,
-            "gpus_per_replica": opt.gpus,
+            "gpus_per_replica": per_replica,
             "restart_h": restart_h,
             "usd_per_gpu_hour": p,
         },
@@ -1744,7 +1917,7 @@ def _inference(
     )
     b.add(
         "firmware_downtime",
-        n * phi * hours * p,
+        usd["firmware_downtime"],
         "reliability",
         "gpus x hours x firmware downtime share x price",
         {"gpus": n, "hours": hours, "downtime_fraction": phi, "usd_per_gpu_hour": p},
@@ -1753,11 +1926,10 @@ def _inference(
     _spares_item(b, run, price, opt, fac)
     if opt.pricing in HELD:
         f = fac.value("fragmentation.idle-fraction")
-        idle = float(reliability.fragmentation_idle_h(n * hours, f))
-        run.overhead["fragmentation_idle_gpu_h"] = idle
+        run.overhead["fragmentation_idle_gpu_h"] = usd["fragmentation_idle_gpu_h"]
         b.add(
             "fragmentation_idle",
-            idle * p,
+            usd["fragmentation_idle"],
             "reliability",
             "held GPU-hours x f/(1-f) x price",
             {"held_gpu_h": n * hours, "idle_fraction": f, "usd_per_gpu_hour": p},

@@ -24,25 +24,42 @@ from typing import Any, Protocol
 import numpy as np
 
 from aitco.catalog.loader import Catalog
-from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System
-from aitco.cost import power
-from aitco.cost.cloud import rental_usd
+from aitco.catalog.schema import CloudOffer, ModelArch
+from aitco.cost import reliability
 from aitco.cost.offers import select_offer
 from aitco.decide.compare import (
     COMMITTED_TERM_YEARS,
     DEFAULT_REGION,
     HELD,
+    POWER_ITEMS,
+    SERVING_RUN_VALUES,
     Factors,
+    carbon_price_usd,
     owned_price,
+    power_items_usd,
+    serving_run_items_usd,
     storage_items_usd,
     training_goodput,
     training_run_items_usd,
     training_storage_gb,
 )
-from aitco.decide.scenario import DataCosts, OpsAssumptions, TrainingWorkload
-from aitco.errors import InputError
+from aitco.decide.scenario import DataCosts, InferenceWorkload, OpsAssumptions, TrainingWorkload
+from aitco.errors import CatalogError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.flops import model_shape
+from aitco.perf.inference import (
+    ENGINES,
+    busy_share,
+    continuous_batching_step,
+    continuous_batching_terms,
+    iteration_model,
+    memory_plan,
+    resolve_precisions,
+)
+from aitco.perf.kvcache import kv_capacity
 from aitco.perf.params import param_counts
+from aitco.perf.serving import idle_power_fraction, power_w
+from aitco.perf.training import TRAIN_PRECISIONS, evaluate_plans, hardware_shape
 from aitco.units import (
     BYTES_PER_DTYPE,
     DTYPES,
@@ -51,7 +68,6 @@ from aitco.units import (
     HOURS_PER_YEAR,
     SECONDS_PER_HOUR,
     TERA,
-    WATTS_PER_KILOWATT,
 )
 
 # ----------------------------------------------------------------------------- named constants
@@ -89,11 +105,6 @@ INFER_FLOPS_PER_PARAM = 2.0
 #: KV tensors per layer (keys and values).
 KV_TENSORS = 2.0
 
-# Defaults of the evaluators' own dataclass fields (direct construction); ``aitco sweep`` passes
-# the catalog's factors instead and a factor the catalog lacks is an error naming it.
-#: Work lost per preemption: restart (~0.25 h) plus half of a 1 h checkpoint interval. [h]
-DEFAULT_SPOT_LOST_H_PER_INTERRUPTION = 0.75
-
 #: Catalog factor family of spot preemptions per instance-hour, by provider (as in compare).
 SPOT_RATE_PREFIX = "spot-interruption.per-hour."
 
@@ -108,6 +119,7 @@ REASONS: dict[int, str] = {
     16: "memory: does not fit in device memory",
     32: "price: no eligible offer for this hardware / pricing mode / region / size",
     64: "precision: not supported by the accelerator",
+    128: "plan: spans nodes of a system without a scale-out network",
 }
 
 
@@ -234,45 +246,6 @@ class HardwareTable:
         }
 
 
-def owned_usd_per_gpu_hour(
-    acc: Accelerator, sysm: System, cat: Catalog, region: str | None = None
-) -> float | None:
-    r"""Cost of one owned accelerator-hour: the cost of holding the capital plus facility energy.
-
-    Notes
-    -----
-    The capital per accelerator-hour is the one ``aitco compare`` prices
-    (:func:`aitco.decide.compare.owned_price`, built on :mod:`aitco.cost.capex`: capex chain,
-    depreciation to book value, technology-iteration risk, financing, over the ownership
-    horizon). Energy per hour, with the same power chain as ``compare``
-    (:func:`aitco.cost.power.it_power_w`, :func:`aitco.cost.power.facility_power_w`):
-
-    .. math:: \frac{W_{acc} u + W_{node}/n_{dev} + W_{sw}}{1000} \cdot
-              \frac{\mathrm{PUE}}{1 - \ell} \cdot e
-
-    A factor the catalog lacks is an error naming it (no built-in defaults).
-    """
-    if acc.price is None:
-        return None
-    fac = Factors(cat)
-    capital_h = owned_price(acc, sysm, fac).usd_per_gpu_h
-    pue = fac.value(f"pue.{sysm.cooling}")
-    util = fac.value("utilization-power.training-fraction-of-tdp")
-    idle = fac.value("idle-power.fraction-of-tdp")
-    sw = fac.value("network.switch-power-w-per-gpu")
-    loss = fac.value("power-conversion.loss")
-    _, usd_kwh = fac.region_value(
-        "electricity.usd-per-kwh", region or DEFAULT_REGION, "option.region"
-    )
-    it_w = float(
-        power.it_power_w(
-            1, acc.tdp_w or 0.0, 1.0, util, idle, 1.0 / sysm.devices_per_node, sysm.node_power_w, sw
-        )
-    )
-    meter_kw = float(power.facility_power_w(it_w, loss, pue)) / WATTS_PER_KILOWATT
-    return capital_h + meter_kw * usd_kwh
-
-
 def hardware_table(
     cat: Catalog,
     hw_ids: list[str],
@@ -323,6 +296,7 @@ def hardware_table(
     price = np.full((n, len(PRICING_MODES), len(regions)), np.nan)
     src: dict[str, str] = {}
     offer_lists: list[list[CloudOffer]] = []
+    fac = Factors(cat)
     for h, hw in enumerate(hw_ids):
         acc, sysm = cat.hardware(hw, field=field_name)
         for j, dt in enumerate(DTYPES):
@@ -331,25 +305,27 @@ def hardware_table(
         cols["memory_gb"].append(acc.memory_gb)
         cols["hbm"].append(acc.hbm_bandwidth_gb_s)
         cols["intra"].append(sysm.intra_node_bandwidth_gb_s)
-        # a single-node system has no scale-out link: use PCIe-class host bandwidth floor
-        cols["inter"].append(sysm.scale_out_bandwidth_gb_s or sysm.intra_node_bandwidth_gb_s / 8.0)
+        # 0 on a system with no scale-out network: plans spanning its nodes are invalid (128)
+        cols["inter"].append(sysm.scale_out_bandwidth_gb_s)
         cols["intra_lat"].append(sysm.intra_node_latency_us)
         cols["inter_lat"].append(sysm.scale_out_latency_us)
         cols["dpn"].append(sysm.devices_per_node)
         cols["sud"].append(max(sysm.scale_up_domain, sysm.devices_per_node))
         cols["gemm"].append(efficiency.gemm_for(acc.family))
-        cols["tdp"].append(acc.tdp_w or 0.0)
+        cols["tdp"].append(math.nan if acc.tdp_w is None else acc.tdp_w)
         offer_lists.append(cat.offers_for(acc.id))
         for p, mode in enumerate(PRICING_MODES):
-            for r, reg in enumerate(regions):
+            for r in range(len(regions)):
                 val: float | None = None
                 if prices and hw in prices and mode in prices[hw]:
                     val = float(prices[hw][mode])
                     src[f"{hw}/{mode}"] = "sweep spec"
                 elif mode == "owned":
-                    val = owned_usd_per_gpu_hour(acc, sysm, cat, reg)
-                    if val is not None:
-                        src[f"{hw}/{mode}"] = "catalog price + factors (amortised)"
+                    # the capital per accelerator-hour compare prices; energy, staff and the
+                    # other items are priced per plan by the evaluators (one cost model)
+                    if acc.price is not None:
+                        val = owned_price(acc, sysm, fac).usd_per_gpu_h
+                        src[f"{hw}/{mode}"] = "catalog price + factors (capital, as compare)"
                 else:
                     # rented: whole instances of one offer, chosen per plan by HardwareTable.bill
                     src[f"{hw}/{mode}"] = "catalog offers (aitco.cost.offers.select_offer)"
@@ -438,6 +414,370 @@ def _ring_allreduce_s(
     )
 
 
+# ----------------------------------------------------------------------------- pricing
+#: Carbon price factor (compare's ``carbon_price`` item; 0 = emissions reported, not priced).
+CARBON_PRICE_ID = "carbon.usd-per-tonne"
+#: Draw while computing, as a fraction of TDP (compare's power items, training and services).
+ACTIVE_POWER_ID = "utilization-power.training-fraction-of-tdp"
+#: Service period of a serving sweep when the workload gives none (``InferenceWorkload``).
+DEFAULT_SERVICE_MONTHS = float(InferenceWorkload.model_fields["months"].default)
+
+
+class ItemPricing:
+    """The items of ``aitco compare`` over a sweep's rows: one cost model for every evaluator.
+
+    Mixed into the evaluators, which provide the attributes below. Every dollar amount comes
+    from the vectorised item functions of :mod:`aitco.decide.compare` (which build on
+    :mod:`aitco.cost`): :func:`~aitco.decide.compare.training_run_items_usd`,
+    :func:`~aitco.decide.compare.serving_run_items_usd`,
+    :func:`~aitco.decide.compare.power_items_usd`,
+    :func:`~aitco.decide.compare.storage_items_usd` and
+    :func:`~aitco.decide.compare.carbon_price_usd`, the functions ``aitco compare`` prices one
+    option with. A factor the catalog lacks is an error naming it.
+    """
+
+    hw: HardwareTable
+    factors: Factors | None
+    ops: OpsAssumptions
+    data: DataCosts
+    accelerators: list[Any]
+    systems: list[Any]
+    offer_systems: list[Any]
+    committed_reuse_fraction: float
+    _support: np.ndarray | None
+    #: Training evaluators: tokens to train on and the model records; serving evaluators: the
+    #: arrival rate (None: one saturated replica) and the service period in months.
+    tokens: float
+    model_archs: list[Any]
+    qps: float | None
+    months: float
+
+    def _fac(self) -> Factors:
+        if self.factors is None:
+            raise InputError(
+                "factors", None, "catalog factors to price the sweep's items (compare.Factors)"
+            )
+        return self.factors
+
+    def _support_fraction(self) -> np.ndarray:
+        """Support fee share by offer code (last element: no offer, the default provider)."""
+        if getattr(self, "_support", None) is None:
+            fac = self._fac()
+            provs: list[str | None] = [o.provider for lst in self.hw.offers for o in lst]
+            if len(provs) != len(self.hw.offer_ids):
+                provs = [None] * len(self.hw.offer_ids)
+            vals = []
+            for prov in [*provs, None]:
+                key = (prov or "default").lower()
+                ids = [f"support.fraction-of-spend.{key}", "support.fraction-of-spend.default"]
+                have = [i for i in ids if fac.has(i)]
+                vals.append(fac.first(have, "support")[1] if have else 0.0)
+            self._support = np.array(vals, dtype=float)
+        assert self._support is not None
+        return self._support
+
+    def _row_systems(
+        self, hw: np.ndarray, codes: np.ndarray, rented: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Devices per node and host power per node of each row's system.
+
+        A rented row runs on its offer's system where the catalog names one (as compare does);
+        the others on the hardware's own system.
+        """
+        if len(self.systems) != len(self.hw.ids):
+            raise InputError(
+                "systems", len(self.systems), f"one catalog system per hardware id ({self.hw.ids})"
+            )
+        dpn = self.hw.devices_per_node[hw].astype(float)
+        node_w = np.array([float(s.node_power_w) for s in self.systems])[hw]
+        if self.offer_systems and np.any(rented):
+            osys = [*self.offer_systems, None]
+            o_dpn = np.array([math.nan if x is None else x.devices_per_node for x in osys])
+            o_w = np.array([math.nan if x is None else x.node_power_w for x in osys])
+            c = np.where(rented & (codes >= 0), codes, -1)
+            use = np.isfinite(o_dpn[c])
+            dpn = np.where(use, o_dpn[c], dpn)
+            node_w = np.where(use, o_w[c], node_w)
+        return dpn, node_w
+
+    def _power_items(
+        self,
+        hw: np.ndarray,
+        mode: np.ndarray,
+        region: np.ndarray,
+        gpus: np.ndarray,
+        nodes: np.ndarray,
+        node_w: np.ndarray,
+        busy_h: np.ndarray,
+        idle_h: np.ndarray,
+        active: np.ndarray | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Return compare's power items (owned) and carbon price (every mode), per row.
+
+        ``active``: draw while busy over TDP per row (a service's, from its busy share); None:
+        the catalog's training draw factor, as compare.
+        """
+        fac = self._fac()
+        owned = mode == PRICING_MODES.index("owned")
+        tdp = self.hw.tdp_w[hw]
+        no_tdp = np.isnan(tdp)
+        if np.any(owned & no_tdp):
+            h = int(hw[np.flatnonzero(owned & no_tdp)[0]])
+            raise CatalogError(
+                f"accelerators.{self.hw.ids[h]}.tdp_w", None, "a TDP to compute power"
+            )
+        pue_owned = np.array([fac.value(f"pue.{s.cooling}") for s in self.systems])[hw]
+        pue = np.where(owned, pue_owned, fac.value("pue.hyperscale"))
+        names = [r or DEFAULT_REGION for r in self.hw.regions]
+        ci = np.array([fac.region_value("carbon.kg-per-kwh", r, "carbon region")[1] for r in names])
+        usd_kwh = np.zeros(len(names))
+        if np.any(owned):
+            for r in np.unique(region[owned]):
+                usd_kwh[int(r)] = fac.region_value(
+                    "electricity.usd-per-kwh", names[int(r)], "owned region"
+                )[1]
+        amt = power_items_usd(
+            gpus=gpus, tdp_w=np.where(no_tdp, 0.0, tdp),
+            active_fraction=fac.value(ACTIVE_POWER_ID) if active is None else active,
+            idle_fraction=fac.value("idle-power.fraction-of-tdp"), nodes=nodes, node_power_w=node_w,
+            switch_w_per_gpu=fac.value("network.switch-power-w-per-gpu"), busy_h=busy_h,
+            idle_h=idle_h, loss=fac.value("power-conversion.loss"), pue=pue,
+            usd_per_kwh=np.where(owned, usd_kwh[region], 0.0), kg_per_kwh=ci[region],
+        )  # fmt: skip
+        out = {k: np.where(owned, amt[k], 0.0) for k in POWER_ITEMS}
+        if fac.has(CARBON_PRICE_ID):
+            p = fac.value(CARBON_PRICE_ID)
+            if p < 0:
+                raise InputError(CARBON_PRICE_ID, p, "a carbon price >= 0")
+            if p > 0:  # energy unknown without a TDP (rented): not priced, as in compare
+                out["carbon_price"] = np.where(no_tdp, 0.0, carbon_price_usd(amt["kg_co2e"], p))
+        return out
+
+    def run_items(
+        self,
+        rows: np.ndarray,
+        hw: np.ndarray,
+        mdl: np.ndarray,
+        pricing: np.ndarray,
+        gpus: np.ndarray,
+        productive_h: np.ndarray,
+        price: np.ndarray,
+        bl: dict[str, np.ndarray],
+        region: np.ndarray | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Return the wall clock and compare's items of training runs, as arrays.
+
+        Goodput from :func:`aitco.decide.compare.training_goodput`, the run items from
+        :func:`aitco.decide.compare.training_run_items_usd`, storage from
+        :func:`~aitco.decide.compare.storage_items_usd` and power and carbon from
+        :func:`~aitco.decide.compare.power_items_usd`: the functions ``aitco compare`` prices
+        one option with, evaluated once per model over that model's rows.
+        """
+        fac = self._fac()
+        mode = pricing[rows]
+        n = gpus[rows].astype(float)
+        reg = np.zeros(rows.size, dtype=np.int64) if region is None else region[rows]
+        offered = bl["offer"][rows] >= 0
+        rented = mode < PRICING_MODES.index("owned")
+        codes = bl["offer"][rows].astype(np.int64)
+        dpn, node_w = self._row_systems(hw[rows], codes, rented & offered)
+        nodes = np.ceil(n / dpn)
+        instances = np.where(rented & offered, bl["instances"][rows], nodes)
+        spot = mode == PRICING_MODES.index("spot")
+        rate = np.where(spot, bl["spot_rate"][rows], 0.0)
+        term_h = np.full(rows.size, math.nan)
+        for m, years in COMMITTED_TERM_YEARS.items():
+            term_h[mode == PRICING_MODES.index(m)] = years * HOURS_PER_YEAR
+        held = np.isin(mode, [PRICING_MODES.index(m) for m in HELD if m in PRICING_MODES])
+        owned = ~rented
+        support = self._support_fraction()[np.where(offered, codes, -1)]
+        wall_h = np.zeros(rows.size)
+        total: dict[str, np.ndarray] = {}
+        w = TrainingWorkload(model="sweep", tokens=self.tokens)
+        archs: list[Any] = self.model_archs
+        frag_f = fac.value("fragmentation.idle-fraction")
+        for mi in np.unique(mdl[rows]):
+            sel = np.flatnonzero(mdl[rows] == mi)
+            g = training_goodput(
+                archs[int(mi)], w, self.ops, fac, n[sel], nodes[sel],
+                productive_h[sel], spot_rate_per_instance_h=rate[sel],
+                instances=instances[sel], where="option",
+            )  # fmt: skip
+            o = g["overheads"]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                fs = np.where(g["rate_per_h"] > 0, g["failure_rate_per_h"] / g["rate_per_h"], 1.0)
+            items = training_run_items_usd(
+                gpus=n[sel],
+                productive_h=productive_h[sel],
+                overheads=o,
+                failure_share=fs,
+                usd_per_gpu_h=price[rows][sel],
+                gpus_billed=bl["gpus_billed"][rows][sel],
+                rented=rented[sel],
+                spot=spot[sel],
+                held=held[sel],
+                owned=owned[sel],
+                term_h=term_h[sel],
+                fac=fac,
+                reuse_fraction=self.committed_reuse_fraction,
+                support_fraction=np.where(rented[sel], support[sel], 0.0),
+            )
+            wh = np.asarray(o["wall_clock_h"], dtype=float)
+            wall_h[sel] = wh
+            ds_gb, ck_gb = training_storage_gb(
+                self.data, self.ops, fac, self.tokens, g["ckpt_bytes"]
+            )
+            store = storage_items_usd(self.data, fac, wh / HOURS_PER_MONTH, ds_gb, ck_gb)
+            store.pop("usd_per_gb_month")
+            items.update(store)
+            frag_gpu_h = np.where(
+                held[sel], reliability.fragmentation_idle_h(n[sel] * wh, frag_f), 0.0
+            )
+            busy = np.asarray(productive_h[sel], dtype=float)
+            items.update(
+                self._power_items(
+                    hw[rows][sel], mode[sel], reg[sel], n[sel], nodes[sel], node_w[sel], busy,
+                    wh - busy + frag_gpu_h / n[sel],
+                )
+            )  # fmt: skip
+            for k, a in items.items():
+                total.setdefault(k, np.zeros(rows.size))[sel] = a
+        total["wall_clock_h"] = wall_h
+        return total
+
+    def serving_items(
+        self,
+        hw: np.ndarray,
+        pricing: np.ndarray,
+        region: np.ndarray,
+        gpus_per_replica: np.ndarray,
+        gpus: np.ndarray,
+        hours: float,
+        busy: np.ndarray,
+        bl: dict[str, np.ndarray],
+        active: np.ndarray | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Return compare's items of services of ``gpus`` accelerators for ``hours``, as arrays.
+
+        :func:`aitco.decide.compare.serving_run_items_usd` (compute, restarts, firmware,
+        spares, fragmentation, idle instance accelerators, committed term, people), power and
+        carbon from :func:`~aitco.decide.compare.power_items_usd` (the replicas' share of their
+        nodes' host power) and the stored dataset, as ``aitco compare`` prices a service.
+        ``active``: the service's draw over TDP (every hour at that draw, as compare takes the
+        engine's power); None: the catalog's draw factor over the busy hours.
+        """
+        fac = self._fac()
+        n = np.asarray(gpus, dtype=float)
+        rented = pricing < PRICING_MODES.index("owned")
+        codes = bl["offer"].astype(np.int64)
+        offered = codes >= 0
+        term_h = np.full(n.shape, math.nan)
+        for m, years in COMMITTED_TERM_YEARS.items():
+            term_h[pricing == PRICING_MODES.index(m)] = years * HOURS_PER_YEAR
+        held = np.isin(pricing, [PRICING_MODES.index(m) for m in HELD if m in PRICING_MODES])
+        support = self._support_fraction()[np.where(offered, codes, -1)]
+        amt = serving_run_items_usd(
+            gpus=n,
+            gpus_per_replica=gpus_per_replica,
+            hours=hours,
+            usd_per_gpu_h=bl["price"],
+            gpus_billed=bl["gpus_billed"],
+            rented=rented,
+            held=held,
+            owned=~rented,
+            term_h=term_h,
+            fac=fac,
+            reuse_fraction=self.committed_reuse_fraction,
+            support_fraction=np.where(rented, support, 0.0),
+        )
+        items = {k: a for k, a in amt.items() if k not in SERVING_RUN_VALUES}
+        dpn, node_w = self._row_systems(hw, codes, rented & offered)
+        frag_h = amt["fragmentation_idle_gpu_h"] / n
+        if active is None:
+            busy_h = hours * np.asarray(busy, dtype=float)
+        else:
+            busy_h = np.full(n.shape, hours)
+        idle_h = hours - busy_h + frag_h
+        items.update(
+            self._power_items(hw, pricing, region, n, n / dpn, node_w, busy_h, idle_h, active)
+        )
+        if self.data.stored_gb:
+            store = storage_items_usd(
+                self.data, fac, hours / HOURS_PER_MONTH, self.data.stored_gb, 0.0
+            )
+            items["dataset_storage"] = store["dataset_storage"] * np.ones_like(n)
+        return items
+
+    def _serving_outputs(
+        self,
+        hw: np.ndarray,
+        pricing: np.ndarray,
+        region: np.ndarray,
+        ttft: np.ndarray,
+        tpot: np.ndarray,
+        tok_s: np.ndarray,
+        o: np.ndarray,
+        gpus: np.ndarray,
+        busy_share: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        """Latency, replica and cost outputs shared by the serving evaluators.
+
+        Notes
+        -----
+        replicas = ceil(qps x o / tokens/s) (1 without a QPS), busy share = qps / (replicas x
+        requests/s) (1 without a QPS: a saturated replica); ``total_usd`` = the sum of compare's
+        items for the service period (``months``), billed for whole instances
+        (:meth:`HardwareTable.bill` of replicas x ``gpus`` accelerators in units of one
+        replica); ``usd_per_h`` = total / hours; $/Mtok = total / (served tokens/s x 3600 x
+        hours) x 1e6, served = qps x o or tokens/s. ``busy_share``: the share of an iteration
+        the accelerators compute or stream memory; the draw over TDP is
+        :func:`aitco.perf.serving.power_w` of it (as the inference engine's ``power_w``). A row
+        whose scaled-out service has no eligible offer gets NaN costs (invalid, price).
+        """
+        qps: float | None = self.qps
+        rps = tok_s / o
+        if qps is not None:
+            replicas = np.ceil(qps * o / tok_s)
+            served_tok_s = qps * o
+            busy = np.minimum(1.0, qps / (replicas * rps))
+        else:
+            replicas = np.ones_like(tok_s)
+            served_tok_s = tok_s
+            busy = np.ones_like(tok_s)
+        g = np.asarray(gpus, dtype=float) * np.ones_like(tok_s)
+        n = g * replicas
+        bl = self.hw.bill(hw, pricing, region, n, g)
+        hours = float(self.months) * HOURS_PER_MONTH
+        ok = np.isfinite(bl["price"])
+        total = np.full(tok_s.shape, math.nan)
+        if np.any(ok):
+            sub = {k: a[ok] for k, a in bl.items()}
+            idle = np.array([idle_power_fraction(a) for a in self.accelerators])
+            active = power_w(1.0, busy_share, idle[hw])
+            items = self.serving_items(
+                hw[ok], pricing[ok], region[ok], g[ok], n[ok], hours, busy[ok], sub, active[ok]
+            )
+            total[ok] = sum(items.values(), np.zeros(int(np.count_nonzero(ok))))
+        return {
+            "ttft_s": ttft,
+            "tpot_s": tpot,
+            "e2e_latency_s": ttft + (o - 1.0) * tpot,
+            "output_tokens_per_s": tok_s,
+            "requests_per_s": rps,
+            "replicas": replicas,
+            "total_gpus": n,
+            "total_usd": total,
+            "usd_per_h": total / hours,
+            "usd_per_million_output_tokens": total
+            / (SECONDS_PER_HOUR * hours * served_tok_s)
+            * 1e6,
+            "price_usd_per_gpu_h": bl["price"],
+            "gpus_billed": bl["gpus_billed"] * np.ones_like(tok_s),
+            "instances": bl["instances"] * np.ones_like(tok_s),
+            "offer_code": bl["offer"] * np.ones_like(tok_s),
+        }
+
+
 # ----------------------------------------------------------------------------- training
 #: Keys of a training sweep, outermost first. The keys the step time depends on come first and
 #: the price-only keys (pricing, region) last, so that a grid chunk holds long runs of equal
@@ -477,7 +817,7 @@ RECOMPUTE = ("none", "selective", "full")
 
 
 @dataclass
-class TrainingEvaluator:
+class TrainingEvaluator(ItemPricing):
     r"""Vectorised training plan model: step time, memory, wall clock and cost per configuration.
 
     Parameters
@@ -490,10 +830,10 @@ class TrainingEvaluator:
         Tokens to train on. [tokens]
     efficiency : EfficiencyParams
         Link and overlap efficiencies.
-    spot_lost_h : float
-        Work lost per spot preemption (preemptions per instance-hour: the offer's provider rate,
-        :meth:`HardwareTable.bill`). [h]
-        Spot preemption rate per instance-hour and work lost per preemption. [1/h], [h]
+    accelerators, systems, model_archs : list
+        Catalog records of the swept hardware and models (power items, checkpoint sizes).
+    factors, ops, data, offer_systems, committed_reuse_fraction
+        The cost inputs of :class:`ItemPricing` (compare's items).
 
     Notes
     -----
@@ -513,17 +853,35 @@ class TrainingEvaluator:
 
     with :math:`\rho` = 1/3 under full recomputation, ZeRO stage *z* sharding optimizer states
     (z>=1), gradients (z>=2) and weights (z=3) over *d*, and the activation coefficient
-    :math:`c_{act}` = 34 + 5 a s / d_model (none), 34 (selective) or 2 (full). Wall clock =
-    steps x step time (x spot overhead), GPU-hours = g x wall clock, cost = GPU-hours x price.
+    :math:`c_{act}` = 34 + 5 a s / d_model (none), 34 (selective) or 2 (full). The dollars
+    are not modelled here: productive hours = tokens / tokens/s go to
+    :meth:`ItemPricing.run_items`, the goodput and items ``aitco compare`` prices a run with
+    (wall clock with failures, spot preemptions and checkpoints; ``total_usd`` = sum of items).
     """
 
     hw: HardwareTable
     models: ModelTable
     tokens: float
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY
-    spot_lost_h: float = DEFAULT_SPOT_LOST_H_PER_INTERRUPTION
     keys: dict[str, list[Any]] = field(default_factory=lambda: dict(TRAINING_KEYS))
     metrics: tuple[str, ...] = TRAINING_METRICS
+    accelerators: list[Any] = field(default_factory=list)
+    systems: list[Any] = field(default_factory=list)
+    model_archs: list[Any] = field(default_factory=list)
+    #: Catalog factors of compare's items; required to evaluate (a missing one is an error).
+    factors: Factors | None = None
+    #: Operations choices (checkpointing) as in a scenario's ``ops``.
+    ops: OpsAssumptions = field(default_factory=OpsAssumptions)
+    #: Data costs as in a scenario's ``data`` (storage tier, stored dataset volume).
+    data: DataCosts = field(default_factory=DataCosts)
+    #: System each offer code runs on (:func:`aitco.decide.compare.offer_system`; None: the
+    #: hardware's own system), as compare runs the engine on a rented offer's fabric.
+    offer_systems: list[Any] = field(default_factory=list)
+    #: Share of an unused committed term reused elsewhere (compare's option field).
+    committed_reuse_fraction: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._support: np.ndarray | None = None
 
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk of training configurations (see the class Notes).
@@ -548,6 +906,7 @@ class TrainingEvaluator:
         reason |= np.where(np.mod(g, mp) != 0, 1, 0)
         reason |= np.where(tp > h.scale_up_domain[hw], 2, 0)
         reason |= np.where(pp * v["workload.plan.vp"] > m.n_layers[mdl], 4, 0)
+        reason |= np.where((g > h.devices_per_node[hw]) & (h.inter_bw_gb_s[hw] <= 0), 128, 0)
         reason |= np.where((dpb < 1) | (np.mod(gb, np.maximum(dpb, 1)) != 0), 8, 0)
         reason |= np.where(np.isnan(price), 32, 0)
         rows = np.flatnonzero(reason == 0)
@@ -555,6 +914,19 @@ class TrainingEvaluator:
         billing = {k: _gather(a, rows) for k, a in bl.items()}
         met = self._model(sub, _gather(peak, rows), _gather(price, rows), billing)
         reason[rows] |= np.where(met.pop("fits") > 0, 0, 16)
+        if rows.size:
+            productive_h = self.tokens / met["tokens_per_s"] / SECONDS_PER_HOUR
+            items = self.run_items(
+                rows, np.broadcast_to(hw, (n,)), np.broadcast_to(mdl, (n,)),
+                np.broadcast_to(pricing, (n,)), np.broadcast_to(g, (n,)), productive_h,
+                np.broadcast_to(price, (n,)), {k: np.broadcast_to(a, (n,)) for k, a in bl.items()},
+                np.broadcast_to(region, (n,)),
+            )  # fmt: skip
+            wall_h = items.pop("wall_clock_h")
+            met["wall_clock_h"] = wall_h
+            met["gpu_hours"] = met["total_gpus"] * wall_h
+            # the sum of compare's items (compute, instance, reliability, people, power, data)
+            met["total_usd"] = sum(items.values(), np.zeros(rows.size))
         met["rows"] = rows
         met["reason"] = reason
         return met
@@ -623,15 +995,11 @@ class TrainingEvaluator:
         )
         # 1F1B: the first stage holds pp micro-batches of its L/pp layers
         mem_gb = (w + gr + opt + layers * s * b * dm * coeff / tp) / GIGA
-        # time and money
+        # throughput; the wall clock and the money are compare's items (evaluate)
         tps = tokens_step / step
         wall_h = self.tokens / tps / SECONDS_PER_HOUR
-        spot = v["option.pricing"] == PRICING_MODES.index("spot")
-        instances = billing["instances"]
-        # the chosen offer's provider rate, as compare takes it
-        rate = np.where(np.isfinite(billing["spot_rate"]), billing["spot_rate"], 0.0)
-        wall_h = wall_h * np.where(spot, 1.0 + rate * instances * self.spot_lost_h, 1.0)
         gpu_h = g * wall_h
+        instances = billing["instances"]
         billed = billing["gpus_billed"]
         return {
             "step_time_s": step,
@@ -641,8 +1009,7 @@ class TrainingEvaluator:
             "wall_clock_h": wall_h,
             "gpu_hours": gpu_h,
             "price_usd_per_gpu_h": price,
-            # whole instances: every accelerator billed, for the wall clock
-            "total_usd": rental_usd(billed * wall_h, price),
+            "total_usd": np.full_like(wall_h, math.nan),  # set by evaluate (compare's items)
             "dp": dp,
             "total_gpus": g,
             "gpus_billed": billed * np.ones_like(g),
@@ -686,6 +1053,8 @@ SERVING_METRICS: tuple[str, ...] = (
     "total_gpus",
     "usd_per_h",
     "usd_per_million_output_tokens",
+    "total_usd",
+    "price_usd_per_gpu_h",
     "memory_per_gpu_gb",
     "gpus_billed",
     "instances",
@@ -693,82 +1062,8 @@ SERVING_METRICS: tuple[str, ...] = (
 )
 
 
-def _serving_outputs(
-    qps: float | None,
-    ttft: np.ndarray,
-    tpot: np.ndarray,
-    tok_s: np.ndarray,
-    o: np.ndarray,
-    gpus: np.ndarray,
-    bill: Any,
-) -> dict[str, np.ndarray]:
-    """Latency, replica and cost outputs shared by the serving evaluators.
-
-    Parameters
-    ----------
-    qps : float or None
-        Offered load; ``None`` means one saturated replica. [req/s]
-    ttft, tpot : numpy.ndarray
-        Time to first token and per output token. [s]
-    tok_s : numpy.ndarray
-        Output tokens per second of one replica. [tokens/s]
-    o : numpy.ndarray
-        Output tokens per request. [tokens]
-    gpus : numpy.ndarray
-        Accelerators per replica. [count]
-    bill : callable
-        ``bill(replicas)`` -> :meth:`HardwareTable.bill` of the service (whole instances for
-        ``replicas`` replicas of ``gpus`` accelerators).
-
-    Returns
-    -------
-    dict of str to numpy.ndarray
-        ``ttft_s`` ... ``usd_per_million_output_tokens`` (see :class:`ServingEvaluator`).
-
-    Notes
-    -----
-    replicas = ceil(qps x o / tokens/s) (1 without a QPS); usd_h = price per accelerator-hour x
-    accelerators billed (whole instances); $/Mtok = usd_h / (3600 x served tokens/s) x 1e6,
-    served = qps x o or tokens/s.
-    """
-    if qps is not None:
-        replicas = np.ceil(qps * o / tok_s)
-        served_tok_s = qps * o
-    else:
-        replicas = np.ones_like(tok_s)
-        served_tok_s = tok_s
-    bl = bill(replicas)
-    usd_h_total = bl["price"] * bl["gpus_billed"]
-    return {
-        "ttft_s": ttft,
-        "tpot_s": tpot,
-        "e2e_latency_s": ttft + (o - 1.0) * tpot,
-        "output_tokens_per_s": tok_s,
-        "requests_per_s": tok_s / o,
-        "replicas": replicas,
-        "total_gpus": gpus * replicas,
-        "usd_per_h": usd_h_total,
-        "usd_per_million_output_tokens": usd_h_total / (SECONDS_PER_HOUR * served_tok_s) * 1e6,
-        "gpus_billed": bl["gpus_billed"] * np.ones_like(tok_s),
-        "instances": bl["instances"] * np.ones_like(tok_s),
-        "offer_code": bl["offer"] * np.ones_like(tok_s),
-    }
-
-
-def _service_bill(
-    h: HardwareTable, hw: np.ndarray, pricing: np.ndarray, region: np.ndarray, gpus: np.ndarray
-) -> Any:
-    """``bill(replicas)`` of a service: ``replicas`` replicas of ``gpus`` accelerators each."""
-
-    def bill(replicas: np.ndarray) -> dict[str, np.ndarray]:
-        g = np.asarray(gpus, dtype=float)
-        return h.bill(hw, pricing, region, g * replicas, g)
-
-    return bill
-
-
 @dataclass
-class ServingEvaluator:
+class ServingEvaluator(ItemPricing):
     r"""Vectorised serving model: a replica of ``gpus`` accelerators (tensor parallel) at a batch.
 
     Parameters
@@ -793,9 +1088,9 @@ class ServingEvaluator:
         \mathrm{TTFT} &= t_{pre} + \mathrm{TPOT} \\
         \text{tokens/s} &= B o / (B t_{pre} + o\,\mathrm{TPOT})
 
-    (continuous batching: each admitted request's prefill stalls the batch once). Replicas =
-    ceil(qps x o / tokens/s); $/Mtok = price x g x replicas / (3600 x qps x o) x 1e6 when a QPS
-    is given, else price x g / (3600 x tokens/s) x 1e6 (a saturated replica). Memory must hold
+    (continuous batching: each admitted request's prefill stalls the batch once). Replicas,
+    ``total_usd`` (compare's items for ``months``), ``usd_per_h`` and $/Mtok as in
+    :meth:`ItemPricing._serving_outputs`. Memory must hold
     :math:`W/g + B (i+o) k / g` within the usable fraction. Latencies are unloaded (no queueing);
     use ``aitco infer`` for percentiles under load.
     """
@@ -806,6 +1101,24 @@ class ServingEvaluator:
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY
     keys: dict[str, list[Any]] = field(default_factory=lambda: dict(SERVING_KEYS))
     metrics: tuple[str, ...] = SERVING_METRICS
+    accelerators: list[Any] = field(default_factory=list)
+    systems: list[Any] = field(default_factory=list)
+    #: Service period priced. [months]
+    months: float = DEFAULT_SERVICE_MONTHS
+    #: Catalog factors of compare's items; required to evaluate (a missing one is an error).
+    factors: Factors | None = None
+    #: Operations choices (checkpointing) as in a scenario's ``ops``.
+    ops: OpsAssumptions = field(default_factory=OpsAssumptions)
+    #: Data costs as in a scenario's ``data`` (storage tier, stored dataset volume).
+    data: DataCosts = field(default_factory=DataCosts)
+    #: System each offer code runs on (:func:`aitco.decide.compare.offer_system`; None: the
+    #: hardware's own system), as compare runs the engine on a rented offer's fabric.
+    offer_systems: list[Any] = field(default_factory=list)
+    #: Share of an unused committed term reused elsewhere (compare's option field).
+    committed_reuse_fraction: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._support: np.ndarray | None = None
 
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk of serving configurations (see the class Notes)."""
@@ -820,7 +1133,8 @@ class ServingEvaluator:
         o = v["workload.output_tokens"].astype(float)
         h, m = self.hw, self.models
         peak = h.peak_tflops[hw, prec]
-        reason = np.where(np.isnan(peak), 64, 0).astype(np.int64)
+        n = _chunk_len(v)  # constant keys may be length-1 arrays
+        reason = np.zeros(n, dtype=np.int64) | np.where(np.isnan(peak), 64, 0)
         peak = np.where(np.isnan(peak), 1.0, peak)
         reason |= np.where(g > h.scale_up_domain[hw], 2, 0)
         eff = h.gemm_eff[hw]
@@ -837,19 +1151,36 @@ class ServingEvaluator:
             h.intra_latency_us[hw],
             self.efficiency.intra_node_link,
         )
-        tpot = np.maximum(
+        busy_s = np.maximum(
             flops_tok * bsz / (g * eff * peak * TERA), (w_bytes + bsz * ctx * kv_tok) / (g * hbm)
         )
-        tpot = tpot + 2.0 * m.n_layers[mdl] * ar
+        tpot = busy_s + 2.0 * m.n_layers[mdl] * ar
         ttft = t_pre + tpot
         tok_s = bsz * o / (bsz * t_pre + o * tpot)
         mem_gb = (w_bytes + bsz * (i + o) * kv_tok) / g / GIGA
         reason |= np.where(mem_gb > h.memory_gb[hw] * USABLE_MEMORY_FRACTION, 16, 0)
-        bill = _service_bill(h, hw, v["option.pricing"], v["option.region"], g)
-        reason |= np.where(np.isnan(bill(np.ones_like(tok_s))["price"]), 32, 0)
+        full = [
+            np.broadcast_to(np.asarray(a), (n,))
+            for a in (
+                hw,
+                v["option.pricing"],
+                v["option.region"],
+                ttft,
+                tpot,
+                tok_s,
+                o,
+                g,
+                busy_s / tpot,
+            )
+        ]
+        rows = np.flatnonzero(reason == 0)
+        out = self._serving_outputs(*(a[rows] for a in full))
+        # no eligible offer for the replicas (or one replica): invalid, price
+        reason[rows] |= np.where(np.isnan(out["total_usd"]), 32, 0)
         return {
-            **_serving_outputs(self.qps, ttft, tpot, tok_s, o, g, bill),
-            "memory_per_gpu_gb": mem_gb,
+            **out,
+            "memory_per_gpu_gb": (mem_gb * np.ones(n))[rows],
+            "rows": rows,
             "reason": reason,
         }
 
@@ -860,17 +1191,15 @@ def describe_reasons(counts: dict[int, int]) -> dict[str, int]:
 
 
 # ----------------------------------------------------------------------------- engine-backed
-#: Checkpoint interval assumed for spot training when pricing preemptions. [h]
-DEFAULT_SPOT_CHECKPOINT_INTERVAL_H = 1.0
 
 
 @dataclass
-class EngineTrainingEvaluator:
+class EngineTrainingEvaluator(ItemPricing):
     r"""Training configurations priced with the training engine's vectorised plan model.
 
     The step time, MFU and memory come from :func:`aitco.perf.training.evaluate_plans` (the
-    model ``aitco train`` uses, with its globally fitted efficiencies); the cost from
-    :func:`aitco.cost.cloud.rental_usd` and :func:`aitco.cost.cloud.spot_interruptions`.
+    model ``aitco train`` uses, with its globally fitted efficiencies); the cost from compare's
+    item functions (:class:`ItemPricing`).
     ``evaluate_plans`` takes the model, the accelerator, the GPU count, the sequence length and
     the global batch as scalars and the parallel plans as arrays, so a chunk is split into groups
     of equal (hardware, model, precision, gpus, seq_len, global_batch) and each group's plans
@@ -883,8 +1212,8 @@ class EngineTrainingEvaluator:
     ``aitco compare``: goodput from :func:`aitco.decide.compare.training_goodput` (failures,
     spot preemptions, Young/Daly checkpoints, restarts, firmware) and ``total_usd`` the sum of
     :func:`aitco.decide.compare.training_run_items_usd` (compute, idle instance GPUs, committed
-    term, reliability and people items). Power, data, compliance and carbon items are not yet
-    priced by the sweep (``docs/tco.md``).
+    term, reliability and people items), with the storage, power and carbon items of
+    :class:`ItemPricing`: the same model for every pricing mode, owned included.
     """
 
     hw: HardwareTable
@@ -894,11 +1223,9 @@ class EngineTrainingEvaluator:
     systems: list[Any]
     model_archs: list[Any]
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY
-    restart_h: float = 0.25
-    checkpoint_interval_h: float = DEFAULT_SPOT_CHECKPOINT_INTERVAL_H
     keys: dict[str, list[Any]] = field(default_factory=lambda: dict(TRAINING_KEYS))
     metrics: tuple[str, ...] = TRAINING_METRICS
-    #: Catalog factors of compare's items (reliability, people); required to evaluate.
+    #: Catalog factors of compare's items; required to evaluate (a missing one is an error).
     factors: Factors | None = None
     #: Operations choices (checkpointing) as in a scenario's ``ops``.
     ops: OpsAssumptions = field(default_factory=OpsAssumptions)
@@ -915,121 +1242,19 @@ class EngineTrainingEvaluator:
         self._support: np.ndarray | None = None
 
     def _model_shape(self, i: int) -> Any:
-        from aitco.perf.flops import model_shape
-
         key = ("m", i)
         if key not in self._shapes:
             self._shapes[key] = model_shape(self.model_archs[i])
         return self._shapes[key]
 
     def _hw_shape(self, h: int, prec: str) -> Any:
-        from aitco.perf.training import hardware_shape
-
         key = ("h", h, prec)
         if key not in self._shapes:
             self._shapes[key] = hardware_shape(self.accelerators[h], prec, self.efficiency)
         return self._shapes[key]
 
-    def run_items(
-        self,
-        rows: np.ndarray,
-        hw: np.ndarray,
-        mdl: np.ndarray,
-        pricing: np.ndarray,
-        gpus: np.ndarray,
-        productive_h: np.ndarray,
-        price: np.ndarray,
-        bl: dict[str, np.ndarray],
-    ) -> dict[str, np.ndarray]:
-        """Return the wall clock and compare's run items of the rows, as arrays.
-
-        Goodput from :func:`aitco.decide.compare.training_goodput` and the items from
-        :func:`aitco.decide.compare.training_run_items_usd`, the functions ``aitco compare``
-        prices one option with, evaluated once per model over that model's rows.
-        """
-        if self.factors is None:
-            raise InputError("factors", None, "catalog factors to price the sweep's items")
-        fac = self.factors
-        mode = pricing[rows]
-        n = gpus[rows].astype(float)
-        dpn = self.hw.devices_per_node[hw[rows]]
-        nodes = np.ceil(n / dpn)
-        offered = bl["offer"][rows] >= 0
-        rented = mode < PRICING_MODES.index("owned")
-        instances = np.where(rented & offered, bl["instances"][rows], nodes)
-        spot = mode == PRICING_MODES.index("spot")
-        rate = np.where(spot, bl["spot_rate"][rows], 0.0)
-        term_h = np.full(rows.size, math.nan)
-        for m, years in COMMITTED_TERM_YEARS.items():
-            term_h[mode == PRICING_MODES.index(m)] = years * HOURS_PER_YEAR
-        held = np.isin(mode, [PRICING_MODES.index(m) for m in HELD if m in PRICING_MODES])
-        owned = ~rented
-        codes = bl["offer"][rows].astype(np.int64)
-        support = self._support_fraction()[np.where(offered, codes, -1)]
-        wall_h = np.zeros(rows.size)
-        total: dict[str, np.ndarray] = {}
-        w = TrainingWorkload(model="sweep", tokens=self.tokens)
-        for mi in np.unique(mdl[rows]):
-            sel = np.flatnonzero(mdl[rows] == mi)
-            g = training_goodput(
-                self.model_archs[int(mi)], w, self.ops, fac, n[sel], nodes[sel],
-                productive_h[sel], spot_rate_per_instance_h=rate[sel],
-                instances=instances[sel], where="option",
-            )  # fmt: skip
-            o = g["overheads"]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                fs = np.where(g["rate_per_h"] > 0, g["failure_rate_per_h"] / g["rate_per_h"], 1.0)
-            items = training_run_items_usd(
-                gpus=n[sel],
-                productive_h=productive_h[sel],
-                overheads=o,
-                failure_share=fs,
-                usd_per_gpu_h=price[rows][sel],
-                gpus_billed=bl["gpus_billed"][rows][sel],
-                rented=rented[sel],
-                spot=spot[sel],
-                held=held[sel],
-                owned=owned[sel],
-                term_h=term_h[sel],
-                fac=fac,
-                reuse_fraction=self.committed_reuse_fraction,
-                support_fraction=np.where(rented[sel], support[sel], 0.0),
-            )
-            wall_h[sel] = o["wall_clock_h"]
-            ds_gb, ck_gb = training_storage_gb(
-                self.data, self.ops, fac, self.tokens, g["ckpt_bytes"]
-            )
-            store = storage_items_usd(
-                self.data, fac, o["wall_clock_h"] / HOURS_PER_MONTH, ds_gb, ck_gb
-            )
-            store.pop("usd_per_gb_month")
-            items.update(store)
-            for k, a in items.items():
-                total.setdefault(k, np.zeros(rows.size))[sel] = a
-        total["wall_clock_h"] = wall_h
-        return total
-
-    def _support_fraction(self) -> np.ndarray:
-        """Support fee share by offer code (last element: no offer, the default provider)."""
-        if self._support is None:
-            fac = self.factors
-            assert fac is not None
-            provs: list[str | None] = [o.provider for lst in self.hw.offers for o in lst]
-            if len(provs) != len(self.hw.offer_ids):
-                provs = [None] * len(self.hw.offer_ids)
-            vals = []
-            for prov in [*provs, None]:
-                key = (prov or "default").lower()
-                ids = [f"support.fraction-of-spend.{key}", "support.fraction-of-spend.default"]
-                have = [i for i in ids if fac.has(i)]
-                vals.append(fac.first(have, "support")[1] if have else 0.0)
-            self._support = np.array(vals, dtype=float)
-        return self._support
-
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk (cheap checks on all; the engine on the plausible rows, by group)."""
-        from aitco.perf.training import TRAIN_PRECISIONS, evaluate_plans
-
         n = _chunk_len(v)
         h, m = self.hw, self.models
         full = {k: np.broadcast_to(np.asarray(a), (n,)) for k, a in v.items()}
@@ -1117,14 +1342,15 @@ class EngineTrainingEvaluator:
             gr = g[rows].astype(float)
             productive_h = self.tokens / out["tokens_per_s"] / SECONDS_PER_HOUR
             items = self.run_items(
-                rows, hw, mdl, full["option.pricing"], g, productive_h, price, bl
-            )
+                rows, hw, mdl, full["option.pricing"], g, productive_h, price, bl,
+                full["option.region"],
+            )  # fmt: skip
             wall_h = items.pop("wall_clock_h")
             instances = bl["instances"][rows]
             out["wall_clock_h"] = wall_h
             out["gpu_hours"] = gr * wall_h
             out["price_usd_per_gpu_h"] = price[rows]
-            # the sum of compare's items (compute, instance, reliability, people)
+            # the sum of compare's items (compute, instance, reliability, people, power, data)
             out["total_usd"] = sum(items.values(), np.zeros(rows.size))
             out["total_gpus"] = gr
             out["gpus_billed"] = bl["gpus_billed"][rows]
@@ -1138,7 +1364,7 @@ class EngineTrainingEvaluator:
 
 
 @dataclass
-class EngineServingEvaluator:
+class EngineServingEvaluator(ItemPricing):
     r"""Serving configurations priced with the inference engine's iteration model.
 
     For each group of equal (hardware, model, precision, KV precision, gpus = tensor-parallel
@@ -1152,9 +1378,10 @@ class EngineServingEvaluator:
     -----
     TPOT = the mean iteration time at running batch *B*; output tokens/s = B / TPOT; TTFT =
     one iteration carrying the prompt as a chunk beside the *B* decodes; replicas for the
-    arrival rate :math:`\lceil q\,o / \text{tokens/s} \rceil`; $/Mtok as in
-    :class:`ServingEvaluator`. A batch above the KV capacity or the engine's ``max_num_seqs``
-    is invalid (memory). Latencies are steady-state means, not percentiles under Poisson load.
+    arrival rate :math:`\lceil q\,o / \text{tokens/s} \rceil`; ``total_usd``, ``usd_per_h`` and
+    $/Mtok from compare's items (:meth:`ItemPricing._serving_outputs`). A batch above the KV
+    capacity or the engine's ``max_num_seqs`` is invalid (memory). Latencies are steady-state
+    means, not percentiles under Poisson load.
     """
 
     hw: HardwareTable
@@ -1167,15 +1394,25 @@ class EngineServingEvaluator:
     engine: str = "vllm"
     keys: dict[str, list[Any]] = field(default_factory=lambda: dict(SERVING_KEYS))
     metrics: tuple[str, ...] = SERVING_METRICS
+    #: Service period priced. [months]
+    months: float = DEFAULT_SERVICE_MONTHS
+    #: Catalog factors of compare's items; required to evaluate (a missing one is an error).
+    factors: Factors | None = None
+    #: Operations choices as in a scenario's ``ops``.
+    ops: OpsAssumptions = field(default_factory=OpsAssumptions)
+    #: Data costs as in a scenario's ``data`` (stored dataset volume).
+    data: DataCosts = field(default_factory=DataCosts)
+    #: System each offer code runs on (None: the hardware's own system).
+    offer_systems: list[Any] = field(default_factory=list)
+    #: Share of an unused committed term reused elsewhere (compare's option field).
+    committed_reuse_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         self._cache: dict[Any, Any] = {}
+        self._support: np.ndarray | None = None
 
     def _group(self, hi: int, mi: int, pi: int, ki: int, tp: int, i: int, o: int) -> Any:
         """Return (iteration model, max sequences, fixed GB, usable GB) or an int reason code."""
-        from aitco.perf.inference import ENGINES, iteration_model, memory_plan, resolve_precisions
-        from aitco.perf.kvcache import kv_capacity
-
         key = (hi, mi, pi, ki, tp, i, o)
         if key in self._cache:
             return self._cache[key]
@@ -1210,8 +1447,6 @@ class EngineServingEvaluator:
 
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk of serving configurations, one engine model per group."""
-        from aitco.perf.inference import continuous_batching_step
-
         n = _chunk_len(v)
         h = self.hw
         full = {k: np.broadcast_to(np.asarray(a), (n,)) for k, a in v.items()}
@@ -1227,6 +1462,7 @@ class EngineServingEvaluator:
         tpot = np.zeros(rows.size)
         ttft = np.zeros(rows.size)
         mem = np.zeros(rows.size)
+        busy = np.zeros(rows.size)
         if rows.size:
             outer = np.stack(
                 [hw[rows], mdl[rows], prec[rows], kvp[rows], g[rows], i_tok[rows], o_tok[rows]]
@@ -1254,20 +1490,19 @@ class EngineServingEvaluator:
                 reason[r] |= np.where(b > max_seqs, 16, 0)
                 i, o = float(k[5]), float(k[6])
                 tpot[grp] = continuous_batching_step(it, b, i, o)
+                busy[grp] = busy_share(continuous_batching_terms(it, b, i, o), tpot[grp])
                 ttft[grp] = it.iteration_s(b, b * (i + o / 2.0), i, i * (i + 1) / 2.0, 1.0)
                 mem[grp] = fixed_gb + (usable_gb - fixed_gb) * np.minimum(b / max(max_seqs, 1), 1.0)
         keep = reason[rows] == 0
-        rows, tpot, ttft, mem = rows[keep], tpot[keep], ttft[keep], mem[keep]
+        rows, tpot, ttft, mem, busy = rows[keep], tpot[keep], ttft[keep], mem[keep], busy[keep]
         b = bsz[rows].astype(float)
         o = o_tok[rows].astype(float)
         tok_s = b / tpot
         gr = g[rows].astype(float)
-        bill = _service_bill(
-            h, hw[rows], full["option.pricing"][rows], full["option.region"][rows], gr
-        )
-        return {
-            **_serving_outputs(self.qps, ttft, tpot, tok_s, o, gr, bill),
-            "memory_per_gpu_gb": mem,
-            "rows": rows,
-            "reason": reason,
-        }
+        out = self._serving_outputs(
+            hw[rows], full["option.pricing"][rows], full["option.region"][rows], ttft, tpot,
+            tok_s, o, gr, busy,
+        )  # fmt: skip
+        # no eligible offer for the replicas: invalid, price
+        reason[rows] |= np.where(np.isnan(out["total_usd"]), 32, 0)
+        return {**out, "memory_per_gpu_gb": mem, "rows": rows, "reason": reason}

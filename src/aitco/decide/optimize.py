@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from aitco.catalog.loader import Catalog
+from aitco.decide.api_vs_self_host import poisson_check
 from aitco.decide.sweep import Constraints, SweepResult, SweepSpec, sweep
 from aitco.errors import InputError
 
@@ -89,8 +90,6 @@ def optimize(
 
 def _verify_p99(spec: SweepSpec, catalog: Catalog, out: dict[str, Any]) -> None:
     """Re-check the top serving plans at P99 under Poisson load; keep the cheapest that passes."""
-    from aitco.decide.api_vs_self_host import poisson_check
-
     qps = spec.workload.get("qps")
     c = spec.constraints
     if qps is None or (c.max_ttft_s is None and c.max_tpot_s is None):

@@ -116,7 +116,8 @@ class SweepSpec(BaseModel):
         :class:`aitco.decide.evaluators.TrainingEvaluator` / ``ServingEvaluator``.
     workload : dict
         Base workload fields (``model``, ``tokens``, ``seq_len``, ``global_batch``,
-        ``precision``, ``plan``; or ``input_tokens``, ``output_tokens``, ``qps`` for serving).
+        ``precision``, ``plan``; or ``input_tokens``, ``output_tokens``, ``qps`` and ``months``,
+        the service period ``total_usd`` covers, for serving).
     option : dict
         Base hardware option fields (``hardware``, ``gpus``, ``pricing``, ``region``).
     grid : dict of str to list
@@ -136,7 +137,8 @@ class SweepSpec(BaseModel):
     chunk_size : int
         Configurations per chunk.
     prices : dict
-        Price overrides ``{hardware: {pricing_mode: usd_per_gpu_hour}}``.
+        Price overrides ``{hardware: {pricing_mode: usd_per_gpu_hour}}`` (for ``owned``: the
+        capital per accelerator-hour; energy, staff and the other items are priced as compare).
     constraints : Constraints
         Feasibility bounds (see :mod:`aitco.decide.optimize`).
     """
@@ -323,6 +325,7 @@ def build_plan(
     extra_base = {
         "workload.tokens",
         "workload.qps",
+        "workload.months",
         "workload.name",
         "workload.kind",
         "option.name",
@@ -394,50 +397,47 @@ def build_plan(
     models = [catalog.resolve_model(m, field="workload.model") for m in model_ids]
     mt = ev.model_table(models)
     if evaluator is None:
+        pairs = [catalog.hardware(x, field="option.hardware") for x in hw_ids]
+        # every evaluator bills through compare's item functions (one cost model)
+        cost: dict[str, Any] = {
+            "accelerators": [a for a, _ in pairs],
+            "systems": [s for _, s in pairs],
+            # a catalog factor; a missing one is an error naming it (no silent default)
+            "factors": Factors(catalog),
+            "offer_systems": [
+                None
+                if hw_ids[h] in catalog.systems
+                else offer_system(catalog, pairs[h][0], pairs[h][1], o.id)
+                for h, lst in enumerate(hw_table.offers)
+                for o in lst
+            ],
+        }
         if spec.kind == "training":
             tokens = spec.workload.get("tokens")
             if tokens is None or float(tokens) <= 0:
                 raise InputError("workload.tokens", tokens, "tokens to train on (> 0)")
-            if spec.evaluator == "fast":
-                evaluator = ev.TrainingEvaluator(
-                    hw=hw_table,
-                    models=mt,
-                    tokens=float(tokens),
-                )
-            else:
-                pairs = [catalog.hardware(x, field="option.hardware") for x in hw_ids]
-                evaluator = ev.EngineTrainingEvaluator(
-                    hw=hw_table,
-                    models=mt,
-                    tokens=float(tokens),
-                    accelerators=[a for a, _ in pairs],
-                    systems=[s for _, s in pairs],
-                    model_archs=models,
-                    # a catalog factor; a missing one is an error naming it (no silent default)
-                    restart_h=catalog.factor_value("restart.hours"),
-                    factors=Factors(catalog),
-                    offer_systems=[
-                        None
-                        if hw_ids[h] in catalog.systems
-                        else offer_system(catalog, pairs[h][0], pairs[h][1], o.id)
-                        for h, lst in enumerate(hw_table.offers)
-                        for o in lst
-                    ],
-                )
+            cls = ev.TrainingEvaluator if spec.evaluator == "fast" else ev.EngineTrainingEvaluator
+            evaluator = cls(
+                hw=hw_table, models=mt, tokens=float(tokens), model_archs=models, **cost
+            )
         else:
             qps = spec.workload.get("qps")
             q = None if qps is None else float(qps)
+            months = spec.workload.get("months", ev.DEFAULT_SERVICE_MONTHS)
+            if not isinstance(months, int | float) or isinstance(months, bool) or months <= 0:
+                raise InputError("workload.months", months, "a service period in months (> 0)")
             if spec.evaluator == "fast":
-                evaluator = ev.ServingEvaluator(hw=hw_table, models=mt, qps=q)
+                evaluator = ev.ServingEvaluator(
+                    hw=hw_table, models=mt, qps=q, months=float(months), **cost
+                )
             else:
-                pairs = [catalog.hardware(x, field="option.hardware") for x in hw_ids]
                 evaluator = ev.EngineServingEvaluator(
                     hw=hw_table,
                     models=mt,
-                    accelerators=[a for a, _ in pairs],
-                    systems=[s for _, s in pairs],
                     model_archs=models,
                     qps=q,
+                    months=float(months),
+                    **cost,
                 )
     dims = []
     for k in keys:

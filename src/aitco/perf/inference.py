@@ -1122,6 +1122,25 @@ def continuous_batching_terms(
     )
 
 
+#: Iteration terms during which the accelerators compute or stream memory: their share of the
+#: iteration is the busy fraction that sets the serving power draw (:func:`serving.power_w`).
+BUSY_TERMS = (
+    "linear_compute_s",
+    "weights_read_s",
+    "elementwise_s",
+    "lm_head_s",
+    "kv_read_s",
+    "prefill_attention_s",
+)
+
+
+def busy_share(terms: dict[str, Any], step_s: ArrayLike) -> F64:
+    """Return the share of an iteration in :data:`BUSY_TERMS` (vectorised over batches)."""
+    busy = sum((np.asarray(terms[k], dtype=np.float64) for k in BUSY_TERMS if k in terms), 0.0)
+    step = np.asarray(step_s, dtype=np.float64)
+    return np.asarray(np.asarray(busy, dtype=np.float64) / step, dtype=np.float64)
+
+
 def continuous_batching_step(
     it: IterationModel,
     batch: ArrayLike,
@@ -2006,9 +2025,7 @@ def estimate_inference(
     out_tps = point.output_tokens_per_s
     req_s = out_tps / o
     tpot_t = point.tpot_terms
-    busy_keys = ("linear_compute_s", "weights_read_s", "elementwise_s", "lm_head_s",
-                 "kv_read_s", "prefill_attention_s")  # fmt: skip
-    busy = (math.fsum(tpot_t.get(k, 0.0) for k in busy_keys) / point.tpot_s) if tpot_t else 1.0
+    busy = (math.fsum(tpot_t.get(k, 0.0) for k in BUSY_TERMS) / point.tpot_s) if tpot_t else 1.0
     energy = serving.energy_per_token(acc, gpus, out_tps, utilization=min(max(busy, 0.0), 1.0))
     # a new replica reads its weights from each node's local NVMe (nodes in parallel)
     nodes = math.ceil(inp.gpus_per_replica / system.devices_per_node)

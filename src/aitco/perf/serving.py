@@ -318,6 +318,13 @@ def power_w(
     )
 
 
+def idle_power_fraction(acc: Accelerator) -> float:
+    """Return the idle draw over TDP: the published idle power, else the default fraction."""
+    if acc.idle_w and acc.tdp_w:
+        return float(acc.idle_w / acc.tdp_w)
+    return IDLE_POWER_FRACTION_DEFAULT
+
+
 def energy_per_token(
     acc: Accelerator, gpus: int, output_tokens_per_s: float, *, utilization: float
 ) -> dict[str, float | None]:
@@ -338,7 +345,7 @@ def energy_per_token(
             "peak_tops_per_w": None,
             "energy_per_million_tokens_kwh": None,
         }
-    idle = (acc.idle_w / acc.tdp_w) if acc.idle_w else IDLE_POWER_FRACTION_DEFAULT
+    idle = idle_power_fraction(acc)
     p = float(power_w(acc.tdp_w, utilization, idle)) * gpus
     j = p / output_tokens_per_s
     peak = max(acc.peak_tflops.values()) if acc.peak_tflops else 0.0
