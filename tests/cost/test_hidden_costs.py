@@ -15,7 +15,7 @@ def test_loaded_rate_is_wage_times_employer_cost_factor():
     assert float(people.loaded_rate_usd_per_h(69.50, 45.65 / 32.07)) == pytest.approx(
         69.50 * 1.42345, rel=1e-4
     )
-    with pytest.raises(InputError, match="labour.employer-cost-factor"):
+    with pytest.raises(InputError, match=r"labour\.employer-cost-factor"):
         people.loaded_rate_usd_per_h(69.5, 0.7)  # wages cannot exceed total compensation
 
 

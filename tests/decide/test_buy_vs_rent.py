@@ -95,8 +95,10 @@ def test_small_owned_cluster_carries_the_on_call_team(catalog):
     """16 owned GPUs pay the 24x7 on-call minimum team, not 16/1000 x 2 FTE."""
     r = buy_vs_rent(catalog, "h100-sxm5-80gb", 16, utilization=0.5, prices={"on_demand": 6.0})
     staff = next(i for i in r["owned"]["items"] if i["name"] == "operations_staff")
-    fte = catalog.factor_value("ops.on-call-seats.owned") * 8766 / catalog.factor_value(
-        "labour.productive-hours-per-fte-year"
+    fte = (
+        catalog.factor_value("ops.on-call-seats.owned")
+        * 8766
+        / catalog.factor_value("labour.productive-hours-per-fte-year")
     )
     w = catalog.factor_value("labour.usd-per-hour.sre") * catalog.factor_value(
         "labour.employer-cost-factor"

@@ -282,7 +282,7 @@ def tiered_fee_usd(
     if np.any(np.diff(b, axis=-1) <= 0) or np.any(b[..., 0] != 0):
         raise InputError("support.tier-breaks-usd", b.tolist(), "increasing breaks from 0")
     monthly = (c / m)[..., None]
-    upper = np.concatenate([b[..., 1:], np.full(b.shape[:-1] + (1,), np.inf)], axis=-1)
+    upper = np.concatenate([b[..., 1:], np.full((*b.shape[:-1], 1), np.inf)], axis=-1)
     in_bracket = np.clip(monthly - b, 0.0, upper - b)
     fee = np.sum(in_bracket * r, axis=-1)
     return np.asarray(m * np.maximum(fee, lo), dtype=float)

@@ -15,7 +15,6 @@ every line is itemised with its formula and source, so a spreadsheet can rebuild
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,7 +84,7 @@ class _F:
         return fid in self.overrides or fid in self.cat.factors
 
     def loaded_rate(self) -> float:
-        """Loaded hourly rate of operations staff: wage x employer-cost factor. [USD/h]"""
+        """Return the loaded hourly rate of operations staff (wage x employer-cost factor)."""
         ids = FACTOR_IDS
         return float(people.loaded_rate_usd_per_h(self.get(ids["sre"]), self.get(ids["employer"])))
 
@@ -469,7 +468,8 @@ def _rent(
         srcs.append(fac.source(sid))
     # the provider's support plan; a user-given price (no provider) is priced on AWS's plan
     key = (provider or "aws").lower()
-    support, sup_in = 0.0, {"provider": key, "schedule": None}
+    support = 0.0
+    sup_in: dict[str, Any] = {"provider": key, "schedule": None}
     if fac.has(f"{ids['support']}.{key}"):
         sup_ids = [f"support.{t}.{key}" for t in ("tier-breaks-usd", "tier-rates")]
         low_id = f"support.minimum-usd-per-month.{key}"

@@ -983,7 +983,9 @@ def on_call_min_fte(fac: Factors) -> float:
     return float(people.on_call_fte(seats, hours))
 
 
-def support_schedule(fac: Factors, provider: str | None) -> tuple[Any, Any, float, list[str]] | None:
+def support_schedule(
+    fac: Factors, provider: str | None
+) -> tuple[Any, Any, float, list[str]] | None:
     """Return a provider's support fee brackets (breaks, rates, monthly minimum, ids), or None.
 
     None where the catalog tables no plan for the provider (no support item is charged).
@@ -1015,9 +1017,7 @@ def support_billed_months(wall_h: Any, term_h: Any) -> np.ndarray:
     return np.asarray(np.maximum(billed / HOURS_PER_MONTH, 1.0), dtype=float)
 
 
-def support_fee_usd(
-    fac: Factors, providers: Any, spend_usd: Any, months: Any
-) -> np.ndarray:
+def support_fee_usd(fac: Factors, providers: Any, spend_usd: Any, months: Any) -> np.ndarray:
     """Tiered support fee of each row's provider on its spend (0 where no plan is tabled)."""
     prov = np.asarray(providers, dtype=object)
     spend = np.asarray(spend_usd, dtype=float)
@@ -1069,9 +1069,7 @@ def labour_items_usd(
             people.incident_usd(interruptions, mttr, w), dtype=float
         )
     else:
-        raise InputError(
-            "ops.repair_model", repair_model, "one of per_incident, cluster_scale"
-        )
+        raise InputError("ops.repair_model", repair_model, "one of per_incident, cluster_scale")
     return out
 
 
