@@ -33,7 +33,7 @@ REQUIRED_FACTORS = {
     "transfer.usd-per-gb.internet-egress-aws", "transfer.usd-per-gb.internet-egress-gcp",
     "transfer.usd-per-gb.internet-egress-azure", "transfer.usd-per-gb.cross-az-aws",
     "labour.usd-per-hour.sre", "labour.usd-per-hour.ml-engineer",
-    "labour.usd-per-hour.datacenter-tech", "support.fraction-of-spend.aws",
+    "labour.usd-per-hour.datacenter-tech", "support.tier-rates.aws",
     "fragmentation.idle-fraction", "firmware.downtime-hours-per-year", "finance.discount-rate",
     "facility.colocation-usd-per-kw-month", "network.capex-fraction", "server.overhead-fraction",
 }  # fmt: skip
@@ -179,6 +179,11 @@ def test_required_factors_present(catalog) -> None:
 
 def test_factor_ranges_and_curves(catalog) -> None:
     for f in catalog.factors.values():
+        if isinstance(f.value, list) and f.id.startswith("support.tier-breaks-usd."):
+            # support fee brackets: lower bounds of the monthly spend, increasing from 0
+            assert f.value[0] == 0, f.id
+            assert all(b > a for a, b in zip(f.value, f.value[1:], strict=False)), f.id
+            continue
         if isinstance(f.value, list):
             assert f.value[0] == pytest.approx(1.0) or f.category != "residual_value", f.id
             assert all(b <= a for a, b in zip(f.value, f.value[1:], strict=False)), f.id

@@ -56,11 +56,12 @@ def test_more_utilisation_favours_owning(catalog):
 
 
 def test_break_even_utilisation_equalises_npv(catalog):
-    r = buy_vs_rent(catalog, "h100-sxm5-80gb", 16, utilization=0.5, prices={"on_demand": 6.0})
+    # 256 GPUs: a 16-GPU cluster carrying the 24x7 on-call team never breaks even at $6/GPU-h
+    r = buy_vs_rent(catalog, "h100-sxm5-80gb", 256, utilization=0.5, prices={"on_demand": 6.0})
     u = r["rent"]["on_demand"]["break_even_utilization"]
     assert u is not None
     assert 0 < u < 1
-    at = buy_vs_rent(catalog, "h100-sxm5-80gb", 16, utilization=u, prices={"on_demand": 6.0})
+    at = buy_vs_rent(catalog, "h100-sxm5-80gb", 256, utilization=u, prices={"on_demand": 6.0})
     assert at["rent"]["on_demand"]["owning_saves_usd"] == pytest.approx(
         0.0, abs=1e-3 * at["owned"]["npv_usd"]
     )
@@ -88,3 +89,24 @@ def test_cli_json_and_bad_key(tmp_path, capsys):
     _, err = capsys.readouterr()
     assert exc.value.code == 2
     assert "did you mean" in err
+
+
+def test_small_owned_cluster_carries_the_on_call_team(catalog):
+    """16 owned GPUs pay the 24x7 on-call minimum team, not 16/1000 x 2 FTE."""
+    r = buy_vs_rent(catalog, "h100-sxm5-80gb", 16, utilization=0.5, prices={"on_demand": 6.0})
+    staff = next(i for i in r["owned"]["items"] if i["name"] == "operations_staff")
+    fte = (
+        catalog.factor_value("ops.on-call-seats.owned")
+        * 8766
+        / catalog.factor_value("labour.productive-hours-per-fte-year")
+    )
+    w = catalog.factor_value("labour.usd-per-hour.sre") * catalog.factor_value(
+        "labour.employer-cost-factor"
+    )
+    assert fte > 16 / 1000 * catalog.factor_value("ops.fte-per-1000-gpus.owned")
+    assert staff["usd"] == pytest.approx(fte * 730.5 / 8766 * 2080 * w)
+    no_team = buy_vs_rent(
+        catalog, "h100-sxm5-80gb", 16, utilization=0.5, prices={"on_demand": 6.0},
+        overrides={"ops.on-call-seats.owned": 0.0},
+    )  # fmt: skip
+    assert no_team["owned"]["opex_usd_per_month"] < r["owned"]["opex_usd_per_month"]

@@ -113,8 +113,9 @@ def test_hand_computed_failures(cat, monkeypatch):
     )
     assert b.usd("network_rework") == pytest.approx(0.1 * 8 * rate * w * 0.5 * 2.0)
     assert b.usd("restart_requeue") == pytest.approx(8 * rate * w * restart * 2.0)
-    # incidents: failures x 1 staff hour (ops.mttr-staff-hours) x $100 (labour.usd-per-hour.sre)
-    assert b.usd("incident_response") == pytest.approx(rate * w * 1.0 * 100.0)
+    # incidents: failures x 1 staff hour (ops.mttr-staff-hours) x $100 wage
+    # (labour.usd-per-hour.sre) x 1.5 (labour.employer-cost-factor of the test catalog)
+    assert b.usd("incident_response") == pytest.approx(rate * w * 1.0 * 100.0 * 1.5)
 
 
 def test_default_training_contract(default_train):
@@ -359,7 +360,8 @@ def test_data_and_compliance_hand_computed(cat, monkeypatch):
     assert b.usd("egress") == pytest.approx(100 * 0.09)
     assert b.usd("cross_zone_transfer") == pytest.approx(50 * 0.02)
     days = 730.5 / 24
-    assert b.usd("retention") == pytest.approx(10 * days**2 / 2 / 30.4375 * 0.0125)
+    # every day's 10 GB is kept the whole 90 days (also after the run): GB x retention months
+    assert b.usd("retention") == pytest.approx(10 * days * (90 / 30.4375) * 0.0125)
 
 
 def test_scenario_sections_round_trip(tmp_path):

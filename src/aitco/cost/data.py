@@ -7,6 +7,15 @@ the stored volume over the period: with :math:`g` GB/day kept :math:`R` days ove
 .. math::
 
     \mathrm{GB\cdot days} = g\left(\tfrac{1}{2}\min(D,R)^2 + R\max(D-R, 0)\right)
+
+That is the storage paid *within* the period. What a run commits to is more: every day's volume
+is kept the whole retention period, also after the run ends, so the committed cost is
+
+.. math::
+
+    C_\mathrm{ret} = g\,D\,\frac{R}{30.44}\,p,\qquad C_\mathrm{audit} = h_\mathrm{audit}\,w
+
+(GB produced x retention months x $/GB-month), plus the audit hours at the loaded labour rate.
 """
 
 from __future__ import annotations
@@ -108,3 +117,65 @@ def retention_usd(
     p = checks.non_negative(usd_per_gb_month, "storage.usd-per-gb-month")
     gb_days = g * (0.5 * np.minimum(d, r) ** 2 + r * np.maximum(d - r, 0.0))
     return np.asarray(gb_days / DAYS_PER_MONTH * p, dtype=float)
+
+
+def retention_committed_usd(
+    gb_per_day: ArrayLike,
+    retention_days: ArrayLike,
+    period_days: ArrayLike,
+    usd_per_gb_month: ArrayLike,
+) -> np.ndarray:
+    """Cost of keeping every day's volume of a period for its whole retention period.
+
+    Parameters
+    ----------
+    gb_per_day : array_like
+        Volume produced per day. [GB/day]
+    retention_days : array_like
+        How long each day's volume is kept. [days]
+    period_days : array_like
+        Days the run produces the volume. [days]
+    usd_per_gb_month : array_like
+        Storage price. [USD/(GB month)]
+
+    Returns
+    -------
+    numpy.ndarray
+        GB produced x retention months x price (module equation). [USD]
+
+    Examples
+    --------
+    >>> # 1 GB/day for 10 days kept 7 years (2,556.75 days): 840 GB-months
+    >>> round(float(retention_committed_usd(1.0, 7 * 365.25, 10.0, 1.0)), 6)
+    840.0
+    """
+    g = checks.non_negative(gb_per_day, "compliance.gb_per_day")
+    r = checks.non_negative(retention_days, "compliance.retention_days")
+    d = checks.non_negative(period_days, "period_days")
+    p = checks.non_negative(usd_per_gb_month, "storage.usd-per-gb-month")
+    return np.asarray(g * d * (r / DAYS_PER_MONTH) * p, dtype=float)
+
+
+def audit_labour_usd(audit_hours: ArrayLike, usd_per_hour: ArrayLike) -> np.ndarray:
+    """Staff time of audits and evidence requests over the records' retention.
+
+    Parameters
+    ----------
+    audit_hours : array_like
+        Staff hours of audit work the run's records require. [h]
+    usd_per_hour : array_like
+        Loaded hourly labour rate. [USD/h]
+
+    Returns
+    -------
+    numpy.ndarray
+        Cost. [USD]
+
+    Examples
+    --------
+    >>> float(audit_labour_usd(40.0, 100.0))
+    4000.0
+    """
+    h = checks.non_negative(audit_hours, "compliance.audit_hours")
+    w = checks.non_negative(usd_per_hour, "labour.usd-per-hour")
+    return np.asarray(h * w, dtype=float)

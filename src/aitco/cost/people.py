@@ -1,14 +1,27 @@
-r"""People: operations staff, incident response, and cloud support fees.
+r"""People: operations staff, incident and repair labour, and cloud support fees.
 
 .. math::
 
-    C_\mathrm{ops} = \frac{N}{1000}\,s\,\frac{t}{8766}\,h_\mathrm{FTE}\,w,\qquad
-    C_\mathrm{inc} = I\,\mathrm{MTTR}\,w,\qquad
-    C_\mathrm{sup} = \varphi\,C_\mathrm{compute}
+    w = k_\mathrm{emp}\,w_\mathrm{wage},\qquad
+    F = \max\!\left(\frac{N}{1000}\,s,\; F_\mathrm{min}\right),\qquad
+    F_\mathrm{min} = S\,\frac{8766}{h_\mathrm{prod}}
 
-with :math:`s` operations staff (FTE) per 1,000 accelerators, :math:`t` the hours the cluster is
-held, :math:`h_\mathrm{FTE}` working hours of one FTE per year, :math:`w` the loaded hourly rate,
-:math:`I` the incidents and :math:`\varphi` the support fee as a share of the cloud bill.
+    C_\mathrm{ops} = F\,\frac{t}{8766}\,h_\mathrm{FTE}\,w,\qquad
+    C_\mathrm{inc} = I\,\mathrm{MTTR}\,w,\qquad
+    C_\mathrm{repair} = I\,\mathrm{MTTR}\,w\,(1 + \alpha\log_2 n)
+
+    C_\mathrm{sup} = M\,\sum_j r_j\,\mathrm{clip}\!\left(\tfrac{C}{M} - b_j,\,0,\,b_{j+1}-b_j\right)
+    \;\ge\; M\,c_\mathrm{min}
+
+with :math:`k_\mathrm{emp}` the employer cost of compensation over wages (benefits, payroll
+taxes), :math:`s` operations staff (FTE) per 1,000 accelerators, :math:`S` on-call seats staffed
+around the clock (owned clusters), :math:`h_\mathrm{prod}` hours one FTE works per year (paid
+hours less paid leave), :math:`t` the hours the cluster is held, :math:`h_\mathrm{FTE}` paid
+hours of one FTE per year, :math:`I` the interruptions, :math:`n` the nodes, :math:`\alpha` the
+cluster-scale coefficient, and the support fee a provider's tiered schedule (marginal rates
+:math:`r_j` above breaks :math:`b_j` of the monthly spend :math:`C/M` over :math:`M` billed months,
+at least :math:`c_\mathrm{min}` a month). The staffing takes the larger of the per-GPU ratio and
+the on-call minimum (the on-call team also does the per-GPU work), not their sum.
 """
 
 from __future__ import annotations
@@ -17,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from aitco.cost import checks
+from aitco.errors import InputError
 from aitco.units import HOURS_PER_YEAR
 
 #: Working hours of one full-time employee per year (40 h x 52 weeks), the US convention used
@@ -27,8 +41,68 @@ WORK_HOURS_PER_FTE_YEAR = 2080.0
 GPUS_PER_STAFFING_UNIT = 1000.0
 
 
+def loaded_rate_usd_per_h(wage_usd_per_h: ArrayLike, employer_cost_factor: ArrayLike) -> np.ndarray:
+    """Return the employer's hourly cost of labour: the wage times the employer-cost factor.
+
+    Parameters
+    ----------
+    wage_usd_per_h : array_like
+        Wage (salary over paid hours). [USD/h]
+    employer_cost_factor : array_like
+        Total compensation cost over wages and salaries (>= 1). [ratio]
+
+    Returns
+    -------
+    numpy.ndarray
+        Loaded rate. [USD/h]
+
+    Examples
+    --------
+    >>> round(float(loaded_rate_usd_per_h(70.0, 1.4234)), 3)
+    99.638
+    """
+    w = checks.non_negative(wage_usd_per_h, "labour.usd-per-hour")
+    k = checks.finite(employer_cost_factor, "labour.employer-cost-factor")
+    if np.any(k < 1.0):
+        raise InputError(
+            "labour.employer-cost-factor",
+            float(np.min(k)),
+            "a ratio >= 1 (total compensation over wages)",
+        )
+    return np.asarray(w * k, dtype=float)
+
+
+def on_call_fte(seats: ArrayLike, productive_h_per_fte_year: ArrayLike) -> np.ndarray:
+    r"""Return the FTE that staff ``seats`` around the clock, all year.
+
+    Parameters
+    ----------
+    seats : array_like
+        Seats (on-call positions) covered 24x7. [count]
+    productive_h_per_fte_year : array_like
+        Hours one FTE works in a year (paid hours less paid leave). [h]
+
+    Returns
+    -------
+    numpy.ndarray
+        :math:`S \cdot 8766 / h_\mathrm{prod}`. [FTE]
+
+    Examples
+    --------
+    >>> round(float(on_call_fte(1, 1878.5)), 3)
+    4.666
+    """
+    s = checks.non_negative(seats, "ops.on-call-seats.owned")
+    h = checks.positive(productive_h_per_fte_year, "labour.productive-hours-per-fte-year")
+    return np.asarray(s * HOURS_PER_YEAR / h, dtype=float)
+
+
 def ops_staff_usd(
-    gpus: ArrayLike, hours: ArrayLike, fte_per_1000_gpus: ArrayLike, usd_per_hour: ArrayLike
+    gpus: ArrayLike,
+    hours: ArrayLike,
+    fte_per_1000_gpus: ArrayLike,
+    usd_per_hour: ArrayLike,
+    min_fte: ArrayLike = 0.0,
 ) -> np.ndarray:
     """Operations staff time attributed to a cluster held for ``hours``.
 
@@ -42,6 +116,9 @@ def ops_staff_usd(
         Operations staff per 1,000 accelerators. [FTE]
     usd_per_hour : array_like
         Loaded hourly labour rate. [USD/h]
+    min_fte : array_like
+        Minimum team whatever the size (24x7 on-call coverage of an owned cluster, from
+        :func:`on_call_fte`); the staff is the larger of the two. [FTE]
 
     Returns
     -------
@@ -52,12 +129,15 @@ def ops_staff_usd(
     --------
     >>> round(float(ops_staff_usd(1000, 8766.0, 1.0, 100.0)), 6)
     208000.0
+    >>> round(float(ops_staff_usd(4, 8766.0, 2.0, 100.0, min_fte=4.0)), 6)  # not 0.008 FTE
+    832000.0
     """
     n = checks.non_negative(gpus, "gpus")
     h = checks.non_negative(hours, "hours")
     s = checks.non_negative(fte_per_1000_gpus, "ops.fte-per-1000-gpus")
     w = checks.non_negative(usd_per_hour, "labour.usd-per-hour")
-    fte = n / GPUS_PER_STAFFING_UNIT * s
+    m = checks.non_negative(min_fte, "ops.min_fte")
+    fte = np.maximum(n / GPUS_PER_STAFFING_UNIT * s, m)
     return np.asarray(fte * (h / HOURS_PER_YEAR) * WORK_HOURS_PER_FTE_YEAR * w, dtype=float)
 
 
@@ -89,6 +169,123 @@ def incident_usd(
     m = checks.non_negative(mttr_staff_h, "ops.mttr-staff-hours")
     w = checks.non_negative(usd_per_hour, "labour.usd-per-hour")
     return np.asarray(i * m * w, dtype=float)
+
+
+def cluster_scale_coefficient(nodes: ArrayLike, per_doubling: ArrayLike) -> np.ndarray:
+    r"""Return the repair-effort multiplier of a cluster of ``nodes``: 1 + alpha log2(nodes).
+
+    Parameters
+    ----------
+    nodes : array_like
+        Nodes (servers) in the job; below one node counts as one. [count]
+    per_doubling : array_like
+        Extra repair effort per doubling of the node count, :math:`\alpha`. [fraction]
+
+    Returns
+    -------
+    numpy.ndarray
+        Coefficient (1 for a single node). [ratio]
+
+    Examples
+    --------
+    >>> float(cluster_scale_coefficient(16, 0.1))
+    1.4
+    """
+    n = checks.non_negative(nodes, "nodes")
+    a = checks.non_negative(per_doubling, "ops.repair-scale-per-node-doubling")
+    return np.asarray(1.0 + a * np.log2(np.maximum(n, 1.0)), dtype=float)
+
+
+def repair_labour_usd(
+    incidents: ArrayLike,
+    mttr_staff_h: ArrayLike,
+    usd_per_hour: ArrayLike,
+    nodes: ArrayLike,
+    per_doubling: ArrayLike,
+) -> np.ndarray:
+    """Failure/repair labour of the cluster-scale model: rate x MTTR x a coefficient of nodes.
+
+    Parameters
+    ----------
+    incidents : array_like
+        Interruptions handled. [count]
+    mttr_staff_h : array_like
+        Staff hours per interruption on a single node. [h]
+    usd_per_hour : array_like
+        Loaded hourly labour rate. [USD/h]
+    nodes : array_like
+        Nodes in the job. [count]
+    per_doubling : array_like
+        Cluster-scale coefficient per doubling of the nodes. [fraction]
+
+    Returns
+    -------
+    numpy.ndarray
+        Cost. [USD]
+
+    Examples
+    --------
+    >>> round(float(repair_labour_usd(10, 2.0, 100.0, 16, 0.1)), 6)
+    2800.0
+    """
+    base = incident_usd(incidents, mttr_staff_h, usd_per_hour)
+    return np.asarray(base * cluster_scale_coefficient(nodes, per_doubling), dtype=float)
+
+
+def tiered_fee_usd(
+    spend_usd: ArrayLike,
+    months: ArrayLike,
+    breaks_usd: ArrayLike,
+    rates: ArrayLike,
+    minimum_usd_per_month: ArrayLike = 0.0,
+) -> np.ndarray:
+    r"""Support fee of a provider's tiered schedule on a spend spread over ``months``.
+
+    Each month's spend :math:`C/M` is charged rate :math:`r_j` on the part between breaks
+    :math:`b_j` and :math:`b_{j+1}` (like tax brackets), and at least the monthly minimum.
+
+    Parameters
+    ----------
+    spend_usd : array_like, shape (...)
+        Spend the fee applies to over the whole period. [USD]
+    months : array_like, shape (...)
+        Billed months the spend is spread over (>= 1: a plan is billed by the month). [months]
+    breaks_usd : array_like, shape (..., K)
+        Lower bound of each bracket of the monthly spend, increasing, first 0. [USD/month]
+    rates : array_like, shape (..., K)
+        Marginal rate of each bracket. [fraction]
+    minimum_usd_per_month : array_like, shape (...)
+        Minimum monthly fee. [USD/month]
+
+    Returns
+    -------
+    numpy.ndarray
+        Fee over the period. [USD]
+
+    Examples
+    --------
+    >>> b, r = [0, 10e3, 80e3, 250e3], [0.10, 0.07, 0.05, 0.03]
+    >>> [round(float(tiered_fee_usd(s, 1, b, r, 100.0)), 2) for s in (500, 5e3, 50e3, 500e3)]
+    [100.0, 500.0, 3800.0, 21900.0]
+    """
+    c = checks.non_negative(spend_usd, "spend_usd")
+    m = checks.finite(months, "months")
+    if np.any(m < 1.0):
+        raise InputError("months", float(np.min(m)), "billed months >= 1")
+    b = checks.non_negative(breaks_usd, "support.tier-breaks-usd")
+    r = checks.fraction(rates, "support.tier-rates")
+    lo = checks.non_negative(minimum_usd_per_month, "support.minimum-usd-per-month")
+    if b.shape[-1:] != r.shape[-1:] or b.shape[-1] == 0:
+        raise InputError(
+            "support.tier-breaks-usd", b.tolist(), "one break per rate (as many as the rates)"
+        )
+    if np.any(np.diff(b, axis=-1) <= 0) or np.any(b[..., 0] != 0):
+        raise InputError("support.tier-breaks-usd", b.tolist(), "increasing breaks from 0")
+    monthly = (c / m)[..., None]
+    upper = np.concatenate([b[..., 1:], np.full((*b.shape[:-1], 1), np.inf)], axis=-1)
+    in_bracket = np.clip(monthly - b, 0.0, upper - b)
+    fee = np.sum(in_bracket * r, axis=-1)
+    return np.asarray(m * np.maximum(fee, lo), dtype=float)
 
 
 def support_usd(spend_usd: ArrayLike, fraction_of_spend: ArrayLike) -> np.ndarray:

@@ -197,3 +197,31 @@ def electricity_usd(kwh: ArrayLike, usd_per_kwh: ArrayLike) -> np.ndarray:
     e = checks.non_negative(kwh, "energy_kwh")
     p = checks.non_negative(usd_per_kwh, "electricity.usd-per-kwh")
     return np.asarray(e * p, dtype=float)
+
+
+def host_share_nodes(accelerators: ArrayLike, slots_per_node: ArrayLike) -> np.ndarray:
+    r"""Nodes whose host power a job pays: its share of the servers' accelerator slots.
+
+    A job on fewer accelerators than a server holds pays the host (CPUs, memory, NICs, fans)
+    of that server shared by slot, not zero and not the whole server.
+
+    Parameters
+    ----------
+    accelerators : array_like
+        Accelerators of the job. [count]
+    slots_per_node : array_like
+        Accelerator slots per server. [count]
+
+    Returns
+    -------
+    numpy.ndarray
+        :math:`N / N_\mathrm{slots}`, the ``nodes`` of :func:`it_power_w`. [nodes]
+
+    Examples
+    --------
+    >>> float(host_share_nodes(1, 8)), float(host_share_nodes(12, 8))
+    (0.125, 1.5)
+    """
+    n = checks.non_negative(accelerators, "gpus")
+    k = checks.positive(slots_per_node, "devices_per_node")
+    return np.asarray(n / k, dtype=float)

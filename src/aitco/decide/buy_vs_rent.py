@@ -15,7 +15,6 @@ every line is itemised with its formula and source, so a spreadsheet can rebuild
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +50,10 @@ FACTOR_IDS: dict[str, str] = {
     "fte_owned": "ops.fte-per-1000-gpus.owned",
     "fte_cloud": "ops.fte-per-1000-gpus.cloud",
     "sre": "labour.usd-per-hour.sre",
-    "support": "support.fraction-of-spend",
+    "employer": "labour.employer-cost-factor",
+    "seats": "ops.on-call-seats.owned",
+    "prod_h": "labour.productive-hours-per-fte-year",
+    "support": "support.tier-rates",
     "spot": "spot-interruption.per-hour",
     "restart": "restart.hours",
 }
@@ -77,6 +79,14 @@ class _F:
             if fid in self.overrides or fid in self.cat.factors:
                 return fid, self.get(fid)
         raise CatalogError("factors", fids, "one of these factors in the catalog (or an override)")
+
+    def has(self, fid: str) -> bool:
+        return fid in self.overrides or fid in self.cat.factors
+
+    def loaded_rate(self) -> float:
+        """Return the loaded hourly rate of operations staff (wage x employer-cost factor)."""
+        ids = FACTOR_IDS
+        return float(people.loaded_rate_usd_per_h(self.get(ids["sre"]), self.get(ids["employer"])))
 
     def curve(self, fid: str) -> list[float]:
         f = self.cat.factor(fid)
@@ -317,7 +327,7 @@ def _owned(
     spares = fac.get(ids["spares"])
     per_gpu = float(cp["capex_usd"]) * (1.0 + spares)
     capex = per_gpu * gpus
-    nodes = math.ceil(gpus / sysm.devices_per_node)
+    nodes = float(power.host_share_nodes(gpus, sysm.devices_per_node))  # host shared by slot
     tdp = acc.tdp_w or 0.0
     it_w = float(
         power.it_power_w(
@@ -350,8 +360,11 @@ def _owned(
     energy_kwh = float(power.energy_kwh(fac_w, HOURS_PER_MONTH))
     energy = float(power.electricity_usd(energy_kwh, fac.get(kwh_price_id)))
     colo = fac.get(ids["colo"]) * it_peak_w / WATTS_PER_KILOWATT if colocation else 0.0
+    min_fte = float(people.on_call_fte(fac.get(ids["seats"]), fac.get(ids["prod_h"])))
     staff = float(
-        people.ops_staff_usd(gpus, HOURS_PER_MONTH, fac.get(ids["fte_owned"]), fac.get(ids["sre"]))
+        people.ops_staff_usd(
+            gpus, HOURS_PER_MONTH, fac.get(ids["fte_owned"]), fac.loaded_rate(), min_fte
+        )
     )
     opex = energy + colo + staff
     items = [
@@ -398,8 +411,9 @@ def _owned(
             "operations_staff",
             staff,
             "opex_monthly",
-            "g/1000 FTE 730.5 h w",
-            {"fte_per_1000_gpus": fac.get(ids["fte_owned"])},
+            "max(g/1000 FTE, on-call seats x 8766 h / productive h) x 730.5 h / 8766 h"
+            " x 2080 h x wage x employer-cost factor",
+            {"fte_per_1000_gpus": fac.get(ids["fte_owned"]), "on_call_min_fte": min_fte},
         ),
     ]
     srcs = [
@@ -416,6 +430,9 @@ def _owned(
             "switch",
             "fte_owned",
             "sre",
+            "employer",
+            "seats",
+            "prod_h",
         )
     ]
     srcs += [fac.source(pid), fac.source(kwh_price_id)]
@@ -444,16 +461,26 @@ def _rent(
     compute = gpus * HOURS_PER_MONTH * busy * price
     chain = [*([provider] if provider else []), "default", "aws"]
     rework = 0.0
-    srcs = [fac.source(ids[k]) for k in ("fte_cloud", "sre", "restart")]
+    srcs = [fac.source(ids[k]) for k in ("fte_cloud", "sre", "employer", "restart")]
     if mode == "spot":
         sid, sigma = fac.first([f"{ids['spot']}.{p}" for p in chain])
         rework = compute * sigma * fac.get(ids["restart"])
         srcs.append(fac.source(sid))
-    fid, frac = fac.first([f"{ids['support']}.{p}" for p in chain])
-    srcs.append(fac.source(fid))
-    support = float(people.support_usd(compute + rework, frac))
+    # the provider's support plan; a user-given price (no provider) is priced on AWS's plan
+    key = (provider or "aws").lower()
+    support = 0.0
+    sup_in: dict[str, Any] = {"provider": key, "schedule": None}
+    if fac.has(f"{ids['support']}.{key}"):
+        sup_ids = [f"support.{t}.{key}" for t in ("tier-breaks-usd", "tier-rates")]
+        low_id = f"support.minimum-usd-per-month.{key}"
+        breaks, rates = (fac.curve(i) for i in sup_ids)
+        support = float(
+            people.tiered_fee_usd(compute + rework, 1.0, breaks, rates, fac.get(low_id))
+        )
+        sup_in["schedule"] = {"tier_breaks_usd_per_month": breaks, "tier_rates": rates}
+        srcs += [fac.source(i) for i in (*sup_ids, low_id)]
     staff = float(
-        people.ops_staff_usd(gpus, HOURS_PER_MONTH, fac.get(ids["fte_cloud"]), fac.get(ids["sre"]))
+        people.ops_staff_usd(gpus, HOURS_PER_MONTH, fac.get(ids["fte_cloud"]), fac.loaded_rate())
     )
     monthly = compute + rework + support + staff
     return {
@@ -474,8 +501,8 @@ def _rent(
                 "support",
                 support,
                 "rent_monthly",
-                "support fraction x bill",
-                {"fraction": frac, "factor": fid},
+                "sum over brackets of rate x part of the monthly bill in the bracket (min fee)",
+                sup_in,
             ),
             _item(
                 "operations_staff",

@@ -45,6 +45,7 @@ from aitco.perf.inference import estimate_inference
 from aitco.perf.params import param_counts
 from aitco.perf.training import checkpoint_save_time_s, estimate_training
 from aitco.units import (
+    DAYS_PER_MONTH,
     GIGA,
     HOURS_PER_DAY,
     HOURS_PER_MONTH,
@@ -775,8 +776,10 @@ def _training(
         ids=[lam_id, net_id, restart_id, fw_id, "checkpoint.write-gb-s-per-node"],
     )
     _instance_items(b, run, price, opt)
-    kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, nodes)
-    _people_items(b, run, price, opt, fac)
+    # host power: the job's share of its servers' slots (a 1-GPU job pays 1/8 of an 8-GPU host)
+    host_nodes = float(power.host_share_nodes(n, sysm.devices_per_node))
+    kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, host_nodes)
+    _people_items(b, run, price, opt, fac, nodes=nodes, repair_model=scn.ops.repair_model)
     tokens = float(w.tokens)
     months = wall_h / HOURS_PER_MONTH
     dataset_gb, ckpt_gb = training_storage_gb(scn.data, scn.ops, fac, tokens, ckpt_bytes)
@@ -956,6 +959,118 @@ def rework_usd(
     }
 
 
+#: Labour role whose wage prices operations, incident and audit time.
+OPS_ROLE_ID = "labour.usd-per-hour.sre"
+#: Employer cost of compensation over wages (wage -> loaded labour rate).
+EMPLOYER_COST_ID = "labour.employer-cost-factor"
+#: Factors of the on-call minimum team of an owned cluster.
+ON_CALL_IDS = ("ops.on-call-seats.owned", "labour.productive-hours-per-fte-year")
+#: Repair-labour models: per-incident staff hours, or scaled by the job's node count.
+REPAIR_SCALE_ID = "ops.repair-scale-per-node-doubling"
+
+
+def loaded_labour_rate(fac: Factors, role_id: str = OPS_ROLE_ID) -> tuple[float, list[str]]:
+    """Return the loaded hourly rate of ``role_id`` (wage x employer-cost factor) and its ids."""
+    w = people.loaded_rate_usd_per_h(fac.value(role_id), fac.value(EMPLOYER_COST_ID))
+    return float(w), [role_id, EMPLOYER_COST_ID]
+
+
+def on_call_min_fte(fac: Factors) -> float:
+    """Return the minimum operations team of an owned cluster (24x7 on-call seats) [FTE]."""
+    seats, hours = (fac.value(i) for i in ON_CALL_IDS)
+    return float(people.on_call_fte(seats, hours))
+
+
+def support_schedule(
+    fac: Factors, provider: str | None
+) -> tuple[Any, Any, float, list[str]] | None:
+    """Return a provider's support fee brackets (breaks, rates, monthly minimum, ids), or None.
+
+    None where the catalog tables no plan for the provider (no support item is charged).
+    """
+    key = (provider or "").lower()
+    ids = [
+        f"support.tier-breaks-usd.{key}",
+        f"support.tier-rates.{key}",
+        f"support.minimum-usd-per-month.{key}",
+    ]
+    if not key or not fac.has(ids[1]):
+        return None
+    breaks, rates = fac.curve(ids[0]), fac.curve(ids[1])
+    if len(breaks) != len(rates):
+        raise CatalogError(ids[0], breaks, f"one break per rate of {ids[1]} ({len(rates)})")
+    return breaks, rates, fac.value(ids[2]), ids
+
+
+def support_billed_months(wall_h: Any, term_h: Any) -> np.ndarray:
+    """Months a support plan bills for a run: its wall clock, or its whole committed terms.
+
+    At least one month (plans are billed by the month). ``term_h`` NaN: no committed term.
+    """
+    w = np.asarray(wall_h, dtype=float)
+    th = np.asarray(term_h, dtype=float)
+    has = np.isfinite(th) & (th > 0)
+    safe = np.where(has, th, 1.0)
+    billed = np.where(has, np.maximum(np.ceil(w / safe), 1.0) * safe, w)
+    return np.asarray(np.maximum(billed / HOURS_PER_MONTH, 1.0), dtype=float)
+
+
+def support_fee_usd(fac: Factors, providers: Any, spend_usd: Any, months: Any) -> np.ndarray:
+    """Tiered support fee of each row's provider on its spend (0 where no plan is tabled)."""
+    prov = np.asarray(providers, dtype=object)
+    spend = np.asarray(spend_usd, dtype=float)
+    m = np.broadcast_to(np.asarray(months, dtype=float), spend.shape)
+    prov = np.broadcast_to(prov, spend.shape)
+    out = np.zeros(spend.shape)
+    for key in {str(x) for x in prov.ravel() if x}:
+        sched = support_schedule(fac, key)
+        if sched is None:
+            continue
+        sel = prov == key
+        breaks, rates, low, _ = sched
+        out[sel] = people.tiered_fee_usd(spend[sel], m[sel], breaks, rates, low)
+    return out
+
+
+def labour_items_usd(
+    *,
+    gpus: Any,
+    wall_h: Any,
+    interruptions: Any,
+    owned: Any,
+    nodes: Any,
+    fac: Factors,
+    repair_model: str = "per_incident",
+) -> dict[str, np.ndarray]:
+    """Return ``ops_staff`` and the incident or repair labour of runs, as arrays [USD].
+
+    Operations staff: the larger of the per-GPU ratio and, for owned clusters, the 24x7
+    on-call minimum team; all labour at the loaded rate. ``repair_model``: ``per_incident``
+    (``incident_response``: interruptions x staff hours x rate) or ``cluster_scale``
+    (``repair_labour``: the same x 1 + alpha log2(nodes)).
+    """
+    w, _ = loaded_labour_rate(fac)
+    own = np.asarray(owned, dtype=bool)
+    fte = np.where(
+        own, fac.value("ops.fte-per-1000-gpus.owned"), fac.value("ops.fte-per-1000-gpus.cloud")
+    )
+    min_fte = np.where(own, on_call_min_fte(fac), 0.0)
+    out = {"ops_staff": np.asarray(people.ops_staff_usd(gpus, wall_h, fte, w, min_fte), float)}
+    mttr = fac.value("ops.mttr-staff-hours")
+    if repair_model == "cluster_scale":
+        a = fac.value(REPAIR_SCALE_ID)
+        out["repair_labour"] = np.asarray(
+            people.repair_labour_usd(interruptions, mttr, w, nodes, a), dtype=float
+        )
+    elif repair_model == "per_incident":
+        out["incident_response"] = np.asarray(
+            people.incident_usd(interruptions, mttr, w), dtype=float
+        )
+    else:
+        raise InputError("ops.repair_model", repair_model, "one of per_incident, cluster_scale")
+    return out
+
+
 def training_run_items_usd(
     *,
     gpus: Any,
@@ -971,7 +1086,10 @@ def training_run_items_usd(
     term_h: Any,
     fac: Factors,
     reuse_fraction: float,
-    support_fraction: Any,
+    support_fraction: Any = 0.0,
+    support_provider: Any = None,
+    nodes: Any = None,
+    repair_model: str = "per_incident",
 ) -> dict[str, np.ndarray]:
     """Compute, instance, reliability and people items of training runs, as arrays.
 
@@ -979,9 +1097,11 @@ def training_run_items_usd(
     (:func:`_compute_items`, :func:`_reliability_items`, :func:`_instance_items`,
     :func:`_people_items`), over a sweep's rows; mode masks (``rented``, ``spot``, ``held``,
     ``owned``) and ``term_h`` (NaN: no committed term) select the mode-dependent items, which
-    are 0 where they do not apply. ``support_fraction``: the provider's support fee share (0
-    where none or not rented). Power, data, compliance and carbon are not included (see
-    ``docs/tco.md``).
+    are 0 where they do not apply. ``support_provider``: each row's provider id, whose tiered
+    support schedule (:func:`support_fee_usd`) prices ``cloud_support``; without it the legacy
+    flat ``support_fraction`` share of the spend is used. ``nodes``: each row's node count (the
+    cluster-scale repair model; default: one). Power, data, compliance and carbon are not
+    included (see ``docs/tco.md``).
     """
     n = np.asarray(gpus, dtype=float)
     p = np.asarray(usd_per_gpu_h, dtype=float)
@@ -1013,19 +1133,24 @@ def training_run_items_usd(
     held_h = wall_h + np.where(n > 0, frag_gpu_h / np.where(n > 0, n, 1.0), 0.0)
     term = committed_term_usd(gpus_billed, held_h, np.where(has_term, th, 1.0), reuse_fraction, p)
     out["committed_term_unused"] = np.where(has_term, term["usd"], 0.0)
-    w = fac.value("labour.usd-per-hour.sre")
-    fte = np.where(
-        owned, fac.value("ops.fte-per-1000-gpus.owned"), fac.value("ops.fte-per-1000-gpus.cloud")
-    )
-    out["ops_staff"] = np.asarray(people.ops_staff_usd(n, wall_h, fte, w), dtype=float)
-    out["incident_response"] = np.asarray(
-        people.incident_usd(overheads["interruptions"], fac.value("ops.mttr-staff-hours"), w),
-        dtype=float,
+    out.update(
+        labour_items_usd(
+            gpus=n,
+            wall_h=wall_h,
+            interruptions=overheads["interruptions"],
+            owned=owned,
+            nodes=np.ones_like(n) if nodes is None else nodes,
+            fac=fac,
+            repair_model=repair_model,
+        )
     )
     spend = sum(out[k] for k in SUPPORTED_SPEND_ITEMS)
-    out["cloud_support"] = np.where(
-        rented, np.asarray(people.support_usd(spend, support_fraction), dtype=float), 0.0
-    )
+    if support_provider is None:
+        fee = np.asarray(people.support_usd(spend, support_fraction), dtype=float)
+    else:
+        months = support_billed_months(wall_h, th)
+        fee = support_fee_usd(fac, support_provider, spend, months)
+    out["cloud_support"] = np.where(rented, fee, 0.0)
     return out
 
 
@@ -1570,50 +1695,99 @@ def _power_items(
 
 
 def _people_items(
-    b: Breakdown, run: _Run, price: _Price, opt: HardwareOption, fac: Factors
+    b: Breakdown,
+    run: _Run,
+    price: _Price,
+    opt: HardwareOption,
+    fac: Factors,
+    *,
+    nodes: float = 1.0,
+    repair_model: str = "per_incident",
 ) -> None:
-    fte_id = (
-        "ops.fte-per-1000-gpus.owned" if opt.pricing in OWNED else "ops.fte-per-1000-gpus.cloud"
+    owned = opt.pricing in OWNED
+    fte_id = "ops.fte-per-1000-gpus.owned" if owned else "ops.fte-per-1000-gpus.cloud"
+    w, rate_ids = loaded_labour_rate(fac)
+    wage = fac.value(OPS_ROLE_ID)
+    labour = labour_items_usd(
+        gpus=run.gpus,
+        wall_h=run.wall_h,
+        interruptions=run.interruptions,
+        owned=owned,
+        nodes=nodes,
+        fac=fac,
+        repair_model=repair_model,
     )
-    role_id = "labour.usd-per-hour.sre"
     fte = fac.value(fte_id)
-    w = fac.value(role_id)
+    min_fte = on_call_min_fte(fac) if owned else 0.0
+    staff_inputs = {
+        "gpus": run.gpus,
+        "hours": run.wall_h,
+        "fte_per_1000_gpus": fte,
+        "ratio_fte": run.gpus / people.GPUS_PER_STAFFING_UNIT * fte,
+        "on_call_min_fte": min_fte,
+        "wage_usd_per_hour": wage,
+        "employer_cost_factor": fac.value(EMPLOYER_COST_ID),
+        "usd_per_hour": w,
+    }
     b.add(
         "ops_staff",
-        float(people.ops_staff_usd(run.gpus, run.wall_h, fte, w)),
+        float(labour["ops_staff"]),
         "people",
-        "gpus/1000 x FTE per 1000 GPUs x (hours/8766) x 2080 h x loaded $/h",
-        {"gpus": run.gpus, "hours": run.wall_h, "fte_per_1000_gpus": fte, "usd_per_hour": w},
-        fac.sources(fte_id, role_id),
+        "max(gpus/1000 x FTE per 1000 GPUs, on-call seats x 8766 h / productive h per FTE"
+        " [owned]) x (hours/8766) x 2080 h x wage x employer-cost factor",
+        staff_inputs,
+        fac.sources(fte_id, *rate_ids, *(ON_CALL_IDS if owned else ())),
     )
     mttr_id = "ops.mttr-staff-hours"
     mttr = fac.value(mttr_id)
+    inc = {"interruptions": run.interruptions, "mttr_staff_h": mttr, "usd_per_hour": w}
+    if "repair_labour" in labour:
+        a = fac.value(REPAIR_SCALE_ID)
+        b.add(
+            "repair_labour",
+            float(labour["repair_labour"]),
+            "people",
+            "interruptions x staff hours per incident x loaded $/h x (1 + alpha log2(nodes))"
+            " (cluster-scale model)",
+            {**inc, "nodes": nodes, "scale_per_node_doubling": a},
+            fac.sources(mttr_id, REPAIR_SCALE_ID, *rate_ids),
+        )
+    else:
+        b.add(
+            "incident_response",
+            float(labour["incident_response"]),
+            "people",
+            "interruptions x staff hours per incident x loaded $/h",
+            inc,
+            fac.sources(mttr_id, *rate_ids),
+        )
+    if opt.pricing not in RENTED:
+        return
+    sched = support_schedule(fac, price.provider)
+    if sched is None:
+        return
+    breaks, rates, low, ids = sched
+    spend = sum(i.usd for i in b.items if i.category in ("compute", "reliability"))
+    years = COMMITTED_TERM_YEARS.get(opt.pricing)
+    term_h = years * HOURS_PER_YEAR if years else math.nan
+    months = float(support_billed_months(run.wall_h, term_h))
     b.add(
-        "incident_response",
-        float(people.incident_usd(run.interruptions, mttr, w)),
+        "cloud_support",
+        float(people.tiered_fee_usd(spend, months, breaks, rates, low)),
         "people",
-        "interruptions x staff hours per incident x loaded $/h",
-        {"interruptions": run.interruptions, "mttr_staff_h": mttr, "usd_per_hour": w},
-        fac.sources(mttr_id, role_id),
+        "months x max(sum over brackets of rate x part of the monthly spend in the bracket,"
+        " monthly minimum) (provider support plan)",
+        {
+            "spend_usd": spend,
+            "months": months,
+            "monthly_spend_usd": spend / months,
+            "tier_breaks_usd_per_month": breaks,
+            "tier_rates": rates,
+            "minimum_usd_per_month": low,
+            "provider": price.provider,
+        },
+        fac.sources(*ids),
     )
-    if opt.pricing in RENTED:
-        prov = (price.provider or "default").lower()
-        if fac.has(f"support.fraction-of-spend.{prov}") or fac.has(
-            "support.fraction-of-spend.default"
-        ):
-            sid, frac = fac.first(
-                [f"support.fraction-of-spend.{prov}", "support.fraction-of-spend.default"],
-                "support",
-            )
-            spend = sum(i.usd for i in b.items if i.category in ("compute", "reliability"))
-            b.add(
-                "cloud_support",
-                float(people.support_usd(spend, frac)),
-                "people",
-                "support fee share x compute spend",
-                {"spend_usd": spend, "fraction": frac},
-                fac.sources(sid),
-            )
 
 
 def training_storage_gb(
@@ -1726,24 +1900,36 @@ def _data_items(
 
 
 def _compliance_items(b: Breakdown, scn: Scenario, fac: Factors, period_days: float) -> None:
+    """Retention for the whole period the run's records are kept, and the audit labour."""
     c = scn.compliance
-    if not (c.gb_per_day and c.retention_days):
-        return
-    tid = f"storage.usd-per-gb-month.{c.storage_tier}"
-    p = fac.value(tid, "compliance.storage_tier")
-    b.add(
-        "retention",
-        float(data.retention_usd(c.gb_per_day, c.retention_days, period_days, p)),
-        "compliance",
-        "GB/day x retention ramp (GB-days) / days per month x $/GB-month",
-        {
-            "gb_per_day": c.gb_per_day,
-            "retention_days": c.retention_days,
-            "period_days": period_days,
-            "usd_per_gb_month": p,
-        },
-        fac.sources(tid),
-    )
+    if c.gb_per_day and c.retention_days:
+        tid = f"storage.usd-per-gb-month.{c.storage_tier}"
+        p = fac.value(tid, "compliance.storage_tier")
+        b.add(
+            "retention",
+            float(data.retention_committed_usd(c.gb_per_day, c.retention_days, period_days, p)),
+            "compliance",
+            "GB/day x days produced x retention months x $/GB-month (each day's volume is kept"
+            " the whole retention period, also after the run)",
+            {
+                "gb_per_day": c.gb_per_day,
+                "retention_days": c.retention_days,
+                "period_days": period_days,
+                "gb_months": c.gb_per_day * period_days * c.retention_days / DAYS_PER_MONTH,
+                "usd_per_gb_month": p,
+            },
+            fac.sources(tid),
+        )
+    if c.audit_hours:
+        w, ids = loaded_labour_rate(fac)
+        b.add(
+            "audit_labour",
+            float(data.audit_labour_usd(c.audit_hours, w)),
+            "compliance",
+            "audit hours x wage x employer-cost factor",
+            {"audit_hours": c.audit_hours, "usd_per_hour": w},
+            fac.sources(*ids),
+        )
 
 
 def _per_token_j(kwh: float, tokens: float) -> float | None:
@@ -1943,8 +2129,17 @@ def _inference(
         active = min(1.0, engine_w / (n * acc.tdp_w))
         run.busy_h = hours
     # power: the share of the node(s) used (a 1-GPU replica draws 1/8 of an 8-GPU node's host)
-    kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, n / sysm.devices_per_node, active)
-    _people_items(b, run, price, opt, fac)
+    host_nodes = float(power.host_share_nodes(n, sysm.devices_per_node))
+    kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, host_nodes, active)
+    _people_items(
+        b,
+        run,
+        price,
+        opt,
+        fac,
+        nodes=math.ceil(n / sysm.devices_per_node),
+        repair_model=scn.ops.repair_model,
+    )
     months = w.months
     _data_items(b, scn, fac, months, scn.data.stored_gb or 0.0, 0.0, one_off=one_off)
     _compliance_items(b, scn, fac, hours / HOURS_PER_DAY)

@@ -195,6 +195,10 @@ class OpsAssumptions(BaseModel):
         Checkpoints kept in storage during the run.
     depreciation : {"straight_line", "declining"}
         Book-depreciation schedule of owned hardware.
+    repair_model : {"per_incident", "cluster_scale"}
+        Failure/repair labour: ``per_incident`` (``incident_response``: interruptions x staff
+        hours per incident x loaded rate) or ``cluster_scale`` (``repair_labour``: the same x a
+        coefficient 1 + alpha log2(nodes) that grows with the job's nodes).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -203,6 +207,7 @@ class OpsAssumptions(BaseModel):
     checkpoint_async: bool = False
     checkpoints_kept: int = Field(default=2, ge=0)
     depreciation: Literal["straight_line", "declining"] = "straight_line"
+    repair_model: Literal["per_incident", "cluster_scale"] = "per_incident"
 
 
 class DataCosts(BaseModel):
@@ -228,13 +233,22 @@ class DataCosts(BaseModel):
 
 
 class ComplianceCosts(BaseModel):
-    """Audit-log and data retention: GB/day kept ``retention_days`` at a storage tier."""
+    """Audit-log and data retention: GB/day kept ``retention_days`` at a storage tier.
+
+    Each day's volume is charged for its whole retention period (also after the run), and
+    ``audit_hours`` of staff time at the loaded labour rate.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     gb_per_day: float = Field(default=0.0, ge=0, description="[GB/day]")
     retention_days: float = Field(default=0.0, ge=0, description="[days]")
     storage_tier: str = Field(default="s3-ia", description="storage.usd-per-gb-month.<tier>")
+    audit_hours: float = Field(
+        default=0.0,
+        ge=0,
+        description="Staff hours of audits and evidence requests over the retention. [h]",
+    )
 
 
 class Scenario(BaseModel):
