@@ -1248,14 +1248,19 @@ def serving_run_items_usd(
     term_h: Any,
     fac: Factors,
     reuse_fraction: float,
-    support_fraction: Any,
+    support_provider: Any,
+    nodes: Any = None,
+    repair_model: str = "per_incident",
 ) -> dict[str, np.ndarray]:
     """Compute, instance, reliability and people items of services, as arrays.
 
     The items :func:`_inference` builds for one service over a period of ``hours``: the held
     accelerators are paid for every hour; restarts of a failed replica (failure rate x GPU-hours
     x accelerators per replica x restart hours) and firmware downtime are the share of those paid
-    hours that served nothing. Mode masks and ``term_h`` as in :func:`training_run_items_usd`.
+    hours that served nothing. Mode masks and ``term_h`` as in :func:`training_run_items_usd`;
+    people items from :func:`labour_items_usd` (``nodes``: each row's node count, for the
+    cluster-scale repair model) and ``cloud_support`` from the tiered schedule of each row's
+    ``support_provider`` (:func:`support_fee_usd`), as for training.
     Also returns ``interruptions``, ``lost_h`` (hours per accelerator that served nothing) and
     ``fragmentation_idle_gpu_h`` (for the power items).
     """
@@ -1290,18 +1295,21 @@ def serving_run_items_usd(
     held_h = hrs + frag_gpu_h / safe_n
     term = committed_term_usd(gpus_billed, held_h, np.where(has_term, th, 1.0), reuse_fraction, p)
     out["committed_term_unused"] = np.where(has_term, term["usd"], 0.0)
-    w = fac.value("labour.usd-per-hour.sre")
-    fte = np.where(
-        owned, fac.value("ops.fte-per-1000-gpus.owned"), fac.value("ops.fte-per-1000-gpus.cloud")
-    )
-    out["ops_staff"] = np.asarray(people.ops_staff_usd(n, hrs, fte, w), dtype=float)
-    out["incident_response"] = np.asarray(
-        people.incident_usd(interruptions, fac.value("ops.mttr-staff-hours"), w), dtype=float
+    out.update(
+        labour_items_usd(
+            gpus=n,
+            wall_h=np.broadcast_to(hrs, n.shape),
+            interruptions=interruptions,
+            owned=owned,
+            nodes=np.ones_like(n) if nodes is None else nodes,
+            fac=fac,
+            repair_model=repair_model,
+        )
     )
     spend = sum(out[k] for k in SUPPORTED_SPEND_ITEMS if k in out)
-    out["cloud_support"] = np.where(
-        rented, np.asarray(people.support_usd(spend, support_fraction), dtype=float), 0.0
-    )
+    months = support_billed_months(np.broadcast_to(hrs, n.shape), th)
+    fee = support_fee_usd(fac, support_provider, spend, months)
+    out["cloud_support"] = np.where(rented, fee, 0.0)
     return {
         **out,
         "interruptions": np.asarray(interruptions, dtype=float),
@@ -2047,10 +2055,6 @@ def _inference(
         reliability.firmware_downtime_fraction(fac.value("firmware.downtime-hours-per-year"))
     )
     term_years = COMMITTED_TERM_YEARS.get(opt.pricing)
-    prov = (price.provider or "default").lower()
-    support_ids = [f"support.fraction-of-spend.{prov}", "support.fraction-of-spend.default"]
-    have_support = [i for i in support_ids if fac.has(i)]
-    support_frac = fac.first(have_support, "support")[1] if have_support else 0.0
     amt = serving_run_items_usd(
         gpus=n,
         gpus_per_replica=per_replica,
@@ -2063,7 +2067,9 @@ def _inference(
         term_h=math.nan if term_years is None else term_years * HOURS_PER_YEAR,
         fac=fac,
         reuse_fraction=opt.committed_reuse_fraction,
-        support_fraction=support_frac if opt.pricing in RENTED else 0.0,
+        support_provider=price.provider if opt.pricing in RENTED else "",
+        nodes=math.ceil(n / sysm.devices_per_node),
+        repair_model=scn.ops.repair_model,
     )
     usd = {k: float(x) for k, x in amt.items()}
     interruptions = usd["interruptions"]

@@ -444,7 +444,6 @@ class ItemPricing:
     systems: list[Any]
     offer_systems: list[Any]
     committed_reuse_fraction: float
-    _support: np.ndarray | None
     #: Training evaluators: tokens to train on and the model records; serving evaluators: the
     #: arrival rate (None: one saturated replica) and the service period in months.
     tokens: float
@@ -459,22 +458,12 @@ class ItemPricing:
             )
         return self.factors
 
-    def _support_fraction(self) -> np.ndarray:
-        """Support fee share by offer code (last element: no offer, the default provider)."""
-        if getattr(self, "_support", None) is None:
-            fac = self._fac()
-            provs: list[str | None] = [o.provider for lst in self.hw.offers for o in lst]
-            if len(provs) != len(self.hw.offer_ids):
-                provs = [None] * len(self.hw.offer_ids)
-            vals = []
-            for prov in [*provs, None]:
-                key = (prov or "default").lower()
-                ids = [f"support.fraction-of-spend.{key}", "support.fraction-of-spend.default"]
-                have = [i for i in ids if fac.has(i)]
-                vals.append(fac.first(have, "support")[1] if have else 0.0)
-            self._support = np.array(vals, dtype=float)
-        assert self._support is not None
-        return self._support
+    def _providers(self) -> np.ndarray:
+        """Return the provider id of each offer code (last element: no offer, "")."""
+        provs: list[str | None] = [o.provider for lst in self.hw.offers for o in lst]
+        if len(provs) != len(self.hw.offer_ids):
+            provs = [None] * len(self.hw.offer_ids)
+        return np.array([p or "" for p in [*provs, None]], dtype=object)
 
     def _row_systems(
         self, hw: np.ndarray, codes: np.ndarray, rented: np.ndarray
@@ -590,7 +579,7 @@ class ItemPricing:
             term_h[mode == PRICING_MODES.index(m)] = years * HOURS_PER_YEAR
         held = np.isin(mode, [PRICING_MODES.index(m) for m in HELD if m in PRICING_MODES])
         owned = ~rented
-        support = self._support_fraction()[np.where(offered, codes, -1)]
+        provider = self._providers()[np.where(offered, codes, -1)]
         wall_h = np.zeros(rows.size)
         total: dict[str, np.ndarray] = {}
         w = TrainingWorkload(model="sweep", tokens=self.tokens)
@@ -620,7 +609,9 @@ class ItemPricing:
                 term_h=term_h[sel],
                 fac=fac,
                 reuse_fraction=self.committed_reuse_fraction,
-                support_fraction=np.where(rented[sel], support[sel], 0.0),
+                support_provider=np.where(rented[sel], provider[sel], ""),
+                nodes=nodes[sel],
+                repair_model=self.ops.repair_model,
             )
             wh = np.asarray(o["wall_clock_h"], dtype=float)
             wall_h[sel] = wh
@@ -636,7 +627,7 @@ class ItemPricing:
             busy = np.asarray(productive_h[sel], dtype=float)
             items.update(
                 self._power_items(
-                    hw[rows][sel], mode[sel], reg[sel], n[sel], nodes[sel], node_w[sel], busy,
+                    hw[rows][sel], mode[sel], reg[sel], n[sel], n[sel] / dpn[sel], node_w[sel], busy,
                     wh - busy + frag_gpu_h / n[sel],
                 )
             )  # fmt: skip
@@ -675,7 +666,8 @@ class ItemPricing:
         for m, years in COMMITTED_TERM_YEARS.items():
             term_h[pricing == PRICING_MODES.index(m)] = years * HOURS_PER_YEAR
         held = np.isin(pricing, [PRICING_MODES.index(m) for m in HELD if m in PRICING_MODES])
-        support = self._support_fraction()[np.where(offered, codes, -1)]
+        provider = self._providers()[np.where(offered, codes, -1)]
+        dpn, node_w = self._row_systems(hw, codes, rented & offered)
         amt = serving_run_items_usd(
             gpus=n,
             gpus_per_replica=gpus_per_replica,
@@ -688,10 +680,11 @@ class ItemPricing:
             term_h=term_h,
             fac=fac,
             reuse_fraction=self.committed_reuse_fraction,
-            support_fraction=np.where(rented, support, 0.0),
+            support_provider=np.where(rented, provider, ""),
+            nodes=np.ceil(n / dpn),
+            repair_model=self.ops.repair_model,
         )
         items = {k: a for k, a in amt.items() if k not in SERVING_RUN_VALUES}
-        dpn, node_w = self._row_systems(hw, codes, rented & offered)
         frag_h = amt["fragmentation_idle_gpu_h"] / n
         if active is None:
             busy_h = hours * np.asarray(busy, dtype=float)
@@ -879,9 +872,6 @@ class TrainingEvaluator(ItemPricing):
     offer_systems: list[Any] = field(default_factory=list)
     #: Share of an unused committed term reused elsewhere (compare's option field).
     committed_reuse_fraction: float = 0.0
-
-    def __post_init__(self) -> None:
-        self._support: np.ndarray | None = None
 
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk of training configurations (see the class Notes).
@@ -1117,9 +1107,6 @@ class ServingEvaluator(ItemPricing):
     #: Share of an unused committed term reused elsewhere (compare's option field).
     committed_reuse_fraction: float = 0.0
 
-    def __post_init__(self) -> None:
-        self._support: np.ndarray | None = None
-
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk of serving configurations (see the class Notes)."""
         hw = v["option.hardware"]
@@ -1239,7 +1226,6 @@ class EngineTrainingEvaluator(ItemPricing):
 
     def __post_init__(self) -> None:
         self._shapes: dict[Any, Any] = {}
-        self._support: np.ndarray | None = None
 
     def _model_shape(self, i: int) -> Any:
         key = ("m", i)
@@ -1409,7 +1395,6 @@ class EngineServingEvaluator(ItemPricing):
 
     def __post_init__(self) -> None:
         self._cache: dict[Any, Any] = {}
-        self._support: np.ndarray | None = None
 
     def _group(self, hi: int, mi: int, pi: int, ki: int, tp: int, i: int, o: int) -> Any:
         """Return (iteration model, max sequences, fixed GB, usable GB) or an int reason code."""
