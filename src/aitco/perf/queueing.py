@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aitco.errors import InputError
-from aitco.perf.inference import IterationModel
+from aitco.perf.iteration import IterationModel
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from aitco.catalog.schema import Accelerator
 from aitco.errors import InputError
-from aitco.perf.inference import (
+from aitco.perf.iteration import (
     IDLE_POWER_FRACTION_DEFAULT,
     IterationModel,
     cached_prompt_tokens,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from aitco.catalog.loader import Catalog, load_catalog
+from aitco.catalog.loader import Catalog, _model_from_yaml, load_catalog
 from aitco.catalog.schema import ModelArch
 from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
@@ -146,8 +146,6 @@ def _fallback_model(model_id: str) -> ModelArch | None:
     p = Path(str(resources.files("aitco.validation").joinpath(f"data/models/{model_id}.yaml")))
     if not p.is_file():
         return None
-    from aitco.catalog.loader import _model_from_yaml
-
     return _model_from_yaml(p)
 
 
