@@ -89,9 +89,24 @@ def test_dominant_term_follows_the_regime() -> None:
     assert one.dominant == "tpot_weights_read_s"  # one sequence: weights streamed per token
     pcie = estimate_inference(LLAMA8, GPU, PCIE, 8, tp=8, concurrency=64)
     assert pcie.dominant == "tpot_tp_comm_s"
+    # a stall-free engine (prompt tokens ride with the decodes) at its largest batch
     big = estimate_inference(LLAMA8, GPU, NODE, 1, mode="offline", input_tokens=64,
-                             output_tokens=64)  # fmt: skip
+                             output_tokens=64, engine="vllm-v1")  # fmt: skip
     assert big.dominant == "tpot_linear_compute_s"
+
+
+def test_prefill_first_engine_pays_a_prefill_iteration_per_decode_step() -> None:
+    # vLLM V0 (prefill-first): the prompts that start each step run in their own iteration,
+    # re-reading the weights and paying the iteration overhead again; the terms still add up
+    kw: dict[str, Any] = {"mode": "offline", "input_tokens": 64, "output_tokens": 64}
+    v0 = estimate_inference(LLAMA8, GPU, NODE, 1, engine="vllm", **kw)
+    v1 = estimate_inference(LLAMA8, GPU, NODE, 1, engine="vllm", max_batch=1024, **kw)
+    mixed = estimate_inference(LLAMA8, GPU, NODE, 1, engine="vllm-v1", max_batch=256, **kw)
+    assert v0.values["batch_per_replica"] == mixed.values["batch_per_replica"] == 256
+    assert v0.values["tpot_s"] > mixed.values["tpot_s"]
+    assert _sum(v0, "tpot") == pytest.approx(v0.values["tpot_s"], rel=1e-9)
+    assert v0.values["mixed"] is False if "mixed" in v0.values else True
+    assert v1.values["output_tokens_per_s"] > v0.values["output_tokens_per_s"]
 
 
 def test_iteration_terms_sum_to_the_iteration() -> None:

@@ -378,10 +378,9 @@ def validate_serving_inputs(
         raise InputError("--engine", kw["engine"], f"one of {', '.join(ENGINES)}")
     eng = ENGINES[kw["engine"]]
     if kw["max_batched_tokens"] is not None:
-        eng = EngineLimits(
-            eng.name, eng.max_num_seqs, int(kw["max_batched_tokens"]), eng.memory_fraction,
-            eng.memory_fraction_of, eng.reference + f"; max_num_batched_tokens="
-            f"{kw['max_batched_tokens']} (user)", eng.chunked_prefill,
+        eng = replace(
+            eng, max_num_tokens=int(kw["max_batched_tokens"]),
+            reference=eng.reference + f"; max_num_batched_tokens={kw['max_batched_tokens']} (user)",
         )  # fmt: skip
     prec = resolve_precisions(acc, kw["precision"], kw["kv_precision"])
     ep = int(kw["ep"])
@@ -491,8 +490,12 @@ def _chunked_ttft_terms(it: IterationModel, inp: ServingInputs, b: float) -> dic
     """
     i, o, c = float(inp.input_tokens), float(inp.output_tokens), inp.cached_tokens
     n = i - c
-    budget = max(inp.engine.max_num_tokens - b, 1.0)
-    k = float(math.ceil(n / budget)) if inp.engine.chunked_prefill else 1.0
+    eng = inp.engine
+    if not eng.mixed_batching:  # the prompt runs in prefill-only iterations
+        k = float(math.ceil(n / eng.max_num_tokens)) if eng.chunked_prefill else 1.0
+        return _floats(it.iteration_terms(0.0, 0.0, n / k, prefill_pairs(n, c) / k, 1.0 / k), k)
+    budget = max(eng.max_num_tokens - b, 1.0)
+    k = float(math.ceil(n / budget)) if eng.chunked_prefill else 1.0
     return _floats(
         it.iteration_terms(b, b * (i + o / 2.0), n / k, prefill_pairs(n, c) / k, 1.0 / k), k
     )
@@ -522,7 +525,7 @@ def closed_loop_point(it: IterationModel, inp: ServingInputs, b_max: int) -> Loa
             regime, ttft, tpot, e2e, inp.replicas * o / e2e, 1.0,
             math.fsum(ttft.values()) / e2e, assumptions=notes,
         )  # fmt: skip
-    tpot = _floats(continuous_batching_terms(it, b, i, o, c))
+    tpot = _floats(continuous_batching_terms(it, b, i, o, c, inp.engine.separate_prefill_tokens))
     step = math.fsum(tpot.values())
     ttft = _chunked_ttft_terms(it, inp, float(b))
     if inp.scheduler_steps > 1:
@@ -554,7 +557,7 @@ def simulated_point(
         "max_num_seqs": b_max, "kv_capacity_tokens": cap.max_tokens,
         "max_num_tokens": eng.max_num_tokens, "scheduler_steps": inp.scheduler_steps,
         "chunked": eng.chunked_prefill, "slo_ttft_s": inp.slo_ttft_s, "slo_tpot_s": inp.slo_tpot_s,
-        "prefix_cache_hit_rate": inp.prefix_cache_hit_rate,
+        "prefix_cache_hit_rate": inp.prefix_cache_hit_rate, "mixed": eng.mixed_batching,
     }  # fmt: skip
     if inp.trace is not None:
         regime = "trace-driven arrivals (simulated)"
@@ -571,7 +574,7 @@ def simulated_point(
             it, per_replica, inp.input_tokens, inp.output_tokens, input_cv=inp.input_cv,
             output_cv=inp.output_cv, num_requests=inp.num_requests, seed=inp.seed, **kw,
         )  # fmt: skip
-    cap_rps = serving.max_request_rate(it, i, o, b_max, c)
+    cap_rps = serving.max_request_rate(it, i, o, b_max, c, eng.separate_prefill_tokens)
     # offered load (arrival rate over capacity) may exceed 1; utilization is the busy
     # fraction of the capacity and saturates at 1 (then `saturated` is true)
     sat = bool(per_replica >= cap_rps)
@@ -585,7 +588,7 @@ def simulated_point(
         vals[k] = None if sat else pv
     vals["goodput_requests_per_s"] = None if sat else sim.goodput_fraction * inp.qps
     b = max(float(sim.mean_batch), 1.0)
-    steady = _floats(continuous_batching_terms(it, b, i, o, c))
+    steady = _floats(continuous_batching_terms(it, b, i, o, c, eng.separate_prefill_tokens))
     frac = _decode_share(it, b, i + o / 2.0, math.fsum(steady.values()))
     notes: list[str] = []
     if sat:
@@ -598,7 +601,10 @@ def simulated_point(
                          float(sim.mean_batch), frac, vals, notes)  # fmt: skip
     tpot = dict(steady)
     tpot["batching_variation_s"] = sim.mean_tpot_s - math.fsum(steady.values())
-    ttft = _floats(it.iteration_terms(b, b * (i + o / 2.0), i - c, prefill_pairs(i - c, c), 1.0))
+    b_ride = b if eng.mixed_batching else 0.0  # decodes riding in the prompt's iteration
+    ttft = _floats(
+        it.iteration_terms(b_ride, b_ride * (i + o / 2.0), i - c, prefill_pairs(i - c, c), 1.0)
+    )
     ttft["queueing_s"] = sim.mean_ttft_s - math.fsum(ttft.values())
     if inp.slo_ttft_s is not None or inp.slo_tpot_s is not None:
         vals["replicas_for_slo"] = serving.replicas_for_slo(
@@ -607,6 +613,7 @@ def simulated_point(
             slo_ttft_s=inp.slo_ttft_s, slo_tpot_s=inp.slo_tpot_s, input_cv=inp.input_cv,
             output_cv=inp.output_cv, seed=inp.seed, scheduler_steps=inp.scheduler_steps,
             chunked=eng.chunked_prefill, prefix_cache_hit_rate=inp.prefix_cache_hit_rate,
+            mixed=eng.mixed_batching,
         )  # fmt: skip
         r = vals["replicas_for_slo"]
         vals["gpus_for_slo"] = None if r is None else r * inp.gpus_per_replica
@@ -770,6 +777,130 @@ def _memory(
     return mp, cap, reserved
 
 
+def _draft_iteration(
+    draft_model: ModelArch | None,
+    spec_tokens: int,
+    acceptance_rate: float,
+    inp: ServingInputs,
+    acc: Accelerator,
+    system: System,
+    efficiency: EfficiencyParams,
+    assumptions: list[str],
+) -> IterationModel | None:
+    """Validate the speculative-decoding inputs; return the draft's iteration model (or None)."""
+    if draft_model is None:
+        return None
+    _check_positive("--spec-tokens", spec_tokens, integer=True)
+    if not 0.0 <= acceptance_rate <= 1.0:
+        raise InputError("--acceptance-rate", acceptance_rate, "a probability in [0, 1]")
+    if inp.qps is not None:
+        raise InputError(
+            "--draft-model", draft_model.id, "no --qps (speculative decoding is not simulated)"
+        )
+    assumptions.append(
+        f"speculative decoding: draft {draft_model.id}, k={spec_tokens}, acceptance "
+        f"{acceptance_rate:g} (expected "
+        f"{float(speculative_tokens_per_step(spec_tokens, acceptance_rate)):.2f} "
+        "tokens per step); the draft's KV cache is not counted"
+    )
+    return iteration_model(
+        draft_model, acc, system, tp=inp.tp, pp=1, precisions=inp.precisions,
+        efficiency=efficiency, engine=inp.engine.name,
+    )  # fmt: skip
+
+
+def load_point(it: IterationModel, inp: ServingInputs, b_max: int, cap: KVCapacity) -> LoadPoint:
+    """Return the load regime: static batch, closed loop or offline, or simulated arrivals."""
+    if inp.batch is not None:
+        if inp.batch > cap.max_sequences:
+            raise InputError(
+                "--batch", inp.batch,
+                f"at most {cap.max_sequences} sequences (KV capacity per replica)",
+            )  # fmt: skip
+        return static_batch_point(it, inp, inp.batch)
+    if inp.qps is None:
+        return closed_loop_point(it, inp, b_max)
+    return simulated_point(it, inp, b_max, cap)
+
+
+#: TPOT terms during which the accelerator computes or moves data (for the power draw).
+BUSY_TERMS = ("linear_compute_s", "weights_read_s", "elementwise_s", "lm_head_s", "kv_read_s",
+              "prefill_attention_s")  # fmt: skip
+
+
+def _headline_values(
+    point: LoadPoint,
+    inp: ServingInputs,
+    acc: Accelerator,
+    system: System,
+    mp: MemoryPlan,
+    memory: dict[str, Any],
+) -> dict[str, Any]:
+    """Latency, throughput, memory, energy, cold start and setup values of a load point."""
+    i, o = float(inp.input_tokens), float(inp.output_tokens)
+    out_tps = point.output_tokens_per_s
+    req_s = out_tps / o
+    tpot_t = point.tpot_terms
+    busy = (math.fsum(tpot_t.get(k, 0.0) for k in BUSY_TERMS) / point.tpot_s) if tpot_t else 1.0
+    energy = serving.energy_per_token(acc, inp.gpus, out_tps, utilization=min(max(busy, 0.0), 1.0))
+    # a new replica reads its weights from each node's local NVMe (nodes in parallel)
+    nodes = math.ceil(inp.gpus_per_replica / system.devices_per_node)
+    cold = serving.cold_start(mp.weights_gb * inp.gpus_per_replica / nodes)
+    prec, eng = inp.precisions, inp.engine
+    vals: dict[str, Any] = {
+        "ttft_s": point.ttft_s, "tpot_s": point.tpot_s, "e2e_latency_s": point.e2e_s,
+        "output_tokens_per_s": out_tps, "total_tokens_per_s": req_s * (i + o),
+        "requests_per_s": req_s, "output_tokens_per_s_per_gpu": out_tps / inp.gpus,
+        "batch_per_replica": point.batch, **memory,
+        "tp": inp.tp, "pp": inp.pp, "replicas": inp.replicas, "precision": prec.weights,
+        "compute_precision": prec.compute, "kv_precision": prec.kv, "engine": eng.name,
+        "regime": point.regime, **energy, "cold_start_s": cold.total_s,
+        "cold_start_weights_load_s": cold.load_s,
+        "prefix_cache_hit_rate": inp.prefix_cache_hit_rate,
+        "scheduler_steps": inp.scheduler_steps, "max_batched_tokens": eng.max_num_tokens,
+        "prefill_time_fraction": point.prefill_time_fraction, "ep": inp.ep,
+    }  # fmt: skip
+    if inp.qps is None:
+        for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s"):
+            vals.setdefault(k, None)
+    return vals
+
+
+def _memory_terms(
+    mp: MemoryPlan, cap: KVCapacity, acc: Accelerator, inp: ServingInputs, b_max: int,
+    engine_cap: int, reserved: float,
+) -> list[Term]:  # fmt: skip
+    """Explained memory terms: the KV cache per GPU and the batch it allows."""
+    return [
+        Term(name="kv_cache_gb", value=mp.kv_gb, unit="GB",
+             formula="usable - weights - activations - reserve (per GPU)",
+             inputs={"device_gb": mp.device_gb, "usable_gb": mp.usable_gb,
+                     "weights_gb": mp.weights_gb, "activations_gb": mp.activations_gb,
+                     "reserve_gb": mp.reserve_gb},
+             sources=_cite(acc, "memory_gb")),
+        Term(name="max_batch_per_replica", value=float(b_max), unit="sequences",
+             formula="min(kv_cache / kv_bytes(reserved tokens), engine max_num_seqs)",
+             inputs={"kv_sequences": cap.max_sequences, "engine_max_num_seqs": engine_cap,
+                     "kv_reserved_tokens_per_sequence": reserved,
+                     "engine": inp.engine.reference}),
+    ]  # fmt: skip
+
+
+def _closing_assumptions(point: LoadPoint, inp: ServingInputs) -> list[str]:
+    """Assumptions stated with every estimate (regime, how the terms add up, prefix cache)."""
+    out = [
+        f"regime: {point.regime}; engine limits: {inp.engine.reference}",
+        "ttft_* terms add up to ttft_s and tpot_* terms to tpot_s; power = TDP x (idle fraction "
+        "+ (1 - idle fraction) x busy share of the TPOT terms)",
+    ]
+    if inp.prefix_cache_hit_rate > 0:
+        out.append(
+            f"prefix cache: {inp.cached_tokens:g} of {inp.input_tokens} prompt tokens reused per "
+            "request (not recomputed; their KV blocks held once per replica)"
+        )
+    return out
+
+
 def estimate_inference(
     model: ModelArch,
     acc: Accelerator,
@@ -893,106 +1024,36 @@ def estimate_inference(
         scheduler_steps=scheduler_steps, trace=trace, prefix_cache_hit_rate=prefix_cache_hit_rate,
         max_batched_tokens=max_batched_tokens, ep=ep,
     )  # fmt: skip
-    prec, eng = inp.precisions, inp.engine
-    assumptions = list(prec.notes)
-    draft_it: IterationModel | None = None
-    if draft_model is not None:
-        _check_positive("--spec-tokens", spec_tokens, integer=True)
-        if not 0.0 <= acceptance_rate <= 1.0:
-            raise InputError("--acceptance-rate", acceptance_rate, "a probability in [0, 1]")
-        if inp.qps is not None:
-            raise InputError(
-                "--draft-model", draft_model.id, "no --qps (speculative decoding is not simulated)"
-            )
-        draft_it = iteration_model(
-            draft_model, acc, system, tp=inp.tp, pp=1, precisions=prec, efficiency=efficiency,
-            engine=eng.name,
-        )  # fmt: skip
-        assumptions.append(
-            f"speculative decoding: draft {draft_model.id}, k={spec_tokens}, acceptance "
-            f"{acceptance_rate:g} (expected "
-            f"{float(speculative_tokens_per_step(spec_tokens, acceptance_rate)):.2f} "
-            "tokens per step); the draft's KV cache is not counted"
-        )
+    assumptions = list(inp.precisions.notes)
+    draft_it = _draft_iteration(
+        draft_model, spec_tokens, acceptance_rate, inp, acc, system, efficiency, assumptions
+    )
     mp, cap, reserved = _memory(model, acc, system, inp, draft_model)
     it = iteration_model(
-        model, acc, system, tp=inp.tp, pp=inp.pp, precisions=prec, efficiency=efficiency,
-        engine=eng.name, ep=inp.ep,
+        model, acc, system, tp=inp.tp, pp=inp.pp, precisions=inp.precisions,
+        efficiency=efficiency, engine=inp.engine.name, ep=inp.ep,
     )  # fmt: skip
-    engine_cap = (inp.max_batch or eng.max_num_seqs) * inp.ep
+    engine_cap = (inp.max_batch or inp.engine.max_num_seqs) * inp.ep
     b_max = int(min(cap.max_sequences, engine_cap))
-    if inp.batch is not None:
-        if inp.batch > cap.max_sequences:
-            raise InputError(
-                "--batch", inp.batch,
-                f"at most {cap.max_sequences} sequences (KV capacity per replica)",
-            )  # fmt: skip
-        point = static_batch_point(it, inp, inp.batch)
-    elif inp.qps is None:
-        point = closed_loop_point(it, inp, b_max)
-    else:
-        point = simulated_point(it, inp, b_max, cap)
+    point = load_point(it, inp, b_max, cap)
     assumptions += point.assumptions
     vals: dict[str, Any] = dict(point.values)
     if draft_it is not None and point.tpot_terms:
         vals["speculative_speedup"] = apply_speculative(
             point, it, draft_it, inp, spec_tokens, acceptance_rate
         )
-    i, o = float(inp.input_tokens), float(inp.output_tokens)
-    out_tps = point.output_tokens_per_s
-    req_s = out_tps / o
-    tpot_t = point.tpot_terms
-    busy_keys = ("linear_compute_s", "weights_read_s", "elementwise_s", "lm_head_s",
-                 "kv_read_s", "prefill_attention_s")  # fmt: skip
-    busy = (math.fsum(tpot_t.get(k, 0.0) for k in busy_keys) / point.tpot_s) if tpot_t else 1.0
-    energy = serving.energy_per_token(acc, gpus, out_tps, utilization=min(max(busy, 0.0), 1.0))
-    # a new replica reads its weights from each node's local NVMe (nodes in parallel)
-    nodes = math.ceil(inp.gpus_per_replica / system.devices_per_node)
-    cold = serving.cold_start(mp.weights_gb * inp.gpus_per_replica / nodes)
-    vals.update({
-        "ttft_s": point.ttft_s, "tpot_s": point.tpot_s, "e2e_latency_s": point.e2e_s,
-        "output_tokens_per_s": out_tps, "total_tokens_per_s": req_s * (i + o),
-        "requests_per_s": req_s, "output_tokens_per_s_per_gpu": out_tps / gpus,
-        "batch_per_replica": point.batch,
-        **_memory_values(mp, cap, inp, b_max, reserved),
-        "tp": inp.tp, "pp": inp.pp, "replicas": inp.replicas, "precision": prec.weights,
-        "compute_precision": prec.compute, "kv_precision": prec.kv, "engine": eng.name,
-        "regime": point.regime, **energy, "cold_start_s": cold.total_s,
-        "cold_start_weights_load_s": cold.load_s,
-        "prefix_cache_hit_rate": inp.prefix_cache_hit_rate,
-        "scheduler_steps": inp.scheduler_steps, "max_batched_tokens": eng.max_num_tokens,
-        "prefill_time_fraction": point.prefill_time_fraction, "ep": inp.ep,
-    })  # fmt: skip
-    if inp.qps is None:
-        for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s"):
-            vals.setdefault(k, None)
-    terms = [
-        *_time_terms("ttft", point.ttft_terms, it, acc, system, prec),
-        *_time_terms("tpot", tpot_t, it, acc, system, prec),
-        Term(name="kv_cache_gb", value=mp.kv_gb, unit="GB",
-             formula="usable - weights - activations - reserve (per GPU)",
-             inputs={"device_gb": mp.device_gb, "usable_gb": mp.usable_gb,
-                     "weights_gb": mp.weights_gb, "activations_gb": mp.activations_gb,
-                     "reserve_gb": mp.reserve_gb},
-             sources=_cite(acc, "memory_gb")),
-        Term(name="max_batch_per_replica", value=float(b_max), unit="sequences",
-             formula="min(kv_cache / kv_bytes(reserved tokens), engine max_num_seqs)",
-             inputs={"kv_sequences": cap.max_sequences, "engine_max_num_seqs": engine_cap,
-                     "kv_reserved_tokens_per_sequence": reserved, "engine": eng.reference}),
-    ]  # fmt: skip
-    assumptions.append(f"regime: {point.regime}; engine limits: {eng.reference}")
-    assumptions.append(
-        "ttft_* terms add up to ttft_s and tpot_* terms to tpot_s; power = TDP x (idle fraction "
-        "+ (1 - idle fraction) x busy share of the TPOT terms)"
+    vals.update(
+        _headline_values(point, inp, acc, system, mp, _memory_values(mp, cap, inp, b_max, reserved))
     )
-    if inp.prefix_cache_hit_rate > 0:
-        assumptions.append(
-            f"prefix cache: {inp.cached_tokens:g} of {inp.input_tokens} prompt tokens reused per "
-            "request (not recomputed; their KV blocks held once per replica)"
-        )
+    terms = [
+        *_time_terms("ttft", point.ttft_terms, it, acc, system, inp.precisions),
+        *_time_terms("tpot", point.tpot_terms, it, acc, system, inp.precisions),
+        *_memory_terms(mp, cap, acc, inp, b_max, engine_cap, reserved),
+    ]
+    assumptions += _closing_assumptions(point, inp)
     return InferenceResult(
         values=vals, interval=_intervals(vals, efficiency), terms=terms,
         assumptions=assumptions, iteration=it,
         extra={"input_tokens": inp.input_tokens, "output_tokens": inp.output_tokens},
-        dominant=dominant_term({f"tpot_{k}": v for k, v in tpot_t.items()}),
+        dominant=dominant_term({f"tpot_{k}": v for k, v in point.tpot_terms.items()}),
     )  # fmt: skip

@@ -35,7 +35,7 @@ from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.kvcache import kv_bytes_per_sequence
 from aitco.perf.params import ParamCounts, param_counts
-from aitco.perf.training import ELEMENTWISE_RW, FP8_CAST_BYTES
+from aitco.perf.training import FP8_CAST_BYTES
 from aitco.units import BYTES_PER_DTYPE, GIGA, TERA
 
 F64 = NDArray[np.float64]
@@ -94,7 +94,12 @@ class EngineLimits:
     reference : str
         Where the defaults come from.
     chunked_prefill : bool
-        Whether long prompts are split into chunks that ride along with decodes by default.
+        Whether long prompts are split into chunks of at most ``max_num_tokens`` by default.
+    mixed_batching : bool
+        Whether prompt tokens ride in the same iteration as the running decodes (vLLM V1,
+        TensorRT-LLM in-flight batching, Sarathi-Serve) or run in prefill-only iterations
+        during which every running sequence stalls (vLLM V0's default prefill-first scheduler,
+        SGLang without ``--enable-mixed-chunk``, static-batching engines).
     """
 
     name: str
@@ -104,6 +109,12 @@ class EngineLimits:
     memory_fraction_of: str
     reference: str
     chunked_prefill: bool = True
+    mixed_batching: bool = True
+
+    @property
+    def separate_prefill_tokens(self) -> float | None:
+        """Token budget of a prefill-only iteration, or None when prompts ride with decodes."""
+        return None if self.mixed_batching else float(self.max_num_tokens)
 
 
 #: Engine defaults (named, with their documentation).
@@ -115,8 +126,11 @@ ENGINES: dict[str, EngineLimits] = {
         0.90,
         "total",
         "vLLM EngineArgs defaults: max_num_seqs=256, gpu_memory_utilization=0.9, chunked "
-        "prefill off for short-context models (v0.6, 2024)",
+        "prefill off for short-context models (v0.6, 2024); without it the V0 scheduler "
+        "prioritises prefills and does not batch prefill and decode together (vLLM docs, "
+        "'Performance and Tuning: Chunked Prefill', v0.5-0.6)",
         chunked_prefill=False,
+        mixed_batching=False,
     ),
     "vllm-v1": EngineLimits(
         "vllm-v1",
@@ -135,7 +149,9 @@ ENGINES: dict[str, EngineLimits] = {
         "total",
         "SGLang server_args: mem_fraction_static 0.88 (as in the v0.3 benchmark), "
         "max_running_requests derived from memory (4096 used as the cap), "
-        "chunked_prefill 8192-16384",
+        "chunked_prefill 8192-16384; prefill (extend) batches run apart from decode batches "
+        "unless --enable-mixed-chunk (server_args enable_mixed_chunk=False, v0.3-0.4)",
+        mixed_batching=False,
     ),
     "generic": EngineLimits(
         "generic",
@@ -144,8 +160,9 @@ ENGINES: dict[str, EngineLimits] = {
         0.90,
         "total",
         "generic engine (DeepSpeed-Inference, HF, FasterTransformer, llama.cpp): vLLM 0.6-like "
-        "limits, whole-prompt prefill",
+        "limits, whole-prompt prefill in its own iteration",
         chunked_prefill=False,
+        mixed_batching=False,
     ),
     "trtllm": EngineLimits(
         "trtllm",
@@ -815,6 +832,43 @@ class IterationModel:
         return self.iteration_s(0.0, 0.0, n * s, n * s * (s + 1) / 2.0, n)
 
 
+#: Element reads+writes per token and layer of the fused residual-add + RMSNorm kernels of an
+#: inference engine: two per layer (before attention and before the FFN), each reading the
+#: residual and the new input and writing the updated residual and the normed output, 4 d
+#: elements each (vLLM custom op ``fused_add_rms_norm``; TensorRT-LLM fused residual+norm
+#: plugins). Rotary embedding runs inside the QKV/attention kernel (no extra pass).
+FUSED_NORM_ELEMENTS_PER_D = 8.0
+#: Element reads+writes per FFN element of the fused gated activation (``silu_and_mul``: read
+#: the gate and up halves, write one): 3 per ``d_ff`` column; 2 for a plain activation.
+FUSED_GATED_ACT_ELEMENTS = 3.0
+FUSED_PLAIN_ACT_ELEMENTS = 2.0
+
+
+def fused_elementwise_bytes_per_token(model: ModelArch, precisions: Precisions, tp: int) -> float:
+    r"""HBM bytes per token and layer of an inference engine's memory-bound (fused) kernels. [B].
+
+    Notes
+    -----
+    :math:`b = (8 d + a f / t)\,s_{act} + (2 d + (q + f)/t)\,s_{fp8}` with :math:`d` the model
+    width (replicated on every tp rank), :math:`f` the active FFN width split over :math:`t`
+    ranks, :math:`a` = 3 (gated) or 2, :math:`s_{act}` the activation bytes, and, when the
+    linear layers compute in fp8/fp4, the cast of each linear input (:data:`FP8_CAST_BYTES`).
+    Inference engines fuse residual, norm, activation and rotary into a few kernels, unlike the
+    unfused forward+backward passes counted by :mod:`aitco.perf.training`
+    (:data:`FUSED_NORM_ELEMENTS_PER_D`, :data:`FUSED_GATED_ACT_ELEMENTS`).
+    """
+    d = float(model.d_model)
+    q_w = float(model.n_heads * model.dim_head)
+    f_w = float(model.moe.d_ff_expert * model.moe.n_active if model.moe else model.d_ff)
+    act = FUSED_GATED_ACT_ELEMENTS if model.gated_ffn else FUSED_PLAIN_ACT_ELEMENTS
+    elem = (FUSED_NORM_ELEMENTS_PER_D * d + act * f_w / tp) * BYTES_PER_DTYPE[
+        precisions.activations
+    ]
+    if BYTES_PER_DTYPE[precisions.compute] < BYTES_PER_DTYPE[precisions.activations]:
+        elem += (2.0 * d + (q_w + f_w) / tp) * FP8_CAST_BYTES
+    return float(elem)
+
+
 def iteration_model(
     model: ModelArch,
     acc: Accelerator,
@@ -877,22 +931,9 @@ def iteration_model(
         system, 2, tp, efficiency.intra_node_link, efficiency.scale_out_link
     )
     gemm_16 = efficiency.gemm_for(acc.family)
-    # memory-bound elementwise ops of the forward pass (norms, residuals, activation, rotary),
-    # counted as in aitco.perf.training: hidden-size ops replicated on every tp rank, the
-    # FFN/QKV-width ops split; fp8 compute adds the cast of every linear layer's input.
-    q_w = float(model.n_heads * model.dim_head)
-    kv_w = float(model.kv_heads * model.dim_head)
-    f_w = float(model.moe.d_ff_expert * model.moe.n_active if model.moe else model.d_ff)
-    ffn_elems = 3.0 * f_w if model.gated_ffn else 2.0 * f_w
-    rope = 2.0 * (q_w + kv_w) if model.position_embedding == "rope" else 0.0
-    elem = (
-        ELEMENTWISE_RW
-        * (4.0 * d + (ffn_elems + rope) / tp)
-        * BYTES_PER_DTYPE[precisions.activations]
+    elem_per_token = fused_elementwise_bytes_per_token(model, precisions, tp) * math.ceil(
+        model.n_layers / pp
     )
-    if BYTES_PER_DTYPE[precisions.compute] < BYTES_PER_DTYPE[precisions.activations]:
-        elem += (2.0 * d + (q_w + f_w) / tp) * FP8_CAST_BYTES
-    elem_per_token = elem * math.ceil(model.n_layers / pp)
     n_experts = model.moe.n_experts if model.moe else 0
     n_active = model.moe.n_active if model.moe else 0
     abw, alat, aeff = comms.group_link(
@@ -918,7 +959,7 @@ def iteration_model(
         dense_weight_bytes=wb.dense / shard,
         head_weight_bytes=head_params * act_b / tp,
         elementwise_bytes_per_token=elem_per_token,
-        elementwise_efficiency=efficiency.elementwise_hbm,
+        elementwise_efficiency=efficiency.decode_hbm,
         expert_bytes_each=wb.expert_each / shard,
         n_moe_layers=wb.n_moe_layers // 1,
         n_experts=n_experts,
@@ -1080,8 +1121,9 @@ def continuous_batching_terms(
     input_tokens: ArrayLike,
     output_tokens: ArrayLike,
     cached_tokens: ArrayLike = 0.0,
+    separate_prefill_tokens: float | None = None,
 ) -> dict[str, F64]:
-    r"""Terms of the mean stall-free continuous-batching iteration (sum: the step time). [s].
+    r"""Terms of the mean continuous-batching iteration (sum: the time per decode step). [s].
 
     Parameters
     ----------
@@ -1094,11 +1136,15 @@ def continuous_batching_terms(
     cached_tokens : array_like
         Prompt tokens reused from the prefix cache per request (:func:`cached_prompt_tokens`).
         [tokens]
+    separate_prefill_tokens : float, optional
+        None (default): prompt tokens ride with the decodes (stall-free). Otherwise prompts run
+        in prefill-only iterations of at most this many tokens (:attr:`EngineLimits.
+        separate_prefill_tokens`), during which the decodes stall.
 
     Returns
     -------
     dict of str to ndarray
-        :meth:`IterationModel.iteration_terms` of the mean iteration. [s]
+        :meth:`IterationModel.iteration_terms` of the mean iteration (per decode step). [s]
 
     Notes
     -----
@@ -1113,9 +1159,33 @@ def continuous_batching_terms(
     o = np.maximum(np.asarray(output_tokens, dtype=np.float64), 1.0)
     c = np.asarray(cached_tokens, dtype=np.float64)
     starts = b / o
-    return it.iteration_terms(
-        b, b * (i + o / 2.0), starts * (i - c), starts * prefill_pairs(i - c, c), starts
-    )
+    if separate_prefill_tokens is None:
+        return it.iteration_terms(
+            b, b * (i + o / 2.0), starts * (i - c), starts * prefill_pairs(i - c, c), starts
+        )
+    return _stalled_prefill_terms(it, b, i, o, c, float(separate_prefill_tokens))
+
+
+def _stalled_prefill_terms(
+    it: IterationModel, b: F64, i: F64, o: F64, c: F64, budget_tokens: float
+) -> dict[str, F64]:
+    r"""Per-decode-step terms when prompts run in prefill-only iterations (decodes stall).
+
+    Notes
+    -----
+    Prefill-first scheduling: the :math:`s = B/O` prompts that start per decode step are
+    prefilled as soon as seats free up, :math:`m = \mathrm{clip}(s, 1, N/(I-c))` prompts per
+    prefill-only iteration (at least one, at most the token budget :math:`N`), so
+    :math:`s/m` such iterations run per decode step, each re-reading the weights. The terms are
+    those of the decode-only step plus :math:`s/m` prefill iterations of :math:`m` prompts.
+    """
+    n_new = np.maximum(i - c, 1.0)
+    starts = b / o
+    m = np.clip(starts, 1.0, np.maximum(budget_tokens / n_new, 1.0))
+    dec = it.iteration_terms(b, b * (i + o / 2.0))
+    pre = it.iteration_terms(0.0, 0.0, m * n_new, m * prefill_pairs(n_new, c), m)
+    g = starts / m
+    return {k: np.asarray(dec[k] + g * pre[k], dtype=np.float64) for k in dec}
 
 
 def continuous_batching_step(
@@ -1124,13 +1194,16 @@ def continuous_batching_step(
     input_tokens: ArrayLike,
     output_tokens: ArrayLike,
     cached_tokens: ArrayLike = 0.0,
+    separate_prefill_tokens: float | None = None,
 ) -> F64:
     """Return the mean continuous-batching iteration time (sum of the terms). [s].
 
     See :func:`continuous_batching_terms` (same parameters).
     """
     return _sum_terms(
-        continuous_batching_terms(it, batch, input_tokens, output_tokens, cached_tokens)
+        continuous_batching_terms(
+            it, batch, input_tokens, output_tokens, cached_tokens, separate_prefill_tokens
+        )
     )
 
 

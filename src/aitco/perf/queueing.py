@@ -246,6 +246,7 @@ class _Limits:
     max_num_tokens: int
     steps: int
     chunked: bool
+    mixed: bool = True
 
 
 @dataclass(slots=True)
@@ -328,8 +329,10 @@ def _admit(st: _State, rq: _Requests, lim: _Limits, budget: int) -> None:
         st.reserved += rq.need[j]
 
 
-def _prefill_iteration(st: _State, rq: _Requests, tb: _Tables, budget: int, chunked: bool) -> None:
-    """Run one iteration with prompt tokens (whole prompts or chunks) and every decode."""
+def _prefill_iteration(
+    st: _State, rq: _Requests, tb: _Tables, budget: int, chunked: bool, mixed: bool
+) -> None:
+    """Run one iteration of prompt tokens (whole prompts or chunks), with every decode if mixed."""
     p_tokens = 0
     pairs = 0.0
     new: list[int] = []
@@ -347,13 +350,18 @@ def _prefill_iteration(st: _State, rq: _Requests, tb: _Tables, budget: int, chun
     if new:
         st.pending = [e for e in st.pending if e[1] > 0]
     batch, ctx = st.batch, st.ctx_sum
-    dt = tb.lin[batch + p_tokens] + tb.head[batch + len(new)] + tb.a_dec * ctx + tb.a_pre * pairs
+    if mixed:  # the running decodes ride along and each emits a token
+        dt = tb.lin[batch + p_tokens] + tb.head[batch + len(new)] + tb.a_dec * ctx
+        dt += tb.a_pre * pairs
+        iteration = st.iteration + 1
+        ctx += batch
+    else:  # prefill-only iteration: the running decodes stall
+        dt = tb.lin[p_tokens] + tb.head[len(new)] + tb.a_pre * pairs
+        iteration = st.iteration
     st.busy_batch_time += batch * dt
     now = st.now + dt
     st.now = now
-    iteration = st.iteration + 1
     st.iteration = iteration
-    ctx += batch
     outputs, heap = rq.outputs, st.heap
     for j in new:
         rq.first[j] = now
@@ -427,6 +435,7 @@ def simulate_continuous_batching(
     scheduler_steps: int = 1,
     chunked: bool = True,
     prefix_cache_hit_rate: float = 0.0,
+    mixed: bool = True,
 ) -> SimulationResult:
     """Simulate iteration-level continuous batching of the given requests on one replica.
 
@@ -458,6 +467,11 @@ def simulate_continuous_batching(
     prefix_cache_hit_rate : float
         Share of each prompt's tokens whose KV is reused from the prefix cache: they are not
         prefilled and not reserved again (at least one token is always computed). [0-1)
+    mixed : bool
+        True: prompt tokens ride in the iteration with the running decodes (each of which emits
+        a token). False: prefill-only iterations during which the decodes stall (vLLM V0
+        prefill-first, SGLang's separate extend batches); the prompt budget is then the whole
+        ``max_num_tokens``.
 
     Returns
     -------
@@ -480,7 +494,7 @@ def simulate_continuous_batching(
         arrival_s, input_tokens, output_tokens, kv_capacity_tokens, prefix_cache_hit_rate
     )
     n = arr.size
-    lim = _Limits(max_num_seqs, kv_capacity_tokens, max_num_tokens, steps, chunked)
+    lim = _Limits(max_num_seqs, kv_capacity_tokens, max_num_tokens, steps, chunked, mixed)
     tb = _tables(it, lim, int(ins.max()))
     rq = _Requests(
         arr.tolist(), ins.tolist(), outs.tolist(), (ins - cached + outs).tolist(),
@@ -507,11 +521,13 @@ def _run(*, st: _State, rq: _Requests, tb: _Tables, lim: _Limits) -> _State:
             st.nxt += 1
         admit = bool(queue) and (steps == 1 or st.iteration % steps == 0 or st.batch == 0)
         if admit or st.pending:
-            budget = max(lim.max_num_tokens - st.batch, 1) if lim.chunked else lim.max_num_tokens
+            budget = lim.max_num_tokens
+            if lim.chunked and lim.mixed:
+                budget = max(budget - st.batch, 1)
             if admit:
                 _admit(st, rq, lim, budget)
             if st.pending:
-                _prefill_iteration(st, rq, tb, budget, lim.chunked)
+                _prefill_iteration(st, rq, tb, budget, lim.chunked, lim.mixed)
                 continue
         if st.batch == 0:
             if st.nxt < n:
@@ -541,6 +557,7 @@ def simulate_poisson(
     scheduler_steps: int = 1,
     chunked: bool = True,
     prefix_cache_hit_rate: float = 0.0,
+    mixed: bool = True,
 ) -> SimulationResult:
     """Simulate Poisson (or gamma, ``arrival_cv != 1``) arrivals with sampled lengths.
 
@@ -570,6 +587,7 @@ def simulate_poisson(
         scheduler_steps=scheduler_steps,
         chunked=chunked,
         prefix_cache_hit_rate=prefix_cache_hit_rate,
+        mixed=mixed,
     )
 
 

@@ -54,6 +54,7 @@ def max_request_rate(
     output_tokens: float,
     max_batch: int,
     cached_tokens: float = 0.0,
+    separate_prefill_tokens: float | None = None,
 ) -> float:
     r"""Highest sustainable request rate of one replica at the largest batch. [requests/s].
 
@@ -63,7 +64,11 @@ def max_request_rate(
     continuous-batching iteration time (:func:`aitco.perf.inference.continuous_batching_step`).
     """
     o = max(float(output_tokens), 1.0)
-    step = float(continuous_batching_step(it, max_batch, input_tokens, o, cached_tokens))
+    step = float(
+        continuous_batching_step(
+            it, max_batch, input_tokens, o, cached_tokens, separate_prefill_tokens
+        )
+    )
     return max_batch / (o * step)
 
 
@@ -85,6 +90,7 @@ def replicas_for_slo(
     scheduler_steps: int = 1,
     chunked: bool = True,
     prefix_cache_hit_rate: float = 0.0,
+    mixed: bool = True,
 ) -> int | None:
     r"""Fewest replicas whose P99 TTFT and P99 TPOT meet the objectives at ``qps`` in total.
 
@@ -133,7 +139,10 @@ def replicas_for_slo(
         slo_ttft_s is not None and single_ttft > slo_ttft_s
     ):
         return None
-    mu = max_request_rate(it, input_tokens, output_tokens, max_num_seqs, cached)
+    mu = max_request_rate(
+        it, input_tokens, output_tokens, max_num_seqs, cached,
+        None if mixed else float(max_num_tokens),
+    )  # fmt: skip
 
     def ok(r: int) -> bool:
         res = simulate_poisson(
@@ -151,6 +160,7 @@ def replicas_for_slo(
             scheduler_steps=scheduler_steps,
             chunked=chunked,
             prefix_cache_hit_rate=prefix_cache_hit_rate,
+            mixed=mixed,
         )
         p = res.percentiles()
         if slo_ttft_s is not None and p["p99_ttft_s"] > slo_ttft_s:
