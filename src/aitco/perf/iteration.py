@@ -914,47 +914,24 @@ def iteration_model(
     shard = tp * pp
     d = model.d_model
     head_params = model.vocab_size * d
-    body_params = pc.active - pc.embedding - pc.lm_head
-    pair_macs: float
-    if model.mla is not None:
-        a = model.mla
-        pair_macs = model.n_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
-    else:
-        pair_macs = model.n_heads * model.dim_head * ATTENTION_MACS_PER_PAIR
-    attn_flops_pair = FLOPS_PER_MAC * pair_macs * model.n_layers / tp
-    kv_tok = float(kv_bytes_per_sequence(model, 1.0, precisions.kv, tp))  # all layers, per rank
     act_b = BYTES_PER_DTYPE[precisions.activations]
-    bw, lat, eff = comms.group_link(
-        system, tp, 1, efficiency.intra_node_link, efficiency.scale_out_link
-    )
-    pbw, plat, peff = comms.group_link(
-        system, 2, tp, efficiency.intra_node_link, efficiency.scale_out_link
-    )
-    gemm_16 = efficiency.gemm_for(acc.family)
     elem_per_token = fused_elementwise_bytes_per_token(model, precisions, tp) * math.ceil(
         model.n_layers / pp
     )
-    n_experts = model.moe.n_experts if model.moe else 0
     n_active = model.moe.n_active if model.moe else 0
-    abw, alat, aeff = comms.group_link(
-        system, ep, 1, efficiency.intra_node_link, efficiency.scale_out_link
-    )
     return IterationModel(
         ep=ep,
         expert_flops_per_token=FLOPS_PER_MAC * pc.expert_active if ep > 1 else 0.0,
         a2a_bytes_per_token=d * act_b * n_active,
-        a2a_bandwidth_gb_s=float(abw),
-        a2a_latency_us=float(alat),
-        a2a_efficiency=float(aeff),
         tp=tp,
         pp=pp,
         peak_tflops=float(acc.peak_tflops[precisions.compute]),
         hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
         gemm_efficiency=lowp_gemm_efficiency(
-            gemm_16, precisions.compute, efficiency.lowp_gemm_scale
+            efficiency.gemm_for(acc.family), precisions.compute, efficiency.lowp_gemm_scale
         ),
         hbm_efficiency=efficiency.decode_hbm,
-        body_flops_per_token=FLOPS_PER_MAC * body_params / shard,
+        body_flops_per_token=FLOPS_PER_MAC * (pc.active - pc.embedding - pc.lm_head) / shard,
         head_flops_per_token=FLOPS_PER_MAC * head_params / tp,
         dense_weight_bytes=wb.dense / shard,
         head_weight_bytes=head_params * act_b / tp,
@@ -962,27 +939,61 @@ def iteration_model(
         elementwise_efficiency=efficiency.decode_hbm,
         expert_bytes_each=wb.expert_each / shard,
         n_moe_layers=wb.n_moe_layers // 1,
-        n_experts=n_experts,
+        n_experts=model.moe.n_experts if model.moe else 0,
         n_active=n_active,
-        attn_flops_per_pair=attn_flops_pair,
-        kv_bytes_per_token=kv_tok,
+        attn_flops_per_pair=attention_flops_per_pair(model, tp),
+        kv_bytes_per_token=float(kv_bytes_per_sequence(model, 1.0, precisions.kv, tp)),
         allreduce_bytes_per_token=d * act_b,
         allreduces_per_iteration=(2 * math.ceil(model.n_layers / pp)) if tp > 1 else 0,
-        link_bandwidth_gb_s=float(bw),
-        link_latency_us=float(lat),
-        link_efficiency=float(eff),
-        pp_bandwidth_gb_s=float(pbw),
-        pp_latency_us=float(plat),
-        pp_efficiency=float(peff),
-        overhead_s=efficiency.serving_overhead_for(engine),
-        overhead_per_seq_s=efficiency.serving_overhead_per_seq_s,
-        layer_overhead_s=efficiency.serving_layer_overhead_s,
         n_layers=model.n_layers,
-        roofline_p=efficiency.roofline_p,
         head_peak_tflops=float(acc.peak_tflops[precisions.activations]),
         attn_peak_tflops=float(acc.peak_tflops[precisions.activations]),
-        attn_gemm_efficiency=efficiency.prefill_attention,
+        **_link_fields(system, tp, ep, efficiency),
+        **_engine_fields(efficiency, engine),
     )
+
+
+def attention_flops_per_pair(model: ModelArch, tp: int) -> float:
+    r"""Attention FLOPs per (query, key) token pair over all layers, per tp rank. [FLOP].
+
+    Notes
+    -----
+    :math:`2\,h\,(d_{qk} + d_v) L / t`: the score and value matmuls of every head (MLA: its
+    no-rope, rope and value head dimensions).
+    """
+    if model.mla is not None:
+        a = model.mla
+        pair_macs = float(model.n_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim))
+    else:
+        pair_macs = float(model.n_heads * model.dim_head * ATTENTION_MACS_PER_PAIR)
+    return FLOPS_PER_MAC * pair_macs * model.n_layers / tp
+
+
+def _link_fields(
+    system: System, tp: int, ep: int, efficiency: EfficiencyParams
+) -> dict[str, float]:
+    """Links of the tp group, the pipeline hand-off and the expert-parallel group."""
+    links = {"link": (tp, 1), "pp": (2, tp), "a2a": (ep, 1)}
+    out: dict[str, float] = {}
+    for name, (n, inner) in links.items():
+        bw, lat, eff = comms.group_link(
+            system, n, inner, efficiency.intra_node_link, efficiency.scale_out_link
+        )
+        out[f"{name}_bandwidth_gb_s"] = float(bw)
+        out[f"{name}_latency_us"] = float(lat)
+        out[f"{name}_efficiency"] = float(eff)
+    return out
+
+
+def _engine_fields(efficiency: EfficiencyParams, engine: str | None) -> dict[str, float]:
+    """Host overheads and kernel-efficiency fields of the serving engine."""
+    return {
+        "overhead_s": efficiency.serving_overhead_for(engine),
+        "overhead_per_seq_s": efficiency.serving_overhead_per_seq_s,
+        "layer_overhead_s": efficiency.serving_layer_overhead_s,
+        "roofline_p": efficiency.roofline_p,
+        "attn_gemm_efficiency": efficiency.prefill_attention,
+    }
 
 
 # ----------------------------------------------------------------------------- memory plan
