@@ -142,7 +142,7 @@ class EfficiencyParams(BaseModel):
 
     # ---- inference engine ---------------------------------------------------------------------
     serving_overhead_s: float = Field(
-        default=0.004,
+        default=0.003,
         ge=0.0,
         le=0.1,
         description="Per-iteration serving-engine overhead (scheduling, sampling, kernel launches "
@@ -154,14 +154,14 @@ class EfficiencyParams(BaseModel):
         "scheduler), like gemm by family; engines absent use serving_overhead_s. [s]",
     )
     serving_layer_overhead_s: float = Field(
-        default=5e-05,
+        default=1e-04,
         ge=0.0,
         le=0.001,
         description="Per-layer per-iteration gap between kernels (launch/tail latency of the ~10 "
         "kernels of a layer, even under CUDA graphs); scales with depth. [s]",
     )
     decode_hbm: float = _frac(
-        0.9,
+        0.95,
         "Fraction of HBM bandwidth reached by inference weight streaming and paged-attention KV "
         "reads (GEMV/GEMM at small M, XQA/paged attention kernels).",
     )
@@ -195,14 +195,14 @@ class EfficiencyParams(BaseModel):
         "kernels on prompt tokens; the training field 'attention' covers forward+backward.",
     )
     serving_overhead_per_seq_s: float = Field(
-        default=0.0,
+        default=1e-06,
         ge=0.0,
         le=0.001,
         description="Per-sequence per-iteration host overhead (sampling, detokenisation, scheduler "
         "bookkeeping in the serving loop). [s]",
     )
     lowp_gemm_scale: float = Field(
-        default=1.0,
+        default=0.9,
         ge=0.3,
         le=1.0,
         description="Factor on the GEMM efficiency per halving of the operand width below 16 bit "

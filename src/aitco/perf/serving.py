@@ -11,6 +11,7 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,14 +168,21 @@ def replicas_for_slo(
             return False
         return not (slo_tpot_s is not None and p.get("p99_tpot_s", 0.0) > slo_tpot_s)
 
-    lo = max(1, math.ceil(qps / mu * (1 + 1e-9)))
+    return smallest_passing(ok, max(1, math.ceil(qps / mu * (1 + 1e-9))), max_replicas)
+
+
+def smallest_passing(ok: Callable[[int], bool], lo: int, most: int) -> int | None:
+    """Smallest ``n >= lo`` with ``ok(n)`` for a monotone ``ok``: doubling, then bisection.
+
+    Returns None when no ``n`` up to ``most`` passes.
+    """
     if ok(lo):
         return lo
     hi = lo * 2
     while not ok(hi):
         lo = hi
         hi *= 2
-        if hi > max_replicas:
+        if hi > most:
             return None
     while hi - lo > 1:
         mid = (lo + hi) // 2
