@@ -142,7 +142,7 @@ class EfficiencyParams(BaseModel):
 
     # ---- inference engine ---------------------------------------------------------------------
     serving_overhead_s: float = Field(
-        default=0.003,
+        default=0.004,
         ge=0.0,
         le=0.1,
         description="Per-iteration serving-engine overhead (scheduling, sampling, kernel launches "
@@ -154,7 +154,7 @@ class EfficiencyParams(BaseModel):
         "scheduler), like gemm by family; engines absent use serving_overhead_s. [s]",
     )
     serving_layer_overhead_s: float = Field(
-        default=1e-04,
+        default=7.5e-05,
         ge=0.0,
         le=0.001,
         description="Per-layer per-iteration gap between kernels (launch/tail latency of the ~10 "
@@ -173,20 +173,20 @@ class EfficiencyParams(BaseModel):
         "ridge point (GEMMs with M of a few hundred tokens).",
     )
     inference_throughput_log_ratio_q10: float = Field(
-        default=-0.094,
+        default=-0.078,
         description="10th percentile of ln(observed/predicted) offline throughput on the "
         "inference validation rows (interval of aitco infer).",
     )
     inference_throughput_log_ratio_q90: float = Field(
-        default=0.152,
+        default=0.09,
         description="90th percentile of ln(observed/predicted) offline throughput.",
     )
     inference_latency_log_ratio_q10: float = Field(
-        default=-0.145,
+        default=-0.163,
         description="10th percentile of ln(observed/predicted) TTFT/TPOT on the validation rows.",
     )
     inference_latency_log_ratio_q90: float = Field(
-        default=0.642,
+        default=0.951,
         description="90th percentile of ln(observed/predicted) TTFT/TPOT on the validation rows.",
     )
     prefill_attention: float = _frac(
@@ -195,7 +195,7 @@ class EfficiencyParams(BaseModel):
         "kernels on prompt tokens; the training field 'attention' covers forward+backward.",
     )
     serving_overhead_per_seq_s: float = Field(
-        default=1e-06,
+        default=0.0,
         ge=0.0,
         le=0.001,
         description="Per-sequence per-iteration host overhead (sampling, detokenisation, scheduler "
