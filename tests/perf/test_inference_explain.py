@@ -176,3 +176,18 @@ def test_ep_needs_a_moe_model() -> None:
 
     with pytest.raises(InputError, match="--ep"):
         estimate_inference(LLAMA8, GPU, NODE, 8, ep=8)
+
+
+def test_request_path_adds_to_ttft_only() -> None:
+    eff = DEFAULT_EFFICIENCY.with_overrides({"request_path_s": 0.02})
+    base_eff = DEFAULT_EFFICIENCY.with_overrides({"request_path_s": 0.0})
+    for load in ({}, {"concurrency": 16}, {"qps": 2.0, "num_requests": 300}):
+        kw: dict[str, Any] = {"input_tokens": 256, "output_tokens": 64, **load}
+        a = estimate_inference(LLAMA8, GPU, NODE, 1, efficiency=base_eff, **kw)
+        b = estimate_inference(LLAMA8, GPU, NODE, 1, efficiency=eff, **kw)
+        assert b.values["ttft_s"] == pytest.approx(a.values["ttft_s"] + 0.02, rel=1e-6)
+        assert b.values["tpot_s"] == pytest.approx(a.values["tpot_s"], rel=1e-9)
+        assert _sum(b, "ttft") == pytest.approx(b.values["ttft_s"], rel=1e-9)
+        if "qps" in load:  # the simulated percentiles move by the same constant
+            assert b.values["p50_ttft_s"] == pytest.approx(a.values["p50_ttft_s"] + 0.02)
+            assert b.values["p50_tpot_s"] == pytest.approx(a.values["p50_tpot_s"])

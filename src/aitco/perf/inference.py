@@ -472,6 +472,7 @@ def static_batch_point(it: IterationModel, inp: ServingInputs, b: int) -> LoadPo
     i, o, c = float(inp.input_tokens), float(inp.output_tokens), inp.cached_tokens
     ttft = _floats(it.iteration_terms(0.0, 0.0, b * (i - c), b * prefill_pairs(i - c, c), b))
     tpot = _floats(it.iteration_terms(b, b * (i + o / 2.0)))
+    ttft["request_path_s"] = it.request_path_s
     t_first, t_tok = math.fsum(ttft.values()), math.fsum(tpot.values())
     e2e = t_first + (o - 1.0) * t_tok
     return LoadPoint(
@@ -519,6 +520,7 @@ def closed_loop_point(it: IterationModel, inp: ServingInputs, b_max: int) -> Loa
             )
     if b == 1 and regime == "single request":
         ttft = _floats(it.iteration_terms(0.0, 0.0, i - c, prefill_pairs(i - c, c), 1.0))
+        ttft["request_path_s"] = it.request_path_s
         tpot = _floats(it.iteration_terms(1.0, i + o / 2.0))
         e2e = math.fsum(ttft.values()) + (o - 1.0) * math.fsum(tpot.values())
         return LoadPoint(
@@ -528,6 +530,7 @@ def closed_loop_point(it: IterationModel, inp: ServingInputs, b_max: int) -> Loa
     tpot = _floats(continuous_batching_terms(it, b, i, o, c, inp.engine.separate_prefill_tokens))
     step = math.fsum(tpot.values())
     ttft = _chunked_ttft_terms(it, inp, float(b))
+    ttft["request_path_s"] = it.request_path_s
     if inp.scheduler_steps > 1:
         # multi-step scheduling: a prompt waits on average (k-1)/2 iterations for admission
         ttft["scheduler_wait_s"] = (inp.scheduler_steps - 1) / 2.0 * step
@@ -605,6 +608,7 @@ def simulated_point(
     ttft = _floats(
         it.iteration_terms(b_ride, b_ride * (i + o / 2.0), i - c, prefill_pairs(i - c, c), 1.0)
     )
+    ttft["request_path_s"] = it.request_path_s
     ttft["queueing_s"] = sim.mean_ttft_s - math.fsum(ttft.values())
     if inp.slo_ttft_s is not None or inp.slo_tpot_s is not None:
         vals["replicas_for_slo"] = serving.replicas_for_slo(
@@ -666,7 +670,9 @@ TERM_FORMULAS: dict[str, str] = {
     "+ serving_overhead_per_seq_s*seqs (fitted)",
     "scheduler_wait_s": "(scheduler_steps - 1)/2 * iteration_s (admission every k iterations)",
     "queue_wait_s": "(concurrency/replicas - B_max) / (B_max / (O * iteration_s))",
-    "queueing_s": "simulated mean TTFT - prefill iteration at the mean batch",
+    "queueing_s": "simulated mean TTFT - prefill iteration at the mean batch - request path",
+    "request_path_s": "request_path_s (API server / harness, tokenisation, first-token "
+    "streaming; outside the GPU iterations)",
     "batching_variation_s": "simulated mean TPOT - steady-state iteration at the mean batch",
     "speculative_s": "tpot * ((k t_draft + t_verify)/E(k, alpha) / t_decode - 1)",
 }  # fmt: skip

@@ -475,6 +475,9 @@ class IterationModel:
         Link seen by pipeline hand-offs.
     overhead_s : float
         Per-iteration framework overhead (scheduler, sampling, launches). [s]
+    request_path_s : float
+        Per-request latency outside the GPU iterations (API server or harness, tokenisation,
+        first-token streaming): adds to TTFT, never occupies the GPU. [s]
     """
 
     tp: int
@@ -517,6 +520,7 @@ class IterationModel:
     a2a_bandwidth_gb_s: float = 0.0
     a2a_latency_us: float = 0.0
     a2a_efficiency: float = 1.0
+    request_path_s: float = 0.0
 
     # --- components ------------------------------------------------------------------------
     def _flops_rate(self) -> float:
@@ -993,6 +997,7 @@ def _engine_fields(efficiency: EfficiencyParams, engine: str | None) -> dict[str
         "layer_overhead_s": efficiency.serving_layer_overhead_s,
         "roofline_p": efficiency.roofline_p,
         "attn_gemm_efficiency": efficiency.prefill_attention,
+        "request_path_s": efficiency.request_path_s,
     }
 
 

@@ -484,8 +484,9 @@ def simulate_continuous_batching(
     KV capacity and the per-iteration prompt budget allow (:func:`_admit`); an iteration that
     admits prompts runs them (prefill) together with one decode token of every running sequence
     (:func:`_prefill_iteration`); the first token of a request is emitted at the end of its
-    prefill iteration. Between events, decode iterations are advanced in closed form
-    (:func:`_decode_stretch`, module docstring).
+    prefill iteration, and reaches the client ``it.request_path_s`` later (API server, harness,
+    streaming; it does not occupy the GPU). Between events, decode iterations are advanced in
+    closed form (:func:`_decode_stretch`, module docstring).
     """
     steps = int(scheduler_steps)
     if steps < 1:
@@ -501,8 +502,9 @@ def simulate_continuous_batching(
         cached.tolist(), [0.0] * n, [0.0] * n,
     )  # fmt: skip
     st = _run(st=_State(), rq=rq, tb=tb, lim=lim)
-    first_a = np.asarray(rq.first)
-    finish_a = np.asarray(rq.finish)
+    # the request path outside the engine delays what the client sees, not the GPU
+    first_a = np.asarray(rq.first) + it.request_path_s
+    finish_a = np.asarray(rq.finish) + it.request_path_s
     span = float(finish_a.max() - arr[0])
     return SimulationResult(
         arrival_s=arr, first_token_s=first_a, finish_s=finish_a, output_tokens=outs,
