@@ -37,7 +37,9 @@ NODE = System(
     id="n", accelerator="g", devices_per_node=8, intra_node_fabric="nvswitch",
     intra_node_bandwidth_gb_s=450,
 )  # fmt: skip
-EFF = EfficiencyParams(gemm={"nvidia-hopper": 0.6}, decode_hbm=0.8, serving_overhead_s=0.002)
+EFF = EfficiencyParams(
+    gemm={"nvidia-hopper": 0.6}, decode_hbm=0.8, serving_overhead_s=0.002, request_path_s=0.0
+)
 IT = iteration_model(
     MODEL, GPU, NODE, tp=1, pp=1, precisions=resolve_precisions(GPU, "bf16", None), efficiency=EFF
 )
@@ -239,3 +241,16 @@ def test_stalled_prefill_steady_state_adds_a_prefill_iteration() -> None:
     assert max_request_rate(IT, i, o, 64, separate_prefill_tokens=8192.0) < max_request_rate(
         IT, i, o, 64
     )
+
+
+def test_request_path_shifts_first_and_last_token_not_the_gpu() -> None:
+    from dataclasses import replace
+
+    t = poisson_arrivals_s(5.0, 400, np.random.default_rng(3))
+    ins, outs = np.full(400, 300), np.full(400, 40)
+    kw: dict = {"max_num_seqs": 64, "kv_capacity_tokens": BIG}
+    a = simulate_continuous_batching(IT, t, ins, outs, **kw)
+    b = simulate_continuous_batching(replace(IT, request_path_s=0.03), t, ins, outs, **kw)
+    assert np.allclose(b.ttft_s, a.ttft_s + 0.03)
+    assert np.allclose(b.tpot_s, a.tpot_s)
+    assert b.iterations == a.iterations
