@@ -60,7 +60,7 @@ ACTIVATION_WIDTH_D_FF = 2.0
 #: Largest weights share of device memory the default tensor-parallel choice accepts, so that
 #: at least ~20 % is left for the KV cache (a sizing rule of thumb, not an engine limit).
 DEFAULT_TP_MAX_WEIGHT_FRACTION = 0.8
-#: Mean prompt and output lengths when a shape is not given (issue #4 CLI defaults).
+#: Mean prompt and output lengths when a shape is not given (the CLI defaults).
 DEFAULT_INPUT_TOKENS = 512
 DEFAULT_OUTPUT_TOKENS = 256
 #: Exponent above which the smooth roofline is the plain max (Williams et al. 2009).
