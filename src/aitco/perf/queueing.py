@@ -398,27 +398,40 @@ def _decode_stretch(st: _State, rq: _Requests, tb: _Tables, steps: int) -> None:
     Each epoch ends at the next completion, the next arrival (when nothing waits) or, with
     multi-step scheduling and prompts waiting, the next scheduling point. Completions with no
     arrival due and no prompt waiting continue the stretch without going back to admission.
+    The state is held in locals for the stretch and written back once (the hot loop).
     """
-    arrival, n = rq.arrival, len(rq.arrival)
     a, decode_c, heap, queue = tb.a_dec, tb.decode_c, st.heap, st.queue
+    inputs, outputs, need, finish = rq.inputs, rq.outputs, rq.need, rq.finish
+    batch, ctx, iteration, now = st.batch, st.ctx_sum, st.iteration, st.now
+    busy = st.busy_batch_time
+    t_next = rq.arrival[st.nxt] if st.nxt < len(rq.arrival) else math.inf
+    freed = ended = 0
     while True:
-        batch, ctx, iteration = st.batch, st.ctx_sum, st.iteration
         c = decode_c[batch]
         k = heap[0][0] - iteration
         if not queue:
-            if st.nxt < n:
-                k = min(k, _k_until(arrival[st.nxt] - st.now, c, a, ctx, batch))
+            if t_next < math.inf:
+                k = min(k, _k_until(t_next - now, c, a, ctx, batch))
         elif steps > 1:
             k = min(k, steps - iteration % steps)
         dt = k * c + a * (k * ctx + batch * k * (k - 1) / 2.0)
-        st.busy_batch_time += batch * dt
-        st.now += dt
-        st.iteration = iteration + k
-        st.ctx_sum = ctx + batch * k
-        if heap[0][0] <= st.iteration:
-            _retire(st, rq)
-        if queue or st.batch == 0 or (st.nxt < n and arrival[st.nxt] <= st.now):
-            return
+        busy += batch * dt
+        now += dt
+        iteration += k
+        ctx += batch * k
+        while heap and heap[0][0] <= iteration:
+            j = heapq.heappop(heap)[1]
+            finish[j] = now
+            batch -= 1
+            ctx -= inputs[j] + outputs[j]
+            freed += need[j]
+            ended += 1
+        if queue or batch == 0 or t_next <= now:
+            break
+    st.batch, st.ctx_sum, st.iteration, st.now = batch, ctx, iteration, now
+    st.busy_batch_time = busy
+    st.reserved -= freed
+    st.done += ended
 
 
 def simulate_continuous_batching(
@@ -518,9 +531,11 @@ def _run(*, st: _State, rq: _Requests, tb: _Tables, lim: _Limits) -> _State:
     arrival, n, steps = rq.arrival, len(rq.arrival), lim.steps
     queue = st.queue
     while st.done < n:
-        while st.nxt < n and arrival[st.nxt] <= st.now:
-            queue.append(st.nxt)
-            st.nxt += 1
+        nxt, now = st.nxt, st.now
+        while nxt < n and arrival[nxt] <= now:
+            queue.append(nxt)
+            nxt += 1
+        st.nxt = nxt
         admit = bool(queue) and (steps == 1 or st.iteration % steps == 0 or st.batch == 0)
         if admit or st.pending:
             budget = lim.max_num_tokens
