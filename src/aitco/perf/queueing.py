@@ -362,18 +362,18 @@ def _prefill_iteration(
     now = st.now + dt
     st.now = now
     st.iteration = iteration
-    outputs, heap = rq.outputs, st.heap
+    outputs, inputs, first, heap = rq.outputs, rq.inputs, rq.first, st.heap
     for j in new:
-        rq.first[j] = now
+        first[j] = now
         o = outputs[j]
-        if o <= 1:
+        if o > 1:
+            heapq.heappush(heap, (iteration + o - 1, j))
+            batch += 1
+            ctx += inputs[j] + 1
+        else:
             rq.finish[j] = now
             st.reserved -= rq.need[j]
             st.done += 1
-        else:
-            heapq.heappush(heap, (iteration + o - 1, j))
-            batch += 1
-            ctx += rq.inputs[j] + 1
     st.batch, st.ctx_sum = batch, ctx
     if heap and heap[0][0] <= iteration:
         _retire(st, rq)
@@ -530,6 +530,8 @@ def _run(*, st: _State, rq: _Requests, tb: _Tables, lim: _Limits) -> _State:
     """Event loop: admission and prefill iterations, else a decode stretch, until all finish."""
     arrival, n, steps = rq.arrival, len(rq.arrival), lim.steps
     queue = st.queue
+    chunked, mixed, tokens = lim.chunked, lim.mixed, lim.max_num_tokens
+    shrink = chunked and mixed  # the decodes take their share of the token budget
     while st.done < n:
         nxt, now = st.nxt, st.now
         while nxt < n and arrival[nxt] <= now:
@@ -538,13 +540,11 @@ def _run(*, st: _State, rq: _Requests, tb: _Tables, lim: _Limits) -> _State:
         st.nxt = nxt
         admit = bool(queue) and (steps == 1 or st.iteration % steps == 0 or st.batch == 0)
         if admit or st.pending:
-            budget = lim.max_num_tokens
-            if lim.chunked and lim.mixed:
-                budget = max(budget - st.batch, 1)
+            budget = max(tokens - st.batch, 1) if shrink else tokens
             if admit:
                 _admit(st, rq, lim, budget)
             if st.pending:
-                _prefill_iteration(st, rq, tb, budget, lim.chunked, lim.mixed)
+                _prefill_iteration(st, rq, tb, budget, chunked, mixed)
                 continue
         if st.batch == 0:
             if st.nxt < n:
