@@ -1210,7 +1210,7 @@ class EngineServingEvaluator:
 
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk of serving configurations, one engine model per group."""
-        from aitco.perf.inference import continuous_batching_step
+        from aitco.perf.inference import ENGINES, continuous_batching_step
 
         n = _chunk_len(v)
         h = self.hw
@@ -1253,8 +1253,11 @@ class EngineServingEvaluator:
                 b = bsz[r].astype(float)
                 reason[r] |= np.where(b > max_seqs, 16, 0)
                 i, o = float(k[5]), float(k[6])
-                tpot[grp] = continuous_batching_step(it, b, i, o)
-                ttft[grp] = it.iteration_s(b, b * (i + o / 2.0), i, i * (i + 1) / 2.0, 1.0)
+                # prefill-first engines run prompts in their own iterations (decodes stall)
+                sep = ENGINES[self.engine].separate_prefill_tokens
+                tpot[grp] = continuous_batching_step(it, b, i, o, 0.0, sep)
+                ride = b if sep is None else 0.0 * b  # decodes riding in the prompt's iteration
+                ttft[grp] = it.iteration_s(ride, ride * (i + o / 2.0), i, i * (i + 1) / 2.0, 1.0)
                 mem[grp] = fixed_gb + (usable_gb - fixed_gb) * np.minimum(b / max(max_seqs, 1), 1.0)
         keep = reason[rows] == 0
         rows, tpot, ttft, mem = rows[keep], tpot[keep], ttft[keep], mem[keep]
