@@ -22,7 +22,6 @@ grimp = pytest.importorskip("grimp")
 # rewrites land (test_known_cycles_are_gone says which are still present).
 KNOWN_CYCLES: tuple[frozenset[str], ...] = (
     frozenset({"aitco.perf.training", "aitco.perf.plan_search"}),
-    frozenset({"aitco.perf.inference", "aitco.perf.queueing", "aitco.perf.serving"}),
 )
 
 

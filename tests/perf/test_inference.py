@@ -54,8 +54,9 @@ BARE = EfficiencyParams(
     attention=0.5, prefill_attention=0.5, serving_overhead_s=0.0, serving_layer_overhead_s=0.0,
     serving_overhead_per_seq_s=0.0, lowp_gemm_scale=1.0, roofline_p=1e9, elementwise_hbm=0.5,
 )  # fmt: skip
-# elementwise traffic per token (bf16, tp 1): 2 x (4 d + 3 d_ff + 2 (q + kv)) x 2 B x 32 layers
-ELEM_S_PER_TOKEN = 2 * (4 * 4096 + 3 * 14336 + 2 * (4096 + 1024)) * 2 * 32 / (0.5 * 3000e9)
+# fused element-wise traffic per token (bf16, tp 1): two residual+RMSNorm kernels (8 d) and
+# silu_and_mul (3 d_ff), x 2 B x 32 layers, at the decode HBM efficiency
+ELEM_S_PER_TOKEN = (8 * 4096 + 3 * 14336) * 2 * 32 / (0.5 * 3000e9)
 
 
 def test_kv_bytes_gqa_hand_computed() -> None:

@@ -89,9 +89,23 @@ def test_dominant_term_follows_the_regime() -> None:
     assert one.dominant == "tpot_weights_read_s"  # one sequence: weights streamed per token
     pcie = estimate_inference(LLAMA8, GPU, PCIE, 8, tp=8, concurrency=64)
     assert pcie.dominant == "tpot_tp_comm_s"
+    # a stall-free engine (prompt tokens ride with the decodes) at its largest batch
     big = estimate_inference(LLAMA8, GPU, NODE, 1, mode="offline", input_tokens=64,
-                             output_tokens=64)  # fmt: skip
+                             output_tokens=64, engine="vllm-v1")  # fmt: skip
     assert big.dominant == "tpot_linear_compute_s"
+
+
+def test_prefill_first_engine_pays_a_prefill_iteration_per_decode_step() -> None:
+    # vLLM V0 (prefill-first): the prompts that start each step run in their own iteration,
+    # re-reading the weights and paying the iteration overhead again; the terms still add up
+    kw: dict[str, Any] = {"mode": "offline", "input_tokens": 64, "output_tokens": 64}
+    v0 = estimate_inference(LLAMA8, GPU, NODE, 1, engine="vllm", **kw)
+    v1 = estimate_inference(LLAMA8, GPU, NODE, 1, engine="vllm", max_batch=1024, **kw)
+    mixed = estimate_inference(LLAMA8, GPU, NODE, 1, engine="vllm-v1", max_batch=256, **kw)
+    assert v0.values["batch_per_replica"] == mixed.values["batch_per_replica"] == 256
+    assert v0.values["tpot_s"] > mixed.values["tpot_s"]
+    assert _sum(v0, "tpot") == pytest.approx(v0.values["tpot_s"], rel=1e-9)
+    assert v1.values["output_tokens_per_s"] > v0.values["output_tokens_per_s"]
 
 
 def test_iteration_terms_sum_to_the_iteration() -> None:
@@ -162,3 +176,18 @@ def test_ep_needs_a_moe_model() -> None:
 
     with pytest.raises(InputError, match="--ep"):
         estimate_inference(LLAMA8, GPU, NODE, 8, ep=8)
+
+
+def test_request_path_adds_to_ttft_only() -> None:
+    eff = DEFAULT_EFFICIENCY.with_overrides({"request_path_s": 0.02})
+    base_eff = DEFAULT_EFFICIENCY.with_overrides({"request_path_s": 0.0})
+    for load in ({}, {"concurrency": 16}, {"qps": 2.0, "num_requests": 300}):
+        kw: dict[str, Any] = {"input_tokens": 256, "output_tokens": 64, **load}
+        a = estimate_inference(LLAMA8, GPU, NODE, 1, efficiency=base_eff, **kw)
+        b = estimate_inference(LLAMA8, GPU, NODE, 1, efficiency=eff, **kw)
+        assert b.values["ttft_s"] == pytest.approx(a.values["ttft_s"] + 0.02, rel=1e-6)
+        assert b.values["tpot_s"] == pytest.approx(a.values["tpot_s"], rel=1e-9)
+        assert _sum(b, "ttft") == pytest.approx(b.values["ttft_s"], rel=1e-9)
+        if "qps" in load:  # the simulated percentiles move by the same constant
+            assert b.values["p50_ttft_s"] == pytest.approx(a.values["p50_ttft_s"] + 0.02)
+            assert b.values["p50_tpot_s"] == pytest.approx(a.values["p50_tpot_s"])

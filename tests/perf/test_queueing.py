@@ -37,7 +37,9 @@ NODE = System(
     id="n", accelerator="g", devices_per_node=8, intra_node_fabric="nvswitch",
     intra_node_bandwidth_gb_s=450,
 )  # fmt: skip
-EFF = EfficiencyParams(gemm={"nvidia-hopper": 0.6}, decode_hbm=0.8, serving_overhead_s=0.002)
+EFF = EfficiencyParams(
+    gemm={"nvidia-hopper": 0.6}, decode_hbm=0.8, serving_overhead_s=0.002, request_path_s=0.0
+)
 IT = iteration_model(
     MODEL, GPU, NODE, tp=1, pp=1, precisions=resolve_precisions(GPU, "bf16", None), efficiency=EFF
 )
@@ -207,3 +209,48 @@ def test_chunked_prefill_protects_running_decodes() -> None:
     b = simulate_continuous_batching(IT, t, ins, outs, chunked=True, **kw)
     gaps = lambda r: r.percentiles()["p99_tpot_s"]  # noqa: E731
     assert gaps(b) <= gaps(a)
+
+
+def test_prefill_only_iterations_stall_the_running_decodes() -> None:
+    # one long decode running; a prompt arrives: with mixed batching the decode emits a token
+    # in the prompt's iteration, with prefill-first (vLLM V0, SGLang extend) it waits it out
+    t = np.array([0.0, 0.05])
+    ins, outs = np.array([16, 2048]), np.array([400, 2])
+    kw: dict = {"max_num_seqs": 8, "kv_capacity_tokens": BIG, "chunked": False}
+    mixed = simulate_continuous_batching(IT, t, ins, outs, mixed=True, **kw)
+    stall = simulate_continuous_batching(IT, t, ins, outs, mixed=False, **kw)
+    # the prompt's own first token comes no later (its iteration carries no decodes)
+    assert stall.first_token_s[1] <= mixed.first_token_s[1] + 1e-12
+    # the long request finishes later by the decode step it did not get during the prefill
+    # (the mixed iteration costs about the prefill alone: its linear layers are compute-bound)
+    delay = stall.finish_s[0] - mixed.finish_s[0]
+    assert delay == pytest.approx(float(IT.decode_step_s(1, 300)), rel=0.25)
+    assert stall.iterations == mixed.iterations - 1  # one iteration emitted no decode token
+
+
+def test_stalled_prefill_steady_state_adds_a_prefill_iteration() -> None:
+    from aitco.perf.inference import continuous_batching_step
+
+    b, i, o = 64.0, 512.0, 64.0  # one prompt starts per decode step per 1 output token
+    mixed = float(continuous_batching_step(IT, b, i, o))
+    stalled = float(continuous_batching_step(IT, b, i, o, separate_prefill_tokens=8192.0))
+    decode = float(IT.decode_step_s(b, i + o / 2.0))
+    prefill = float(IT.prefill_s(i, b / o))  # the b/o prompts together, in one iteration
+    assert stalled == pytest.approx(decode + prefill, rel=1e-9)
+    assert stalled > mixed
+    assert max_request_rate(IT, i, o, 64, separate_prefill_tokens=8192.0) < max_request_rate(
+        IT, i, o, 64
+    )
+
+
+def test_request_path_shifts_first_and_last_token_not_the_gpu() -> None:
+    from dataclasses import replace
+
+    t = poisson_arrivals_s(5.0, 400, np.random.default_rng(3))
+    ins, outs = np.full(400, 300), np.full(400, 40)
+    kw: dict = {"max_num_seqs": 64, "kv_capacity_tokens": BIG}
+    a = simulate_continuous_batching(IT, t, ins, outs, **kw)
+    b = simulate_continuous_batching(replace(IT, request_path_s=0.03), t, ins, outs, **kw)
+    assert np.allclose(b.ttft_s, a.ttft_s + 0.03)
+    assert np.allclose(b.tpot_s, a.tpot_s)
+    assert b.iterations == a.iterations

@@ -114,3 +114,29 @@ def test_new_sources_rows_are_accounted_for(new_report) -> None:
     skipped = {i for i, _ in new_report.skipped}
     saturated = {s[0] for s in new_report.saturated}
     assert scored | skipped | saturated == ids
+
+
+def test_stated_engine_settings_are_read_from_the_notes() -> None:
+    from aitco.validation.inference import stated_engine_settings
+
+    row = {"engine": "vLLM v1 0.9.2", "notes": "tp=1 dp=8, max_num_seqs=1232, "
+           "max_num_batched_tokens=8121 (README command)"}  # fmt: skip
+    assert stated_engine_settings(row) == {"max_batch": 1232, "max_batched_tokens": 8121}
+    v0 = {"engine": "vLLM v0.6.0", "notes": "vLLM run with --num-scheduler-steps 10"}
+    assert stated_engine_settings(v0) == {"scheduler_steps": 10}
+    # the SGLang rows' notes name the flag of their vLLM comparison run: not SGLang's setting
+    sg = {"engine": "SGLang v0.3.0", "notes": "vLLM run with --num-scheduler-steps 10"}
+    assert stated_engine_settings(sg) == {}
+
+
+def test_conditioning_weight_falls_near_capacity() -> None:
+    from aitco.validation.inference import Comparison, conditioning_weight
+
+    def w(load: float | None) -> float:
+        return conditioning_weight(Comparison("x", "tpot_ms_median", "latency", 1.0, 1.0, "", "A",
+                                              load))  # fmt: skip
+
+    assert w(None) == 1.0
+    assert w(0.3) == pytest.approx(1 / math.sqrt(1 + (0.3 / 0.7) ** 2))
+    assert w(0.5) > w(0.9) > w(0.97) > 0
+    assert w(0.97) < 0.05

@@ -1474,9 +1474,13 @@ class EngineServingEvaluator(ItemPricing):
                 b = bsz[r].astype(float)
                 reason[r] |= np.where(b > max_seqs, 16, 0)
                 i, o = float(k[5]), float(k[6])
-                tpot[grp] = continuous_batching_step(it, b, i, o)
-                busy[grp] = busy_share(continuous_batching_terms(it, b, i, o), tpot[grp])
-                ttft[grp] = it.iteration_s(b, b * (i + o / 2.0), i, i * (i + 1) / 2.0, 1.0)
+                # prefill-first engines run prompts in their own iterations (decodes stall)
+                sep = ENGINES[self.engine].separate_prefill_tokens
+                terms = continuous_batching_terms(it, b, i, o, 0.0, sep)
+                tpot[grp] = continuous_batching_step(it, b, i, o, 0.0, sep)
+                busy[grp] = busy_share(terms, tpot[grp])
+                ride = b if sep is None else 0.0 * b  # decodes riding in the prompt's iteration
+                ttft[grp] = it.iteration_s(ride, ride * (i + o / 2.0), i, i * (i + 1) / 2.0, 1.0)
                 mem[grp] = fixed_gb + (usable_gb - fixed_gb) * np.minimum(b / max(max_seqs, 1), 1.0)
         keep = reason[rows] == 0
         rows, tpot, ttft, mem, busy = rows[keep], tpot[keep], ttft[keep], mem[keep], busy[keep]

@@ -24,13 +24,13 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aitco.errors import InputError
-from aitco.perf.inference import IterationModel
+from aitco.perf.iteration import IterationModel
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -213,6 +213,227 @@ def _k_until(delta: float, c: float, a: float, s0: float, b: float) -> int:
     return max(1, math.ceil(k - 1e-9))
 
 
+@dataclass(slots=True)
+class _Requests:
+    """Per-request inputs of a simulation, as Python lists (fast scalar access)."""
+
+    arrival: list[float]
+    inputs: list[int]
+    outputs: list[int]
+    need: list[int]
+    cached: list[int]
+    first: list[float]
+    finish: list[float]
+
+
+@dataclass(slots=True)
+class _Tables:
+    """Time tables of one replica: ``lin[t] + head[s]`` per iteration, attention rates. [s]."""
+
+    lin: list[float]
+    head: list[float]
+    decode_c: list[float]
+    a_dec: float
+    a_pre: float
+
+
+@dataclass(slots=True)
+class _Limits:
+    """Scheduler settings of the simulated engine."""
+
+    max_num_seqs: int
+    kv_capacity_tokens: int
+    max_num_tokens: int
+    steps: int
+    chunked: bool
+    mixed: bool = True
+
+
+@dataclass(slots=True)
+class _State:
+    """Mutable scheduler state of one replica."""
+
+    now: float = 0.0
+    iteration: int = 0
+    batch: int = 0
+    ctx_sum: float = 0.0
+    reserved: int = 0
+    done: int = 0
+    nxt: int = 0
+    busy_batch_time: float = 0.0
+    left: int = 0  # prompt tokens still to prefill over ``pending``
+    heap: list[tuple[int, int]] = field(default_factory=list)
+    queue: deque[int] = field(default_factory=deque)
+    pending: list[list[int]] = field(default_factory=list)  # [request, tokens left, tokens done]
+
+
+def _check_requests(
+    arrival_s: ArrayLike,
+    input_tokens: ArrayLike,
+    output_tokens: ArrayLike,
+    kv_capacity_tokens: int,
+    prefix_cache_hit_rate: float,
+) -> tuple[F64, I64, I64, I64]:
+    """Validate a request list; return arrivals, inputs, outputs and cached prompt tokens."""
+    arr = np.asarray(arrival_s, dtype=np.float64)
+    ins = np.asarray(input_tokens, dtype=np.int64)
+    outs = np.asarray(output_tokens, dtype=np.int64)
+    n = arr.size
+    if ins.size != n or outs.size != n:
+        raise InputError("lengths", (ins.size, outs.size), f"{n} input and output lengths")
+    if n == 0:
+        raise InputError("num_requests", 0, "at least one request")
+    if np.any(np.diff(arr) < 0):
+        raise InputError("arrival_s", "decreasing", "non-decreasing arrival times")
+    if np.any(ins < 1) or np.any(outs < 1):
+        raise InputError("lengths", "< 1", "at least one token in and out")
+    cached = np.minimum(np.floor(prefix_cache_hit_rate * ins), ins - 1).astype(np.int64)
+    longest = int((ins - cached + outs).max())
+    if longest > kv_capacity_tokens:
+        raise InputError(
+            "kv_capacity_tokens",
+            kv_capacity_tokens,
+            f"room for the longest request ({longest} tokens)",
+        )
+    return arr, ins, outs, cached
+
+
+def _tables(it: IterationModel, lim: _Limits, longest_prompt: int) -> _Tables:
+    """Tabulate the iteration time terms for every token and sequence count needed."""
+    t_max = int(lim.max_num_seqs + max(lim.max_num_tokens, longest_prompt) + 1)
+    lin = linear_time_table(it, t_max).tolist()
+    head = it.head_s(np.arange(lim.max_num_seqs + max(lim.max_num_tokens, 1) + 2)).tolist()
+    decode_c = [lin[b] + head[b] for b in range(lim.max_num_seqs + 1)]
+    return _Tables(
+        lin, head, decode_c, it.decode_attention_s_per_context_token,
+        it.prefill_attention_s_per_pair,
+    )  # fmt: skip
+
+
+def _admit(st: _State, rq: _Requests, lim: _Limits, budget: int) -> None:
+    """Move waiting prompts (FCFS) into prefill while seats, KV and the token budget allow."""
+    queue, pending = st.queue, st.pending
+    while queue and st.batch + len(pending) < lim.max_num_seqs:
+        j = queue[0]
+        if st.reserved + rq.need[j] > lim.kv_capacity_tokens:
+            break
+        if lim.chunked:
+            if st.left >= budget:
+                break
+        elif pending and st.left + rq.inputs[j] > budget:
+            break
+        queue.popleft()
+        todo = rq.inputs[j] - rq.cached[j]
+        pending.append([j, todo, rq.cached[j]])
+        st.left += todo
+        st.reserved += rq.need[j]
+
+
+def _prefill_iteration(
+    st: _State, rq: _Requests, tb: _Tables, budget: int, chunked: bool, mixed: bool
+) -> None:
+    """Run one iteration of prompt tokens (whole prompts or chunks), with every decode if mixed."""
+    p_tokens = 0
+    pairs = 0.0
+    new: list[int] = []
+    for e in st.pending:
+        c_tok = min(e[1], budget - p_tokens) if chunked else e[1]
+        if c_tok <= 0:
+            break
+        pairs += c_tok * e[2] + c_tok * (c_tok + 1) / 2.0
+        e[1] -= c_tok
+        e[2] += c_tok
+        p_tokens += c_tok
+        if e[1] == 0:
+            new.append(e[0])
+    st.left -= p_tokens
+    if new:
+        st.pending = [e for e in st.pending if e[1] > 0]
+    batch, ctx = st.batch, st.ctx_sum
+    if mixed:  # the running decodes ride along and each emits a token
+        dt = tb.lin[batch + p_tokens] + tb.head[batch + len(new)] + tb.a_dec * ctx
+        dt += tb.a_pre * pairs
+        iteration = st.iteration + 1
+        ctx += batch
+    else:  # prefill-only iteration: the running decodes stall
+        dt = tb.lin[p_tokens] + tb.head[len(new)] + tb.a_pre * pairs
+        iteration = st.iteration
+    st.busy_batch_time += batch * dt
+    now = st.now + dt
+    st.now = now
+    st.iteration = iteration
+    outputs, inputs, first, heap = rq.outputs, rq.inputs, rq.first, st.heap
+    for j in new:
+        first[j] = now
+        o = outputs[j]
+        if o > 1:
+            heapq.heappush(heap, (iteration + o - 1, j))
+            batch += 1
+            ctx += inputs[j] + 1
+        else:
+            rq.finish[j] = now
+            st.reserved -= rq.need[j]
+            st.done += 1
+    st.batch, st.ctx_sum = batch, ctx
+    if heap and heap[0][0] <= iteration:
+        _retire(st, rq)
+
+
+def _retire(st: _State, rq: _Requests) -> None:
+    """Finish the sequences whose last token came out at the current iteration."""
+    heap, iteration, now = st.heap, st.iteration, st.now
+    inputs, outputs, need, finish = rq.inputs, rq.outputs, rq.need, rq.finish
+    while heap and heap[0][0] <= iteration:
+        j = heapq.heappop(heap)[1]
+        finish[j] = now
+        st.batch -= 1
+        st.ctx_sum -= inputs[j] + outputs[j]
+        st.reserved -= need[j]
+        st.done += 1
+
+
+def _decode_stretch(st: _State, rq: _Requests, tb: _Tables, steps: int) -> None:
+    """Advance decode-only iterations in closed form until something can change the batch.
+
+    Each epoch ends at the next completion, the next arrival (when nothing waits) or, with
+    multi-step scheduling and prompts waiting, the next scheduling point. Completions with no
+    arrival due and no prompt waiting continue the stretch without going back to admission.
+    The state is held in locals for the stretch and written back once (the hot loop).
+    """
+    a, decode_c, heap, queue = tb.a_dec, tb.decode_c, st.heap, st.queue
+    inputs, outputs, need, finish = rq.inputs, rq.outputs, rq.need, rq.finish
+    batch, ctx, iteration, now = st.batch, st.ctx_sum, st.iteration, st.now
+    busy = st.busy_batch_time
+    t_next = rq.arrival[st.nxt] if st.nxt < len(rq.arrival) else math.inf
+    freed = ended = 0
+    while True:
+        c = decode_c[batch]
+        k = heap[0][0] - iteration
+        if not queue:
+            if t_next < math.inf:
+                k = min(k, _k_until(t_next - now, c, a, ctx, batch))
+        elif steps > 1:
+            k = min(k, steps - iteration % steps)
+        dt = k * c + a * (k * ctx + batch * k * (k - 1) / 2.0)
+        busy += batch * dt
+        now += dt
+        iteration += k
+        ctx += batch * k
+        while heap and heap[0][0] <= iteration:
+            j = heapq.heappop(heap)[1]
+            finish[j] = now
+            batch -= 1
+            ctx -= inputs[j] + outputs[j]
+            freed += need[j]
+            ended += 1
+        if queue or batch == 0 or t_next <= now:
+            break
+    st.batch, st.ctx_sum, st.iteration, st.now = batch, ctx, iteration, now
+    st.busy_batch_time = busy
+    st.reserved -= freed
+    st.done += ended
+
+
 def simulate_continuous_batching(
     it: IterationModel,
     arrival_s: ArrayLike,
@@ -227,6 +448,7 @@ def simulate_continuous_batching(
     scheduler_steps: int = 1,
     chunked: bool = True,
     prefix_cache_hit_rate: float = 0.0,
+    mixed: bool = True,
 ) -> SimulationResult:
     """Simulate iteration-level continuous batching of the given requests on one replica.
 
@@ -258,6 +480,11 @@ def simulate_continuous_batching(
     prefix_cache_hit_rate : float
         Share of each prompt's tokens whose KV is reused from the prefix cache: they are not
         prefilled and not reserved again (at least one token is always computed). [0-1)
+    mixed : bool
+        True: prompt tokens ride in the iteration with the running decodes (each of which emits
+        a token). False: prefill-only iterations during which the decodes stall (vLLM V0
+        prefill-first, SGLang's separate extend batches); the prompt budget is then the whole
+        ``max_num_tokens``.
 
     Returns
     -------
@@ -267,162 +494,65 @@ def simulate_continuous_batching(
     Notes
     -----
     Scheduling: FCFS; waiting prompts are admitted at iteration boundaries while the batch, the
-    KV capacity and the per-iteration prompt budget allow; an iteration that admits prompts runs
-    them (prefill) together with one decode token of every running sequence; the first token of a
-    request is emitted at the end of its prefill iteration. Between events, decode iterations are
-    advanced in closed form (module docstring).
+    KV capacity and the per-iteration prompt budget allow (:func:`_admit`); an iteration that
+    admits prompts runs them (prefill) together with one decode token of every running sequence
+    (:func:`_prefill_iteration`); the first token of a request is emitted at the end of its
+    prefill iteration, and reaches the client ``it.request_path_s`` later (API server, harness,
+    streaming; it does not occupy the GPU). Between events, decode iterations are advanced in
+    closed form (:func:`_decode_stretch`, module docstring).
     """
     steps = int(scheduler_steps)
     if steps < 1:
         raise InputError("scheduler_steps", scheduler_steps, "an integer >= 1")
-    arr = np.asarray(arrival_s, dtype=np.float64)
-    ins = np.asarray(input_tokens, dtype=np.int64)
-    outs = np.asarray(output_tokens, dtype=np.int64)
+    arr, ins, outs, cached = _check_requests(
+        arrival_s, input_tokens, output_tokens, kv_capacity_tokens, prefix_cache_hit_rate
+    )
     n = arr.size
-    if ins.size != n or outs.size != n:
-        raise InputError("lengths", (ins.size, outs.size), f"{n} input and output lengths")
-    if n == 0:
-        raise InputError("num_requests", 0, "at least one request")
-    if np.any(np.diff(arr) < 0):
-        raise InputError("arrival_s", "decreasing", "non-decreasing arrival times")
-    if np.any(ins < 1) or np.any(outs < 1):
-        raise InputError("lengths", "< 1", "at least one token in and out")
-    cached = np.minimum(np.floor(prefix_cache_hit_rate * ins), ins - 1).astype(np.int64)
-    need = ins - cached + outs
-    if int(need.max()) > kv_capacity_tokens:
-        raise InputError(
-            "kv_capacity_tokens",
-            kv_capacity_tokens,
-            f"room for the longest request ({int(need.max())} tokens)",
-        )
-    t_max = int(max_num_seqs + max(max_num_tokens, int(ins.max())) + 1)
-    lin = linear_time_table(it, t_max).tolist()
-    a_dec = it.decode_attention_s_per_context_token
-    a_pre = it.prefill_attention_s_per_pair
-    head_tab = it.head_s(np.arange(max_num_seqs + max(max_num_tokens, 1) + 2)).tolist()
+    lim = _Limits(max_num_seqs, kv_capacity_tokens, max_num_tokens, steps, chunked, mixed)
+    tb = _tables(it, lim, int(ins.max()))
+    rq = _Requests(
+        arr.tolist(), ins.tolist(), outs.tolist(), (ins - cached + outs).tolist(),
+        cached.tolist(), [0.0] * n, [0.0] * n,
+    )  # fmt: skip
+    st = _run(st=_State(), rq=rq, tb=tb, lim=lim)
+    # the request path outside the engine delays what the client sees, not the GPU
+    first_a = np.asarray(rq.first) + it.request_path_s
+    finish_a = np.asarray(rq.finish) + it.request_path_s
+    span = float(finish_a.max() - arr[0])
+    return SimulationResult(
+        arrival_s=arr, first_token_s=first_a, finish_s=finish_a, output_tokens=outs,
+        mean_batch=st.busy_batch_time / span if span > 0 else 0.0, makespan_s=span,
+        iterations=st.iteration, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+    )  # fmt: skip
 
-    arr_l = arr.tolist()
-    ins_l = ins.tolist()
-    outs_l = outs.tolist()
-    need_l = need.tolist()
-    cached_l = cached.tolist()
-    first = [0.0] * n
-    finish = [0.0] * n
 
-    now = 0.0
-    iteration = 0
-    batch = 0
-    ctx_sum = 0.0
-    reserved = 0
-    heap: list[tuple[int, int]] = []
-    queue: deque[int] = deque()
-    pending: list[list[int]] = []  # prompts being prefilled: [request, tokens left, tokens done]
-    nxt = 0  # next arrival not yet queued
-    busy_batch_time = 0.0
-    done = 0
-    while done < n:
-        while nxt < n and arr_l[nxt] <= now:
+def _run(*, st: _State, rq: _Requests, tb: _Tables, lim: _Limits) -> _State:
+    """Event loop: admission and prefill iterations, else a decode stretch, until all finish."""
+    arrival, n, steps = rq.arrival, len(rq.arrival), lim.steps
+    queue = st.queue
+    chunked, mixed, tokens = lim.chunked, lim.mixed, lim.max_num_tokens
+    shrink = chunked and mixed  # the decodes take their share of the token budget
+    while st.done < n:
+        nxt, now = st.nxt, st.now
+        while nxt < n and arrival[nxt] <= now:
             queue.append(nxt)
             nxt += 1
-        # ---- admission + prefill iteration (whole prompts, or chunks of them)
-        admit = bool(queue) and (steps == 1 or iteration % steps == 0 or batch == 0)
-        if admit or pending:
-            budget = max(max_num_tokens - batch, 1) if chunked else max_num_tokens
+        st.nxt = nxt
+        admit = bool(queue) and (steps == 1 or st.iteration % steps == 0 or st.batch == 0)
+        if admit or st.pending:
+            budget = max(tokens - st.batch, 1) if shrink else tokens
             if admit:
-                left = sum(e[1] for e in pending)
-                while queue and batch + len(pending) < max_num_seqs:
-                    j = queue[0]
-                    if reserved + need_l[j] > kv_capacity_tokens:
-                        break
-                    if (pending and left + ins_l[j] > budget) if not chunked else left >= budget:
-                        break
-                    queue.popleft()
-                    pending.append([j, ins_l[j] - cached_l[j], cached_l[j]])
-                    left += ins_l[j] - cached_l[j]
-                    reserved += need_l[j]
-            if pending:
-                p_tokens = 0
-                pairs = 0.0
-                new: list[int] = []
-                for e in pending:
-                    c_tok = min(e[1], budget - p_tokens) if chunked else e[1]
-                    if c_tok <= 0:
-                        break
-                    pairs += c_tok * e[2] + c_tok * (c_tok + 1) / 2.0
-                    e[1] -= c_tok
-                    e[2] += c_tok
-                    p_tokens += c_tok
-                    if e[1] == 0:
-                        new.append(e[0])
-                if new:
-                    pending = [e for e in pending if e[1] > 0]
-                dt = (
-                    lin[batch + p_tokens]
-                    + head_tab[batch + len(new)]
-                    + a_dec * ctx_sum
-                    + a_pre * pairs
-                )
-                busy_batch_time += batch * dt
-                now += dt
-                iteration += 1
-                ctx_sum += batch
-                for j in new:
-                    first[j] = now
-                    o = outs_l[j]
-                    if o <= 1:
-                        finish[j] = now
-                        reserved -= need_l[j]
-                        done += 1
-                    else:
-                        heapq.heappush(heap, (iteration + o - 1, j))
-                        batch += 1
-                        ctx_sum += ins_l[j] + 1
-                while heap and heap[0][0] <= iteration:
-                    _, j = heapq.heappop(heap)
-                    finish[j] = now
-                    batch -= 1
-                    ctx_sum -= ins_l[j] + outs_l[j]
-                    reserved -= need_l[j]
-                    done += 1
+                _admit(st, rq, lim, budget)
+            if st.pending:
+                _prefill_iteration(st, rq, tb, budget, chunked, mixed)
                 continue
-        if batch == 0:
-            if nxt < n:
-                now = max(now, arr_l[nxt])
+        if st.batch == 0:
+            if st.nxt < n:
+                st.now = max(st.now, arrival[st.nxt])
                 continue
             break  # pragma: no cover - nothing running, nothing to come
-        # ---- pure decode epoch until the next completion or arrival
-        c = lin[batch] + head_tab[batch]
-        k = heap[0][0] - iteration
-        if nxt < n and not queue:
-            k = min(k, _k_until(arr_l[nxt] - now, c, a_dec, ctx_sum, batch))
-        if queue and steps > 1:
-            k = min(k, steps - iteration % steps)
-        dt = k * c + a_dec * (k * ctx_sum + batch * k * (k - 1) / 2.0)
-        busy_batch_time += batch * dt
-        now += dt
-        iteration += k
-        ctx_sum += batch * k
-        while heap and heap[0][0] <= iteration:
-            _, j = heapq.heappop(heap)
-            finish[j] = now
-            batch -= 1
-            ctx_sum -= ins_l[j] + outs_l[j]
-            reserved -= need_l[j]
-            done += 1
-    first_a = np.asarray(first)
-    finish_a = np.asarray(finish)
-    span = float(finish_a.max() - arr[0]) if n else 0.0
-    return SimulationResult(
-        arrival_s=arr,
-        first_token_s=first_a,
-        finish_s=finish_a,
-        output_tokens=outs,
-        mean_batch=busy_batch_time / span if span > 0 else 0.0,
-        makespan_s=span,
-        iterations=iteration,
-        slo_ttft_s=slo_ttft_s,
-        slo_tpot_s=slo_tpot_s,
-    )
+        _decode_stretch(st, rq, tb, steps)
+    return st
 
 
 def simulate_poisson(
@@ -444,6 +574,7 @@ def simulate_poisson(
     scheduler_steps: int = 1,
     chunked: bool = True,
     prefix_cache_hit_rate: float = 0.0,
+    mixed: bool = True,
 ) -> SimulationResult:
     """Simulate Poisson (or gamma, ``arrival_cv != 1``) arrivals with sampled lengths.
 
@@ -473,6 +604,7 @@ def simulate_poisson(
         scheduler_steps=scheduler_steps,
         chunked=chunked,
         prefix_cache_hit_rate=prefix_cache_hit_rate,
+        mixed=mixed,
     )
 
 

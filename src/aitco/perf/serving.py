@@ -11,6 +11,7 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from aitco.catalog.schema import Accelerator
 from aitco.errors import InputError
-from aitco.perf.inference import (
+from aitco.perf.iteration import (
     IDLE_POWER_FRACTION_DEFAULT,
     IterationModel,
     cached_prompt_tokens,
@@ -54,6 +55,7 @@ def max_request_rate(
     output_tokens: float,
     max_batch: int,
     cached_tokens: float = 0.0,
+    separate_prefill_tokens: float | None = None,
 ) -> float:
     r"""Highest sustainable request rate of one replica at the largest batch. [requests/s].
 
@@ -63,7 +65,11 @@ def max_request_rate(
     continuous-batching iteration time (:func:`aitco.perf.inference.continuous_batching_step`).
     """
     o = max(float(output_tokens), 1.0)
-    step = float(continuous_batching_step(it, max_batch, input_tokens, o, cached_tokens))
+    step = float(
+        continuous_batching_step(
+            it, max_batch, input_tokens, o, cached_tokens, separate_prefill_tokens
+        )
+    )
     return max_batch / (o * step)
 
 
@@ -85,6 +91,7 @@ def replicas_for_slo(
     scheduler_steps: int = 1,
     chunked: bool = True,
     prefix_cache_hit_rate: float = 0.0,
+    mixed: bool = True,
 ) -> int | None:
     r"""Fewest replicas whose P99 TTFT and P99 TPOT meet the objectives at ``qps`` in total.
 
@@ -133,7 +140,10 @@ def replicas_for_slo(
         slo_ttft_s is not None and single_ttft > slo_ttft_s
     ):
         return None
-    mu = max_request_rate(it, input_tokens, output_tokens, max_num_seqs, cached)
+    mu = max_request_rate(
+        it, input_tokens, output_tokens, max_num_seqs, cached,
+        None if mixed else float(max_num_tokens),
+    )  # fmt: skip
 
     def ok(r: int) -> bool:
         res = simulate_poisson(
@@ -151,20 +161,28 @@ def replicas_for_slo(
             scheduler_steps=scheduler_steps,
             chunked=chunked,
             prefix_cache_hit_rate=prefix_cache_hit_rate,
+            mixed=mixed,
         )
         p = res.percentiles()
         if slo_ttft_s is not None and p["p99_ttft_s"] > slo_ttft_s:
             return False
         return not (slo_tpot_s is not None and p.get("p99_tpot_s", 0.0) > slo_tpot_s)
 
-    lo = max(1, math.ceil(qps / mu * (1 + 1e-9)))
+    return smallest_passing(ok, max(1, math.ceil(qps / mu * (1 + 1e-9))), max_replicas)
+
+
+def smallest_passing(ok: Callable[[int], bool], lo: int, most: int) -> int | None:
+    """Smallest ``n >= lo`` with ``ok(n)`` for a monotone ``ok``: doubling, then bisection.
+
+    Returns None when no ``n`` up to ``most`` passes.
+    """
     if ok(lo):
         return lo
     hi = lo * 2
     while not ok(hi):
         lo = hi
         hi *= 2
-        if hi > max_replicas:
+        if hi > most:
             return None
     while hi - lo > 1:
         mid = (lo + hi) // 2

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from aitco.catalog.loader import Catalog, load_catalog
+from aitco.catalog.loader import Catalog, _model_from_yaml, load_catalog
 from aitco.catalog.schema import ModelArch
 from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
@@ -93,6 +93,7 @@ class Comparison:
     predicted: float
     setup: str
     reliability: str = "A"
+    offered_load: float | None = None
 
     @property
     def ape(self) -> float:
@@ -146,8 +147,6 @@ def _fallback_model(model_id: str) -> ModelArch | None:
     p = Path(str(resources.files("aitco.validation").joinpath(f"data/models/{model_id}.yaml")))
     if not p.is_file():
         return None
-    from aitco.catalog.loader import _model_from_yaml
-
     return _model_from_yaml(p)
 
 
@@ -253,6 +252,131 @@ def validate(
     return rep
 
 
+@dataclass
+class _RowRun:
+    """What one ground-truth row runs: the catalog entries, the stated setup and its workload."""
+
+    row: dict[str, str]
+    model: ModelArch
+    acc: Any
+    system: Any
+    gpus: int
+    hw: str
+    common: dict[str, Any]
+    input_tokens: int
+    output_tokens: int
+    length_cv: float
+    rep: ValidationReport
+    result: Any = None
+
+    def add(
+        self,
+        metric: str,
+        kind: str,
+        measured: float | None,
+        predicted: float | None,
+        offered_load: float | None = None,
+    ) -> None:
+        """Record one comparison (nothing when either side is missing or not finite)."""
+        if measured is None or predicted is None or not math.isfinite(predicted):
+            return
+        c = self.common
+        if self.result is not None:  # the resolved plan, not "auto"
+            v = self.result.values
+            setup = (
+                f"{self.model.id} {self.hw}x{self.gpus} {c['precision']} tp{v['tp']} pp{v['pp']}"
+            )
+        else:
+            setup = f"{self.model.id} {self.hw}x{self.gpus} {c['precision']} tp{c['tp'] or 'auto'}"
+        self.rep.comparisons.append(
+            Comparison(
+                self.row["id"], metric, kind, measured, predicted, f"{setup} {c['engine']}",
+                self.row.get("reliability") or "C", offered_load,
+            )
+        )  # fmt: skip
+
+    def estimate(self, **kw: Any) -> Any:
+        """Run :func:`estimate_inference` on the row's setup with the given load."""
+        self.result = estimate_inference(
+            self.model, self.acc, self.system, self.gpus, input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens, **self.common, **kw,
+        )  # fmt: skip
+        return self.result
+
+
+def stated_engine_settings(row: dict[str, str]) -> dict[str, int]:
+    """Engine settings the row states in its notes (the run's command line), as keyword args.
+
+    ``max_num_seqs=N`` -> ``max_batch``, ``max_num_batched_tokens=N`` -> ``max_batched_tokens``,
+    and ``--num-scheduler-steps N`` -> ``scheduler_steps`` for the vLLM V0 engine (the only one
+    the flag applies to; the SGLang rows' notes name the flag of their vLLM comparison run).
+    """
+    notes = row.get("notes") or ""
+    out: dict[str, int] = {}
+    for pattern, key in STATED_SETTINGS:
+        m = re.search(pattern, notes)
+        if m:
+            out[key] = int(m.group(1))
+    if _engine(row) != "vllm":
+        out.pop("scheduler_steps", None)
+    return out
+
+
+#: Patterns of the engine settings read from a row's notes, and the keyword each sets.
+STATED_SETTINGS: tuple[tuple[str, str], ...] = (
+    (r"max_num_seqs\s*=\s*(\d+)", "max_batch"),
+    (r"max_num_batched_tokens\s*=\s*(\d+)", "max_batched_tokens"),
+    (r"num-scheduler-steps\s+(\d+)", "scheduler_steps"),
+)
+
+
+def _row_workload(row: dict[str, str]) -> tuple[float, float, float] | None:
+    """Mean input and output lengths and their CV of a row's workload, or None if not stated."""
+    wl = (row.get("workload") or "").lower()
+    if "mlperf" in wl:
+        # the row's own mean output (tokens/s over samples/s of its log) when it states one
+        o = _f(row, "output_len") or MLPERF_LLAMA2_OUTPUT_MEAN
+        return MLPERF_LLAMA2_INPUT_MEAN, o, MLPERF_LLAMA2_CV
+    if "sharegpt" in wl:
+        return SHAREGPT_INPUT_MEAN, SHAREGPT_OUTPUT_MEAN, SHAREGPT_CV
+    il, ol = _f(row, "input_len"), _f(row, "output_len")
+    if ol is not None and il is None and "few-token prompt" in wl:
+        il = BLOOM_PROMPT_TOKENS
+    if il is None or ol is None:
+        return None
+    return il, ol, 0.0
+
+
+def _row_run(
+    row: dict[str, str], cat: Catalog, eff: EfficiencyParams, rep: ValidationReport
+) -> _RowRun | None:
+    """Map a row onto the catalog and its stated setup; record why when it cannot be."""
+    rid = row["id"]
+    model = resolve_model(cat, row["model"])
+    if model is None:
+        rep.skipped.append((rid, f"model {row['model']!r} not in the catalog"))
+        return None
+    hw = HARDWARE_IDS.get(row["hardware"])
+    if hw is None or hw not in cat.accelerators:
+        rep.skipped.append((rid, f"hardware {row['hardware']!r} not in the catalog"))
+        return None
+    wl = _row_workload(row)
+    if wl is None:
+        rep.skipped.append((rid, "input/output lengths not stated"))
+        return None
+    acc, system = cat.hardware(hw)
+    tp, pp = _parallel(row)
+    common: dict[str, Any] = {
+        "precision": _precision(row), "tp": tp, "pp": pp, "efficiency": eff,
+        "engine": _engine(row),
+    }  # fmt: skip
+    i, o, cv = wl
+    return _RowRun(
+        row, model, acc, system, int(float(row["num_accelerators"])), hw, common, round(i),
+        round(o), cv, rep,
+    )  # fmt: skip
+
+
 def _predict_row(
     row: dict[str, str],
     cat: Catalog,
@@ -260,138 +384,58 @@ def _predict_row(
     rep: ValidationReport,
     max_requests: int = 5000,
 ) -> None:
-    rid = row["id"]
-    model = resolve_model(cat, row["model"])
-    if model is None:
-        rep.skipped.append((rid, f"model {row['model']!r} not in the catalog"))
+    run = _row_run(row, cat, eff, rep)
+    if run is None:
         return
-    hw = HARDWARE_IDS.get(row["hardware"])
-    if hw is None or hw not in cat.accelerators:
-        rep.skipped.append((rid, f"hardware {row['hardware']!r} not in the catalog"))
-        return
-    acc, system = cat.hardware(hw)
-    gpus = int(float(row["num_accelerators"]))
-    prec = _precision(row)
-    tp, pp = _parallel(row)
-    eng = _engine(row)
     scen = (row.get("scenario") or "").lower()
-    wl = (row.get("workload") or "").lower()
-    setup = f"{model.id} {hw}x{gpus} {prec} tp{tp or 'auto'} {eng}"
-    common: dict[str, Any] = {
-        "precision": prec,
-        "tp": tp,
-        "pp": pp,
-        "efficiency": eff,
-        "engine": eng,
-    }
-    steps = 1
-    m_steps = re.search(r"num-scheduler-steps\s+(\d+)", row.get("notes") or "")
-    if eng == "vllm" and m_steps:
-        steps = int(m_steps.group(1))  # stated setup of the vLLM runs (multi-step scheduling)
-
-    if "mlperf" in wl:
-        i, o, cv = MLPERF_LLAMA2_INPUT_MEAN, MLPERF_LLAMA2_OUTPUT_MEAN, MLPERF_LLAMA2_CV
-        # the row's own mean output (tokens/s over samples/s of its log) when it states one
-        o = _f(row, "output_len") or o
-    elif "sharegpt" in wl:
-        i, o, cv = SHAREGPT_INPUT_MEAN, SHAREGPT_OUTPUT_MEAN, SHAREGPT_CV
-    else:
-        il, ol = _f(row, "input_len"), _f(row, "output_len")
-        if ol is not None and il is None and "few-token prompt" in wl:
-            il = BLOOM_PROMPT_TOKENS
-        if il is None or ol is None:
-            rep.skipped.append((rid, "input/output lengths not stated"))
-            return
-        i, o, cv = il, ol, 0.0
-    ii, oo = round(i), round(o)
-
-    res_box: list[Any] = []
-
-    def add(metric: str, kind: str, measured: float | None, predicted: float | None) -> None:
-        if measured is None or predicted is None or not math.isfinite(predicted):
-            return
-        if res_box:  # the resolved plan, not "auto"
-            v = res_box[-1].values
-            setup_ = f"{model.id} {hw}x{gpus} {prec} tp{v['tp']} pp{v['pp']} {eng}"
-        else:
-            setup_ = setup
-        rep.comparisons.append(
-            Comparison(
-                rid, metric, kind, measured, predicted, setup_, row.get("reliability") or "C"
-            )
-        )
-
+    stated = stated_engine_settings(row)
     if "offline" in scen:
-        r = estimate_inference(
-            model, acc, system, gpus, input_tokens=ii, output_tokens=oo, mode="offline", **common
-        )
-        res_box.append(r)
-        add(
-            "output_tokens_per_s",
-            THROUGHPUT,
-            _f(row, "output_tokens_per_s"),
-            r.values["output_tokens_per_s"],
-        )
+        stated.pop("scheduler_steps", None)
+        r = run.estimate(mode="offline", **stated)
+        run.add("output_tokens_per_s", THROUGHPUT, _f(row, "output_tokens_per_s"),
+                r.values["output_tokens_per_s"])  # fmt: skip
     elif "server" in scen or "poisson" in scen:
-        qps = _f(row, "request_rate_rps") or _f(row, "requests_per_s")
-        n = int(_f(row, "num_requests") or 5000)
-        r = estimate_inference(
-            model,
-            acc,
-            system,
-            gpus,
-            input_tokens=ii,
-            output_tokens=oo,
-            qps=qps,
-            input_cv=cv,
-            output_cv=cv,
-            num_requests=min(n, max_requests),
-            scheduler_steps=steps,
-            **common,
-        )
-        res_box.append(r)
-        v = r.values
-        if v.get("saturated"):
-            n_lat = sum(
-                _f(row, k) is not None
-                for k in ("ttft_ms_median", "tpot_ms_median", "ttft_ms_p99", "tpot_ms_p99",
-                          "e2e_latency_ms_median")
-            )  # fmt: skip
-            rep.saturated.append((rid, qps or 0.0, float(v["max_qps"]), n_lat))
-            return
-        add("ttft_ms_median", LATENCY, _f(row, "ttft_ms_median"), _ms(v.get("p50_ttft_s")))
-        add("tpot_ms_median", LATENCY, _f(row, "tpot_ms_median"), _ms(v.get("p50_tpot_s")))
-        add("ttft_ms_p99", LATENCY, _f(row, "ttft_ms_p99"), _ms(v.get("p99_ttft_s")))
-        add("tpot_ms_p99", LATENCY, _f(row, "tpot_ms_p99"), _ms(v.get("p99_tpot_s")))
-        add(
-            "e2e_latency_ms_median",
-            LATENCY,
-            _f(row, "e2e_latency_ms_median"),
-            _ms(v.get("p50_e2e_latency_s")),
-        )
+        _score_load(run, stated, max_requests)
     elif "static batch" in scen:
-        b = int(_f(row, "concurrency_or_batch") or 1)
-        r = estimate_inference(
-            model, acc, system, gpus, input_tokens=ii, output_tokens=oo, batch=b, **common
-        )
-        res_box.append(r)
-        add(
-            "output_tokens_per_s",
-            STATIC,
-            _f(row, "output_tokens_per_s"),
-            r.values["output_tokens_per_s"],
-        )
+        r = run.estimate(batch=int(_f(row, "concurrency_or_batch") or 1))
+        run.add("output_tokens_per_s", STATIC, _f(row, "output_tokens_per_s"),
+                r.values["output_tokens_per_s"])  # fmt: skip
     elif "single request" in scen:
-        r = estimate_inference(
-            model, acc, system, gpus, input_tokens=ii, output_tokens=oo, batch=1, **common
-        )
-        res_box.append(r)
-        add("ttft_ms_mean", LATENCY, _f(row, "ttft_ms_mean"), _ms(r.values["ttft_s"]))
-        add("tpot_ms_mean", LATENCY, _f(row, "tpot_ms_mean"), _ms(r.values["tpot_s"]))
+        r = run.estimate(batch=1)
+        run.add("ttft_ms_mean", LATENCY, _f(row, "ttft_ms_mean"), _ms(r.values["ttft_s"]))
+        run.add("tpot_ms_mean", LATENCY, _f(row, "tpot_ms_mean"), _ms(r.values["tpot_s"]))
     else:
         rep.skipped.append(
-            (rid, f"scenario {row.get('scenario')!r} not scored (workload not stated)")
+            (row["id"], f"scenario {row.get('scenario')!r} not scored (workload not stated)")
         )
+
+
+#: Latency figures of a load row, and the prediction key of each.
+LOAD_FIGURES: tuple[tuple[str, str], ...] = (
+    ("ttft_ms_median", "p50_ttft_s"),
+    ("tpot_ms_median", "p50_tpot_s"),
+    ("ttft_ms_p99", "p99_ttft_s"),
+    ("tpot_ms_p99", "p99_tpot_s"),
+    ("e2e_latency_ms_median", "p50_e2e_latency_s"),
+)
+
+
+def _score_load(run: _RowRun, stated: dict[str, int], max_requests: int) -> None:
+    """Simulate a row's open-loop load and compare its latency figures (or record saturation)."""
+    row = run.row
+    qps = _f(row, "request_rate_rps") or _f(row, "requests_per_s")
+    n = int(_f(row, "num_requests") or 5000)
+    r = run.estimate(
+        qps=qps, input_cv=run.length_cv, output_cv=run.length_cv,
+        num_requests=min(n, max_requests), **stated,
+    )  # fmt: skip
+    v = r.values
+    if v.get("saturated"):
+        n_lat = sum(_f(row, k) is not None for k, _ in LOAD_FIGURES)
+        run.rep.saturated.append((row["id"], qps or 0.0, float(v["max_qps"]), n_lat))
+        return
+    for metric, key in LOAD_FIGURES:
+        run.add(metric, LATENCY, _f(row, metric), _ms(v.get(key)), float(v["offered_load"]))
 
 
 def _ms(s: float | None) -> float | None:
@@ -472,7 +516,7 @@ def fit_inference_efficiency(
         )  # fmt: skip
         fitted = [c for c in rep.comparisons if c.metric in FIT_METRICS]
         errs = [abs(c.log_ratio) for c in fitted]
-        w = [RELIABILITY_WEIGHT.get(c.reliability, 0.25) for c in fitted]
+        w = [RELIABILITY_WEIGHT.get(c.reliability, 0.25) * conditioning_weight(c) for c in fitted]
         n_sat = 2 * len(rep.saturated)  # the two median latencies of a saturated row
         errs += [SATURATION_PENALTY] * n_sat
         w += [1.0] * n_sat
@@ -484,6 +528,32 @@ def fit_inference_efficiency(
         results.append(_descend(objective, {**start0, **start}, g, passes))
     best_ov, best_obj = min(results, key=lambda r: r[1])
     return best_ov, best_obj
+
+
+#: Ratio of the relative error of a predicted capacity to the intrinsic relative error of a
+#: predicted latency (both about 10 % on the offline and unloaded rows): sets how fast a latency
+#: figure measured near capacity loses weight in the fit (:func:`conditioning_weight`).
+CAPACITY_TO_LATENCY_ERROR = 1.0
+
+
+def conditioning_weight(c: Comparison) -> float:
+    r"""Weight of a comparison in the fit: 1, or less for latency measured near capacity.
+
+    Notes
+    -----
+    Under load :math:`\rho` the latency of a queue grows like :math:`1/(1-\rho)`, so a relative
+    capacity error :math:`\sigma_\mu` moves ln(latency) by :math:`\sigma_\mu \rho/(1-\rho)`.
+    With :math:`r` = :data:`CAPACITY_TO_LATENCY_ERROR` the residual's spread is
+    :math:`\sigma_0 \sqrt{1 + (r \rho/(1-\rho))^2}` and its weight the inverse
+    (errors in variables): 0.92 at 30 % load, 0.71 at 50 %, 0.11 at 90 %, 0.03 at 97 %. MLPerf
+    Server rows run at their highest valid load, where a few % of capacity swing latency 2x.
+    """
+    rho = c.offered_load
+    if rho is None:
+        return 1.0
+    rho = min(max(rho, 0.0), 0.999)
+    amp = CAPACITY_TO_LATENCY_ERROR * rho / (1.0 - rho)
+    return 1.0 / math.sqrt(1.0 + amp * amp)
 
 
 def _descend(
