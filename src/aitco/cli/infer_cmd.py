@@ -168,6 +168,7 @@ def infer(
     if mig is not None:
         acc, price = _mig_accelerator(acc, mig, gpus, price)
         price_note += f"; MIG {mig}: priced at 1/{_mig_instances(acc)} of the GPU"
+    eff = state.efficiency(calibration)
     draft = cat.resolve_model(draft_model, field="--draft-model") if draft_model else None
     trace_arrays, bad_lines = read_trace(trace) if trace else (None, [])
     res = estimate_inference(
@@ -175,7 +176,7 @@ def infer(
         kv_precision=kv_precision.value if kv_precision else None,
         input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
         concurrency=concurrency, qps=qps, mode=mode.value, tp=tp, pp=pp,
-        slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, efficiency=state.efficiency(calibration),
+        slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, efficiency=eff,
         engine=engine.value, allocation=allocation.value, input_cv=length_cv,
         output_cv=length_cv, num_requests=num_requests, draft_model=draft,
         spec_tokens=spec_tokens, acceptance_rate=acceptance_rate, trace=trace_arrays,
@@ -188,7 +189,7 @@ def infer(
     _add_service_plans(
         v, res, system, gpus, price, price_note, qps=qps, slo_ttft_ms=slo_ttft_ms,
         slo_tpot_ms=slo_tpot_ms, disaggregate=disaggregate, load_profile=load_profile,
-        autoscale=autoscale, prefix_cache_hit_rate=prefix_cache_hit_rate, mig=mig,
+        autoscale=autoscale, prefix_cache_hit_rate=prefix_cache_hit_rate, mig=mig, efficiency=eff,
     )  # fmt: skip
     if json_out:
         out: dict[str, Any] = dict(v)
@@ -288,25 +289,13 @@ def _mig_instances(acc: Any) -> int:
 
 
 def _mig_accelerator(acc: Any, profile: str, gpus: int, price: float | None) -> tuple[Any, Any]:
-    """Return a MIG slice as an accelerator: SMs, memory and bandwidth scaled (NVIDIA guide)."""
-    from aitco.perf.service import mig_slice, mig_supported
+    """Return a MIG slice as an accelerator and its price (:func:`perf.service.mig_accelerator`)."""
+    from aitco.perf.service import mig_accelerator
 
-    if not mig_supported(acc.id):
-        raise InputError(
-            "--mig", profile, f"a GPU with MIG (A100, A30, H100, H200, B200), not {acc.id}"
-        )
+    sliced, inst = mig_accelerator(acc, profile)
     if gpus != 1:
         raise InputError("--gpus", gpus, "1 with --mig (one slice per replica)")
-    sl = mig_slice(profile, float(acc.memory_gb))
-    upd = {
-        "id": f"{acc.id}-mig-{sl.profile}@x{sl.instances_per_gpu}",
-        "memory_gb": sl.memory_gb,
-        "hbm_bandwidth_gb_s": acc.hbm_bandwidth_gb_s * sl.memory_fraction,
-        "peak_tflops": {k: x * sl.compute_fraction for k, x in acc.peak_tflops.items()},
-        "tdp_w": None if acc.tdp_w is None else acc.tdp_w / sl.instances_per_gpu,
-    }
-    sliced = acc.model_copy(update=upd)
-    return sliced, (None if price is None else price / sl.instances_per_gpu)
+    return sliced, (None if price is None else price / inst)
 
 
 def _add_service_plans(
@@ -314,10 +303,8 @@ def _add_service_plans(
     **kw: Any,
 ) -> None:  # fmt: skip
     """Cost per token, disaggregation and the autoscaled day, added to the values ``v``."""
-    from aitco.perf import comms, service, serving
-    from aitco.perf.inference import cached_prompt_tokens
+    from aitco.perf import service
 
-    it = res.iteration
     if price is not None:
         v.update(service.service_costs(v, gpus, price))
     else:
@@ -326,77 +313,20 @@ def _add_service_plans(
                                     "usage_usd_per_million_input_tokens",
                                     "usage_usd_per_million_output_tokens")})  # fmt: skip
     v["price_source"] = price_note
-    v["mig_profile"] = kw["mig"]
-    i, o = float(res.extra["input_tokens"]), float(res.extra["output_tokens"])
-    per = v["tp"] * v["pp"] * v["ep"]
-    if kw["disaggregate"] is not None:
-        layout = _parse_layout(kw["disaggregate"])
-        bw, lat, eff = comms.group_link(system, 2, system.devices_per_node, 0.8, 0.8)
-        v["disaggregation"] = service.plan_pools(
-            it, input_tokens=i, output_tokens=o, max_batch=int(v["max_batch_per_replica"]),
-            max_batched_tokens=int(v["max_batched_tokens"]), gpus_per_replica=per,
-            usd_per_gpu_hour=price or 0.0, kv_bytes_per_token=it.kv_bytes_per_token * it.tp,
-            fabric_bandwidth_gb_s=float(bw), fabric_latency_us=float(lat),
-            fabric_efficiency=float(eff), qps=kw["qps"],
-            slo_ttft_s=None if kw["slo_ttft_ms"] is None else kw["slo_ttft_ms"] / 1e3,
-            slo_tpot_s=None if kw["slo_tpot_ms"] is None else kw["slo_tpot_ms"] / 1e3,
-            prefix_cache_hit_rate=kw["prefix_cache_hit_rate"], layout=layout,
-        )  # fmt: skip
-    if kw["load_profile"] is not None or kw["autoscale"] is not None:
-        prof = kw["load_profile"] or "diurnal"
-        if prof == "diurnal" and kw["qps"] is None:
-            raise InputError("--load-profile", prof, "--qps as the day's mean rate with diurnal")
-        hourly = service.hourly_load(prof if prof == "diurnal" else read_load_profile(prof),
-                                     kw["qps"] or 0.0)  # fmt: skip
-        a = service.parse_autoscale(kw["autoscale"] or "")
-        cached = float(cached_prompt_tokens(i, kw["prefix_cache_hit_rate"]))
-        cap = serving.max_request_rate(it, i, o, int(v["max_batch_per_replica"]), cached)
-        day = service.autoscale_day(
-            hourly, cap, target_utilization=a["target-util"], min_replicas=int(a["min"]),
-            max_replicas=int(a["max"]), cold_start_s=float(v["cold_start_s"]),
-        )  # fmt: skip
-        day["requests_per_s_per_replica"] = cap
-        day["usd_per_month"] = (
-            None
-            if price is None
-            else service.autoscaled_month_usd(day["replica_hours"], per * price)
+    v["mig_profile"] = kw.pop("mig")
+    v.update(
+        service.service_plans(
+            v, res.iteration, system, price, input_tokens=float(res.extra["input_tokens"]),
+            output_tokens=float(res.extra["output_tokens"]), **kw,
         )
-        day["fixed_replicas_usd_per_month"] = (
-            None if price is None
-            else service.autoscaled_month_usd(24.0 * day["peak_replicas"], per * price)
-        )  # fmt: skip
-        day["qps_by_hour"] = [float(x) for x in hourly]
-        v["autoscale"] = day
-
-
-def _parse_layout(spec: str) -> tuple[int, int] | None:
-    if spec == "auto":
-        return None
-    p, sep, d = spec.lower().partition("x")
-    if not (sep and p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
-        raise InputError("--disaggregate", spec, "auto, or PxD with P, D >= 1 (e.g. 2x1)")
-    return int(p), int(d)
+    )  # fmt: skip
 
 
 def read_load_profile(path: str) -> list[float]:
-    """Read 24 hourly rates from a CSV with a ``qps`` column (an ``hour`` column is optional)."""
-    import csv
-    from pathlib import Path
+    """Read 24 hourly rates from a CSV (:func:`aitco.perf.service.read_load_profile`)."""
+    from aitco.perf.service import read_load_profile as read
 
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("--load-profile", path, "diurnal or an existing CSV file")
-    with open(p, encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    try:
-        q = [float(r["qps"]) for r in rows]
-    except (KeyError, TypeError, ValueError):
-        raise InputError(
-            "--load-profile", path, "a CSV with a numeric 'qps' column", file=path
-        ) from None
-    if len(q) != 24:
-        raise InputError("--load-profile", path, f"24 hourly rows (found {len(q)})", file=path)
-    return q
+    return read(path)
 
 
 TRACE_COLUMNS = ("arrival_s", "input_tokens", "output_tokens")

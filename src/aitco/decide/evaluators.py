@@ -32,6 +32,7 @@ from aitco.decide.compare import (
     COMMITTED_TERM_YEARS,
     DEFAULT_REGION,
     HELD,
+    PAY_AS_USED,
     Factors,
     owned_price,
     storage_items_usd,
@@ -108,6 +109,8 @@ REASONS: dict[int, str] = {
     16: "memory: does not fit in device memory",
     32: "price: no eligible offer for this hardware / pricing mode / region / size",
     64: "precision: not supported by the accelerator",
+    128: "mig: the accelerator has no such MIG slice",
+    256: "service: the disaggregated layout does not carry the load within the objectives",
 }
 
 
@@ -676,6 +679,26 @@ SERVING_KEYS: dict[str, list[Any]] = {
     "workload.input_tokens": [],
     "workload.output_tokens": [],
 }
+#: Service fields of the engine serving evaluator (the same fields as ``aitco infer`` and a
+#: scenario's inference workload). Optional: a sweep adds one only when the spec names it, and
+#: a missing one takes the value listed here (the service as it was).
+SERVICE_KEYS: dict[str, Any] = {
+    "workload.prefix_cache_hit_rate": 0.0,
+    "workload.scheduler_steps": 1,
+    "workload.max_batched_tokens": None,
+    "workload.ep": 1,
+    "workload.mig": None,
+    "workload.disaggregate": None,
+    "workload.load_profile": None,
+    "workload.autoscale": None,
+}
+#: Service keys whose values are text: coded by their index in the sweep's list of values.
+SERVICE_TEXT_KEYS = (
+    "workload.mig",
+    "workload.disaggregate",
+    "workload.load_profile",
+    "workload.autoscale",
+)
 SERVING_METRICS: tuple[str, ...] = (
     "ttft_s",
     "tpot_s",
@@ -756,13 +779,25 @@ def _serving_outputs(
 
 
 def _service_bill(
-    h: HardwareTable, hw: np.ndarray, pricing: np.ndarray, region: np.ndarray, gpus: np.ndarray
+    h: HardwareTable,
+    hw: np.ndarray,
+    pricing: np.ndarray,
+    region: np.ndarray,
+    gpus: np.ndarray,
+    slices: np.ndarray | float = 1.0,
 ) -> Any:
-    """``bill(replicas)`` of a service: ``replicas`` replicas of ``gpus`` accelerators each."""
+    """``bill(replicas)`` of a service: ``replicas`` replicas of ``gpus`` accelerators each.
+
+    With MIG (``slices`` > 1 slices per GPU, ``gpus`` counting slices) whole GPUs are rented and
+    the price and accelerators billed are given per slice, as ``aitco compare`` bills them.
+    """
 
     def bill(replicas: np.ndarray) -> dict[str, np.ndarray]:
         g = np.asarray(gpus, dtype=float)
-        return h.bill(hw, pricing, region, g * replicas, g)
+        k = np.asarray(slices, dtype=float)
+        whole = np.ceil(g * replicas / k)
+        bl = h.bill(hw, pricing, region, whole, np.maximum(np.ceil(g / k), 1.0))
+        return {**bl, "price": bl["price"] / k, "gpus_billed": bl["gpus_billed"] * k}
 
     return bill
 
@@ -1138,21 +1173,49 @@ class EngineTrainingEvaluator:
 
 
 @dataclass
+class _ServiceGroup:
+    """What :class:`EngineServingEvaluator` builds once per group of equal service settings."""
+
+    it: Any
+    max_seqs: int
+    fixed_gb: float
+    usable_gb: float
+    cached_tokens: float
+    max_num_tokens: int
+    chunked_prefill: bool
+    scheduler_steps: int
+    mig_slices: int
+    plans: dict[str, Any]
+    layout_fixed: bool
+
+
+@dataclass
 class EngineServingEvaluator:
     r"""Serving configurations priced with the inference engine's iteration model.
 
-    For each group of equal (hardware, model, precision, KV precision, gpus = tensor-parallel
-    degree of one replica, input and output lengths) the engine's
+    For each group of equal (hardware, model, precision, KV precision, gpus = accelerators of one
+    replica, input and output lengths, service fields) the engine's inputs are validated by
+    :func:`aitco.perf.inference.validate_serving_inputs` (as ``aitco infer`` does), and
     :func:`aitco.perf.inference.iteration_model`, :func:`~aitco.perf.inference.memory_plan` and
-    :func:`aitco.perf.kvcache.kv_capacity` are built once and the batch sizes of the group are
-    evaluated together with :func:`aitco.perf.inference.continuous_batching_step` -- the same
-    steady-state continuous-batching model ``aitco infer --concurrency B`` uses.
+    :func:`aitco.perf.kvcache.kv_capacity` are built once; the batch sizes of the group are
+    evaluated together with :func:`aitco.perf.inference.continuous_batching_step` and
+    :func:`~aitco.perf.inference.chunked_ttft_terms` -- the steady-state continuous-batching
+    model ``aitco infer --concurrency B`` uses.
+
+    Service fields (:data:`SERVICE_KEYS`): ``prefix_cache_hit_rate`` (cached prompt tokens in
+    the step and TTFT), ``scheduler_steps`` (admission wait), ``max_batched_tokens`` (prefill
+    chunks), ``ep`` (expert parallel replica of ``gpus = ep`` accelerators), ``mig`` (a slice of
+    one GPU, priced per slice), and ``disaggregate`` / ``load_profile`` / ``autoscale``, planned
+    by :func:`aitco.perf.service.service_plans` on the engine's estimate (the function ``aitco
+    infer`` and ``aitco compare`` call): a disaggregated row reports the chosen layout's
+    latencies, replicas and price; an autoscaled row is billed for the mean running replicas
+    (pay-as-used pricing) and reports the peak as ``replicas``. Both ignore the row's batch.
 
     Notes
     -----
     TPOT = the mean iteration time at running batch *B*; output tokens/s = B / TPOT; TTFT =
-    one iteration carrying the prompt as a chunk beside the *B* decodes; replicas for the
-    arrival rate :math:`\lceil q\,o / \text{tokens/s} \rceil`; $/Mtok as in
+    the prompt's chunks beside the *B* decodes plus the multi-step admission wait; replicas for
+    the arrival rate :math:`\lceil q\,o / \text{tokens/s} \rceil`; $/Mtok as in
     :class:`ServingEvaluator`. A batch above the KV capacity or the engine's ``max_num_seqs``
     is invalid (memory). Latencies are steady-state means, not percentiles under Poisson load.
     """
@@ -1167,50 +1230,118 @@ class EngineServingEvaluator:
     engine: str = "vllm"
     keys: dict[str, list[Any]] = field(default_factory=lambda: dict(SERVING_KEYS))
     metrics: tuple[str, ...] = SERVING_METRICS
+    #: Values of the text service keys, by key (their codes index these lists).
+    text_values: dict[str, list[Any]] = field(default_factory=dict)
+    #: Pricing modes billed per running hour (autoscaled rows); others hold the peak.
+    pay_as_used: tuple[str, ...] = PAY_AS_USED
 
     def __post_init__(self) -> None:
         self._cache: dict[Any, Any] = {}
 
-    def _group(self, hi: int, mi: int, pi: int, ki: int, tp: int, i: int, o: int) -> Any:
-        """Return (iteration model, max sequences, fixed GB, usable GB) or an int reason code."""
-        from aitco.perf.inference import ENGINES, iteration_model, memory_plan, resolve_precisions
+    def _text(self, key: str, code: int) -> Any:
+        vals = self.text_values.get(key)
+        return None if vals is None or code < 0 else vals[code]
+
+    def _group(self, k: tuple[int, ...], svc: tuple[Any, ...] = ()) -> Any:
+        """Return a :class:`_ServiceGroup`, or an int reason code.
+
+        ``k`` = (hardware, model, precision, KV precision, gpus, input, output tokens) codes;
+        ``svc`` = the :data:`SERVICE_KEYS` values (empty: their defaults).
+        """
+        key = (k, svc)
+        if key not in self._cache:
+            self._cache[key] = self._build_group(k, svc)
+        return self._cache[key]
+
+    def _build_group(self, k: tuple[int, ...], svc: tuple[Any, ...]) -> Any:
+        from aitco.errors import PlanError
+        from aitco.perf import service
+        from aitco.perf.inference import (
+            estimate_inference,
+            iteration_model,
+            memory_plan,
+            validate_serving_inputs,
+        )
         from aitco.perf.kvcache import kv_capacity
 
-        key = (hi, mi, pi, ki, tp, i, o)
-        if key in self._cache:
-            return self._cache[key]
+        hi, mi, pi, ki, g, i, o = k
+        d = dict(SERVICE_KEYS)
+        if svc:
+            d.update(zip(SERVICE_KEYS, svc, strict=True))
+        hit = float(d["workload.prefix_cache_hit_rate"])
+        steps, ep = int(d["workload.scheduler_steps"]), int(d["workload.ep"])
+        m = d["workload.max_batched_tokens"]
+        mbt = None if m is None or m <= 0 else int(m)
+        text = {k: None if d[k] is None else self._text(k, int(d[k])) for k in SERVICE_TEXT_KEYS}
         acc, sysm, model = self.accelerators[hi], self.systems[hi], self.model_archs[mi]
+        slices = 1
+        if text["workload.mig"] is not None:
+            if g != 1:
+                return 1
+            try:
+                acc, slices = service.mig_accelerator(acc, text["workload.mig"], "workload.mig")
+            except InputError:
+                return 128
+        kw: dict[str, Any] = {
+            "precision": DTYPES[pi], "kv_precision": None if ki < 0 else DTYPES[ki],
+            "input_tokens": i, "output_tokens": o, "batch": None, "concurrency": None,
+            "qps": None, "mode": "offline", "tp": 1 if ep > 1 else g, "pp": 1,
+            "slo_ttft_ms": None, "slo_tpot_ms": None, "engine": self.engine,
+            "allocation": "paged", "input_cv": 0.0, "output_cv": 0.0, "num_requests": 1,
+            "seed": 0, "max_batch": None, "scheduler_steps": steps, "trace": None,
+            "prefix_cache_hit_rate": hit, "max_batched_tokens": mbt, "ep": ep,
+        }  # fmt: skip
         try:
-            prec = resolve_precisions(acc, DTYPES[pi], None if ki < 0 else DTYPES[ki])
-        except InputError:
-            self._cache[key] = 64
-            return 64
-        if model.mla is None and model.n_heads % tp:
-            self._cache[key] = 1
+            if ep > 1 and g != ep:
+                raise PlanError("workload.ep", ep, f"option.gpus = ep ({g} given)")
+            inp = validate_serving_inputs(model, acc, sysm, g, **kw)
+        except PlanError:
             return 1
-        eng = ENGINES[self.engine]
-        mp = memory_plan(model, acc, tp=tp, pp=1, precisions=prec, engine=eng)
+        except InputError as exc:
+            if exc.field in ("--precision", "--kv-precision"):
+                return 64
+            if exc.field == "--ep":  # expert parallelism of a dense model: no such plan
+                return 1
+            raise
+        prec, eng = inp.precisions, inp.engine
+        mp = memory_plan(model, acc, tp=inp.tp, pp=1, precisions=prec, engine=eng, ep=ep)
         if not mp.fits:
-            self._cache[key] = 16
             return 16
         cap = kv_capacity(
-            model, mp.kv_gb, input_tokens=i, output_tokens=o, kv_precision=prec.kv, tp=tp, pp=1
+            model, mp.kv_gb, input_tokens=i, output_tokens=o, kv_precision=prec.kv, tp=inp.tp, pp=1
         )
         it = iteration_model(
-            model, acc, sysm, tp=tp, pp=1, precisions=prec, efficiency=self.efficiency
-        )
-        val = (
-            it,
-            min(cap.max_sequences, eng.max_num_seqs),
-            mp.weights_gb + mp.activations_gb,
-            mp.usable_gb,
-        )
-        self._cache[key] = val
-        return val
+            model, acc, sysm, tp=inp.tp, pp=1, precisions=prec, efficiency=self.efficiency,
+            engine=eng.name, ep=ep,
+        )  # fmt: skip
+        plans: dict[str, Any] = {}
+        dis, prof, auto = (text[k] for k in SERVICE_TEXT_KEYS[1:])
+        if dis is not None or prof is not None or auto is not None:
+            est = estimate_inference(
+                model, acc, sysm, g, efficiency=self.efficiency,
+                **{k: x for k, x in kw.items() if k not in ("input_cv", "output_cv", "trace")},
+            )  # fmt: skip
+            assert est.iteration is not None  # set by every estimate_inference
+            plans = service.service_plans(
+                est.values, est.iteration, sysm, None, input_tokens=float(i),
+                output_tokens=float(o), qps=self.qps, disaggregate=dis, load_profile=prof,
+                autoscale=auto, prefix_cache_hit_rate=hit, efficiency=self.efficiency,
+                field_prefix="workload.",
+            )  # fmt: skip
+        return _ServiceGroup(
+            it, min(cap.max_sequences * ep, eng.max_num_seqs * ep),
+            mp.weights_gb + mp.activations_gb, mp.usable_gb, inp.cached_tokens,
+            eng.max_num_tokens, eng.chunked_prefill, steps, slices, plans,
+            dis not in (None, "auto"),
+        )  # fmt: skip
 
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk of serving configurations, one engine model per group."""
-        from aitco.perf.inference import continuous_batching_step
+        from aitco.perf.inference import (
+            chunked_ttft_terms,
+            continuous_batching_step,
+            scheduler_wait_s,
+        )
 
         n = _chunk_len(v)
         h = self.hw
@@ -1218,6 +1349,7 @@ class EngineServingEvaluator:
         hw, mdl, prec = full["option.hardware"], full["workload.model"], full["workload.precision"]
         kvp, g, bsz = full["workload.kv_precision"], full["option.gpus"], full["workload.batch"]
         i_tok, o_tok = full["workload.input_tokens"], full["workload.output_tokens"]
+        svc_keys = [k for k in SERVICE_KEYS if k in full]
         price = h.bill(hw, full["option.pricing"], full["option.region"], g)["price"]
         reason = np.zeros(n, dtype=np.int64)
         # precision support is the engine's call (int4/fp4 weights may run on 16-bit compute)
@@ -1227,47 +1359,92 @@ class EngineServingEvaluator:
         tpot = np.zeros(rows.size)
         ttft = np.zeros(rows.size)
         mem = np.zeros(rows.size)
+        slices = np.ones(rows.size)
+        groups: list[tuple[np.ndarray, _ServiceGroup]] = []
         if rows.size:
-            outer = np.stack(
-                [hw[rows], mdl[rows], prec[rows], kvp[rows], g[rows], i_tok[rows], o_tok[rows]]
-            )
-            outer = outer.astype(float)
+            cols = [hw, mdl, prec, kvp, g, i_tok, o_tok] + [full[k] for k in svc_keys]
+            outer = np.stack([np.asarray(c, dtype=float)[rows] for c in cols])
             order = np.lexsort(outer[::-1])
             cut = np.flatnonzero(np.any(np.diff(outer[:, order], axis=1) != 0, axis=0)) + 1
             for grp in np.split(order, cut):
                 r = rows[grp]
-                k = (
-                    int(hw[r[0]]),
-                    int(mdl[r[0]]),
-                    int(prec[r[0]]),
-                    int(kvp[r[0]]),
-                    int(g[r[0]]),
-                    int(i_tok[r[0]]),
-                    int(o_tok[r[0]]),
-                )
-                got = self._group(*k)
+                k = tuple(int(c[r[0]]) for c in cols[:7])
+                svc = {key: float(full[key][r[0]]) for key in svc_keys}
+                svc_t = tuple(svc.get(key, dv) for key, dv in SERVICE_KEYS.items()) if svc else ()
+                got = self._group(k, svc_t)
                 if isinstance(got, int):
                     reason[r] |= got
                     continue
-                it, max_seqs, fixed_gb, usable_gb = got
                 b = bsz[r].astype(float)
-                reason[r] |= np.where(b > max_seqs, 16, 0)
-                i, o = float(k[5]), float(k[6])
-                tpot[grp] = continuous_batching_step(it, b, i, o)
-                ttft[grp] = it.iteration_s(b, b * (i + o / 2.0), i, i * (i + 1) / 2.0, 1.0)
-                mem[grp] = fixed_gb + (usable_gb - fixed_gb) * np.minimum(b / max(max_seqs, 1), 1.0)
+                reason[r] |= np.where(b > got.max_seqs, 16, 0)
+                i, o, c = float(k[5]), float(k[6]), got.cached_tokens
+                step = continuous_batching_step(got.it, b, i, o, c)
+                terms = chunked_ttft_terms(
+                    got.it, b, i, o, c, got.max_num_tokens, got.chunked_prefill
+                )
+                tpot[grp] = step
+                ttft[grp] = sum(terms.values()) + scheduler_wait_s(got.scheduler_steps, step)
+                frac = np.minimum(b / max(got.max_seqs, 1), 1.0)
+                mem[grp] = got.fixed_gb + (got.usable_gb - got.fixed_gb) * frac
+                slices[grp] = got.mig_slices
+                if got.plans:
+                    groups.append((grp, got))
         keep = reason[rows] == 0
-        rows, tpot, ttft, mem = rows[keep], tpot[keep], ttft[keep], mem[keep]
+        pos = np.full(rows.size, -1)
+        pos[np.flatnonzero(keep)] = np.arange(int(keep.sum()))
+        rows, tpot, ttft, mem, slices = rows[keep], tpot[keep], ttft[keep], mem[keep], slices[keep]
         b = bsz[rows].astype(float)
         o = o_tok[rows].astype(float)
         tok_s = b / tpot
         gr = g[rows].astype(float)
         bill = _service_bill(
-            h, hw[rows], full["option.pricing"][rows], full["option.region"][rows], gr
+            h, hw[rows], full["option.pricing"][rows], full["option.region"][rows], gr, slices
         )
-        return {
-            **_serving_outputs(self.qps, ttft, tpot, tok_s, o, gr, bill),
-            "memory_per_gpu_gb": mem,
-            "rows": rows,
-            "reason": reason,
-        }
+        out = _serving_outputs(self.qps, ttft, tpot, tok_s, o, gr, bill)
+        pricing = full["option.pricing"][rows]
+        for grp, got in groups:
+            at = pos[grp]
+            at = at[at >= 0]
+            if at.size and not self._plan_rows(out, at, got, o[at], gr[at], pricing[at], bill):
+                reason[rows[at]] |= 256
+        return {**out, "memory_per_gpu_gb": mem, "rows": rows, "reason": reason}
+
+    def _plan_rows(
+        self, out: dict[str, np.ndarray], at: np.ndarray, got: _ServiceGroup, o: np.ndarray,
+        g: np.ndarray, pricing: np.ndarray, bill: Any,
+    ) -> bool:  # fmt: skip
+        """Replace the outputs of disaggregated or autoscaled rows ``at`` by their plan's.
+
+        Returns whether the plan carries the load (a disaggregated layout meeting its
+        objectives; an autoscaled day always does, its unserved share aside).
+        """
+        pool, day = got.plans.get("disaggregation"), got.plans.get("autoscale")
+        if pool is not None:
+            mode = "disaggregated" if got.layout_fixed else pool["chosen"]
+            p = pool[mode] or pool["disaggregated"]
+            replicas = float(p["prefill_replicas"] + p["decode_replicas"])
+            rps = float(p["requests_per_s"])
+            served = (self.qps if self.qps is not None else rps) * o
+            hours_share = np.ones_like(o)
+            ttft, tpot = float(p["ttft_s"]), float(p["tpot_s"])
+            out["ttft_s"][at] = ttft
+            out["tpot_s"][at] = tpot
+            out["e2e_latency_s"][at] = ttft + (o - 1.0) * tpot
+        else:
+            assert day is not None  # a group has plans only with one of the two
+            replicas = float(max(int(day["peak_replicas"]), 1))
+            rps = replicas * float(day["requests_per_s_per_replica"])
+            served = float(np.mean(day["qps_by_hour"])) * o
+            payg = np.isin(pricing, [PRICING_MODES.index(m) for m in self.pay_as_used])
+            hours_share = np.where(payg, float(day["mean_replicas"]) / replicas, 1.0)
+        bl = bill(np.full(out["ttft_s"].size, replicas))
+        usd_h = (bl["price"] * bl["gpus_billed"])[at] * hours_share
+        out["replicas"][at] = replicas
+        out["total_gpus"][at] = g * replicas
+        out["requests_per_s"][at] = rps / replicas
+        out["output_tokens_per_s"][at] = rps * o / replicas
+        out["usd_per_h"][at] = usd_h
+        out["usd_per_million_output_tokens"][at] = usd_h / (SECONDS_PER_HOUR * served) * 1e6
+        out["gpus_billed"][at] = bl["gpus_billed"][at]
+        out["instances"][at] = bl["instances"][at]
+        return bool(p["meets_slo"]) if pool is not None else True
