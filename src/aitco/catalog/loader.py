@@ -42,6 +42,7 @@ from aitco.catalog.schema import (
     Accelerator,
     ApiPrice,
     CloudOffer,
+    CnnModel,
     Entry,
     Factor,
     ModelArch,
@@ -204,6 +205,7 @@ class Catalog:
     presets: dict[str, Preset]
     sources: dict[str, Source]
     files: tuple[str, ...] = field(default_factory=tuple)
+    cnn_models: dict[str, CnnModel] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ lookup
     def kind(self, kind: str) -> dict[str, Entry]:

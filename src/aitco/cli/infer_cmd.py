@@ -19,6 +19,7 @@ import typer
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
+from aitco.units import SECONDS_PER_HOUR
 
 
 class Precision(StrEnum):
@@ -161,6 +162,14 @@ def infer(
     if length_cv < 0:
         raise InputError("--length-cv", length_cv, "a coefficient of variation >= 0")
     cat = state.catalog()
+    if model in cat.cnn_models:
+        acc, _system = cat.hardware(hardware, field="--hardware")
+        if qps is not None or concurrency is not None:
+            raise InputError("--qps", qps or concurrency, "--batch for a CNN (no token serving)")
+        price, price_note = _gpu_price(cat, acc.id, usd_per_gpu_hour)
+        _infer_cnn(cat.cnn_models[model], acc, gpus, batch, precision.value, price, price_note,
+                   state.efficiency(calibration), json_out)  # fmt: skip
+        return
     arch = cat.resolve_model(model, field="--model")
     acc, system = cat.hardware(hardware, field="--hardware")
     price, price_note = _gpu_price(cat, acc.id, usd_per_gpu_hour)
@@ -268,6 +277,63 @@ def infer(
             )
     if explain:
         print_explain(res.to_estimate())
+
+
+#: Batch sizes shown for a CNN when ``--batch`` is not given.
+CNN_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _infer_cnn(
+    net: Any, acc: Any, gpus: int, batch: int | None, precision: str, price: float | None,
+    price_note: str, eff: Any, json_out: bool,
+) -> None:  # fmt: skip
+    """``aitco infer`` of a CNN: the roofline per batch size (:func:`aitco.perf.cnn.cnn_batch`)."""
+    from aitco.perf import cnn, service, serving
+
+    batches = [batch] if batch is not None else list(CNN_BATCHES)
+    r = cnn.cnn_batch(net, acc, batches, precision=precision, efficiency=eff, gpus=gpus)
+    rows: list[dict[str, Any]] = []
+    for j, b in enumerate(batches):
+        ips = float(r["inferences_per_s"][j])
+        busy = float(max(r["compute_s"][j], r["memory_s"][j]) / r["latency_s"][j])
+        en = serving.energy_per_token(acc, gpus, ips, utilization=busy)
+        usd_h = None if price is None else price * gpus
+        rows.append({
+            "batch": int(b), "latency_s": float(r["latency_s"][j]),
+            "compute_s": float(r["compute_s"][j]), "memory_s": float(r["memory_s"][j]),
+            "launch_s": float(r["launch_s"][j]), "inferences_per_s": ips,
+            "bound": str(r["bound"][j]),
+            "arithmetic_intensity_flop_per_byte": float(
+                r["arithmetic_intensity_flop_per_byte"][j]
+            ),
+            "power_w": en["power_w"], "energy_per_inference_j": en["energy_per_token_j"],
+            "usd_per_h": usd_h,
+            "usd_per_million_inferences": None if usd_h is None
+            else usd_h / SECONDS_PER_HOUR / ips * service.TOKENS_PER_MILLION,
+        })  # fmt: skip
+    out: dict[str, Any] = {
+        "model": net.id, "kind": "cnn", "hardware": acc.id, "gpus": gpus,
+        "precision": r["precision"], "compute_precision": r["compute_precision"],
+        "flops_per_inference": net.flops_per_inference, "weights_gb": r["weights_gb"],
+        "ridge_point_flop_per_byte": r["ridge_point_flop_per_byte"],
+        "usd_per_gpu_hour": price, "price_source": price_note,
+        **rows[-1], "by_batch": rows,
+    }  # fmt: skip
+    if json_out:
+        print_json(out)
+        return
+    cols = ["batch", "latency (ms)", "inferences/s", "bound", "FLOP/B", "USD per M inferences"]
+    trows = [
+        (x["batch"], x["latency_s"] * 1e3, x["inferences_per_s"], x["bound"],
+         x["arithmetic_intensity_flop_per_byte"], x["usd_per_million_inferences"])
+        for x in rows
+    ]  # fmt: skip
+    title = f"{net.id} on {gpus} x {acc.id} ({r['precision']}, roofline per batch)"
+    caption = (
+        f"{fmt(net.flops_per_inference / 1e9)} GFLOP per inference; ridge point "
+        f"{fmt(r['ridge_point_flop_per_byte'])} FLOP/B; {price_note}"
+    )
+    console.print(table(title, cols, trows, caption=caption))
 
 
 def _gpu_price(cat: Any, acc_id: str, override: float | None) -> tuple[float | None, str]:
