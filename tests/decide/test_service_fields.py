@@ -47,12 +47,12 @@ def test_prefix_cache_lowers_the_service_total(cat) -> None:
 def test_disaggregate_auto_reports_the_chosen_layout(cat) -> None:
     o = _one(cat, disaggregate="auto", slo_ttft_ms=2000, slo_tpot_ms=50)
     v = o.values
-    assert v["disaggregation"] in ("aggregated", "disaggregated")
-    plan = v["disaggregation_plan"]
+    plan = v["disaggregation"]
+    assert plan["chosen"] in ("aggregated", "disaggregated")
     p, d = (int(x) for x in v["prefill_to_decode_ratio"].split(":"))
     assert p >= 1
     assert d >= 1
-    chosen = plan[v["disaggregation"]]
+    chosen = plan[plan["chosen"]]
     assert o.gpus == chosen["gpus"]
     assert v["ttft_s"] == pytest.approx(chosen["ttft_s"])
 
@@ -60,7 +60,7 @@ def test_disaggregate_auto_reports_the_chosen_layout(cat) -> None:
 def test_fixed_layout_is_priced_as_asked(cat) -> None:
     a = _one(cat, disaggregate="2x3")
     b = _one(cat, disaggregate="4x6")
-    assert a.values["disaggregation"] == "disaggregated"
+    assert a.values["disaggregation"]["chosen"] == "disaggregated"
     assert a.values["prefill_to_decode_ratio"] == "2:3"
     assert (a.gpus, b.gpus) == (5, 10)
     assert b.total_usd > a.total_usd

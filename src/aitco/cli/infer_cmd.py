@@ -316,7 +316,7 @@ def _infer_cnn(
         "precision": r["precision"], "compute_precision": r["compute_precision"],
         "flops_per_inference": net.flops_per_inference, "weights_gb": r["weights_gb"],
         "ridge_point_flop_per_byte": r["ridge_point_flop_per_byte"],
-        "usd_per_gpu_hour": price, "price_source": price_note,
+        "gpu_usd_per_h": price, "price_source": price_note,
         **rows[-1], "by_batch": rows,
     }  # fmt: skip
     if json_out:
@@ -374,7 +374,7 @@ def _add_service_plans(
     if price is not None:
         v.update(service.service_costs(v, gpus, price))
     else:
-        v.update({k: None for k in ("usd_per_gpu_hour", "usd_per_hour",
+        v.update({k: None for k in ("gpu_usd_per_h", "usd_per_h",
                                     "usd_per_million_input_tokens", "usd_per_million_output_tokens",
                                     "usage_usd_per_million_input_tokens",
                                     "usage_usd_per_million_output_tokens")})  # fmt: skip

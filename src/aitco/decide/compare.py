@@ -1861,9 +1861,8 @@ def _inference(
         **price.capex,
     }
     if pool is not None:
-        b.values["disaggregation"] = pool["chosen"]
+        b.values["disaggregation"] = pool
         b.values["prefill_to_decode_ratio"] = pool["prefill_to_decode_ratio"]
-        b.values["disaggregation_plan"] = pool
     if day is not None:
         b.values["autoscale"] = day
         b.values["replica_hours_per_day"] = day["replica_hours"]

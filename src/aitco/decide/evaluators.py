@@ -1316,6 +1316,10 @@ class EngineServingEvaluator:
         )  # fmt: skip
         plans: dict[str, Any] = {}
         dis, prof, auto = (text[k] for k in SERVICE_TEXT_KEYS[1:])
+        if dis is not None and (prof is not None or auto is not None):
+            raise InputError(
+                "workload.disaggregate", dis, "no load_profile/autoscale with it (one layout)"
+            )
         if dis is not None or prof is not None or auto is not None:
             est = estimate_inference(
                 model, acc, sysm, g, efficiency=self.efficiency,

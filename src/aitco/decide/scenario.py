@@ -131,6 +131,13 @@ class InferenceWorkload(BaseModel):
     )
     mig: str | None = Field(default=None, description="MIG slice per replica, e.g. 1g.10gb.")
 
+    @model_validator(mode="after")
+    def _one_layout(self) -> InferenceWorkload:
+        if self.disaggregate is not None and (self.load_profile or self.autoscale):
+            msg = "disaggregate, or load_profile/autoscale: one serving layout is priced"
+            raise ValueError(msg)
+        return self
+
 
 Workload = Annotated[TrainingWorkload | InferenceWorkload, Field(discriminator="kind")]
 
