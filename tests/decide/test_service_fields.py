@@ -175,3 +175,25 @@ def test_sweep_bad_service_values_name_the_key(cat) -> None:
         with pytest.raises(InputError) as e:
             _sweep(cat, grid)
         assert key in str(e.value)
+
+
+def test_optimize_p99_check_carries_the_service_fields(cat) -> None:
+    from aitco.decide.optimize import optimize
+
+    def best(hit: float) -> dict[str, Any]:
+        spec = SweepSpec.from_dict({
+            "kind": "serving",
+            "workload": {"model": "llama-3.1-8b", "input_tokens": 2000, "output_tokens": 200,
+                         "qps": 10, "prefix_cache_hit_rate": hit},
+            "option": {"hardware": "h100-sxm5-80gb", "gpus": 1, "pricing": "on_demand"},
+            "grid": {"batch": [32, 64]},
+            "constraints": {"max_ttft_s": 1.0, "max_tpot_s": 0.05},
+            "top_k": 2,
+        })  # fmt: skip
+        out = optimize(spec, cat)
+        assert out["p99_checks"]
+        assert all(c.get("available", True) for c in out["p99_checks"])
+        return out["best"]
+
+    assert best(0.8)["usd_per_h_at_p99"] <= best(0.0)["usd_per_h_at_p99"]
+    assert best(0.8)["p99_ttft_s_at_sweep_replicas"] < best(0.0)["p99_ttft_s_at_sweep_replicas"]

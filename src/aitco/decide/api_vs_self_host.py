@@ -500,8 +500,12 @@ def poisson_check(
     output_tokens: int,
     max_ttft_s: float | None = None,
     max_tpot_s: float | None = None,
+    **service: Any,
 ) -> dict[str, Any]:
     """Simulate the plan under Poisson arrivals with the inference engine: P99 latencies.
+
+    ``service``: further :func:`~aitco.perf.inference.estimate_inference` fields of the plan
+    (``prefix_cache_hit_rate``, ``scheduler_steps``, ``max_batched_tokens``).
 
     The candidates are ranked at steady-state mean latency; this re-runs the chosen plan
     (``replicas x gpus_per_replica`` accelerators, tensor parallel within a replica, the batch
@@ -527,6 +531,7 @@ def poisson_check(
             num_requests=POISSON_CHECK_REQUESTS,
             slo_ttft_ms=None if max_ttft_s is None else max_ttft_s * MS_PER_S,
             slo_tpot_ms=None if max_tpot_s is None else max_tpot_s * MS_PER_S,
+            **service,
         )
     except AitcoError as exc:
         return {"available": False, "error": str(exc)}

@@ -1818,10 +1818,15 @@ def _inference(
     _instance_items(b, serving_held(run, serving), price, opt)
     engine_w = _f(v.get("power_w"))
     active = None
+    # GPUs the engine estimate ran on (a disaggregated or autoscaled plan prices more or fewer)
+    est_gpus = opt.gpus if (pool is not None or day is not None) else n
     if engine_w and acc.tdp_w:
         # the engine's average GPU draw at the served load, over TDP; every hour is at that draw
-        active = min(1.0, engine_w / (n * acc.tdp_w))
+        active = min(1.0, engine_w / (est_gpus * acc.tdp_w))
         run.busy_h = hours
+        if day is not None and opt.pricing in PAY_AS_USED:
+            # an autoscaled rented service draws power only while its replicas run
+            run.busy_h = billed_h
     # power: the share of the node(s) used (a 1-GPU replica draws 1/8 of an 8-GPU node's host)
     kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, n / sysm.devices_per_node, active)
     _people_items(b, run, price, opt, fac)
