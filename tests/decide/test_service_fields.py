@@ -79,6 +79,8 @@ def test_autoscaled_month_bills_running_replicas(cat) -> None:
     r_pin = pinned.item("rental_on_demand").usd
     assert r_auto / r_pin == pytest.approx(day["replica_hours"] / (24 * peak), rel=1e-9)
     assert auto.total_usd < pinned.total_usd
+    # latencies of the busiest hour on the peak replicas: finite, not the saturated mean load
+    assert 0 < auto.values["ttft_s"] < 10
 
 
 def test_autoscale_on_committed_capacity_holds_the_peak(cat) -> None:

@@ -1643,7 +1643,7 @@ def _inference(
     if w.mig is not None:
         acc, mig_instances = service_mod.mig_accelerator(acc, w.mig, "workload.mig")
 
-    def run_engine(gpus: int) -> Any:
+    def run_engine(gpus: int, qps: float | None = None) -> Any:
         key = (
             "inference",
             model.id,
@@ -1652,12 +1652,13 @@ def _inference(
             gpus,
             w.model_dump_json(),
             eff.model_dump_json(),
+            qps,
         )
         if key not in fac.memo:
-            fac.memo[key] = _run_inference(gpus)
+            fac.memo[key] = _run_inference(gpus, qps)
         return fac.memo[key]
 
-    def _run_inference(gpus: int) -> Any:
+    def _run_inference(gpus: int, qps: float | None) -> Any:
         return _guarded(
             est,
             f"{where}: serving {model.id} on {gpus} x {acc.id}",
@@ -1671,7 +1672,7 @@ def _inference(
             output_tokens=w.output_tokens,
             batch=w.batch,
             concurrency=w.concurrency,
-            qps=w.qps,
+            qps=w.qps if qps is None else qps,
             mode=w.mode,
             tp=w.tp,
             pp=w.pp,
@@ -1718,6 +1719,10 @@ def _inference(
         scaled = f"scaled from {opt.gpus} to {n} GPUs: {w.qps:g} req/s exceeds the capacity"
     if n != opt.gpus and pool is None and day is None:
         res = run_engine(n)
+        v = res.values
+    elif day is not None:
+        # latencies of the busiest hour: its load on the peak replicas (the autoscaler's target)
+        res = run_engine(n, max(float(q) for q in day["qps_by_hour"]) or None)
         v = res.values
     per_replica = int(v.get("tp", 1) or 1) * int(v.get("pp", 1) or 1) * int(v.get("ep", 1) or 1)
     # a MIG service bills whole GPUs of mig_instances slices; n counts slices
@@ -1819,7 +1824,7 @@ def _inference(
     engine_w = _f(v.get("power_w"))
     active = None
     # GPUs the engine estimate ran on (a disaggregated or autoscaled plan prices more or fewer)
-    est_gpus = opt.gpus if (pool is not None or day is not None) else n
+    est_gpus = opt.gpus if pool is not None else n
     if engine_w and acc.tdp_w:
         # the engine's average GPU draw at the served load, over TDP; every hour is at that draw
         active = min(1.0, engine_w / (est_gpus * acc.tdp_w))
