@@ -35,6 +35,7 @@ INSTANCE_ITEMS = ("idle_instance_gpus", "committed_term_unused")
 SHARED_CATEGORIES = ("compute", "reliability", "people", "data")
 
 
+
 def _priceable(hw: str, mode: str) -> bool:
     """Whether compare prices ``hw`` in ``mode`` at all (one provider per option may sell none)."""
     one = HardwareOption(hardware=hw, gpus=8, pricing=mode)
