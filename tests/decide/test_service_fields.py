@@ -199,3 +199,36 @@ def test_optimize_p99_check_carries_the_service_fields(cat) -> None:
 
     assert best(0.8)["usd_per_h_at_p99"] <= best(0.0)["usd_per_h_at_p99"]
     assert best(0.8)["p99_ttft_s_at_sweep_replicas"] < best(0.0)["p99_ttft_s_at_sweep_replicas"]
+
+
+def test_compare_ep_reaches_the_engine(cat) -> None:
+    def one(ep: int):
+        scn = Scenario.model_validate({
+            "name": "moe",
+            "workload": {"kind": "inference", "model": "qwen3-30b-a3b", "input_tokens": 1000,
+                         "output_tokens": 200, "concurrency": 64, "ep": ep,
+                         **({"tp": 2} if ep == 1 else {})},
+            "options": [{"hardware": "h100-sxm5-80gb", "gpus": 2, "pricing": "on_demand",
+                         "usd_per_gpu_hour": 3.0}],
+        })  # fmt: skip
+        return compare(scn, cat).options[0].values
+
+    tp2, ep2 = one(1), one(2)
+    assert ep2["tpot_s"] != pytest.approx(tp2["tpot_s"], rel=1e-6)
+
+
+def test_sweep_mig_is_priced_per_slice_and_needs_a_mig_gpu(cat) -> None:
+    rows = _by(_sweep(cat, {"mig": [None, "3g.40gb"]}), "mig")
+    full, half = rows["none"], rows["3g.40gb"]
+    # a 3g.40gb slice: half a GPU's price, 3/7 of its compute -> slower, more slices
+    assert half["tpot_s"] > full["tpot_s"]
+    spec = SweepSpec.from_dict({
+        "kind": "serving",
+        "workload": {"model": "llama-3.1-8b", "input_tokens": 512, "output_tokens": 128,
+                     "mig": "1g.10gb"},
+        "option": {"hardware": "l40s", "gpus": 1, "pricing": "on_demand"},
+        "grid": {"batch": [8]},
+    })  # fmt: skip
+    res = sweep(spec, cat).to_json()
+    assert res["valid"] == 0
+    assert any("mig" in k for k in res["invalid_reasons"])
