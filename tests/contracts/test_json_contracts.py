@@ -171,6 +171,12 @@ JSON_COMMANDS: dict[str, list[str]] = {
     "train": TRAIN_TOKENS,
     "infer": [*INFER, "--json"],
     "infer --qps": INFER_QPS,
+    "infer cnn": ["infer", "--model", "resnet-50", "--hardware", "h100-sxm5-80gb", "--json"],
+    "compare autoscaled service": [
+        "compare", str(EXAMPLES / "inference-autoscaled-chat.yaml"), "--json"
+    ],
+    "infer disaggregate": [*INFER, "--qps", "5", "--num-requests", "500", "--disaggregate",
+                           "auto", "--load-profile", "diurnal", "--json"],
     "compare": ["compare", "--json"],
     "tco": ["tco", str(EXAMPLES / "multistage-tco.yaml"), "--json"],
     "roi": ROI,

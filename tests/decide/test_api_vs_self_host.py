@@ -114,3 +114,35 @@ def test_cli(capsys):
     _, err = capsys.readouterr()
     assert exc.value.code == 2
     assert "did you mean" in err
+
+
+def test_token_prices_side_by_side(catalog):
+    """API list prices per M input/output next to the self-hosted split of the same cost."""
+    vol, i, o = 5e9, 512, 256
+    r = api_vs_self_host(
+        catalog, "llama-3.1-8b", volume_tokens_per_month=vol, apis=["openai/gpt-4o"],
+        input_tokens=i, output_tokens=o, hardware=("h100-sxm5-80gb",), load_check=False,
+    )  # fmt: skip
+    row = r["apis"][0]
+    api = catalog.apis["openai/gpt-4o"]
+    assert row["input_usd_per_million_tokens"] == api.input_usd_per_mtok
+    assert row["output_usd_per_million_tokens"] == api.output_usd_per_mtok
+    assert row["price_source"].startswith("catalog")
+    sh = r["self_host"]
+    # allocation basis: input and output costs together recover the plan's monthly cost
+    need = sh["requests_per_s_needed"]
+    usd_h = sh["usd_per_million_tokens"] * vol / 1e6 / 730.0
+    split = (
+        (
+            sh["usd_per_million_input_tokens"] * need * i
+            + sh["usd_per_million_output_tokens"] * need * o
+        )
+        * 3600
+        / 1e6
+    )
+    assert split == pytest.approx(usd_h, rel=1e-3)
+    assert 0 < sh["prefill_time_fraction"] < 1
+    assert sh["usage_usd_per_million_output_tokens"] <= sh["usd_per_million_output_tokens"]
+    assert sh["usage_usd_per_million_output_tokens"] == pytest.approx(
+        sh["usd_per_million_output_tokens"] * sh["utilization"]
+    )

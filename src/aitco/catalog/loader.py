@@ -46,6 +46,7 @@ from aitco.catalog.schema import (
     Accelerator,
     ApiPrice,
     CloudOffer,
+    CnnModel,
     Entry,
     Factor,
     ModelArch,
@@ -210,6 +211,7 @@ class Catalog:
     presets: dict[str, Preset]
     sources: dict[str, Source]
     files: tuple[str, ...] = field(default_factory=tuple)
+    cnn_models: dict[str, CnnModel] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ lookup
     def kind(self, kind: str) -> dict[str, Entry]:

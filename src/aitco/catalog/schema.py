@@ -436,6 +436,29 @@ class ApiPrice(Entry):
     as_of: dt.date
 
 
+# --------------------------------------------------------------------------- non-transformer models
+class CnnModel(Entry):
+    """A non-transformer network (a CNN) described by its work per inference.
+
+    The roofline of :mod:`aitco.perf.cnn` needs only the FLOPs, the parameters (weights read once
+    per batch) and the activation elements written and read per inference.
+    """
+
+    arch: Literal["cnn"] = "cnn"
+    family: str = ""
+    params: float = Field(gt=0, description="Parameters. [count]")
+    flops_per_inference: float = Field(
+        gt=0, description="FLOPs of one forward pass (multiply-accumulates x 2). [FLOP]"
+    )
+    activation_elements_per_inference: float = Field(
+        gt=0, description="Output elements of every layer for one input. [count]"
+    )
+    input_resolution: int | None = Field(default=None, ge=1, description="Square input. [px]")
+    weight_layers: int = Field(
+        ge=1, description="Convolution and fully connected layers (one fused kernel each)."
+    )
+
+
 # --------------------------------------------------------------------------- presets
 class Preset(Entry):
     """A named set of assumption overrides (factor id -> value), cited as its author's claims."""
@@ -452,4 +475,5 @@ KINDS: dict[str, type[Entry]] = {
     "factors": Factor,
     "apis": ApiPrice,
     "presets": Preset,
+    "cnn_models": CnnModel,
 }

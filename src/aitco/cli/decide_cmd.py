@@ -821,6 +821,7 @@ def api_vs_self_host_cmd(
     if "requests_per_day" not in args:
         args.setdefault("volume_tokens_per_month", 1e9)
     res = api_vs_self_host(state.catalog(), **args)
+    _genai_rates(res["apis"])
     if json_out:
         print_json(res)
         return
@@ -864,7 +865,45 @@ def api_vs_self_host_cmd(
             rows,
         )
     )
+    if sh and sh.get("usd_per_million_input_tokens") is not None:
+        tok = [
+            [r["api"], r["provider"], r["model"], r["input_usd_per_million_tokens"],
+             r["output_usd_per_million_tokens"], r["price_source"]]
+            for r in res["apis"]
+        ]  # fmt: skip
+        tok.append([
+            "self-host (allocation)", sh["hardware"], res["model"],
+            sh["usd_per_million_input_tokens"], sh["usd_per_million_output_tokens"],
+            "aitco: every rented hour",
+        ])  # fmt: skip
+        tok.append([
+            "self-host (usage)", sh["hardware"], res["model"],
+            sh["usage_usd_per_million_input_tokens"], sh["usage_usd_per_million_output_tokens"],
+            "aitco: busy hours only",
+        ])  # fmt: skip
+        console.print(
+            table(
+                "Per million input / output tokens",
+                ["API", "provider", "model", "$/M input", "$/M output", "source"],
+                tok,
+            )
+        )
     console.print(f"[dim]{res['note']}[/dim]")
+
+
+def _genai_rates(rows: list[dict[str, Any]]) -> None:
+    """Today's genai-prices list rates beside the catalog's, when genai-prices is installed."""
+    from aitco.audit import genai
+
+    if genai.module() is None:
+        return
+    for r in rows:
+        try:
+            rates = genai.current_rates(r["model"], r["provider"])
+        except (LookupError, ValueError):  # a provider genai-prices does not know: no rates
+            rates = None
+        r["genai_input_usd_per_million_tokens"] = rates and rates["input_usd_per_mtok"]
+        r["genai_output_usd_per_million_tokens"] = rates and rates["output_usd_per_mtok"]
 
 
 # --------------------------------------------------------------------------- arbitrage

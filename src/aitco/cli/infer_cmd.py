@@ -19,7 +19,7 @@ import typer
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
-from aitco.units import optional_ms_to_s
+from aitco.units import SECONDS_PER_HOUR
 
 
 class Precision(StrEnum):
@@ -162,6 +162,14 @@ def infer(
     if length_cv < 0:
         raise InputError("--length-cv", length_cv, "a coefficient of variation >= 0")
     cat = state.catalog()
+    if model in cat.cnn_models:
+        acc, _system = cat.hardware(hardware, field="--hardware")
+        if qps is not None or concurrency is not None:
+            raise InputError("--qps", qps or concurrency, "--batch for a CNN (no token serving)")
+        price, price_note = _gpu_price(cat, acc.id, usd_per_gpu_hour)
+        _infer_cnn(cat.cnn_models[model], acc, gpus, batch, precision.value, price, price_note,
+                   state.efficiency(calibration), json_out)  # fmt: skip
+        return
     arch = cat.resolve_model(model, field="--model")
     acc, system = cat.hardware(hardware, field="--hardware")
     price, price_note = _gpu_price(cat, acc.id, usd_per_gpu_hour)
@@ -169,6 +177,7 @@ def infer(
     if mig is not None:
         acc, price = _mig_accelerator(acc, mig, gpus, price)
         price_note += f"; MIG {mig}: priced at 1/{_mig_instances(acc)} of the GPU"
+    eff = state.efficiency(calibration)
     draft = cat.resolve_model(draft_model, field="--draft-model") if draft_model else None
     trace_arrays, bad_lines = read_trace(trace) if trace else (None, [])
     res = estimate_inference(
@@ -176,7 +185,7 @@ def infer(
         kv_precision=kv_precision.value if kv_precision else None,
         input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
         concurrency=concurrency, qps=qps, mode=mode.value, tp=tp, pp=pp,
-        slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, efficiency=state.efficiency(calibration),
+        slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, efficiency=eff,
         engine=engine.value, allocation=allocation.value, input_cv=length_cv,
         output_cv=length_cv, num_requests=num_requests, draft_model=draft,
         spec_tokens=spec_tokens, acceptance_rate=acceptance_rate, trace=trace_arrays,
@@ -189,7 +198,7 @@ def infer(
     _add_service_plans(
         v, res, system, gpus, price, price_note, qps=qps, slo_ttft_ms=slo_ttft_ms,
         slo_tpot_ms=slo_tpot_ms, disaggregate=disaggregate, load_profile=load_profile,
-        autoscale=autoscale, prefix_cache_hit_rate=prefix_cache_hit_rate, mig=mig,
+        autoscale=autoscale, prefix_cache_hit_rate=prefix_cache_hit_rate, mig=mig, efficiency=eff,
     )  # fmt: skip
     if json_out:
         out: dict[str, Any] = dict(v)
@@ -270,6 +279,63 @@ def infer(
         print_explain(res.to_estimate())
 
 
+#: Batch sizes shown for a CNN when ``--batch`` is not given.
+CNN_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _infer_cnn(
+    net: Any, acc: Any, gpus: int, batch: int | None, precision: str, price: float | None,
+    price_note: str, eff: Any, json_out: bool,
+) -> None:  # fmt: skip
+    """``aitco infer`` of a CNN: the roofline per batch size (:func:`aitco.perf.cnn.cnn_batch`)."""
+    from aitco.perf import cnn, service, serving
+
+    batches = [batch] if batch is not None else list(CNN_BATCHES)
+    r = cnn.cnn_batch(net, acc, batches, precision=precision, efficiency=eff, gpus=gpus)
+    rows: list[dict[str, Any]] = []
+    for j, b in enumerate(batches):
+        ips = float(r["inferences_per_s"][j])
+        busy = float(max(r["compute_s"][j], r["memory_s"][j]) / r["latency_s"][j])
+        en = serving.energy_per_token(acc, gpus, ips, utilization=busy)
+        usd_h = None if price is None else price * gpus
+        rows.append({
+            "batch": int(b), "latency_s": float(r["latency_s"][j]),
+            "compute_s": float(r["compute_s"][j]), "memory_s": float(r["memory_s"][j]),
+            "launch_s": float(r["launch_s"][j]), "inferences_per_s": ips,
+            "bound": str(r["bound"][j]),
+            "arithmetic_intensity_flop_per_byte": float(
+                r["arithmetic_intensity_flop_per_byte"][j]
+            ),
+            "power_w": en["power_w"], "energy_per_inference_j": en["energy_per_token_j"],
+            "usd_per_h": usd_h,
+            "usd_per_million_inferences": None if usd_h is None
+            else usd_h / SECONDS_PER_HOUR / ips * service.TOKENS_PER_MILLION,
+        })  # fmt: skip
+    out: dict[str, Any] = {
+        "model": net.id, "kind": "cnn", "hardware": acc.id, "gpus": gpus,
+        "precision": r["precision"], "compute_precision": r["compute_precision"],
+        "flops_per_inference": net.flops_per_inference, "weights_gb": r["weights_gb"],
+        "ridge_point_flop_per_byte": r["ridge_point_flop_per_byte"],
+        "gpu_usd_per_h": price, "price_source": price_note,
+        **rows[-1], "by_batch": rows,
+    }  # fmt: skip
+    if json_out:
+        print_json(out)
+        return
+    cols = ["batch", "latency (ms)", "inferences/s", "bound", "FLOP/B", "USD per M inferences"]
+    trows = [
+        (x["batch"], x["latency_s"] * 1e3, x["inferences_per_s"], x["bound"],
+         x["arithmetic_intensity_flop_per_byte"], x["usd_per_million_inferences"])
+        for x in rows
+    ]  # fmt: skip
+    title = f"{net.id} on {gpus} x {acc.id} ({r['precision']}, roofline per batch)"
+    caption = (
+        f"{fmt(net.flops_per_inference / 1e9)} GFLOP per inference; ridge point "
+        f"{fmt(r['ridge_point_flop_per_byte'])} FLOP/B; {price_note}"
+    )
+    console.print(table(title, cols, trows, caption=caption))
+
+
 def _gpu_price(cat: Any, acc_id: str, override: float | None) -> tuple[float | None, str]:
     """GPU-hour price: the override, or the cheapest on-demand catalog offer (None if none)."""
     if override is not None:
@@ -289,25 +355,13 @@ def _mig_instances(acc: Any) -> int:
 
 
 def _mig_accelerator(acc: Any, profile: str, gpus: int, price: float | None) -> tuple[Any, Any]:
-    """Return a MIG slice as an accelerator: SMs, memory and bandwidth scaled (NVIDIA guide)."""
-    from aitco.perf.service import mig_slice, mig_supported
+    """Return a MIG slice as an accelerator and its price (:func:`perf.service.mig_accelerator`)."""
+    from aitco.perf.service import mig_accelerator
 
-    if not mig_supported(acc.id):
-        raise InputError(
-            "--mig", profile, f"a GPU with MIG (A100, A30, H100, H200, B200), not {acc.id}"
-        )
+    sliced, inst = mig_accelerator(acc, profile)
     if gpus != 1:
         raise InputError("--gpus", gpus, "1 with --mig (one slice per replica)")
-    sl = mig_slice(profile, float(acc.memory_gb))
-    upd = {
-        "id": f"{acc.id}-mig-{sl.profile}@x{sl.instances_per_gpu}",
-        "memory_gb": sl.memory_gb,
-        "hbm_bandwidth_gb_s": acc.hbm_bandwidth_gb_s * sl.memory_fraction,
-        "peak_tflops": {k: x * sl.compute_fraction for k, x in acc.peak_tflops.items()},
-        "tdp_w": None if acc.tdp_w is None else acc.tdp_w / sl.instances_per_gpu,
-    }
-    sliced = acc.model_copy(update=upd)
-    return sliced, (None if price is None else price / sl.instances_per_gpu)
+    return sliced, (None if price is None else price / inst)
 
 
 def _add_service_plans(
@@ -315,89 +369,30 @@ def _add_service_plans(
     **kw: Any,
 ) -> None:  # fmt: skip
     """Cost per token, disaggregation and the autoscaled day, added to the values ``v``."""
-    from aitco.perf import comms, service, serving
-    from aitco.perf.inference import cached_prompt_tokens
+    from aitco.perf import service
 
-    it = res.iteration
     if price is not None:
         v.update(service.service_costs(v, gpus, price))
     else:
-        v.update({k: None for k in ("usd_per_gpu_hour", "usd_per_hour",
+        v.update({k: None for k in ("gpu_usd_per_h", "usd_per_h",
                                     "usd_per_million_input_tokens", "usd_per_million_output_tokens",
                                     "usage_usd_per_million_input_tokens",
                                     "usage_usd_per_million_output_tokens")})  # fmt: skip
     v["price_source"] = price_note
-    v["mig_profile"] = kw["mig"]
-    i, o = float(res.extra["input_tokens"]), float(res.extra["output_tokens"])
-    per = v["tp"] * v["pp"] * v["ep"]
-    if kw["disaggregate"] is not None:
-        layout = _parse_layout(kw["disaggregate"])
-        bw, lat, eff = comms.group_link(system, 2, system.devices_per_node, 0.8, 0.8)
-        v["disaggregation"] = service.plan_pools(
-            it, input_tokens=i, output_tokens=o, max_batch=int(v["max_batch_per_replica"]),
-            max_batched_tokens=int(v["max_batched_tokens"]), gpus_per_replica=per,
-            usd_per_gpu_hour=price or 0.0, kv_bytes_per_token=it.kv_bytes_per_token * it.tp,
-            fabric_bandwidth_gb_s=float(bw), fabric_latency_us=float(lat),
-            fabric_efficiency=float(eff), qps=kw["qps"],
-            slo_ttft_s=optional_ms_to_s(kw["slo_ttft_ms"]),
-            slo_tpot_s=optional_ms_to_s(kw["slo_tpot_ms"]),
-            prefix_cache_hit_rate=kw["prefix_cache_hit_rate"], layout=layout,
-        )  # fmt: skip
-    if kw["load_profile"] is not None or kw["autoscale"] is not None:
-        prof = kw["load_profile"] or "diurnal"
-        if prof == "diurnal" and kw["qps"] is None:
-            raise InputError("--load-profile", prof, "--qps as the day's mean rate with diurnal")
-        hourly = service.hourly_load(prof if prof == "diurnal" else read_load_profile(prof),
-                                     kw["qps"] or 0.0)  # fmt: skip
-        a = service.parse_autoscale(kw["autoscale"] or "")
-        cached = float(cached_prompt_tokens(i, kw["prefix_cache_hit_rate"]))
-        cap = serving.max_request_rate(it, i, o, int(v["max_batch_per_replica"]), cached)
-        day = service.autoscale_day(
-            hourly, cap, target_utilization=a["target-util"], min_replicas=int(a["min"]),
-            max_replicas=int(a["max"]), cold_start_s=float(v["cold_start_s"]),
-        )  # fmt: skip
-        day["requests_per_s_per_replica"] = cap
-        day["usd_per_month"] = (
-            None
-            if price is None
-            else service.autoscaled_month_usd(day["replica_hours"], per * price)
+    v["mig_profile"] = kw.pop("mig")
+    v.update(
+        service.service_plans(
+            v, res.iteration, system, price, input_tokens=float(res.extra["input_tokens"]),
+            output_tokens=float(res.extra["output_tokens"]), **kw,
         )
-        day["fixed_replicas_usd_per_month"] = (
-            None if price is None
-            else service.autoscaled_month_usd(24.0 * day["peak_replicas"], per * price)
-        )  # fmt: skip
-        day["qps_by_hour"] = [float(x) for x in hourly]
-        v["autoscale"] = day
-
-
-def _parse_layout(spec: str) -> tuple[int, int] | None:
-    if spec == "auto":
-        return None
-    p, sep, d = spec.lower().partition("x")
-    if not (sep and p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
-        raise InputError("--disaggregate", spec, "auto, or PxD with P, D >= 1 (e.g. 2x1)")
-    return int(p), int(d)
+    )  # fmt: skip
 
 
 def read_load_profile(path: str) -> list[float]:
-    """Read 24 hourly rates from a CSV with a ``qps`` column (an ``hour`` column is optional)."""
-    import csv
-    from pathlib import Path
+    """Read 24 hourly rates from a CSV (:func:`aitco.perf.service.read_load_profile`)."""
+    from aitco.perf.service import read_load_profile as read
 
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("--load-profile", path, "diurnal or an existing CSV file")
-    with open(p, encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    try:
-        q = [float(r["qps"]) for r in rows]
-    except (KeyError, TypeError, ValueError):
-        raise InputError(
-            "--load-profile", path, "a CSV with a numeric 'qps' column", file=path
-        ) from None
-    if len(q) != 24:
-        raise InputError("--load-profile", path, f"24 hourly rows (found {len(q)})", file=path)
-    return q
+    return read(path)
 
 
 TRACE_COLUMNS = ("arrival_s", "input_tokens", "output_tokens")

@@ -25,6 +25,7 @@ from aitco.catalog.schema import ApiPrice
 from aitco.decide import evaluators as ev
 from aitco.decide.compare import Factors
 from aitco.errors import AitcoError, InputError, UnknownIdError
+from aitco.perf import service as perf_service
 from aitco.perf.inference import estimate_inference
 from aitco.units import DTYPES, HOURS_PER_MONTH, MEGA, SECONDS_PER_HOUR, optional_s_to_ms
 
@@ -343,6 +344,10 @@ def api_vs_self_host(
             "as_of": str(api.as_of),
             "usd_per_million_tokens": p,
             "break_even_tokens_per_month": be,
+            "input_usd_per_million_tokens": api.input_usd_per_mtok,
+            "output_usd_per_million_tokens": api.output_usd_per_mtok,
+            "cached_input_usd_per_million_tokens": api.cached_input_usd_per_mtok,
+            "price_source": f"catalog {api.as_of}",
         }
         if vol is not None:
             j = int(np.flatnonzero(grid == vol)[0])
@@ -426,6 +431,7 @@ def api_vs_self_host(
                     cand["usd_per_million_tokens"] = cost
                     cand["utilization"] = cand["utilization"] / scale
                     plan = cand
+        plan.update(self_host_token_prices(catalog, model, plan, input_tokens, output_tokens, vol))
         # the per-API verdicts at the user's volume use the plan finally chosen
         for row in out_apis:
             row["self_host_usd_per_month"] = plan["usd_per_million_tokens"] * vol / MEGA
@@ -436,6 +442,55 @@ def api_vs_self_host(
     return result
 
 
+def self_host_token_prices(
+    catalog: Catalog,
+    model: str,
+    plan: dict[str, Any],
+    input_tokens: int,
+    output_tokens: int,
+    volume_tokens_per_month: float,
+) -> dict[str, Any]:
+    """Self-hosted price per million input and output tokens, as token APIs quote them.
+
+    The plan's monthly cost is split between input and output tokens by the share of GPU time
+    on prompt tokens (``prefill_time_fraction`` of the inference engine at the plan's load,
+    from the Poisson check when it ran, else the closed loop at the plan's batch), with
+    :func:`aitco.perf.service.usd_per_million_tokens` (the function ``aitco infer`` uses):
+    allocation basis (every rented hour) and usage basis (busy hours only).
+    """
+    f = (plan.get("load_check") or {}).get("prefill_time_fraction")
+    if f is None:
+        acc, sysm = catalog.hardware(plan["hardware"])
+        try:
+            res = estimate_inference(
+                catalog.resolve_model(model), acc, sysm, plan["gpus_per_replica"],
+                precision=plan["precision"], input_tokens=input_tokens,
+                output_tokens=output_tokens, concurrency=plan["batch"],
+                tp=plan["gpus_per_replica"], max_batch=plan["batch"],
+            )  # fmt: skip
+        except AitcoError:
+            return {k: None for k in TOKEN_PRICE_KEYS}
+        f = res.values.get("prefill_time_fraction")
+    if f is None:
+        return {k: None for k in TOKEN_PRICE_KEYS}
+    usd_h = plan["usd_per_million_tokens"] * volume_tokens_per_month / MEGA / HOURS_PER_MONTH
+    need = float(plan["requests_per_s_needed"])
+    out = perf_service.usd_per_million_tokens(
+        usd_h, need * input_tokens, need * output_tokens, float(f), float(plan["utilization"])
+    )
+    return {**out, "prefill_time_fraction": float(f)}
+
+
+#: Keys of :func:`self_host_token_prices`.
+TOKEN_PRICE_KEYS = (
+    "usd_per_million_input_tokens",
+    "usd_per_million_output_tokens",
+    "usage_usd_per_million_input_tokens",
+    "usage_usd_per_million_output_tokens",
+    "prefill_time_fraction",
+)
+
+
 def poisson_check(
     catalog: Catalog,
     model: str,
@@ -444,8 +499,12 @@ def poisson_check(
     output_tokens: int,
     max_ttft_s: float | None = None,
     max_tpot_s: float | None = None,
+    **service: Any,
 ) -> dict[str, Any]:
     """Simulate the plan under Poisson arrivals with the inference engine: P99 latencies.
+
+    ``service``: further :func:`~aitco.perf.inference.estimate_inference` fields of the plan
+    (``prefix_cache_hit_rate``, ``scheduler_steps``, ``max_batched_tokens``).
 
     The candidates are ranked at steady-state mean latency; this re-runs the chosen plan
     (``replicas x gpus_per_replica`` accelerators, tensor parallel within a replica, the batch
@@ -469,6 +528,7 @@ def poisson_check(
             num_requests=POISSON_CHECK_REQUESTS,
             slo_ttft_ms=optional_s_to_ms(max_ttft_s),  # the engine's objectives are in ms
             slo_tpot_ms=optional_s_to_ms(max_tpot_s),
+            **service,
         )
     except AitcoError as exc:
         return {"available": False, "error": str(exc)}
@@ -481,6 +541,7 @@ def poisson_check(
         "utilization": v.get("utilization"),
         "replicas": plan["replicas"],
         "replicas_for_slo": v.get("replicas_for_slo"),
+        "prefill_time_fraction": v.get("prefill_time_fraction"),
     }
     ok = not v.get("saturated", False)
     if max_ttft_s is not None and v.get("p99_ttft_s") is not None:

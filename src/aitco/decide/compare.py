@@ -39,6 +39,7 @@ from aitco.decide.scenario import (
     TrainingWorkload,
 )
 from aitco.errors import AitcoError, CatalogError, InputError, UnknownIdError
+from aitco.perf import service as service_mod
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape
 from aitco.perf.inference import estimate_inference
@@ -60,6 +61,9 @@ RENTED = ("on_demand", "spot", "reserved_1y", "reserved_3y")
 OWNED = ("owned", "colocation")
 #: Modes that hold capacity whether or not it is busy, so scheduling fragmentation costs money.
 HELD = ("owned", "colocation", "reserved_1y", "reserved_3y")
+#: Pricing modes billed only for the hours a replica runs (an autoscaled service pays for the
+#: replicas actually running; committed and owned capacity is held at the peak all period).
+PAY_AS_USED = ("on_demand", "spot")
 #: Length of a committed term by pricing mode. [years]
 COMMITTED_TERM_YEARS: dict[str, float] = {"reserved_1y": 1.0, "reserved_3y": 3.0}
 DEFAULT_REGION = "us"
@@ -1977,8 +1981,11 @@ def _inference(
     one_off: bool = True,
 ) -> Breakdown:
     est = _engine("inference")
+    mig_instances = 1
+    if w.mig is not None:
+        acc, mig_instances = service_mod.mig_accelerator(acc, w.mig, "workload.mig")
 
-    def run_engine(gpus: int) -> Any:
+    def run_engine(gpus: int, qps: float | None = None) -> Any:
         key = (
             "inference",
             model.id,
@@ -1987,12 +1994,13 @@ def _inference(
             gpus,
             w.model_dump_json(),
             eff.model_dump_json(),
+            qps,
         )
         if key not in fac.memo:
-            fac.memo[key] = _run_inference(gpus)
+            fac.memo[key] = _run_inference(gpus, qps)
         return fac.memo[key]
 
-    def _run_inference(gpus: int) -> Any:
+    def _run_inference(gpus: int, qps: float | None) -> Any:
         return _guarded(
             est,
             f"{where}: serving {model.id} on {gpus} x {acc.id}",
@@ -2006,7 +2014,7 @@ def _inference(
             output_tokens=w.output_tokens,
             batch=w.batch,
             concurrency=w.concurrency,
-            qps=w.qps,
+            qps=w.qps if qps is None else qps,
             mode=w.mode,
             tp=w.tp,
             pp=w.pp,
@@ -2017,38 +2025,83 @@ def _inference(
             scheduler_steps=w.scheduler_steps,
             max_batched_tokens=w.max_batched_tokens,
             allocation=w.kv_allocation,
+            ep=w.ep,
         )
 
     res = run_engine(opt.gpus)
     v = res.values
     n = opt.gpus
     scaled = ""
-    per_replica = int(v.get("tp", 1) or 1) * int(v.get("pp", 1) or 1)
+    per_replica = int(v.get("tp", 1) or 1) * int(v.get("pp", 1) or 1) * int(v.get("ep", 1) or 1)
     g_slo = v.get("gpus_for_slo")
-    if w.qps and isinstance(g_slo, int | float) and g_slo > n:
+    plans = _service_plans(w, res, sysm, price.usd_per_gpu_h / mig_instances, eff)
+    pool = plans.get("disaggregation")
+    day = plans.get("autoscale")
+    if pool is not None:
+        if w.disaggregate != "auto":  # a fixed PxD layout is priced as asked
+            pool = {**pool, "chosen": "disaggregated"}
+        chosen = pool[pool["chosen"]] or pool["disaggregated"]
+        n = int(chosen["gpus"])
+        scaled = (
+            f"{pool['chosen']} serving ({chosen['prefill_replicas']} prefill : "
+            f"{chosen['decode_replicas']} decode replicas), {n} GPUs"
+        )
+    elif day is not None:
+        n = max(int(day["peak_replicas"]), 1) * per_replica
+        scaled = (
+            f"autoscaled: peak {day['peak_replicas']} replicas, "
+            f"{day['replica_hours']:.1f} replica-hours a day"
+        )
+    elif w.qps and isinstance(g_slo, int | float) and g_slo > n:
         n = int(g_slo)
         scaled = f"scaled from {opt.gpus} to {n} GPUs to meet the SLO at {w.qps:g} req/s"
     elif w.qps and v.get("saturated") and _f(v.get("max_qps")):
         cap_per_replica = float(v["max_qps"]) / max(int(v.get("replicas", 1) or 1), 1)
         n = math.ceil(w.qps / cap_per_replica) * per_replica
         scaled = f"scaled from {opt.gpus} to {n} GPUs: {w.qps:g} req/s exceeds the capacity"
-    if n != opt.gpus:
+    if n != opt.gpus and pool is None and day is None:
         res = run_engine(n)
         v = res.values
-    per_replica = int(v.get("tp", 1) or 1) * int(v.get("pp", 1) or 1)
+    elif day is not None:
+        # latencies of the busiest hour: its load on the peak replicas (the autoscaler's target)
+        res = run_engine(n, max(float(q) for q in day["qps_by_hour"]) or None)
+        v = res.values
+    per_replica = int(v.get("tp", 1) or 1) * int(v.get("pp", 1) or 1) * int(v.get("ep", 1) or 1)
+    # a MIG service bills whole GPUs of mig_instances slices; n counts slices
+    whole = math.ceil(n / mig_instances)
     if price.reprice is not None:
         # the service rents whole instances for n accelerators in replicas of per_replica
-        price = price.reprice(n, per_replica)
+        price = price.reprice(whole, max(per_replica // mig_instances, 1))
     elif opt.pricing in OWNED:
-        price.instances, price.gpus_billed = math.ceil(n / sysm.devices_per_node), n
-        # the capital of the accelerators priced (a scaled service owns n, not opt.gpus)
-        price.capex = {k: x * n / opt.gpus for k, x in price.capex.items()}
+        price.instances, price.gpus_billed = math.ceil(whole / sysm.devices_per_node), whole
+        # the capital of the accelerators priced (a scaled service owns them, not opt.gpus)
+        price.capex = {k: x * whole / opt.gpus for k, x in price.capex.items()}
+    if mig_instances > 1:
+        price = _slice_price(price, mig_instances, w.mig or "")
     replicas = int(v.get("replicas", 1) or 1)
     hours = w.months * HOURS_PER_MONTH
     rps_capacity = _f(v.get("max_qps")) or _f(v.get("requests_per_s")) or 0.0
     qps = w.qps if w.qps else (_f(v.get("requests_per_s")) or 0.0)
     util = _f(v.get("utilization"))
     busy = min(1.0, util) if util is not None else 1.0
+    # hours the n GPUs are billed: an autoscaled pay-as-used service pays for running replicas
+    billed_h = hours
+    if pool is not None:
+        chosen = pool[pool["chosen"]] or pool["disaggregated"]
+        replicas = int(chosen["prefill_replicas"]) + int(chosen["decode_replicas"])
+        rps_capacity = float(chosen["requests_per_s"])
+        busy = min(1.0, qps / rps_capacity) if rps_capacity > 0 else 1.0
+        e2e = chosen["ttft_s"] + (w.output_tokens - 1) * chosen["tpot_s"]
+        v = {**v, "ttft_s": chosen["ttft_s"], "tpot_s": chosen["tpot_s"], "e2e_latency_s": e2e}
+    if day is not None:
+        peak = max(int(day["peak_replicas"]), 1)
+        replicas = peak
+        rps_capacity = peak * float(day["requests_per_s_per_replica"])
+        qps = float(np.mean(day["qps_by_hour"]))
+        running = float(day["mean_replicas"]) * float(day["requests_per_s_per_replica"])
+        busy = min(1.0, qps / running) if running > 0 else 0.0
+        if opt.pricing in PAY_AS_USED:
+            billed_h = hours * float(day["mean_replicas"]) / peak
     lam_id = "failure.interruptions-per-gpu-hour"
     restart_h = fac.value("restart.hours")
     phi = float(
@@ -2058,7 +2111,7 @@ def _inference(
     amt = serving_run_items_usd(
         gpus=n,
         gpus_per_replica=per_replica,
-        hours=hours,
+        hours=billed_h,
         usd_per_gpu_h=price.usd_per_gpu_h,
         gpus_billed=price.gpus_billed,
         rented=opt.pricing in RENTED,
@@ -2077,20 +2130,20 @@ def _inference(
     restart_gpu_h = interruptions * per_replica * restart_h
     run = _Run(
         gpus=n,
-        productive_h=hours,
-        wall_h=hours,
-        overhead={"restart_h": restart_gpu_h / n, "firmware_h": phi * hours},
+        productive_h=billed_h,
+        wall_h=billed_h,
+        overhead={"restart_h": restart_gpu_h / n, "firmware_h": phi * billed_h},
         interruptions=interruptions,
         failure_share=1.0,
         busy_fraction=busy,
-        busy_h=hours * busy,
+        busy_h=billed_h * busy,
     )
     label = _option_name(opt) if n == opt.gpus else f"{_option_name(opt)} (priced x{n})"
     b = Breakdown(name=label, kind="inference", hardware=opt.hardware, pricing=opt.pricing, gpus=n)
     # the service holds its GPUs the whole period; restarts and firmware downtime are shown as
     # the share of those paid hours that served nothing
     lost_h = usd["lost_h"]
-    serving = _Run(n, hours - lost_h, hours, {}, interruptions, 1.0, busy)
+    serving = _Run(n, billed_h - lost_h, billed_h, {}, interruptions, 1.0, busy)
     _compute_items(b, serving, price, opt)
     p = price.usd_per_gpu_h
     src = fac.sources(lam_id, "restart.hours", "firmware.downtime-hours-per-year")
@@ -2112,7 +2165,7 @@ def _inference(
         usd["firmware_downtime"],
         "reliability",
         "gpus x hours x firmware downtime share x price",
-        {"gpus": n, "hours": hours, "downtime_fraction": phi, "usd_per_gpu_hour": p},
+        {"gpus": n, "hours": billed_h, "downtime_fraction": phi, "usd_per_gpu_hour": p},
         src,
     )
     _spares_item(b, run, price, opt, fac)
@@ -2124,18 +2177,22 @@ def _inference(
             usd["fragmentation_idle"],
             "reliability",
             "held GPU-hours x f/(1-f) x price",
-            {"held_gpu_h": n * hours, "idle_fraction": f, "usd_per_gpu_hour": p},
+            {"held_gpu_h": n * billed_h, "idle_fraction": f, "usd_per_gpu_hour": p},
             fac.sources("fragmentation.idle-fraction"),
         )
     _instance_items(b, serving_held(run, serving), price, opt)
     engine_w = _f(v.get("power_w"))
     active = None
+    # GPUs the engine estimate ran on (a disaggregated or autoscaled plan prices more or fewer)
+    est_gpus = opt.gpus if pool is not None else n
     if engine_w and acc.tdp_w:
         # the engine's average GPU draw at the served load, over TDP; every hour is at that draw
-        active = min(1.0, engine_w / (n * acc.tdp_w))
-        run.busy_h = hours
+        active = min(1.0, engine_w / (est_gpus * acc.tdp_w))
+        # (an autoscaled pay-as-used service draws it only while its replicas run: billed_h)
+        run.busy_h = billed_h
     # power: the share of the node(s) used (a 1-GPU replica draws 1/8 of an 8-GPU node's host)
-    host_nodes = float(power.host_share_nodes(n, sysm.devices_per_node))
+    # (MIG: n counts slices; the host is shared by the whole GPUs' slots)
+    host_nodes = float(power.host_share_nodes(n / mig_instances, sysm.devices_per_node))
     kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, host_nodes, active)
     _people_items(
         b,
@@ -2172,17 +2229,64 @@ def _inference(
         "usd_per_million_tokens": b.total_usd / tokens * MEGA if tokens else None,
         "usd_per_million_output_tokens": b.total_usd / out_tokens * MEGA if out_tokens else None,
         "price_usd_per_gpu_h": price.usd_per_gpu_h,
-        "effective_usd_per_gpu_h": b.total_usd / (n * hours),
-        "gpu_hours": n * hours,
-        "goodput": (hours - lost_h) / hours,
+        "effective_usd_per_gpu_h": b.total_usd / (n * billed_h),
+        "gpu_hours": n * billed_h,
+        "goodput": (billed_h - lost_h) / billed_h,
         "energy_kwh": kwh,
         "kg_co2e": kg,
         "energy_per_token_j": _per_token_j(kwh, tokens),
         "offer": price.offer,
         **price.capex,
     }
+    if pool is not None:
+        b.values["disaggregation"] = pool
+        b.values["prefill_to_decode_ratio"] = pool["prefill_to_decode_ratio"]
+    if day is not None:
+        b.values["autoscale"] = day
+        b.values["replica_hours_per_day"] = day["replica_hours"]
+        b.values["billed_hours"] = billed_h
+    if w.mig is not None:
+        b.values["mig_profile"] = w.mig
     b.values.update(_instance_values(price, b))
     return b
+
+
+def _service_plans(
+    w: InferenceWorkload, res: Any, sysm: System, usd_per_gpu_h: float, eff: EfficiencyParams
+) -> dict[str, Any]:
+    """Disaggregation and autoscaled day of a service.
+
+    :func:`aitco.perf.service.service_plans`, the function ``aitco infer`` calls.
+    """
+    if w.disaggregate is None and w.load_profile is None and w.autoscale is None:
+        return {}
+    if res.iteration is None:
+        return {}
+    return service_mod.service_plans(
+        res.values, res.iteration, sysm, usd_per_gpu_h,
+        input_tokens=float(res.extra["input_tokens"]),
+        output_tokens=float(res.extra["output_tokens"]), qps=w.qps,
+        slo_ttft_ms=w.slo_ttft_ms, slo_tpot_ms=w.slo_tpot_ms, disaggregate=w.disaggregate,
+        load_profile=w.load_profile, autoscale=w.autoscale,
+        prefix_cache_hit_rate=w.prefix_cache_hit_rate, efficiency=eff, field_prefix="workload.",
+    )  # fmt: skip
+
+
+def _slice_price(price: _Price, instances: int, profile: str) -> _Price:
+    """Price of one MIG slice: every part of the GPU-hour over the slices one GPU holds."""
+    return _Price(
+        price.usd_per_gpu_h / instances,
+        {k: x / instances for k, x in price.parts.items()},
+        {**price.inputs, "mig_profile": profile, "mig_slices_per_gpu": instances},
+        price.sources,
+        provider=price.provider,
+        gpus_per_instance=price.gpus_per_instance * instances,
+        offer=price.offer,
+        capex={k: x / instances for k, x in price.capex.items()},
+        instances=price.instances,
+        gpus_billed=price.gpus_billed * instances,
+        reasons=price.reasons,
+    )
 
 
 def serving_held(run: _Run, serving: _Run) -> _Run:

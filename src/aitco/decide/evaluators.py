@@ -31,6 +31,7 @@ from aitco.decide.compare import (
     COMMITTED_TERM_YEARS,
     DEFAULT_REGION,
     HELD,
+    PAY_AS_USED,
     POWER_ITEMS,
     SERVING_RUN_VALUES,
     Factors,
@@ -44,17 +45,20 @@ from aitco.decide.compare import (
     training_storage_gb,
 )
 from aitco.decide.scenario import DataCosts, InferenceWorkload, OpsAssumptions, TrainingWorkload
-from aitco.errors import CatalogError, InputError
+from aitco.errors import CatalogError, InputError, PlanError
+from aitco.perf import service
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape
 from aitco.perf.inference import (
-    ENGINES,
     busy_share,
+    chunked_ttft_terms,
     continuous_batching_step,
     continuous_batching_terms,
+    estimate_inference,
     iteration_model,
     memory_plan,
-    resolve_precisions,
+    scheduler_wait_s,
+    validate_serving_inputs,
 )
 from aitco.perf.kvcache import kv_capacity
 from aitco.perf.params import param_counts
@@ -120,6 +124,8 @@ REASONS: dict[int, str] = {
     32: "price: no eligible offer for this hardware / pricing mode / region / size",
     64: "precision: not supported by the accelerator",
     128: "plan: spans nodes of a system without a scale-out network",
+    256: "mig: the accelerator has no such MIG slice",
+    512: "service: the disaggregated layout does not carry the load within the objectives",
 }
 
 
@@ -500,6 +506,7 @@ class ItemPricing:
         busy_h: np.ndarray,
         idle_h: np.ndarray,
         active: np.ndarray | None = None,
+        slices: np.ndarray | float = 1.0,
     ) -> dict[str, np.ndarray]:
         """Return compare's power items (owned) and carbon price (every mode), per row.
 
@@ -508,7 +515,7 @@ class ItemPricing:
         """
         fac = self._fac()
         owned = mode == PRICING_MODES.index("owned")
-        tdp = self.hw.tdp_w[hw]
+        tdp = self.hw.tdp_w[hw] / slices  # a MIG slice draws its share of the GPU
         no_tdp = np.isnan(tdp)
         if np.any(owned & no_tdp):
             h = int(hw[np.flatnonzero(owned & no_tdp)[0]])
@@ -627,8 +634,8 @@ class ItemPricing:
             busy = np.asarray(productive_h[sel], dtype=float)
             items.update(
                 self._power_items(
-                    hw[rows][sel], mode[sel], reg[sel], n[sel], n[sel] / dpn[sel], node_w[sel], busy,
-                    wh - busy + frag_gpu_h / n[sel],
+                    hw[rows][sel], mode[sel], reg[sel], n[sel], n[sel] / dpn[sel], node_w[sel],
+                    busy, wh - busy + frag_gpu_h / n[sel],
                 )
             )  # fmt: skip
             for k, a in items.items():
@@ -647,6 +654,7 @@ class ItemPricing:
         busy: np.ndarray,
         bl: dict[str, np.ndarray],
         active: np.ndarray | None = None,
+        slices: np.ndarray | float = 1.0,
     ) -> dict[str, np.ndarray]:
         """Return compare's items of services of ``gpus`` accelerators for ``hours``, as arrays.
 
@@ -655,7 +663,9 @@ class ItemPricing:
         carbon from :func:`~aitco.decide.compare.power_items_usd` (the replicas' share of their
         nodes' host power) and the stored dataset, as ``aitco compare`` prices a service.
         ``active``: the service's draw over TDP (every hour at that draw, as compare takes the
-        engine's power); None: the catalog's draw factor over the busy hours.
+        engine's power); None: the catalog's draw factor over the busy hours. ``slices``: MIG
+        slices per GPU (``gpus`` then counts slices, priced and powered per slice).
+        ``hours`` may be an array (an autoscaled service billed for its running hours).
         """
         fac = self._fac()
         n = np.asarray(gpus, dtype=float)
@@ -692,12 +702,13 @@ class ItemPricing:
             busy_h = np.full(n.shape, hours)
         idle_h = hours - busy_h + frag_h
         items.update(
-            self._power_items(hw, pricing, region, n, n / dpn, node_w, busy_h, idle_h, active)
+            self._power_items(
+                hw, pricing, region, n, n / slices / dpn, node_w, busy_h, idle_h, active, slices
+            )
         )
         if self.data.stored_gb:
-            store = storage_items_usd(
-                self.data, fac, hours / HOURS_PER_MONTH, self.data.stored_gb, 0.0
-            )
+            # the dataset is stored the whole period, however many hours the replicas run
+            store = storage_items_usd(self.data, fac, self.months, self.data.stored_gb, 0.0)
             items["dataset_storage"] = store["dataset_storage"] * np.ones_like(n)
         return items
 
@@ -712,6 +723,11 @@ class ItemPricing:
         o: np.ndarray,
         gpus: np.ndarray,
         busy_share: np.ndarray,
+        *,
+        slices: np.ndarray | float = 1.0,
+        replicas: np.ndarray | None = None,
+        qps: float | None = None,
+        hours_share: np.ndarray | float = 1.0,
     ) -> dict[str, np.ndarray]:
         """Latency, replica and cost outputs shared by the serving evaluators.
 
@@ -726,30 +742,43 @@ class ItemPricing:
         the accelerators compute or stream memory; the draw over TDP is
         :func:`aitco.perf.serving.power_w` of it (as the inference engine's ``power_w``). A row
         whose scaled-out service has no eligible offer gets NaN costs (invalid, price).
+
+        A service plan (:meth:`EngineServingEvaluator._plan_rows`) gives its own ``replicas``,
+        offered ``qps`` and ``hours_share`` (the share of the period its accelerators are billed:
+        an autoscaled pay-as-used service's mean over peak replicas). ``slices``: MIG slices per
+        GPU (``gpus`` counts slices): whole GPUs are billed, priced per slice, as compare bills
+        them.
         """
-        qps: float | None = self.qps
+        q: float | None = self.qps if qps is None else qps
         rps = tok_s / o
-        if qps is not None:
-            replicas = np.ceil(qps * o / tok_s)
-            served_tok_s = qps * o
-            busy = np.minimum(1.0, qps / (replicas * rps))
+        if replicas is not None:
+            served_tok_s = (q if q is not None else rps * replicas) * o
+            busy = np.minimum(1.0, served_tok_s / (replicas * tok_s))
+        elif q is not None:
+            replicas = np.ceil(q * o / tok_s)
+            served_tok_s = q * o
+            busy = np.minimum(1.0, q / (replicas * rps))
         else:
             replicas = np.ones_like(tok_s)
             served_tok_s = tok_s
             busy = np.ones_like(tok_s)
         g = np.asarray(gpus, dtype=float) * np.ones_like(tok_s)
+        k = np.asarray(slices, dtype=float) * np.ones_like(tok_s)
         n = g * replicas
-        bl = self.hw.bill(hw, pricing, region, n, g)
-        hours = float(self.months) * HOURS_PER_MONTH
+        bl = self.hw.bill(hw, pricing, region, np.ceil(n / k), np.maximum(np.ceil(g / k), 1.0))
+        bl = {**bl, "price": bl["price"] / k, "gpus_billed": bl["gpus_billed"] * k}
+        period_h = float(self.months) * HOURS_PER_MONTH
+        hours = period_h * np.asarray(hours_share, dtype=float) * np.ones_like(tok_s)
         ok = np.isfinite(bl["price"])
         total = np.full(tok_s.shape, math.nan)
         if np.any(ok):
-            sub = {k: a[ok] for k, a in bl.items()}
+            sub = {key: a[ok] for key, a in bl.items()}
             idle = np.array([idle_power_fraction(a) for a in self.accelerators])
             active = power_w(1.0, busy_share, idle[hw])
             items = self.serving_items(
-                hw[ok], pricing[ok], region[ok], g[ok], n[ok], hours, busy[ok], sub, active[ok]
-            )
+                hw[ok], pricing[ok], region[ok], g[ok], n[ok], hours[ok], busy[ok], sub,
+                active[ok], slices=k[ok],
+            )  # fmt: skip
             total[ok] = sum(items.values(), np.zeros(int(np.count_nonzero(ok))))
         return {
             "ttft_s": ttft,
@@ -760,9 +789,9 @@ class ItemPricing:
             "replicas": replicas,
             "total_gpus": n,
             "total_usd": total,
-            "usd_per_h": total / hours,
+            "usd_per_h": total / period_h,
             "usd_per_million_output_tokens": total
-            / (SECONDS_PER_HOUR * hours * served_tok_s)
+            / (SECONDS_PER_HOUR * period_h * served_tok_s)
             * 1e6,
             "price_usd_per_gpu_h": bl["price"],
             "gpus_billed": bl["gpus_billed"] * np.ones_like(tok_s),
@@ -1033,6 +1062,26 @@ SERVING_KEYS: dict[str, list[Any]] = {
     "workload.input_tokens": [],
     "workload.output_tokens": [],
 }
+#: Service fields of the engine serving evaluator (the same fields as ``aitco infer`` and a
+#: scenario's inference workload). Optional: a sweep adds one only when the spec names it, and
+#: a missing one takes the value listed here (the service as it was).
+SERVICE_KEYS: dict[str, Any] = {
+    "workload.prefix_cache_hit_rate": 0.0,
+    "workload.scheduler_steps": 1,
+    "workload.max_batched_tokens": None,
+    "workload.ep": 1,
+    "workload.mig": None,
+    "workload.disaggregate": None,
+    "workload.load_profile": None,
+    "workload.autoscale": None,
+}
+#: Service keys whose values are text: coded by their index in the sweep's list of values.
+SERVICE_TEXT_KEYS = (
+    "workload.mig",
+    "workload.disaggregate",
+    "workload.load_profile",
+    "workload.autoscale",
+)
 SERVING_METRICS: tuple[str, ...] = (
     "ttft_s",
     "tpot_s",
@@ -1350,24 +1399,57 @@ class EngineTrainingEvaluator(ItemPricing):
 
 
 @dataclass
+@dataclass
+class _ServiceGroup:
+    """What :class:`EngineServingEvaluator` builds once per group of equal service settings."""
+
+    it: Any
+    max_seqs: int
+    fixed_gb: float
+    usable_gb: float
+    cached_tokens: float
+    max_num_tokens: int
+    chunked_prefill: bool
+    mixed_batching: bool
+    separate_prefill_tokens: float | None
+    scheduler_steps: int
+    mig_slices: int
+    plans: dict[str, Any]
+    layout_fixed: bool
+
+
+@dataclass
 class EngineServingEvaluator(ItemPricing):
     r"""Serving configurations priced with the inference engine's iteration model.
 
-    For each group of equal (hardware, model, precision, KV precision, gpus = tensor-parallel
-    degree of one replica, input and output lengths) the engine's
+    For each group of equal (hardware, model, precision, KV precision, gpus = accelerators of one
+    replica, input and output lengths, service fields) the engine's inputs are validated by
+    :func:`aitco.perf.inference.validate_serving_inputs` (as ``aitco infer`` does), and
     :func:`aitco.perf.inference.iteration_model`, :func:`~aitco.perf.inference.memory_plan` and
-    :func:`aitco.perf.kvcache.kv_capacity` are built once and the batch sizes of the group are
-    evaluated together with :func:`aitco.perf.inference.continuous_batching_step` -- the same
-    steady-state continuous-batching model ``aitco infer --concurrency B`` uses.
+    :func:`aitco.perf.kvcache.kv_capacity` are built once; the batch sizes of the group are
+    evaluated together with :func:`aitco.perf.inference.continuous_batching_step` and
+    :func:`~aitco.perf.inference.chunked_ttft_terms` -- the steady-state continuous-batching
+    model ``aitco infer --concurrency B`` uses.
+
+    Service fields (:data:`SERVICE_KEYS`): ``prefix_cache_hit_rate`` (cached prompt tokens in
+    the step and TTFT), ``scheduler_steps`` (admission wait), ``max_batched_tokens`` (prefill
+    chunks), ``ep`` (expert parallel replica of ``gpus = ep`` accelerators), ``mig`` (a slice of
+    one GPU, priced per slice), and ``disaggregate`` / ``load_profile`` / ``autoscale``, planned
+    by :func:`aitco.perf.service.service_plans` on the engine's estimate (the function ``aitco
+    infer`` and ``aitco compare`` call): a disaggregated row reports the chosen layout's
+    latencies, replicas and price; an autoscaled row is billed for the mean running replicas
+    (pay-as-used pricing) and reports the peak as ``replicas``. Both ignore the row's batch.
 
     Notes
     -----
     TPOT = the mean iteration time at running batch *B*; output tokens/s = B / TPOT; TTFT =
-    one iteration carrying the prompt as a chunk beside the *B* decodes; replicas for the
-    arrival rate :math:`\lceil q\,o / \text{tokens/s} \rceil`; ``total_usd``, ``usd_per_h`` and
-    $/Mtok from compare's items (:meth:`ItemPricing._serving_outputs`). A batch above the KV
-    capacity or the engine's ``max_num_seqs`` is invalid (memory). Latencies are steady-state
-    means, not percentiles under Poisson load.
+    TPOT = the mean iteration time at running batch *B*; output tokens/s = B / TPOT; TTFT =
+    the prompt's chunks beside the *B* decodes (in prefill-only iterations on a prefill-first
+    engine) plus the multi-step admission wait; replicas for the arrival rate
+    :math:`\lceil q\,o / \text{tokens/s} \rceil`; ``total_usd``, ``usd_per_h`` and $/Mtok from
+    compare's items (:meth:`ItemPricing._serving_outputs`). A batch above the KV capacity or the
+    engine's ``max_num_seqs`` is invalid (memory). Latencies are steady-state means, not
+    percentiles under Poisson load.
     """
 
     hw: HardwareTable
@@ -1392,43 +1474,104 @@ class EngineServingEvaluator(ItemPricing):
     offer_systems: list[Any] = field(default_factory=list)
     #: Share of an unused committed term reused elsewhere (compare's option field).
     committed_reuse_fraction: float = 0.0
+    #: Values of the text service keys, by key (their codes index these lists).
+    text_values: dict[str, list[Any]] = field(default_factory=dict)
+    #: Pricing modes billed per running hour (autoscaled rows); others hold the peak.
+    pay_as_used: tuple[str, ...] = PAY_AS_USED
 
     def __post_init__(self) -> None:
         self._cache: dict[Any, Any] = {}
 
-    def _group(self, hi: int, mi: int, pi: int, ki: int, tp: int, i: int, o: int) -> Any:
-        """Return (iteration model, max sequences, fixed GB, usable GB) or an int reason code."""
-        key = (hi, mi, pi, ki, tp, i, o)
-        if key in self._cache:
-            return self._cache[key]
+    def _text(self, key: str, code: int) -> Any:
+        vals = self.text_values.get(key)
+        return None if vals is None or code < 0 else vals[code]
+
+    def _group(self, k: tuple[int, ...], svc: tuple[Any, ...] = ()) -> Any:
+        """Return a :class:`_ServiceGroup`, or an int reason code.
+
+        ``k`` = (hardware, model, precision, KV precision, gpus, input, output tokens) codes;
+        ``svc`` = the :data:`SERVICE_KEYS` values (empty: their defaults).
+        """
+        key = (k, svc)
+        if key not in self._cache:
+            self._cache[key] = self._build_group(k, svc)
+        return self._cache[key]
+
+    def _build_group(self, k: tuple[int, ...], svc: tuple[Any, ...]) -> Any:
+        hi, mi, pi, ki, g, i, o = k
+        d = dict(SERVICE_KEYS)
+        if svc:
+            d.update(zip(SERVICE_KEYS, svc, strict=True))
+        hit = float(d["workload.prefix_cache_hit_rate"])
+        steps, ep = int(d["workload.scheduler_steps"]), int(d["workload.ep"])
+        m = d["workload.max_batched_tokens"]
+        mbt = None if m is None or m <= 0 else int(m)
+        text = {k: None if d[k] is None else self._text(k, int(d[k])) for k in SERVICE_TEXT_KEYS}
         acc, sysm, model = self.accelerators[hi], self.systems[hi], self.model_archs[mi]
+        slices = 1
+        if text["workload.mig"] is not None:
+            if g != 1:
+                return 1
+            try:
+                acc, slices = service.mig_accelerator(acc, text["workload.mig"], "workload.mig")
+            except InputError:
+                return 256
+        kw: dict[str, Any] = {
+            "precision": DTYPES[pi], "kv_precision": None if ki < 0 else DTYPES[ki],
+            "input_tokens": i, "output_tokens": o, "batch": None, "concurrency": None,
+            "qps": None, "mode": "offline", "tp": 1 if ep > 1 else g, "pp": 1,
+            "slo_ttft_ms": None, "slo_tpot_ms": None, "engine": self.engine,
+            "allocation": "paged", "input_cv": 0.0, "output_cv": 0.0, "num_requests": 1,
+            "seed": 0, "max_batch": None, "scheduler_steps": steps, "trace": None,
+            "prefix_cache_hit_rate": hit, "max_batched_tokens": mbt, "ep": ep,
+        }  # fmt: skip
         try:
-            prec = resolve_precisions(acc, DTYPES[pi], None if ki < 0 else DTYPES[ki])
-        except InputError:
-            self._cache[key] = 64
-            return 64
-        if model.mla is None and model.n_heads % tp:
-            self._cache[key] = 1
+            if ep > 1 and g != ep:
+                raise PlanError("workload.ep", ep, f"option.gpus = ep ({g} given)")
+            inp = validate_serving_inputs(model, acc, sysm, g, **kw)
+        except PlanError:
             return 1
-        eng = ENGINES[self.engine]
-        mp = memory_plan(model, acc, tp=tp, pp=1, precisions=prec, engine=eng)
+        except InputError as exc:
+            if exc.field in ("--precision", "--kv-precision"):
+                return 64
+            if exc.field == "--ep":  # expert parallelism of a dense model: no such plan
+                return 1
+            raise
+        prec, eng = inp.precisions, inp.engine
+        mp = memory_plan(model, acc, tp=inp.tp, pp=1, precisions=prec, engine=eng, ep=ep)
         if not mp.fits:
-            self._cache[key] = 16
             return 16
         cap = kv_capacity(
-            model, mp.kv_gb, input_tokens=i, output_tokens=o, kv_precision=prec.kv, tp=tp, pp=1
+            model, mp.kv_gb, input_tokens=i, output_tokens=o, kv_precision=prec.kv, tp=inp.tp, pp=1
         )
         it = iteration_model(
-            model, acc, sysm, tp=tp, pp=1, precisions=prec, efficiency=self.efficiency
-        )
-        val = (
-            it,
-            min(cap.max_sequences, eng.max_num_seqs),
-            mp.weights_gb + mp.activations_gb,
-            mp.usable_gb,
-        )
-        self._cache[key] = val
-        return val
+            model, acc, sysm, tp=inp.tp, pp=1, precisions=prec, efficiency=self.efficiency,
+            engine=eng.name, ep=ep,
+        )  # fmt: skip
+        plans: dict[str, Any] = {}
+        dis, prof, auto = (text[k] for k in SERVICE_TEXT_KEYS[1:])
+        if dis is not None and (prof is not None or auto is not None):
+            raise InputError(
+                "workload.disaggregate", dis, "no load_profile/autoscale with it (one layout)"
+            )
+        if dis is not None or prof is not None or auto is not None:
+            est = estimate_inference(
+                model, acc, sysm, g, efficiency=self.efficiency,
+                **{k: x for k, x in kw.items() if k not in ("input_cv", "output_cv", "trace")},
+            )  # fmt: skip
+            assert est.iteration is not None  # set by every estimate_inference
+            plans = service.service_plans(
+                est.values, est.iteration, sysm, None, input_tokens=float(i),
+                output_tokens=float(o), qps=self.qps, disaggregate=dis, load_profile=prof,
+                autoscale=auto, prefix_cache_hit_rate=hit, efficiency=self.efficiency,
+                field_prefix="workload.",
+            )  # fmt: skip
+        return _ServiceGroup(
+            it, min(cap.max_sequences * ep, eng.max_num_seqs * ep),
+            mp.weights_gb + mp.activations_gb, mp.usable_gb, inp.cached_tokens,
+            eng.max_num_tokens, eng.chunked_prefill, eng.mixed_batching,
+            eng.separate_prefill_tokens, steps, slices, plans, dis not in (None, "auto"),
+        )  # fmt: skip
 
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk of serving configurations, one engine model per group."""
@@ -1438,6 +1581,7 @@ class EngineServingEvaluator(ItemPricing):
         hw, mdl, prec = full["option.hardware"], full["workload.model"], full["workload.precision"]
         kvp, g, bsz = full["workload.kv_precision"], full["option.gpus"], full["workload.batch"]
         i_tok, o_tok = full["workload.input_tokens"], full["workload.output_tokens"]
+        svc_keys = [k for k in SERVICE_KEYS if k in full]
         price = h.bill(hw, full["option.pricing"], full["option.region"], g)["price"]
         reason = np.zeros(n, dtype=np.int64)
         # precision support is the engine's call (int4/fp4 weights may run on 16-bit compute)
@@ -1448,50 +1592,110 @@ class EngineServingEvaluator(ItemPricing):
         ttft = np.zeros(rows.size)
         mem = np.zeros(rows.size)
         busy = np.zeros(rows.size)
+        slices = np.ones(rows.size)
+        groups: list[tuple[np.ndarray, _ServiceGroup]] = []
         if rows.size:
-            outer = np.stack(
-                [hw[rows], mdl[rows], prec[rows], kvp[rows], g[rows], i_tok[rows], o_tok[rows]]
-            )
-            outer = outer.astype(float)
+            cols = [hw, mdl, prec, kvp, g, i_tok, o_tok] + [full[k] for k in svc_keys]
+            outer = np.stack([np.asarray(c, dtype=float)[rows] for c in cols])
             order = np.lexsort(outer[::-1])
             cut = np.flatnonzero(np.any(np.diff(outer[:, order], axis=1) != 0, axis=0)) + 1
             for grp in np.split(order, cut):
                 r = rows[grp]
-                k = (
-                    int(hw[r[0]]),
-                    int(mdl[r[0]]),
-                    int(prec[r[0]]),
-                    int(kvp[r[0]]),
-                    int(g[r[0]]),
-                    int(i_tok[r[0]]),
-                    int(o_tok[r[0]]),
-                )
-                got = self._group(*k)
+                k = tuple(int(c[r[0]]) for c in cols[:7])
+                svc = {key: float(full[key][r[0]]) for key in svc_keys}
+                svc_t = tuple(svc.get(key, dv) for key, dv in SERVICE_KEYS.items()) if svc else ()
+                got = self._group(k, svc_t)
                 if isinstance(got, int):
                     reason[r] |= got
                     continue
-                it, max_seqs, fixed_gb, usable_gb = got
                 b = bsz[r].astype(float)
-                reason[r] |= np.where(b > max_seqs, 16, 0)
-                i, o = float(k[5]), float(k[6])
+                reason[r] |= np.where(b > got.max_seqs, 16, 0)
+                i, o, c = float(k[5]), float(k[6]), got.cached_tokens
                 # prefill-first engines run prompts in their own iterations (decodes stall)
-                sep = ENGINES[self.engine].separate_prefill_tokens
-                terms = continuous_batching_terms(it, b, i, o, 0.0, sep)
-                tpot[grp] = continuous_batching_step(it, b, i, o, 0.0, sep)
-                busy[grp] = busy_share(terms, tpot[grp])
-                ride = b if sep is None else 0.0 * b  # decodes riding in the prompt's iteration
-                ttft[grp] = it.iteration_s(ride, ride * (i + o / 2.0), i, i * (i + 1) / 2.0, 1.0)
-                mem[grp] = fixed_gb + (usable_gb - fixed_gb) * np.minimum(b / max(max_seqs, 1), 1.0)
+                sep = got.separate_prefill_tokens
+                step_terms = continuous_batching_terms(got.it, b, i, o, c, sep)
+                step = continuous_batching_step(got.it, b, i, o, c, sep)
+                terms = chunked_ttft_terms(
+                    got.it, b, i, o, c, got.max_num_tokens, got.chunked_prefill,
+                    got.mixed_batching,
+                )  # fmt: skip
+                tpot[grp] = step
+                busy[grp] = busy_share(step_terms, step)
+                ttft[grp] = (
+                    sum(terms.values())
+                    + got.it.request_path_s
+                    + scheduler_wait_s(got.scheduler_steps, step)
+                )
+                frac = np.minimum(b / max(got.max_seqs, 1), 1.0)
+                mem[grp] = got.fixed_gb + (got.usable_gb - got.fixed_gb) * frac
+                slices[grp] = got.mig_slices
+                if got.plans:
+                    groups.append((grp, got))
         keep = reason[rows] == 0
-        rows, tpot, ttft, mem, busy = rows[keep], tpot[keep], ttft[keep], mem[keep], busy[keep]
+        pos = np.full(rows.size, -1)
+        pos[np.flatnonzero(keep)] = np.arange(int(keep.sum()))
+        rows, tpot, ttft, mem = rows[keep], tpot[keep], ttft[keep], mem[keep]
+        busy, slices = busy[keep], slices[keep]
         b = bsz[rows].astype(float)
         o = o_tok[rows].astype(float)
         tok_s = b / tpot
         gr = g[rows].astype(float)
+        pricing = full["option.pricing"][rows]
+        region = full["option.region"][rows]
         out = self._serving_outputs(
-            hw[rows], full["option.pricing"][rows], full["option.region"][rows], ttft, tpot,
-            tok_s, o, gr, busy,
-        )  # fmt: skip
+            hw[rows], pricing, region, ttft, tpot, tok_s, o, gr, busy, slices=slices
+        )
+        for grp, got in groups:
+            at = pos[grp]
+            at = at[at >= 0]
+            if at.size and not self._plan_rows(
+                out, at, got, hw[rows], pricing, region, o, gr, busy, slices
+            ):
+                reason[rows[at]] |= 512
         # no eligible offer for the replicas: invalid, price
         reason[rows] |= np.where(np.isnan(out["total_usd"]), 32, 0)
         return {**out, "memory_per_gpu_gb": mem, "rows": rows, "reason": reason}
+
+    def _plan_rows(
+        self, out: dict[str, np.ndarray], at: np.ndarray, got: _ServiceGroup, hw: np.ndarray,
+        pricing: np.ndarray, region: np.ndarray, o: np.ndarray, g: np.ndarray,
+        busy_share: np.ndarray, slices: np.ndarray,
+    ) -> bool:  # fmt: skip
+        """Replace the outputs of disaggregated or autoscaled rows ``at`` by their plan's.
+
+        The plan's replicas (and, autoscaled on a pay-as-used offer, its running share of the
+        hours) are priced with the same items as every service
+        (:meth:`ItemPricing._serving_outputs`). Returns whether the plan carries the load (a
+        disaggregated layout meeting its objectives; an autoscaled day always does, its
+        unserved share aside).
+        """
+        pool, day = got.plans.get("disaggregation"), got.plans.get("autoscale")
+        hours_share = np.ones(at.size)
+        if pool is not None:
+            mode = "disaggregated" if got.layout_fixed else pool["chosen"]
+            p = pool[mode] or pool["disaggregated"]
+            replicas = float(p["prefill_replicas"] + p["decode_replicas"])
+            rps = float(p["requests_per_s"])
+            qps = self.qps if self.qps is not None else rps
+            ttft, tpot = float(p["ttft_s"]), float(p["tpot_s"])
+            out["ttft_s"][at] = ttft
+            out["tpot_s"][at] = tpot
+            out["e2e_latency_s"][at] = ttft + (o[at] - 1.0) * tpot
+        else:
+            assert day is not None  # a group has plans only with one of the two
+            replicas = float(max(int(day["peak_replicas"]), 1))
+            rps = replicas * float(day["requests_per_s_per_replica"])
+            qps = float(np.mean(day["qps_by_hour"]))
+            payg = np.isin(pricing[at], [PRICING_MODES.index(m) for m in self.pay_as_used])
+            hours_share = np.where(payg, float(day["mean_replicas"]) / replicas, 1.0)
+        tok_s = np.full(at.size, rps * 1.0) * o[at] / replicas
+        plan = self._serving_outputs(
+            hw[at], pricing[at], region[at], out["ttft_s"][at], out["tpot_s"][at], tok_s, o[at],
+            g[at], busy_share[at], slices=slices[at], replicas=np.full(at.size, replicas),
+            qps=qps, hours_share=hours_share,
+        )  # fmt: skip
+        for k in ("replicas", "total_gpus", "requests_per_s", "output_tokens_per_s", "total_usd",
+                  "usd_per_h", "usd_per_million_output_tokens", "price_usd_per_gpu_h",
+                  "gpus_billed", "instances", "offer_code"):  # fmt: skip
+            out[k][at] = plan[k]
+        return bool(p["meets_slo"]) if pool is not None else True

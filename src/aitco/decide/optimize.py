@@ -88,6 +88,16 @@ def optimize(
     return out
 
 
+#: Sweep service fields the P99 check passes to the inference engine.
+P99_ENGINE_FIELDS: dict[str, Any] = {
+    "prefix_cache_hit_rate": float,
+    "scheduler_steps": int,
+    "max_batched_tokens": int,
+}
+#: Service layouts the P99 check does not simulate (their rows keep the steady-state figures).
+P99_UNSIMULATED = ("disaggregate", "load_profile", "autoscale", "mig")
+
+
 def _verify_p99(spec: SweepSpec, catalog: Catalog, out: dict[str, Any]) -> None:
     """Re-check the top serving plans at P99 under Poisson load; keep the cheapest that passes."""
     qps = spec.workload.get("qps")
@@ -106,6 +116,18 @@ def _verify_p99(spec: SweepSpec, catalog: Catalog, out: dict[str, Any]) -> None:
             "batch": int(row["batch"]),
             "requests_per_s_needed": float(qps),
         }
+        layout = [k for k in P99_UNSIMULATED if row.get(k) not in (None, "none")]
+        if int(row.get("ep", 1) or 1) > 1:
+            layout.append("ep")
+        if layout:
+            # the Poisson simulation runs one aggregated replica shape: these rows keep the
+            # sweep's steady-state figures
+            checks.append({"config": row["config"], "available": False,
+                           "error": f"not simulated for {', '.join(layout)}"})  # fmt: skip
+            continue
+        extra = {k: cast(row[k]) for k, cast in P99_ENGINE_FIELDS.items() if row.get(k) is not None}
+        if extra.get("max_batched_tokens", 0) < 0:  # -1: the engine's default
+            extra.pop("max_batched_tokens")
         chk = poisson_check(
             catalog,
             str(row["model"]),
@@ -114,6 +136,7 @@ def _verify_p99(spec: SweepSpec, catalog: Catalog, out: dict[str, Any]) -> None:
             int(row["output_tokens"]),
             c.max_ttft_s,
             c.max_tpot_s,
+            **extra,
         )
         checks.append({"config": row["config"], **chk})
         need_r = chk.get("replicas_for_slo")

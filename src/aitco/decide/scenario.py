@@ -115,6 +115,29 @@ class InferenceWorkload(BaseModel):
         default=None, ge=1, description="Tokens per engine iteration. [tokens]"
     )
     kv_allocation: Literal["paged", "contiguous"] = "paged"
+    ep: int = Field(
+        default=1, ge=1, description="Expert parallelism (MoE): GPUs per replica, attention DP."
+    )
+    disaggregate: str | None = Field(
+        default=None,
+        description="Prefill/decode disaggregation: 'auto' (cheaper of the two) or 'PxD'.",
+    )
+    load_profile: str | None = Field(
+        default=None,
+        description="'diurnal' (qps = the day's mean) or a CSV of 24 hourly rates (hour,qps).",
+    )
+    autoscale: str | None = Field(
+        default=None,
+        description="Autoscaler 'target-util=0.7,min=0,max=64'; priced by replicas running.",
+    )
+    mig: str | None = Field(default=None, description="MIG slice per replica, e.g. 1g.10gb.")
+
+    @model_validator(mode="after")
+    def _one_layout(self) -> InferenceWorkload:
+        if self.disaggregate is not None and (self.load_profile or self.autoscale):
+            msg = "disaggregate, or load_profile/autoscale: one serving layout is priced"
+            raise ValueError(msg)
+        return self
 
     @property
     def slo_ttft_s(self) -> float | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from aitco.decide import evaluators as ev
 from aitco.decide.compare import Factors, offer_system
 from aitco.errors import EnvironmentFailure, InputError, UnknownIdError
 from aitco.limits import check_file_size, check_tree
+from aitco.perf import service
 from aitco.units import DTYPES
 
 #: Configurations evaluated per chunk (a few tens of MB of float64 temporaries).
@@ -321,6 +323,13 @@ def build_plan(
         Unknown keys (with did-you-mean), empty value lists, unknown ids, missing base values.
     """
     keys = dict(ev.TRAINING_KEYS if spec.kind == "training" else ev.SERVING_KEYS)
+    # the service fields of aitco infer: engine serving sweeps only, added when named
+    optional: dict[str, list[Any]] = (
+        {k: [x] for k, x in ev.SERVICE_KEYS.items()}
+        if spec.kind == "serving" and spec.evaluator == "engine"
+        else {}
+    )
+    valid = {**keys, **optional}
     base = {**_flatten(spec.workload, "workload"), **_flatten(spec.option, "option")}
     extra_base = {
         "workload.tokens",
@@ -335,11 +344,11 @@ def build_plan(
     for k, v in base.items():
         if k in extra_base:
             continue
-        ck = canonical_key(k, keys, field_name="base")
+        ck = canonical_key(k, valid, field_name="base")
         values[ck] = [v]
     grid: dict[str, list[Any]] = {}
     for k, v in spec.grid.items():
-        ck = canonical_key(k, keys)
+        ck = canonical_key(k, valid)
         if not isinstance(v, list):
             v = [v]
         if len(v) == 0:
@@ -440,8 +449,10 @@ def build_plan(
                     **cost,
                 )
     dims = []
-    for k in keys:
+    for k in [*keys, *(k for k in optional if k in values)]:
         dims.append(_dimension(k, values[k], hw_ids, model_ids, regions))
+    if hasattr(evaluator, "text_values"):
+        evaluator.text_values = {k: list(values[k]) for k in ev.SERVICE_TEXT_KEYS if k in values}
     sizes = np.array([d.size for d in dims], dtype=np.int64)
     strides = np.ones(len(dims), dtype=np.int64)
     for i in range(len(dims) - 2, -1, -1):
@@ -518,6 +529,16 @@ def _dimension(
             if v not in ev.PRICING_MODES:
                 raise InputError(key, v, f"one of {', '.join(ev.PRICING_MODES)}")
         return Dimension(key, list(vals), np.array([ev.PRICING_MODES.index(v) for v in vals]))
+    if key in ev.SERVICE_TEXT_KEYS:
+        for v in vals:
+            if v is not None:
+                _check_service_text(key, v)
+        labels = ["none" if v is None else str(v) for v in vals]
+        return Dimension(
+            key, labels, np.array([-1 if v is None else j for j, v in enumerate(vals)])
+        )
+    if key == "workload.max_batched_tokens":
+        vals = [-1 if v is None else v for v in vals]
     if key == "workload.plan.recompute":
         for v in vals:
             if v not in ev.RECOMPUTE:
@@ -532,10 +553,32 @@ def _dimension(
         if key == "workload.plan.zero":
             if x not in (0, 1, 2, 3):
                 raise InputError(key, v, "a ZeRO stage 0, 1, 2 or 3")
+        elif key == "workload.prefix_cache_hit_rate":
+            if not 0.0 <= x < 1.0:
+                raise InputError(key, v, "a fraction in [0, 1)")
+        elif key == "workload.max_batched_tokens" and x == -1:
+            pass
+        elif key in ("workload.scheduler_steps", "workload.ep", "workload.max_batched_tokens"):
+            if not (math.isfinite(x) and x >= 1 and x == int(x)):
+                raise InputError(key, v, "an integer >= 1")
         elif not math.isfinite(x) or x <= 0:
             raise InputError(key, v, "a finite number > 0")
         out.append(int(x) if x == int(x) else x)
     return Dimension(key, out, np.asarray(out, dtype=float))
+
+
+def _check_service_text(key: str, v: Any) -> None:
+    """Reject a bad text service value up front (the same parsers ``aitco infer`` uses)."""
+    text = str(v)
+    if key == "workload.disaggregate":
+        service.parse_layout(text, key)
+    elif key == "workload.autoscale":
+        service.parse_autoscale(text)
+    elif key == "workload.load_profile":
+        if text != "diurnal":
+            service.read_load_profile(text, key)
+    elif key == "workload.mig" and not re.fullmatch(service.MIG_PROFILE_PATTERN, text.lower()):
+        raise InputError(key, text, "a MIG profile like 1g.10gb, 2g.20gb, 3g.40gb")
 
 
 # ----------------------------------------------------------------------------- chunk reduction

@@ -490,16 +490,48 @@ def _chunked_ttft_terms(it: IterationModel, inp: ServingInputs, b: float) -> dic
     on one iteration with the :math:`B` decodes, and the first token is sampled after the last.
     """
     i, o, c = float(inp.input_tokens), float(inp.output_tokens), inp.cached_tokens
+    terms = chunked_ttft_terms(
+        it, b, i, o, c, inp.engine.max_num_tokens, inp.engine.chunked_prefill,
+        inp.engine.mixed_batching,
+    )  # fmt: skip
+    return {k: float(v) for k, v in terms.items()}
+
+
+def chunked_ttft_terms(
+    it: IterationModel,
+    batch: ArrayLike,
+    input_tokens: float,
+    output_tokens: float,
+    cached_tokens: float,
+    max_num_tokens: float,
+    chunked_prefill: bool = True,
+    mixed_batching: bool = True,
+) -> dict[str, F64]:
+    r"""TTFT terms of a prompt joining running batches ``batch`` (vectorised over the batch). [s].
+
+    Notes
+    -----
+    With mixed batching the prompt's :math:`n = I - c` new tokens ride in
+    :math:`k = \lceil n / (N - B) \rceil` chunks, one per iteration beside the :math:`B` decodes
+    (``N`` the max batched tokens; one chunk without chunked prefill). A prefill-first engine
+    (``mixed_batching`` False) runs the prompt in prefill-only iterations of up to ``N`` tokens
+    (:math:`k = \lceil n / N \rceil`; the decodes wait). The first token is sampled after the
+    last chunk.
+    """
+    b = np.asarray(batch, dtype=np.float64)
+    i, o, c = float(input_tokens), float(output_tokens), float(cached_tokens)
     n = i - c
-    eng = inp.engine
-    if not eng.mixed_batching:  # the prompt runs in prefill-only iterations
-        k = float(math.ceil(n / eng.max_num_tokens)) if eng.chunked_prefill else 1.0
-        return _floats(it.iteration_terms(0.0, 0.0, n / k, prefill_pairs(n, c) / k, 1.0 / k), k)
-    budget = max(eng.max_num_tokens - b, 1.0)
-    k = float(math.ceil(n / budget)) if eng.chunked_prefill else 1.0
-    return _floats(
-        it.iteration_terms(b, b * (i + o / 2.0), n / k, prefill_pairs(n, c) / k, 1.0 / k), k
-    )
+    ride = b if mixed_batching else np.zeros_like(b)  # decodes riding in the prompt's iterations
+    budget = np.maximum(float(max_num_tokens) - ride, 1.0)
+    k = np.ceil(n / budget) if chunked_prefill else np.ones_like(b)
+    terms = it.iteration_terms(ride, ride * (i + o / 2.0), n / k, prefill_pairs(n, c) / k, 1.0 / k)
+    return {name: np.asarray(v, dtype=np.float64) * k for name, v in terms.items()}
+
+
+def scheduler_wait_s(scheduler_steps: ArrayLike, step_s: ArrayLike) -> F64:
+    """Mean admission wait of multi-step scheduling: ``(k - 1) / 2`` iterations. [s]."""
+    k = np.asarray(scheduler_steps, dtype=np.float64)
+    return np.asarray((k - 1.0) / 2.0 * np.asarray(step_s, dtype=np.float64), dtype=np.float64)
 
 
 def closed_loop_point(it: IterationModel, inp: ServingInputs, b_max: int) -> LoadPoint:
@@ -533,7 +565,7 @@ def closed_loop_point(it: IterationModel, inp: ServingInputs, b_max: int) -> Loa
     ttft["request_path_s"] = it.request_path_s
     if inp.scheduler_steps > 1:
         # multi-step scheduling: a prompt waits on average (k-1)/2 iterations for admission
-        ttft["scheduler_wait_s"] = (inp.scheduler_steps - 1) / 2.0 * step
+        ttft["scheduler_wait_s"] = float(scheduler_wait_s(inp.scheduler_steps, step))
     if inp.concurrency is not None and inp.concurrency / inp.replicas > b_max:
         ttft["queue_wait_s"] = (inp.concurrency / inp.replicas - b_max) / (b_max / (o * step))
     e2e = math.fsum(ttft.values()) + (o - 1.0) * step

@@ -26,7 +26,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aitco.errors import InputError
-from aitco.perf import comms
+from aitco.perf import comms, serving
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.inference import (
     IterationModel,
     cached_prompt_tokens,
@@ -34,7 +35,7 @@ from aitco.perf.inference import (
     prefill_pairs,
 )
 from aitco.perf.queueing import md1_mean_wait_s
-from aitco.units import DAYS_PER_MONTH, SECONDS_PER_DAY, SECONDS_PER_HOUR
+from aitco.units import DAYS_PER_MONTH, SECONDS_PER_DAY, SECONDS_PER_HOUR, optional_ms_to_s
 
 F64 = NDArray[np.float64]
 
@@ -499,6 +500,10 @@ class MigSlice:
 MIG_GPU_PREFIXES = ("a100", "a30", "h100", "h200", "h800", "h20", "b200", "gb200")
 
 
+#: A MIG profile name: compute slices (1-7) and memory, ``Ng.Mgb``.
+MIG_PROFILE_PATTERN = r"([1-7])g\.(\d+)gb"
+
+
 def mig_supported(accelerator_id: str) -> bool:
     """Return whether an accelerator (by catalog id) can be split into MIG instances."""
     return accelerator_id.lower().startswith(MIG_GPU_PREFIXES)
@@ -513,7 +518,7 @@ def mig_slice(profile: str, gpu_memory_gb: float) -> MigSlice:
     instances per GPU :math:`\lfloor \min(7/N, 8/m) \rfloor` (e.g. 1g.10gb on an 80 GB GPU: 7,
     3g.40gb: 2, 4g.40gb: 1, as the user guide's tables list).
     """
-    m = re.fullmatch(r"([1-7])g\.(\d+)gb", profile.strip().lower())
+    m = re.fullmatch(MIG_PROFILE_PATTERN, profile.strip().lower())
     if m is None:
         raise InputError("--mig", profile, "a MIG profile like 1g.10gb, 2g.20gb, 3g.40gb")
     n, mem = int(m.group(1)), float(m.group(2))
@@ -536,10 +541,14 @@ __all__ = [
     "autoscaled_month_usd",
     "hourly_load",
     "kv_transfer_s",
+    "mig_accelerator",
     "mig_slice",
     "mig_supported",
     "parse_autoscale",
+    "parse_layout",
     "plan_pools",
+    "read_load_profile",
+    "service_plans",
     "usd_per_million_tokens",
 ]
 
@@ -566,3 +575,156 @@ def service_costs(values: dict[str, Any], gpus: int, usd_per_gpu_hour: float) ->
             1.0 if util is None else float(util),
         ),
     }
+
+
+def mig_accelerator(acc: Any, profile: str, field: str = "--mig") -> tuple[Any, int]:
+    """Return a MIG slice of ``acc`` as an accelerator and the slices one GPU holds.
+
+    SMs (peak rates), memory, bandwidth and TDP are scaled by the slice's shares (NVIDIA MIG
+    user guide [3]_); a slice is priced at ``1 / instances`` of the GPU by the caller.
+    """
+    if not mig_supported(acc.id):
+        raise InputError(
+            field, profile, f"a GPU with MIG (A100, A30, H100, H200, B200), not {acc.id}"
+        )
+    sl = mig_slice(profile, float(acc.memory_gb))
+    upd = {
+        "id": f"{acc.id}-mig-{sl.profile}@x{sl.instances_per_gpu}",
+        "memory_gb": sl.memory_gb,
+        "hbm_bandwidth_gb_s": acc.hbm_bandwidth_gb_s * sl.memory_fraction,
+        "peak_tflops": {k: x * sl.compute_fraction for k, x in acc.peak_tflops.items()},
+        "tdp_w": None if acc.tdp_w is None else acc.tdp_w / sl.instances_per_gpu,
+    }
+    return acc.model_copy(update=upd), sl.instances_per_gpu
+
+
+def parse_layout(spec: str, field: str = "--disaggregate") -> tuple[int, int] | None:
+    """Parse ``auto`` (None: search) or ``PxD`` (prefill and decode replicas)."""
+    if spec == "auto":
+        return None
+    p, sep, d = spec.lower().partition("x")
+    if not (sep and p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
+        raise InputError(field, spec, "auto, or PxD with P, D >= 1 (e.g. 2x1)")
+    return int(p), int(d)
+
+
+def read_load_profile(path: str, field: str = "--load-profile") -> list[float]:
+    """Read 24 hourly rates from a CSV with a ``qps`` column (an ``hour`` column is optional)."""
+    import csv
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(field, path, "diurnal or an existing CSV file")
+    with open(p, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    try:
+        q = [float(r["qps"]) for r in rows]
+    except (KeyError, TypeError, ValueError):
+        raise InputError(field, path, "a CSV with a numeric 'qps' column", file=path) from None
+    if len(q) != 24:
+        raise InputError(field, path, f"24 hourly rows (found {len(q)})", file=path)
+    return q
+
+
+def service_plans(
+    values: dict[str, Any],
+    it: IterationModel,
+    system: Any,
+    usd_per_gpu_hour: float | None,
+    *,
+    input_tokens: float,
+    output_tokens: float,
+    qps: float | None,
+    slo_ttft_ms: float | None = None,
+    slo_tpot_ms: float | None = None,
+    disaggregate: str | None = None,
+    load_profile: str | None = None,
+    autoscale: str | None = None,
+    prefix_cache_hit_rate: float = 0.0,
+    efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
+    field_prefix: str = "--",
+) -> dict[str, Any]:
+    """Disaggregation plan and autoscaled day of one estimated service.
+
+    ``aitco infer``, compare, sweep and optimize all call this one function.
+
+    Parameters
+    ----------
+    values : dict
+        The values of :func:`aitco.perf.inference.estimate_inference` (``tp``, ``pp``, ``ep``,
+        ``max_batch_per_replica``, ``max_batched_tokens``, ``cold_start_s``).
+    it : IterationModel
+        The estimate's iteration model.
+    system : System
+        Its system (the fabric between prefill and decode pools).
+    usd_per_gpu_hour : float or None
+        Price of one GPU (None: plans are not priced). [USD/h]
+    disaggregate : str, optional
+        ``auto`` or ``PxD`` (:func:`plan_pools`).
+    load_profile, autoscale : str, optional
+        ``diurnal`` or a CSV of 24 hourly rates; ``target-util=..,min=..,max=..``
+        (:func:`autoscale_day`). With ``diurnal``, ``qps`` is the day's mean rate.
+    efficiency : EfficiencyParams
+        Link efficiencies of the KV transfer between pools.
+    field_prefix : str
+        How errors name the fields (``--`` for flags, ``workload.`` for scenario keys).
+
+    Returns
+    -------
+    dict
+        ``disaggregation`` (:func:`plan_pools`) and ``autoscale`` (:func:`autoscale_day` plus
+        ``requests_per_s_per_replica``, ``usd_per_month``, ``fixed_replicas_usd_per_month``,
+        ``qps_by_hour``), each present only when asked for.
+    """
+
+    def name(key: str) -> str:
+        return field_prefix + (key.replace("_", "-") if field_prefix == "--" else key)
+
+    out: dict[str, Any] = {}
+    i, o = float(input_tokens), float(output_tokens)
+    per = int(values["tp"]) * int(values["pp"]) * int(values.get("ep", 1) or 1)
+    price = usd_per_gpu_hour
+    if disaggregate is not None:
+        layout = parse_layout(disaggregate, name("disaggregate"))
+        bw, lat, eff = comms.group_link(
+            system, 2, system.devices_per_node, efficiency.intra_node_link,
+            efficiency.scale_out_link,
+        )  # fmt: skip
+        out["disaggregation"] = plan_pools(
+            it, input_tokens=i, output_tokens=o, max_batch=int(values["max_batch_per_replica"]),
+            max_batched_tokens=int(values["max_batched_tokens"]), gpus_per_replica=per,
+            usd_per_gpu_hour=price or 0.0, kv_bytes_per_token=it.kv_bytes_per_token * it.tp,
+            fabric_bandwidth_gb_s=float(bw), fabric_latency_us=float(lat),
+            fabric_efficiency=float(eff), qps=qps,
+            slo_ttft_s=optional_ms_to_s(slo_ttft_ms),
+            slo_tpot_s=optional_ms_to_s(slo_tpot_ms),
+            prefix_cache_hit_rate=prefix_cache_hit_rate, layout=layout,
+        )  # fmt: skip
+    if load_profile is not None or autoscale is not None:
+        prof = load_profile or "diurnal"
+        if prof == "diurnal" and qps is None:
+            raise InputError(name("load_profile"), prof, f"{name('qps')} as the day's mean rate")
+        hourly = hourly_load(
+            prof if prof == "diurnal" else read_load_profile(prof, name("load_profile")),
+            qps or 0.0,
+        )
+        a = parse_autoscale(autoscale or "")
+        cached = float(cached_prompt_tokens(i, prefix_cache_hit_rate))
+        cap = serving.max_request_rate(it, i, o, int(values["max_batch_per_replica"]), cached)
+        day = autoscale_day(
+            hourly, cap, target_utilization=a["target-util"], min_replicas=int(a["min"]),
+            max_replicas=int(a["max"]), cold_start_s=float(values["cold_start_s"]),
+        )  # fmt: skip
+        day["requests_per_s_per_replica"] = cap
+        day["gpus_per_replica"] = per
+        day["usd_per_month"] = (
+            None if price is None else autoscaled_month_usd(day["replica_hours"], per * price)
+        )
+        day["fixed_replicas_usd_per_month"] = (
+            None if price is None
+            else autoscaled_month_usd(24.0 * day["peak_replicas"], per * price)
+        )  # fmt: skip
+        day["qps_by_hour"] = [float(x) for x in hourly]
+        out["autoscale"] = day
+    return out
