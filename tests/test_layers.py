@@ -20,7 +20,6 @@ grimp = pytest.importorskip("grimp")
 # The test below fails on any cycle not listed here; the lead empties this list when the
 # rewrites land (test_known_cycles_are_gone says which are still present).
 KNOWN_CYCLES: tuple[frozenset[str], ...] = (
-    frozenset({"aitco.perf.training", "aitco.perf.plan_search"}),
     frozenset({"aitco.perf.inference", "aitco.perf.queueing", "aitco.perf.serving"}),
 )
 

@@ -122,7 +122,7 @@ def train(
 ) -> None:
     """Estimate a training run: step time, MFU, memory, GPU-hours; search the parallel plan."""
     from aitco.perf.params import param_counts
-    from aitco.perf.training import default_global_batch_tokens, estimate_training
+    from aitco.perf.training import default_global_batch, estimate_training
     from aitco.validation.training import published_practice, published_runs
 
     if plan is not None and plan != "auto":
@@ -141,11 +141,10 @@ def train(
     batch_rule = "given"
     if global_batch is None:
         if global_batch_tokens is None:
-            bt = int(default_global_batch_tokens(param_counts(arch).active, gpus, seq_len, tokens))
+            global_batch = default_global_batch(param_counts(arch).active, gpus, seq_len, tokens)
             batch_rule = BATCH_RULE
         else:
-            bt = global_batch_tokens
-        global_batch = max(1, round(bt / seq_len))
+            global_batch = max(1, round(global_batch_tokens / seq_len))
     plan_d: dict[str, Any] = {
         "tp": tp, "pp": pp, "cp": cp, "ep": ep, "dp": dp, "zero": zero, "fsdp": fsdp,
         "micro_batch": micro_batch, "recompute": recompute.value if recompute else None,

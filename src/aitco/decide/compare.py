@@ -41,6 +41,7 @@ from aitco.errors import AitcoError, CatalogError, InputError, UnknownIdError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape
 from aitco.perf.inference import estimate_inference
+from aitco.perf.params import param_counts
 from aitco.perf.training import estimate_training
 from aitco.units import (
     GIGA,
@@ -702,7 +703,7 @@ def _training(
             sysm,
             opt.gpus,
             seq_len=w.seq_len,
-            global_batch=w.batch_sequences,
+            global_batch=w.batch_sequences(param_counts(model).active, opt.gpus),
             tokens=w.tokens,
             precision=w.precision,
             method=w.method,

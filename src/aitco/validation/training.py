@@ -31,7 +31,7 @@ from aitco.perf.flops import model_shape, training_flops_per_token
 from aitco.perf.params import param_counts
 from aitco.perf.training import (
     PublishedPractice,
-    default_global_batch_tokens,
+    default_global_batch,
     estimate_training,
 )
 from aitco.units import TERA
@@ -307,13 +307,17 @@ def run_case(row: pd.Series, catalog: Catalog | None) -> Case:
     model, src = run_model(row, catalog)
     seq = int(_num(row.get("seq_len")) or min(model.max_seq_len, DEFAULT_RUN_SEQ_LEN))
     gbt = _num(row.get("global_batch_tokens"))
-    if not gbt:  # the batch `aitco train` would use (published practice by size and GPU count)
-        gbt = float(default_global_batch_tokens(param_counts(model).active, gpus, seq, tokens))
+    # without a published batch: the one `aitco train` uses (published practice by size and GPUs)
+    gb = (
+        max(1, round(gbt / seq))
+        if gbt
+        else default_global_batch(param_counts(model).active, int(gpus), seq, tokens)
+    )
     plan = parse_plan(row.get("parallelism"), int(gpus))
     plan = {k: v for k, v in plan.items() if k in ("zero", "fsdp", "micro_batch", "recompute")}
     target, obs = ("gpu_hours", gpu_h) if gpu_h else ("wall_clock_h", wall_h)
     return Case(
-        rid, model, acc, int(gpus), seq, max(1, round(gbt / seq)),
+        rid, model, acc, int(gpus), seq, gb,
         parse_precision(row.get("precision")), plan, target, float(obs or 0.0), "mfu",
         str(row["run_scope"]), str(row["model"]), [f"arch: {src}"], tokens,
         source_group(row.get("source")),
@@ -499,6 +503,9 @@ FIT_BOUNDS: dict[str, tuple[float, float]] = {
     "attention.nvidia-blackwell": (0.15, 0.90),
     "dp_overlap": (0.0, 1.0),
     "tp_overlap": (0.0, 1.0),
+    "gemm_k_half": (0.0, 4096.0),
+    "attention_seq_half": (0.0, 8192.0),
+    "step_overhead_s": (0.0, 1.0),
 }
 
 
