@@ -10,6 +10,7 @@ with the keys of the JSON contract, docs/glossary.md (``step_time_s``, ``tokens_
 
 from __future__ import annotations
 
+import statistics
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -283,6 +284,9 @@ def validate_training_cmd(
         "implied_goodput_median": (
             float(sorted(r.predicted / r.observed for r in runs)[len(runs) // 2]) if runs else None
         ),
+        # GPU-hour (or wall-clock) error of the full runs, batch as published or else the
+        # default-batch rule of `aitco train`
+        "full_runs_median_ape": float(statistics.median(r.ape for r in runs)) if runs else None,
     }
     if json_out:
         df = results_frame(res)
@@ -329,7 +333,8 @@ def validate_training_cmd(
         console.print(
             f"full runs predicted: {len(runs)}; ideal (no-failure) GPU-hours / published, median "
             f"{goodput['implied_goodput_median']:.2f} (below 1 = time lost to failures, restarts, "
-            "evaluation; above 1 = the throughput model is too slow for that run)"
+            "evaluation; above 1 = the throughput model is too slow for that run); median "
+            f"GPU-hour error {goodput['full_runs_median_ape']:.1%}"
         )
 
 
