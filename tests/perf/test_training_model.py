@@ -1,4 +1,4 @@
-"""The split training model: GEMM shape physics, terms that add up, one default-batch rule."""
+"""The split training model: terms that add up to the step time, one default-batch rule."""
 
 from __future__ import annotations
 
@@ -9,13 +9,7 @@ from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY
 from aitco.perf.flops import model_shape
 from aitco.perf.training import TIME_TERMS, default_global_batch, estimate_training
-from aitco.perf.training_model import (
-    evaluate_plans,
-    gemm_k_efficiency,
-    gemm_wave_utilization,
-    hardware_shape,
-    layer_gemm_time_factors,
-)
+from aitco.perf.training_model import evaluate_plans, hardware_shape
 
 ACC = Accelerator(
     id="test-gpu",
@@ -25,7 +19,6 @@ ACC = Accelerator(
     memory_gb=80.0,
     hbm_bandwidth_gb_s=3000.0,
     launch_year=2023,
-    compute_units=132,
 )
 SYS = System(
     id="test-node",
@@ -39,27 +32,6 @@ SYS = System(
 M = ModelArch(
     id="tiny", n_layers=8, d_model=1024, n_heads=16, n_kv_heads=4, d_ff=4096, vocab_size=32000
 )
-
-
-def test_wave_quantization_by_hand() -> None:
-    # 132 tiles of 128x256 fill one wave of 132 SMs exactly
-    assert float(gemm_wave_utilization(128 * 12, 256 * 11, 132)) == pytest.approx(1.0)
-    # 133 tiles of 128x256 need a second, nearly empty wave (133/264); 128x128 tiles do better:
-    # 266 tiles in 3 waves of 132
-    one_more = float(gemm_wave_utilization(128 * 7, 256 * 19, 132))
-    assert one_more == pytest.approx(266 / 396)
-    # an edge tile half full: tile quantization alone (unknown SM count)
-    assert float(gemm_wave_utilization(192, 128, 0)) == pytest.approx(192 / 256)
-    assert float(gemm_k_efficiency(512, 512.0)) == pytest.approx(0.5)
-    assert float(gemm_k_efficiency(512, 0.0)) == 1.0
-
-
-def test_tp_shrinks_gemms_and_lowers_their_efficiency() -> None:
-    ms = model_shape(M)
-    f1 = layer_gemm_time_factors(ms, 4096, 1, 132, 173.0)
-    f8 = layer_gemm_time_factors(ms, 4096, 8, 132, 173.0)
-    for a, b in zip(f1, f8, strict=True):
-        assert float(b) > float(a) >= 1.0  # 1/e: more time per FLOP with narrower GEMMs
 
 
 def test_time_terms_sum_to_the_step_time() -> None:
@@ -86,3 +58,13 @@ def test_default_batch_in_sequences_is_the_token_rule() -> None:
     assert default_global_batch(124e6, 8, 1024, 10e9) == 425  # 435,200 tokens / 1,024
     # Llama 3 405B on 16,384 GPUs: at least one sequence per 8 GPUs
     assert default_global_batch(405e9, 16384, 8192, 15.6e12) >= 2048
+
+
+def test_step_overhead_weighs_on_small_models_not_large_ones() -> None:
+    big = M.model_copy(update={"id": "big", "n_layers": 64, "d_model": 8192, "n_heads": 64,
+                               "n_kv_heads": 8, "d_ff": 28672})  # fmt: skip
+    small = estimate_training(M, ACC, SYS, 8, seq_len=2048, global_batch=16)
+    large = estimate_training(big, ACC, SYS, 64, seq_len=2048, global_batch=64)
+    share_small = small.time_terms_s["step_overhead_s"] / small.values["step_time_s"]
+    share_large = large.time_terms_s["step_overhead_s"] / large.values["step_time_s"]
+    assert share_small > 10 * share_large

@@ -470,8 +470,6 @@ def _term_inputs(
         "compute_s": {
             "peak_tflops": hw.peak_linear_tflops,
             "gemm_efficiency": hw.gemm_efficiency,
-            "gemm_k_half": e.gemm_k_half,
-            "compute_units": hw.compute_units,
             "attention_efficiency": hw.attention_efficiency,
             "recompute": pl["recompute"],
             "recompute_fraction": pl["recompute_fraction"],

@@ -9,9 +9,8 @@ relation each: :func:`linear_time_s`, :func:`attention_time_s`, :func:`memory_bo
 time, and the headline figures). :mod:`aitco.perf.plan_search` prices a million candidate plans
 per second with it; :mod:`aitco.perf.training` is the single-plan interface.
 
-GEMM time follows from the GEMM shapes (tile and wave quantization on the SM/CU count, short-K
-prologue/epilogue), FlashAttention from the keys per query, and a fixed time per step covers
-what happens outside the micro-batches; see ``docs/training.md``.
+A fixed time per step (``step_overhead_s``) covers what happens outside the micro-batches
+(launches, host synchronisation, data loader); see ``docs/training.md``.
 
 References
 ----------
@@ -108,7 +107,6 @@ class HardwareShape:
     memory_gb: float
     gemm_efficiency: float
     attention_efficiency: float = DEFAULT_EFFICIENCY.attention
-    compute_units: float = 0.0  # SMs / CUs for wave quantization (0: unknown, tiles only)
 
 
 @dataclass(frozen=True)
@@ -152,128 +150,7 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         memory_gb=float(acc.memory_gb),
         gemm_efficiency=float(eff.training_gemm_for(acc.family)),
         attention_efficiency=float(eff.attention_for(acc.family)),
-        compute_units=float(acc.compute_units or 0),
     )
-
-
-#: Output tiles cuBLAS/CUTLASS pick among for large training GEMMs (rows x columns of C that one
-#: SM computes); the library's heuristic takes the one that wastes least. NVIDIA, "Matrix
-#: Multiplication Background User's Guide" (Deep Learning Performance documentation, sections
-#: "Tile Quantization" and "Wave Quantization"), docs.nvidia.com/deeplearning/performance/
-#: dl-performance-matrix-multiplication.
-GEMM_TILES: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128))
-
-
-def gemm_wave_utilization(m: Any, n: Any, compute_units: float) -> F64:
-    r"""Share of the SMs' time that the output tiles of an ``m x n`` GEMM keep busy.
-
-    Parameters
-    ----------
-    m, n : array_like
-        Rows and columns of the GEMM output. [elements]
-    compute_units : float
-        SMs (NVIDIA) / CUs (AMD) the tiles are scheduled on; 0 = unknown (tile quantization
-        only). [count]
-
-    Returns
-    -------
-    ndarray
-        :math:`\max_{t} \frac{m n}{\lceil T_t / c \rceil c\, t_m t_n}` with
-        :math:`T_t = \lceil m/t_m \rceil \lceil n/t_n \rceil` tiles of shape
-        :math:`t_m \times t_n` (:data:`GEMM_TILES`) and :math:`c` compute units: tile
-        quantization (partial edge tiles) times wave quantization (a last, partial wave of
-        tiles), NVIDIA's GEMM performance guide. [0-1]
-
-    Examples
-    --------
-    >>> round(float(gemm_wave_utilization(8192, 8192, 132)), 3)  # 2048 tiles, 16 waves
-    0.97
-    """
-    m = np.asarray(m, dtype=float)
-    n = np.asarray(n, dtype=float)
-    best = np.zeros(np.broadcast(m, n).shape)
-    for tm, tn in GEMM_TILES:
-        tiles = np.ceil(m / tm) * np.ceil(n / tn)
-        slots = np.ceil(tiles / compute_units) * compute_units if compute_units > 0 else tiles
-        best = np.maximum(best, m * n / (slots * (tm * tn)))
-    return best
-
-
-def gemm_k_efficiency(k: Any, k_half: float) -> F64:
-    r"""Share of a tile's time spent in its K loop: :math:`K / (K + K_{1/2})`.
-
-    Each output tile loads its accumulator state and writes its result once (prologue and
-    epilogue) whatever the reduction length :math:`K`, so short-K GEMMs (narrow models,
-    row-parallel GEMMs under large TP) reach less of the peak. :math:`K_{1/2}` is the fitted
-    ``gemm_k_half``. [0-1]
-    """
-    k = np.asarray(k, dtype=float)
-    return k / (k + k_half)
-
-
-def layer_gemm_time_factors(
-    ms: ModelShape, tokens: Any, tp: Any, compute_units: float, k_half: float
-) -> tuple[F64, F64, F64]:
-    r"""Flop-weighted mean of :math:`1/e` over a layer's GEMMs, per pass.
-
-    Parameters
-    ----------
-    ms : ModelShape
-        Model.
-    tokens : array_like
-        Rows of the activations a device multiplies in one micro-batch (sequence parallel
-        gathers the sequence before the column-parallel GEMMs): ``micro_batch x s / cp``.
-    tp : array_like
-        Tensor-parallel degree (divides the GEMMs' N or K). [count]
-    compute_units : float
-        SMs / CUs. [count]
-    k_half : float
-        ``gemm_k_half``. [elements]
-
-    Returns
-    -------
-    fwd, dgrad, wgrad : ndarray
-        :math:`\sum_g w_g / e(M_g, N_g, K_g)` for the forward :math:`(M, N, K)`, the data
-        gradient :math:`(M, K, N)` and the weight gradient :math:`(K, N, M)` GEMMs, with
-        :math:`w_g` the FLOP share of GEMM :math:`g` (QKV, attention output, FFN up(+gate),
-        FFN down; MoE experts as one grouped GEMM of the active width) and
-        :math:`e = ` :func:`gemm_wave_utilization` x :func:`gemm_k_efficiency`. 1 = peak.
-    """
-    tokens = np.asarray(tokens, dtype=float)
-    tp = np.asarray(tp, dtype=float)
-    key = tokens * 1024.0 + tp
-    uniq, inv = np.unique(key, return_inverse=True)
-    t_u = np.floor(uniq / 1024.0)
-    tp_u = uniq - t_u * 1024.0
-    h = float(ms.d_model)
-    q = float(ms.n_heads * ms.head_dim)
-    kv = float(ms.kv_heads * ms.head_dim)
-    f = float(ms.ffn_width_active)
-    up = 2.0 * f if ms.gated else f
-    gemms = ((q + 2.0 * kv, h, True), (h, q, False), (up, h, True), (h, f, False))
-    total = sum(n * k for n, k, _ in gemms)
-    out = [np.zeros_like(t_u) for _ in range(3)]
-    for n_full, k_full, column in gemms:
-        n = n_full / tp_u if column else np.full_like(t_u, n_full)
-        k = np.full_like(t_u, k_full) if column else k_full / tp_u
-        w = n_full * k_full / total
-        for i, (a, b, c) in enumerate(((t_u, n, k), (t_u, k, n), (k, n, t_u))):
-            e = gemm_wave_utilization(a, b, compute_units) * gemm_k_efficiency(c, k_half)
-            out[i] = out[i] + w / e
-    shape = np.broadcast(tokens, tp).shape
-    fwd, dgrad, wgrad = (o[inv].reshape(shape) for o in out)
-    return fwd, dgrad, wgrad
-
-
-def attention_seq_efficiency(keys_per_query: float, seq_half: float) -> float:
-    r"""FlashAttention throughput relative to long sequences: :math:`s_k / (s_k + s_{1/2})`.
-
-    Each block of queries loads Q, keeps the running softmax statistics and writes O once,
-    however many key blocks it loops over (Dao 2023, FlashAttention-2, Algorithm 1), so short
-    sequences amortise that fixed work over fewer keys. :math:`s_k` is the mean number of keys a
-    query attends (causal: half the window), :math:`s_{1/2}` the fitted ``attention_seq_half``.
-    """
-    return keys_per_query / (keys_per_query + seq_half)
 
 
 # =============================================================================== validate
@@ -405,9 +282,9 @@ def attention_time_s(
 
     Notes
     -----
-    FlashAttention: :math:`T L_s F_{att} (1 + 2.5 + r_{any}) / (P_{16} a\, s_k/(s_k + s_{1/2}))`
+    FlashAttention: :math:`T L_s F_{att} (1 + 2.5 + r_{any}) / (P_{16} a)`
     (forward, the 5-matmul backward of FlashAttention-2 [3], a recomputed forward), with
-    :math:`a` the family's ``attention`` fraction and :func:`attention_seq_efficiency`.
+    :math:`a` the family's ``attention`` fraction.
     Unfused (pre-2022 Megatron-LM): the full :math:`s \times s` products as batched GEMMs at the
     GEMM fraction, 2 backward GEMMs per forward GEMM.
     """
@@ -416,13 +293,7 @@ def attention_time_s(
         att_full_tok = float(attention_flops_per_token(ms, s, causal=False))
         rate = hw.peak_attention_tflops * TERA * hw.gemm_efficiency
         return pa.tok_layers * (att_full_tok / rate) * (1.0 + UNFUSED_BWD_MATMULS + pa.any_rc)
-    s_keys = (min(s, float(ms.window)) if ms.window is not None else s) / 2.0
-    rate = (
-        hw.peak_attention_tflops
-        * TERA
-        * hw.attention_efficiency
-        * attention_seq_efficiency(s_keys, eff.attention_seq_half)
-    )
+    rate = hw.peak_attention_tflops * TERA * hw.attention_efficiency
     att_fwd_tok = float(attention_flops_per_token(ms, s))
     return pa.tok_layers * (att_fwd_tok / rate) * (1.0 + FLASH_BWD_MATMULS + pa.any_rc)
 
@@ -434,22 +305,18 @@ def linear_time_s(
 
     Notes
     -----
-    :math:`T L_s F_{lin} \phi / (P g) + (T/tp) F_{head} n_p / (P_{16} g)`, with :math:`\phi`
-    the shape factors of :func:`layer_gemm_time_factors` (forward x (1 + recomputed share) +
-    data gradient + weight gradient; frozen weights, LoRA/QLoRA, have no weight gradient) and
-    :math:`n_p` = 3 (full) or 2 (adapters) passes; adapters add :math:`3 \times 2 P_{lora}`.
+    :math:`T L_s F_{lin} (n_p + r_{full}) / (P g) + (T/tp) F_{head} n_p / (P_{16} g)` with
+    :math:`n_p` = 3 passes (forward, data and weight gradients; 2 for LoRA/QLoRA, whose frozen
+    weights get no weight gradient), :math:`r_{full}` the recomputed share and :math:`g` the
+    family's GEMM fraction; adapters add :math:`3 \times 2 P_{lora}`.
     """
     g = hw.gemm_efficiency
     lin_rate = hw.peak_linear_tflops * TERA * g
-    f_fwd, f_dgrad, f_wgrad = layer_gemm_time_factors(
-        ms, pa.tokens, pa.tp, hw.compute_units, eff.gemm_k_half
-    )
     full = run.method == "full"
-    lin_factor = f_fwd * (1.0 + pa.full_rc) + f_dgrad + (f_wgrad if full else 0.0)
-    head_passes = 3.0 if full else 2.0
-    t = pa.tok_layers * (layer_matmul_flops_per_token(ms) / lin_rate) * lin_factor + pa.tok_tp * (
-        lm_head_flops_per_token(ms) * head_passes / (hw.peak_attention_tflops * TERA * g)
-    )
+    passes = 3.0 if full else 2.0
+    t = pa.tok_layers * (layer_matmul_flops_per_token(ms) / lin_rate) * (
+        passes + pa.full_rc
+    ) + pa.tok_tp * (lm_head_flops_per_token(ms) * passes / (hw.peak_attention_tflops * TERA * g))
     if not full:
         lp = ms.lora_params if run.lora_params is None else run.lora_params
         t = t + pa.tok_layers * (2.0 * lp / ms.n_layers * 3.0 / lin_rate)

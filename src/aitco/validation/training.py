@@ -79,6 +79,7 @@ def attention_kernel_of(row: pd.Series) -> str:
     if megatron_2021 or "Megatron-DeepSpeed" in fw or "ZeRO-3" in fw:
         return PRE_FLASH_ATTENTION_KERNEL
     m = re.search(r"arXiv[: ]*(\d{4}\.\d{4,5})", str(row.get("source", "")), re.IGNORECASE)
+
     def arxiv_order(arxiv_id: str) -> tuple[int, ...]:
         return tuple(int(x) for x in arxiv_id.split("."))
 
@@ -528,8 +529,6 @@ FIT_BOUNDS: dict[str, tuple[float, float]] = {
     "attention.nvidia-blackwell": (0.15, 0.90),
     "dp_overlap": (0.0, 1.0),
     "tp_overlap": (0.0, 1.0),
-    "gemm_k_half": (0.0, 4096.0),
-    "attention_seq_half": (0.0, 8192.0),
     "step_overhead_s": (0.0, 1.0),
 }
 
