@@ -1,7 +1,8 @@
 """Training step time, throughput, MFU/HFU, memory and GPU-hours, from the physics of the plan.
 
-:func:`evaluate_plans` is the vectorised core: every argument that describes a parallel plan is
-an array, so one call prices a million candidate plans (the plan search uses it). It composes
+:func:`~aitco.perf.training_model.evaluate_plans` (in :mod:`aitco.perf.training_model`,
+re-exported here) is the vectorised core: every argument that describes a parallel plan is an
+array, so one call prices a million candidate plans (the plan search uses it). It composes
 :mod:`aitco.perf.flops` (work), :mod:`aitco.perf.memory` (fit) and :mod:`aitco.perf.comms`
 (collectives on the real topology). Each kind of kernel sits on one side of the roofline
 (:mod:`aitco.perf.roofline`) at training sizes: GEMMs and FlashAttention are compute-bound,
@@ -19,6 +20,11 @@ Step-time model (per device on the critical pipeline stage)::
            + CP ring exposure (K/V blocks beyond the attention time)
            [+ ZeRO-3/FSDP parameter gathers and gradient reduce-scatters not hidden]
     step   = (m + (p-1)/v) t_mb + PP p2p + exposed DP gradient sync + optimizer step
+             + step_overhead_s (fixed per step, fitted)
+
+This module is the single-plan side: validate the inputs and the given plan, search the rest
+(:func:`aitco.perf.plan_search.search_plans`), assemble a :class:`TrainingResult` whose time
+terms are the model's own and add up to the step time.
 
 References
 ----------
