@@ -16,12 +16,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 from aitco.catalog.loader import load_catalog
-from aitco.catalog.schema import ModelArch
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY
 from aitco.perf.flops import model_shape
 from aitco.perf.plan_search import _candidates_memo, candidate_plans, evaluate_chunked
 from aitco.perf.training import estimate_training, evaluate_plans, hardware_shape
-from aitco.validation.training import KNOWN_ARCHS, validate_training
+from aitco.validation.training import validate_training
 
 
 def best_of(fn, repeat: int = 5) -> float:
@@ -37,9 +36,7 @@ def best_of(fn, repeat: int = 5) -> float:
 def main() -> None:
     """Print the benchmark figures."""
     cat = load_catalog(use_env=False)
-    model = cat.models.get("llama-3.1-405b") or ModelArch(
-        id="llama-3.1-405b", **KNOWN_ARCHS["llama-3.1-405b"]
-    )
+    model = cat.models["llama-3.1-405b"]
     acc, system = cat.hardware("h100-sxm5-80gb")
     gpus, seq, gb = 16384, 8192, 2048
 

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aitco.catalog.schema import Accelerator, ModelArch, System
-from aitco.perf import training
-from aitco.perf.efficiency import DEFAULT_EFFICIENCY
+from aitco.perf import training, training_model
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape
 from aitco.perf.memory import training_memory_bytes
 from aitco.perf.roofline import kernel_time_s
@@ -39,10 +39,11 @@ def _plan(**kw: int) -> dict[str, int]:
     return base
 
 
-def _eval(m: ModelArch, acc: Accelerator = ACC, sys_: System = SYS, gpus: int = 8, **plan: int):
+def _eval(m: ModelArch, acc: Accelerator = ACC, sys_: System = SYS, gpus: int = 8,
+          eff: EfficiencyParams = DEFAULT_EFFICIENCY, **plan: int):  # fmt: skip
     return evaluate_plans(
-        model_shape(m), hardware_shape(acc, "bf16", DEFAULT_EFFICIENCY), sys_, seq_len=2048,
-        global_batch=64, gpus=gpus, precision="bf16", method="full", eff=DEFAULT_EFFICIENCY,
+        model_shape(m), hardware_shape(acc, "bf16", eff), sys_, seq_len=2048,
+        global_batch=64, gpus=gpus, precision="bf16", method="full", eff=eff,
         **_plan(**plan),
     )  # fmt: skip
 
@@ -134,9 +135,12 @@ def test_invariant_to_the_unit_of_time(k: float, tp: int, recompute: int) -> Non
         "scale_out_latency_us": SYS.scale_out_latency_us / k,
     })  # fmt: skip
     a = _eval(m, tp=tp, dp=8 // tp, recompute=recompute)
+    eff_k = DEFAULT_EFFICIENCY.with_overrides(
+        {"step_overhead_s": DEFAULT_EFFICIENCY.step_overhead_s / k}
+    )
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(training, "KERNEL_OVERHEAD_S", training.KERNEL_OVERHEAD_S / k)
-        b = _eval(m, acc_k, sys_k, tp=tp, dp=8 // tp, recompute=recompute)
+        mp.setattr(training_model, "KERNEL_OVERHEAD_S", training_model.KERNEL_OVERHEAD_S / k)
+        b = _eval(m, acc_k, sys_k, tp=tp, dp=8 // tp, recompute=recompute, eff=eff_k)
     np.testing.assert_allclose(b["step_time_s"] * k, a["step_time_s"], rtol=1e-9)
     np.testing.assert_allclose(b["mfu"], a["mfu"], rtol=1e-9)
     np.testing.assert_allclose(b["memory_per_gpu_bytes"], a["memory_per_gpu_bytes"], rtol=1e-12)

@@ -148,6 +148,12 @@ class Accelerator(Entry):
         "Scale-up link bandwidth per device, one direction.", "GB/s", default=None, ge=0
     )
     pcie_gen: int | None = _f("Host PCIe generation.", default=None, ge=1, le=7)
+    compute_units: int | None = _f(
+        "Streaming multiprocessors (NVIDIA SMs) or compute units (AMD CUs) that GEMM tiles are "
+        "scheduled on (wave quantization).",
+        default=None,
+        ge=1,
+    )
     tdp_w: float | None = _f("Maximum board/module power.", "W", default=None, gt=0)
     idle_w: float | None = _f("Measured idle power, where published.", "W", default=None, ge=0)
     launch_year: int = _f("Year of launch.", ge=2010, le=2035)

@@ -10,6 +10,7 @@ with the keys of the JSON contract, docs/glossary.md (``step_time_s``, ``tokens_
 
 from __future__ import annotations
 
+import statistics
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -122,7 +123,7 @@ def train(
 ) -> None:
     """Estimate a training run: step time, MFU, memory, GPU-hours; search the parallel plan."""
     from aitco.perf.params import param_counts
-    from aitco.perf.training import default_global_batch_tokens, estimate_training
+    from aitco.perf.training import default_global_batch, estimate_training
     from aitco.validation.training import published_practice, published_runs
 
     if plan is not None and plan != "auto":
@@ -141,11 +142,10 @@ def train(
     batch_rule = "given"
     if global_batch is None:
         if global_batch_tokens is None:
-            bt = int(default_global_batch_tokens(param_counts(arch).active, gpus, seq_len, tokens))
+            global_batch = default_global_batch(param_counts(arch).active, gpus, seq_len, tokens)
             batch_rule = BATCH_RULE
         else:
-            bt = global_batch_tokens
-        global_batch = max(1, round(bt / seq_len))
+            global_batch = max(1, round(global_batch_tokens / seq_len))
     plan_d: dict[str, Any] = {
         "tp": tp, "pp": pp, "cp": cp, "ep": ep, "dp": dp, "zero": zero, "fsdp": fsdp,
         "micro_batch": micro_batch, "recompute": recompute.value if recompute else None,
@@ -284,6 +284,9 @@ def validate_training_cmd(
         "implied_goodput_median": (
             float(sorted(r.predicted / r.observed for r in runs)[len(runs) // 2]) if runs else None
         ),
+        # GPU-hour (or wall-clock) error of the full runs, batch as published or else the
+        # default-batch rule of `aitco train`
+        "full_runs_median_ape": float(statistics.median(r.ape for r in runs)) if runs else None,
     }
     if json_out:
         df = results_frame(res)
@@ -330,7 +333,8 @@ def validate_training_cmd(
         console.print(
             f"full runs predicted: {len(runs)}; ideal (no-failure) GPU-hours / published, median "
             f"{goodput['implied_goodput_median']:.2f} (below 1 = time lost to failures, restarts, "
-            "evaluation; above 1 = the throughput model is too slow for that run)"
+            "evaluation; above 1 = the throughput model is too slow for that run); median "
+            f"GPU-hour error {goodput['full_runs_median_ape']:.1%}"
         )
 
 

@@ -705,7 +705,7 @@ def _training(
             sysm,
             opt.gpus,
             seq_len=w.seq_len,
-            global_batch=w.batch_sequences,
+            global_batch=w.batch_sequences(param_counts(model).active, opt.gpus),
             tokens=w.tokens,
             precision=w.precision,
             method=w.method,

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from aitco.errors import InputError
 from aitco.fileio import write_atomic
 from aitco.limits import check_file_size, check_tree
+from aitco.perf.training import default_global_batch
 from aitco.units import optional_ms_to_s
 
 __all__ = [
@@ -76,14 +77,28 @@ class TrainingWorkload(BaseModel):
             raise ValueError(msg)
         return self
 
-    @property
-    def batch_sequences(self) -> int:
-        """Global batch in sequences (default: about 1M tokens, at least one sequence)."""
+    def batch_sequences(self, active_params: float, gpus: int) -> int:
+        """Global batch in sequences: as given, else the published-practice rule of ``train``.
+
+        Parameters
+        ----------
+        active_params : float
+            Parameters touched per token (MoE: active). [count]
+        gpus : int
+            Devices of the option being priced. [count]
+
+        Returns
+        -------
+        int
+            ``global_batch``, or ``global_batch_tokens / seq_len``, or
+            :func:`aitco.perf.training.default_global_batch` (the same rule and code as
+            ``aitco train``). [sequences]
+        """
         if self.global_batch is not None:
             return self.global_batch
         if self.global_batch_tokens is not None:
             return max(1, round(self.global_batch_tokens / self.seq_len))
-        return max(1, round(2**20 / self.seq_len))
+        return default_global_batch(active_params, gpus, self.seq_len, self.tokens)
 
 
 class InferenceWorkload(BaseModel):

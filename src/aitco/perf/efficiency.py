@@ -87,9 +87,9 @@ class EfficiencyParams(BaseModel):
     )
     training_gemm: dict[str, float] = Field(
         default_factory=lambda: {
-            "nvidia-ampere": 0.6534,
-            "nvidia-hopper": 0.6593,
-            "nvidia-blackwell": 0.7931,  # only 3 GB200 FP8 rows: weakly constrained
+            "nvidia-ampere": 0.6573,
+            "nvidia-hopper": 0.6714,
+            "nvidia-blackwell": 0.7904,  # only 3 GB200 FP8 rows: weakly constrained
         },
         description="GEMM fraction of the dense peak in training, per family (fitted with the "
         "other training fields); families absent use `gemm`. A calibration of `gemm` for a "
@@ -110,19 +110,26 @@ class EfficiencyParams(BaseModel):
     )
     attention_by_family: dict[str, float] = Field(
         default_factory=lambda: {
-            "nvidia-ampere": 0.3776,
-            "nvidia-hopper": 0.1906,
-            "nvidia-blackwell": 0.2060,  # only 3 GB200 FP8 rows: weakly constrained
+            "nvidia-ampere": 0.3834,
+            "nvidia-hopper": 0.1932,
+            "nvidia-blackwell": 0.2095,  # only 3 GB200 FP8 rows: weakly constrained
         },
         description="FlashAttention fraction of the bf16 dense peak per accelerator family "
         "(kernel generation differs: FlashAttention-2 reaches a larger share of A100's peak than "
         "of H100's); families absent use `attention`.",
     )
     tp_overlap: float = Field(
-        default=0.3791,
+        default=0.4092,
         ge=0.0,
         le=1.0,
         description="Share of TP collectives hidden behind GEMMs when TP comm overlap is on.",
+    )
+    step_overhead_s: float = Field(
+        default=0.0387,
+        ge=0.0,
+        le=2.0,
+        description="Fixed time per optimizer step outside the micro-batches (kernel launches "
+        "of the optimizer and gradient clipping, data-loader hand-off, host synchronisation). [s]",
     )
     elementwise_hbm: float = _frac(
         0.4991,
@@ -130,12 +137,12 @@ class EfficiencyParams(BaseModel):
         "optimizer kernels (many small, partly unfused kernels; weight streaming uses `hbm`).",
     )
     training_log_ratio_q10: float = Field(
-        default=-0.1768,
+        default=-0.1171,
         description="10th percentile of ln(observed/predicted) tokens/s/GPU, leave-one-source-out "
         "cross-validated on the validation rows.",
     )
     training_log_ratio_q90: float = Field(
-        default=0.2143,
+        default=0.2055,
         description="90th percentile of ln(observed/predicted) tokens/s/GPU, leave-one-source-out "
         "cross-validated on the validation rows.",
     )

@@ -226,19 +226,9 @@ def training_memory_bytes(
     grad_b = 4.0 if precision == "fp32" else GRAD_BYTES
     grads = np.where(zero >= 2, trainable * grad_b / dp, trainable * grad_b)
     opt = np.where(zero >= 1, trainable * optimizer_bytes / dp, trainable * optimizer_bytes)
-    tokens = mb * seq_len / cp
-    frac = np.where(np.asarray(recompute) == 2, np.asarray(recompute_fraction, dtype=float), 0.0)
-    rc = np.asarray(recompute)
-    kept = activation_bytes_per_token_layer(ms, np.where(rc == 2, 0, rc), precision)
-    inputs_only = activation_bytes_per_token_layer(ms, 2, precision)
-    per_layer = (frac * inputs_only + (1.0 - frac) * kept) * tokens / tp
-    in_flight = np.minimum(pp, m) * (1.0 + np.where(vp > 1, (pp - 1) / (pp * vp), 0.0))
-    acts = per_layer * lps * in_flight
-    # full recompute re-materialises one layer's full activations during its backward
-    one_layer = activation_bytes_per_token_layer(ms, 0, precision) * tokens / tp
-    acts = acts + np.where(np.asarray(recompute) == 2, one_layer, 0.0)
-    logits = tokens * ms.vocab_size / tp * LOGIT_BYTES
-    acts = acts + logits
+    acts = activation_memory_bytes(
+        ms, mb * seq_len / cp, tp, pp, m, vp, recompute, recompute_fraction, precision
+    )
     overhead = np.full_like(acts, FRAMEWORK_OVERHEAD_GB * GIGA)
     total = weights + grads + opt + acts + overhead
     return {
@@ -251,3 +241,55 @@ def training_memory_bytes(
         "params_per_device": params,
         "trainable_per_device": trainable,
     }
+
+
+def activation_memory_bytes(
+    ms: ModelShape,
+    tokens: ArrayLike,
+    tp: ArrayLike,
+    pp: ArrayLike,
+    n_micro: ArrayLike,
+    vp: ArrayLike,
+    recompute: ArrayLike,
+    recompute_fraction: ArrayLike,
+    precision: str,
+) -> F64:
+    r"""Activations a device of the critical pipeline stage holds at its peak [B].
+
+    Parameters
+    ----------
+    ms : ModelShape
+        Model.
+    tokens : array_like
+        Tokens of one micro-batch on one device group member, ``b s / cp``. [tokens]
+    tp, pp, n_micro, vp : array_like
+        TP and PP degrees, micro-batches per step, model chunks per stage. [count]
+    recompute, recompute_fraction : array_like
+        Recompute code (0 none, 1 selective, 2 full) and the share of layers fully recomputed.
+    precision : str
+        Training data type.
+
+    Returns
+    -------
+    ndarray
+        :math:`A\, T/t\, \lceil L/p \rceil \min(p, m)(1 + (p-1)/(p v))` with :math:`A` per
+        token and layer (Korthikanti et al. 2022; full recompute keeps the layer input on its
+        share of the layers and re-materialises one layer), plus the fp32 logits. [B]
+    """
+    tokens = np.asarray(tokens, dtype=float)
+    tp = np.asarray(tp, dtype=float)
+    pp = np.asarray(pp, dtype=float)
+    vp = np.asarray(vp, dtype=float)
+    rc = np.asarray(recompute)
+    frac = np.where(rc == 2, np.asarray(recompute_fraction, dtype=float), 0.0)
+    kept = activation_bytes_per_token_layer(ms, np.where(rc == 2, 0, rc), precision)
+    inputs_only = activation_bytes_per_token_layer(ms, 2, precision)
+    per_layer = (frac * inputs_only + (1.0 - frac) * kept) * tokens / tp
+    in_flight = np.minimum(pp, np.asarray(n_micro, dtype=float)) * (
+        1.0 + np.where(vp > 1, (pp - 1) / (pp * vp), 0.0)
+    )
+    acts = per_layer * np.ceil(ms.n_layers / pp) * in_flight
+    # full recompute re-materialises one layer's full activations during its backward
+    one_layer = activation_bytes_per_token_layer(ms, 0, precision) * tokens / tp
+    acts = acts + np.where(rc == 2, one_layer, 0.0)
+    return acts + tokens * ms.vocab_size / tp * LOGIT_BYTES

@@ -3,7 +3,7 @@
 Candidates are the cross product of tensor, pipeline, context and expert parallel degrees
 (divisors of the device count that the model allows), ZeRO stage, micro-batch, recomputation
 and pipeline interleaving; invalid combinations are masked out, all others are evaluated at once
-by :func:`aitco.perf.training.evaluate_plans`, and the fastest plan that fits in memory wins.
+by :func:`aitco.perf.training_model.evaluate_plans`, and the fastest plan that fits in memory wins.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from aitco.errors import PlanError
 from aitco.perf.efficiency import EfficiencyParams
 from aitco.perf.flops import ModelShape
 from aitco.perf.parallelism import RECOMPUTE_CODES
-from aitco.perf.training import HardwareShape, PublishedPractice, evaluate_plans
+from aitco.perf.training_model import HardwareShape, PublishedPractice, evaluate_plans
 
 #: Largest degrees tried (beyond these, published runs do not go and collectives stop scaling).
 MAX_TP = 64
@@ -44,14 +44,14 @@ CHUNK = 16384
 
 
 def evaluate_chunked(plans: dict[str, NDArray[Any]], **kw: Any) -> dict[str, NDArray[Any]]:
-    """:func:`aitco.perf.training.evaluate_plans` over ``plans`` in cache-sized blocks.
+    """:func:`aitco.perf.training_model.evaluate_plans` over ``plans`` in cache-sized blocks.
 
     Parameters
     ----------
     plans : dict of str to ndarray
         Plan arrays of equal length (keys of :data:`PLAN_KEYS`).
     **kw
-        The other arguments of :func:`~aitco.perf.training.evaluate_plans`.
+        The other arguments of :func:`~aitco.perf.training_model.evaluate_plans`.
 
     Returns
     -------

@@ -1,7 +1,8 @@
 """Training step time, throughput, MFU/HFU, memory and GPU-hours, from the physics of the plan.
 
-:func:`evaluate_plans` is the vectorised core: every argument that describes a parallel plan is
-an array, so one call prices a million candidate plans (the plan search uses it). It composes
+:func:`~aitco.perf.training_model.evaluate_plans` (in :mod:`aitco.perf.training_model`,
+re-exported here) is the vectorised core: every argument that describes a parallel plan is an
+array, so one call prices a million candidate plans (the plan search uses it). It composes
 :mod:`aitco.perf.flops` (work), :mod:`aitco.perf.memory` (fit) and :mod:`aitco.perf.comms`
 (collectives on the real topology). Each kind of kernel sits on one side of the roofline
 (:mod:`aitco.perf.roofline`) at training sizes: GEMMs and FlashAttention are compute-bound,
@@ -19,6 +20,11 @@ Step-time model (per device on the critical pipeline stage)::
            + CP ring exposure (K/V blocks beyond the attention time)
            [+ ZeRO-3/FSDP parameter gathers and gradient reduce-scatters not hidden]
     step   = (m + (p-1)/v) t_mb + PP p2p + exposed DP gradient sync + optimizer step
+             + step_overhead_s (fixed per step, fitted)
+
+This module is the single-plan side: validate the inputs and the given plan, search the rest
+(:func:`aitco.perf.plan_search.search_plans`), assemble a :class:`TrainingResult` whose time
+terms are the model's own and add up to the step time.
 
 References
 ----------
@@ -39,415 +45,43 @@ from numpy.typing import NDArray
 from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.errors import InputError, PlanError
 from aitco.explain import Estimate, Term
-from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
-from aitco.perf.flops import (
-    DEFAULT_LORA_RANK,
-    ModelShape,
-    attention_flops_per_token,
-    layer_matmul_flops_per_token,
-    lm_head_flops_per_token,
-    model_shape,
-    recompute_flops_per_token,
-    training_flops_per_token,
+from aitco.perf.flops import DEFAULT_LORA_RANK, ModelShape, model_shape
+from aitco.perf.memory import ADAM_FP32_BYTES
+from aitco.perf.parallelism import RECOMPUTE_CODES, RECOMPUTE_NAMES
+from aitco.perf.plan_search import search_plans
+from aitco.perf.training_model import (
+    ATTENTION_KERNELS,
+    ELEMENTWISE_RW,
+    FP8_CAST_BYTES,
+    MEMORY_TERMS,
+    TRAIN_PRECISIONS,
+    HardwareShape,
+    PublishedPractice,
+    evaluate_plans,
+    hardware_shape,
 )
-from aitco.perf.memory import (
-    ADAM_8BIT_BYTES,
-    ADAM_FP32_BYTES,
-    LOGIT_BYTES,
-    training_memory_bytes,
-    weight_bytes_per_param,
-)
-from aitco.perf.parallelism import RECOMPUTE_CODES, RECOMPUTE_NAMES, bubble_fraction, group_strides
-from aitco.units import GIGA, SECONDS_PER_HOUR, TERA
+from aitco.units import GIGA, SECONDS_PER_HOUR
 
 F64 = NDArray[np.float64]
 
-#: Training data types and the peak used for their linear layers.
-TRAIN_PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
-#: Attention (FlashAttention) and the LM head run in bf16 even in FP8 training (Transformer
-#: Engine keeps them in higher precision).
-HIGH_PRECISION_FOR_FP8 = "bf16"
-#: Adam step: reads fp32 master, m, v and the gradient (16 B), writes master, m, v and the
-#: bf16 weight (14 B) per parameter.
-ADAM_STEP_BYTES_PER_PARAM = 30.0
-#: Elementwise passes over activations in the backward pass relative to the forward.
-BACKWARD_ELEMENTWISE_PASSES = 2.0
-#: Reads+writes per element of the memory-bound ops of a layer (norm, residual, activation,
-#: rotary): each reads its input and writes its output.
-ELEMENTWISE_RW = 2.0
-#: Passes over the fp32 logits in the loss (softmax forward, backward).
-LOSS_LOGIT_PASSES = 3.0
-#: FlashAttention's backward runs 5 matmuls against the forward's 2 (it recomputes the scores;
-#: Dao 2023, FlashAttention-2, Sec. 3.1.2): 2.5 forwards of work.
-FLASH_BWD_MATMULS = 2.5
-#: Attention kernels: FlashAttention (fused, causal blocks skipped, no s x s tensor in HBM) or
-#: the unfused attention of 2019-2021 Megatron-LM (batched GEMMs for QK^T and PV over the full
-#: s x s matrix, then a fused scale-mask-softmax and dropout that stream the scores through HBM).
-ATTENTION_KERNELS = ("flash", "unfused")
-#: Passes over the s x s scores (16-bit elements) per head in the unfused forward: QK^T writes
-#: S (1), softmax reads S and writes P (2), dropout reads P and writes P' and a 1-byte mask (2.5),
-#: PV reads P' (1). The tensors are the 5as^2 bytes of Korthikanti et al. 2022, Sec. 4.1 [2].
-UNFUSED_SCORE_PASSES_FWD = 6.5
-#: Backward: dP' written (1), dropout backward reads dP' and the mask, writes dP (2.5), softmax
-#: backward reads P and dP, writes dS (3), the two GEMMs read dS (2).
-UNFUSED_SCORE_PASSES_BWD = 8.5
-#: Unfused backward runs 2 GEMMs per forward GEMM (no score recomputation, unlike FlashAttention).
-UNFUSED_BWD_MATMULS = 2.0
-#: Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element (Transformer Engine).
-FP8_CAST_BYTES = 3.0
-#: Launch and tail latency of one GPU kernel (CUDA launch overhead is a few microseconds;
-#: NVIDIA, "Getting started with CUDA graphs", 2019). [s]
-KERNEL_OVERHEAD_S = 4e-6
-#: Kernels one layer launches per pass (norms, QKV, rotary, attention, projection, residuals,
-#: FFN matmuls and activation); the backward pass launches about twice as many.
-KERNELS_PER_LAYER_PASS = 12
-#: Share of a micro-batch's compute in its backward pass (2 of 3 matmul passes), the window in
-#: which data-parallel gradient reduction can overlap.
-BACKWARD_SHARE = 2.0 / 3.0
-
-
-@dataclass(frozen=True)
-class HardwareShape:
-    """Scalars of the accelerator used by the vectorised model."""
-
-    peak_linear_tflops: float
-    peak_attention_tflops: float
-    peak_mfu_tflops: float
-    hbm_bandwidth_gb_s: float
-    memory_gb: float
-    gemm_efficiency: float
-    attention_efficiency: float = DEFAULT_EFFICIENCY.attention
-
-
-@dataclass(frozen=True)
-class PublishedPractice:
-    """What published runs of a similar model on the same accelerator generation reached.
-
-    Attributes
-    ----------
-    best_mfu : float
-        Best published MFU (aitco's convention, 6N + causal attention over the dense peak). [0-1]
-    source : str
-        Row id (and label) of that best run.
-    layouts : tuple of (tp, pp, cp, ep)
-        Published parallel layouts of the similar runs (empty: none stated).
-    """
-
-    best_mfu: float
-    source: str
-    layouts: tuple[tuple[int, int, int, int], ...] = ()
-
-
-def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> HardwareShape:
-    """Peaks and memory of ``acc`` for training in ``precision`` (PlanError if unsupported)."""
-    if precision not in TRAIN_PRECISIONS:
-        raise InputError("--precision", precision, f"one of {', '.join(TRAIN_PRECISIONS)}")
-    if not acc.supports(precision):
-        raise PlanError(
-            "--precision",
-            precision,
-            f"a data type {acc.id} supports ({', '.join(sorted(acc.peak_tflops))})",
-            hint=f"{acc.id} has no dense {precision} peak",
-        )
-    lin = acc.peak_tflops[precision]
-    att_dtype = HIGH_PRECISION_FOR_FP8 if precision == "fp8" else precision
-    att = acc.peak_tflops.get(att_dtype, acc.peak_tflops.get("fp16", lin))
-    return HardwareShape(
-        peak_linear_tflops=float(lin),
-        peak_attention_tflops=float(att),
-        peak_mfu_tflops=float(lin),
-        hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
-        memory_gb=float(acc.memory_gb),
-        gemm_efficiency=float(eff.training_gemm_for(acc.family)),
-        attention_efficiency=float(eff.attention_for(acc.family)),
-    )
-
-
-def _evaluate_plans(
-    ms: ModelShape,
-    hw: HardwareShape,
-    system: System,
-    *,
-    seq_len: float,
-    global_batch: float,
-    gpus: float,
-    precision: str,
-    method: str,
-    eff: EfficiencyParams,
-    tp: Any,
-    pp: Any,
-    cp: Any,
-    ep: Any,
-    dp: Any,
-    zero: Any,
-    micro_batch: Any,
-    recompute: Any,
-    vp: Any = 1,
-    optimizer: str = "adam",
-    lora_params: float | None = None,
-    tp_comm_overlap: Any = False,
-    recompute_fraction: Any = 1.0,
-    attention_kernel: str = "flash",
-) -> dict[str, F64]:
-    """Step time, throughput and memory of many training plans at once.
-
-    Parameters
-    ----------
-    ms : ModelShape
-        Model dimensions (:func:`aitco.perf.flops.model_shape`).
-    hw : HardwareShape
-        Accelerator peaks (:func:`hardware_shape`).
-    system : System
-        Node/pod topology (links and their latencies).
-    seq_len : float
-        Sequence length. [tokens]
-    global_batch : float
-        Sequences per optimizer step. [count]
-    gpus : float
-        Devices. [count]
-    precision : str
-        Training data type.
-    method : {"full", "lora", "qlora"}
-        Training method.
-    eff : EfficiencyParams
-        Efficiency fractions.
-    tp, pp, cp, ep, dp, zero, micro_batch, recompute, vp : array_like
-        The plans (recompute coded 0 none, 1 selective, 2 full; zero 0-3, FSDP = 3).
-    optimizer : {"adam", "adam8bit"}
-        Optimizer state format.
-    lora_params : float, optional
-        Adapter parameters (LoRA/QLoRA). [count]
-    recompute_fraction : array_like
-        Share of the layers fully recomputed when ``recompute`` is 2 (Megatron
-        ``--recompute-num-layers`` / L). [0-1]
-    tp_comm_overlap : array_like of bool
-        Whether TP collectives are overlapped with GEMMs (Megatron ``tp_comm_overlap``); a
-        fraction ``eff.tp_overlap`` of them is then hidden.
-    attention_kernel : {"flash", "unfused"}
-        FlashAttention, or the unfused attention of pre-2022 Megatron-LM (full s x s GEMMs at
-        the GEMM fraction plus the score tensors streamed through HBM).
-
-    Returns
-    -------
-    dict of str to ndarray
-        ``step_time_s``, ``tokens_per_s``, ``tokens_per_s_per_gpu``, ``mfu``, ``hfu``,
-        ``memory_per_gpu_bytes``, ``fits`` and the time terms (``compute_s``,
-        ``memory_bound_s``, ``tp_comm_s``, ``cp_comm_s``, ``ep_comm_s``, ``pp_comm_s``,
-        ``dp_comm_s``, ``bubble_s``, ``optimizer_s``), all per step. [s], [tokens/s], [B]
-    """
-    tp = np.asarray(tp, dtype=float)
-    pp = np.asarray(pp, dtype=float)
-    cp = np.asarray(cp, dtype=float)
-    ep = np.asarray(ep, dtype=float)
-    dp = np.asarray(dp, dtype=float)
-    zero = np.asarray(zero)
-    mb = np.asarray(micro_batch, dtype=float)
-    rc = np.asarray(recompute)
-    vp = np.asarray(vp, dtype=float)
-    s = float(seq_len)
-    m = np.ceil(global_batch / (mb * dp))
-    act_b = 4.0 if precision == "fp32" else 2.0
-    lps = np.ceil(ms.n_layers / pp)
-    tokens = mb * s / cp  # tokens of one micro-batch on one device group member
-    h = float(ms.d_model)
-
-    # full recomputation re-runs the layer forward, on a fraction of the layers
-    full_rc = np.where(rc == 2, np.asarray(recompute_fraction, dtype=float), 0.0)
-    any_rc = (rc >= 1).astype(float)  # selective or full re-run the attention core
-    tok_tp = tokens / tp  # tokens per device after sequence parallel
-    tok_layers = tok_tp * lps
-
-    # ---------------- compute (per micro-batch, critical stage)
-    lin_fwd_tok = layer_matmul_flops_per_token(ms)
-    att_fwd_tok = float(attention_flops_per_token(ms, s))
-    head_fwd_tok = lm_head_flops_per_token(ms)
-    lin_passes = 3.0 if method == "full" else 2.0
-    g = hw.gemm_efficiency
-    lin_rate = hw.peak_linear_tflops * TERA * g
-    att_rate = hw.peak_attention_tflops * TERA * hw.attention_efficiency
-    if attention_kernel == "unfused":
-        # the full (unmasked) s x s products as batched GEMMs at the 16-bit GEMM fraction
-        att_full_tok = float(attention_flops_per_token(ms, s, causal=False))
-        att_gemm_rate = hw.peak_attention_tflops * TERA * g
-        att_passes = 1.0 + UNFUSED_BWD_MATMULS + any_rc
-        att_time = tok_layers * (att_full_tok / att_gemm_rate) * att_passes
-    else:
-        att_time = tok_layers * (att_fwd_tok / att_rate) * (1.0 + FLASH_BWD_MATMULS + any_rc)
-    compute_mb = (
-        tok_layers * (lin_fwd_tok / lin_rate) * (lin_passes + full_rc)
-        + tok_tp * (head_fwd_tok * lin_passes / (hw.peak_attention_tflops * TERA * g))
-        + att_time
-    )
-    if method != "full":
-        lp = ms.lora_params if lora_params is None else lora_params
-        compute_mb = compute_mb + tok_layers * (2.0 * lp / ms.n_layers * 3.0 / lin_rate)
-
-    # ---------------- memory-bound elementwise ops
-    q = float(ms.n_heads * ms.head_dim)
-    kv = float(ms.kv_heads * ms.head_dim)
-    f = ms.ffn_width_active
-    elem = 2 * h + 2 * h + (3 * f if ms.gated else 2 * f) + (2 * (q + kv) if ms.rope else 0.0)
-    layer_bytes = ELEMENTWISE_RW * elem * act_b
-    if ms.moe_layers:  # token permutation to/from experts: copy k rows out and back
-        layer_bytes += (
-            ELEMENTWISE_RW * 2.0 * ms.n_active_experts * h * act_b * (ms.moe_layers / ms.n_layers)
-        )
-    if precision == "fp8":  # quantise the inputs of every linear layer (fwd) and its grads (bwd)
-        layer_bytes += (2 * h + q + f) * FP8_CAST_BYTES
-    passes = 1.0 + BACKWARD_ELEMENTWISE_PASSES + full_rc
-    hbm_rate = hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm
-    loss_s = ms.vocab_size * LOGIT_BYTES * LOSS_LOGIT_PASSES / hbm_rate
-    # fixed per-kernel latency: what makes many small micro-batches slower than few large ones
-    membound_mb = (
-        tok_layers * (layer_bytes / hbm_rate) * passes
-        + tok_tp * loss_s
-        + lps * (KERNELS_PER_LAYER_PASS * KERNEL_OVERHEAD_S) * passes
-    )
-    if attention_kernel == "unfused":  # scores of the device's heads for each of its tokens
-        s_att = min(s, float(ms.window)) if ms.window is not None else s
-        score_bytes = float(ms.n_heads) * s_att * act_b
-        score_passes = UNFUSED_SCORE_PASSES_FWD * (1.0 + any_rc) + UNFUSED_SCORE_PASSES_BWD
-        membound_mb = membound_mb + tok_layers * (score_bytes / hbm_rate) * score_passes
-
-    # ---------------- communication inside the micro-batch
-    strides = group_strides(tp, cp, dp)
-    bw, lat, le = comms.group_link(system, tp, 1, eff.intra_node_link, eff.scale_out_link)
-    act_buf = tokens * (h * act_b)
-    n_tp = 4.0 * (2.0 + full_rc)  # AG+RS pairs: 2 fwd, 2 bwd, +2 recompute -> 8 or 12 ops
-    tp_mb = np.where(
-        tp > 1, lps * n_tp * comms.reduce_scatter_time_s(act_buf, tp, bw, lat, le), 0.0
-    )
-    tp_mb = tp_mb * (1.0 - eff.tp_overlap * np.asarray(tp_comm_overlap, dtype=float))
-
-    bw, lat, le = comms.group_link(
-        system, cp, strides["cp"], eff.intra_node_link, eff.scale_out_link
-    )
-    kv_block = tok_tp * (2.0 * kv * act_b)
-    # fwd passes K/V blocks; bwd passes K/V and dK/dV; a recomputed attention passes K/V again
-    cp_comm = lps * (3.0 + any_rc) * (cp - 1) * comms.p2p_time_s(kv_block, bw, lat, le)
-    cp_mb = np.where(cp > 1, np.maximum(cp_comm - att_time, 0.0), 0.0)
-
-    moe_lps = lps * (ms.moe_layers / ms.n_layers)
-    bw, lat, le = comms.group_link(
-        system, ep, strides["ep"], eff.intra_node_link, eff.scale_out_link
-    )
-    a2a_bytes = tok_tp * (ms.n_active_experts * h * act_b)
-    n_a2a = 4.0 + 2.0 * full_rc
-    ep_mb = np.where(
-        ep > 1, moe_lps * n_a2a * comms.alltoall_time_s(a2a_bytes, ep, bw, lat, le), 0.0
-    )
-
-    # ---------------- memory
-    opt_bytes = ADAM_8BIT_BYTES if optimizer == "adam8bit" else ADAM_FP32_BYTES
-    mem = training_memory_bytes(
-        ms,
-        seq_len=s,
-        precision=precision,
-        method=method,
-        optimizer_bytes=opt_bytes,
-        tp=tp,
-        pp=pp,
-        cp=cp,
-        ep=ep,
-        dp=dp,
-        zero=zero,
-        micro_batch=mb,
-        recompute=rc,
-        recompute_fraction=recompute_fraction,
-        n_micro=m,
-        vp=vp,
-        trainable_params=lora_params,
-    )
-    trainable = mem["trainable_per_device"]
-    params = mem["params_per_device"]
-
-    # ---------------- data parallel (ZeRO / FSDP)
-    bw, lat, le = comms.group_link(
-        system, dp, strides["dp"], eff.intra_node_link, eff.scale_out_link
-    )
-    grad_bytes = trainable * (4.0 if precision == "fp32" else 2.0)
-    wb = weight_bytes_per_param(precision, method)
-    z3 = zero >= 3
-    # ZeRO-3/FSDP: per micro-batch, all-gather weights (fwd and bwd) and reduce-scatter grads
-    z3_mb = 2.0 * comms.allgather_time_s(
-        params * min(wb, 2.0), dp, bw, lat, le
-    ) + comms.reduce_scatter_time_s(grad_bytes, dp, bw, lat, le)
-    work_mb = compute_mb + membound_mb
-    z3_exposed = z3_mb - eff.dp_overlap * np.minimum(z3_mb, work_mb)
-    z3_exposed = np.where(z3 & (dp > 1), z3_exposed, 0.0)
-    t_mb = work_mb + tp_mb + cp_mb + ep_mb + z3_exposed
-
-    sync = comms.allreduce_time_s(grad_bytes, dp, bw, lat, le)  # ZeRO 0-2: once per step
-    window = BACKWARD_SHARE * work_mb
-    dp_exposed = np.where(z3 | (dp <= 1), 0.0, sync - eff.dp_overlap * np.minimum(sync, window))
-
-    bw, lat, le = comms.group_link(
-        system, 2, strides["pp"], eff.intra_node_link, eff.scale_out_link
-    )
-    p2p = comms.p2p_time_s(tok_tp * (h * act_b), bw, lat, le)
-    # 1F1B: every micro-batch's send/receive is on the critical path; the interleaved schedule
-    # overlaps them with compute except in warm-up and cool-down (Megatron overlap_p2p_comm)
-    n_p2p = np.where(vp > 1, 2.0 * (pp - 1), 2.0 * m)
-    pp_comm = np.where(pp > 1, n_p2p * p2p, 0.0)
-
-    bub = bubble_fraction(pp, m, vp)
-    opt_params = np.where(zero >= 1, trainable / dp, trainable)
-    opt_s = (
-        opt_params
-        * ADAM_STEP_BYTES_PER_PARAM
-        / (hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm)
-    )
-
-    step = m * t_mb * (1.0 + bub) + pp_comm + dp_exposed + opt_s
-    tokens_per_s = global_batch * s / step
-    per_gpu = tokens_per_s / gpus
-    model_fpt = training_flops_per_token(ms, s, method, lora_params)
-    hw_fpt = model_fpt + recompute_flops_per_token(ms, s, rc, recompute_fraction)
-    mfu = model_fpt * per_gpu / (hw.peak_mfu_tflops * TERA)
-    hfu = hw_fpt * per_gpu / (hw.peak_mfu_tflops * TERA)
-    total_mem = mem["total"]
-    with np.errstate(invalid="ignore"):  # a plan without its link (t_mb = inf) and no bubble
-        bubble_s = np.where(bub > 0, m * t_mb * bub, 0.0)
-    return {
-        "step_time_s": step,
-        "tokens_per_s": tokens_per_s,
-        "tokens_per_s_per_gpu": per_gpu,
-        "model_tflops_per_gpu": model_fpt * per_gpu / TERA,
-        "hardware_tflops_per_gpu": hw_fpt * per_gpu / TERA,
-        "mfu": mfu,
-        "hfu": hfu,
-        "memory_per_gpu_bytes": total_mem,
-        "fits": total_mem <= hw.memory_gb * GIGA,
-        "n_micro": m,
-        "compute_s": m * compute_mb,
-        "memory_bound_s": m * membound_mb,
-        "tp_comm_s": m * tp_mb,
-        "cp_comm_s": m * cp_mb,
-        "ep_comm_s": m * ep_mb,
-        "zero3_comm_s": m * z3_exposed,
-        "bubble_s": bubble_s,
-        "pp_comm_s": pp_comm,
-        "dp_comm_s": dp_exposed,
-        "optimizer_s": opt_s,
-        "mem_weights_bytes": mem["weights"],
-        "mem_gradients_bytes": mem["gradients"],
-        "mem_optimizer_bytes": mem["optimizer"],
-        "mem_activations_bytes": mem["activations"],
-        "mem_overhead_bytes": mem["overhead"],
-    }
-
-
-def evaluate_plans(*args: Any, **kwargs: Any) -> dict[str, F64]:
-    """Step time, throughput and memory of many training plans at once.
-
-    Same parameters and returns as :func:`_evaluate_plans` (documented there). Plans that need a
-    link the system lacks (no scale-out network) come out with an infinite step time: the one
-    division meant to give an infinity is narrowed in :func:`aitco.perf.comms._beta_s`; any
-    other floating-point error raises (issue 17: numerics that complain).
-    """
-    with np.errstate(divide="raise", invalid="raise", over="raise"):
-        return _evaluate_plans(*args, **kwargs)
+__all__ = [
+    "ATTENTION_KERNELS",
+    "ELEMENTWISE_RW",
+    "FP8_CAST_BYTES",
+    "TRAIN_PRECISIONS",
+    "HardwareShape",
+    "PublishedPractice",
+    "TrainingResult",
+    "checkpoint_bytes",
+    "checkpoint_save_time_s",
+    "default_global_batch",
+    "default_global_batch_tokens",
+    "estimate_training",
+    "evaluate_plans",
+    "hardware_shape",
+    "training_interval",
+]
 
 
 # =============================================================================== single plan
@@ -463,6 +97,7 @@ TIME_TERMS: dict[str, str] = {
     "pp_comm_s": "PP point-to-point activations/gradients",
     "bubble_s": "pipeline bubble (p-1)/(v m) of the micro-batch time",
     "optimizer_s": "Adam step, memory-bound",
+    "step_overhead_s": "fixed per-step host/launch/data-loader time (step_overhead_s)",
 }
 
 
@@ -623,73 +258,11 @@ def estimate_training(
     PlanError
         An impossible plan (names the constraint) or a data type the hardware lacks.
     """
-    from aitco.perf.plan_search import search_plans
-
-    if gpus < 1:
-        raise InputError("--gpus", gpus, "an integer >= 1")
-    if seq_len < 1:
-        raise InputError("--seq-len", seq_len, "an integer >= 1")
-    if global_batch < 1:
-        raise InputError("--global-batch", global_batch, "an integer >= 1 (sequences)")
-    if method not in ("full", "lora", "qlora"):
-        raise InputError("--method", method, "full, lora or qlora")
-    if tokens is not None and not tokens > 0:
-        raise InputError("--tokens", tokens, "a positive number of tokens")
-    if attention_kernel not in ATTENTION_KERNELS:
-        raise InputError("attention_kernel", attention_kernel, " or ".join(ATTENTION_KERNELS))
+    _check_inputs(gpus, seq_len, global_batch, method, tokens, attention_kernel)
     ms = model_shape(model, lora_rank)
     hw = hardware_shape(acc, precision, efficiency)
-    p: dict[str, Any]
-    if plan is None:
-        p = {}
-    elif isinstance(plan, dict):
-        p = dict(plan)
-    else:
-        p = dict(plan.model_dump())
-    auto = bool(p.pop("auto", False))
-    degrees = ("tp", "pp", "cp", "ep", "dp")
-    explicit = not auto and any(p.get(k) is not None for k in degrees)
-    fixed: dict[str, Any] = {}
-    if auto:  # search, holding the degrees that were given
-        for k in (*degrees, "vp"):
-            if p.get(k) is not None:
-                fixed[k] = int(p[k])
-    if explicit:
-        for k in ("tp", "pp", "cp", "ep"):
-            fixed[k] = int(p.get(k) or 1)
-        tpc = fixed["tp"] * fixed["pp"] * fixed["cp"]
-        fixed["dp"] = int(p["dp"]) if p.get("dp") is not None else max(gpus // tpc, 1)
-        if p.get("dp") is None and gpus % tpc:
-            raise PlanError("plan", f"tp x pp x cp = {tpc}", f"a divisor of --gpus ({gpus})")
-        _check_plan(ms, gpus, seq_len, fixed)
-        if p.get("vp") is not None:
-            fixed["vp"] = int(p["vp"])
-        elif fixed["pp"] == 1:
-            fixed["vp"] = 1
-    if p.get("fsdp"):
-        fixed["zero"] = 3
-    elif p.get("zero") is not None:
-        fixed["zero"] = int(p["zero"])
-    if p.get("micro_batch") is not None:
-        fixed["micro_batch"] = int(p["micro_batch"])
-        if explicit and fixed["micro_batch"] * fixed["dp"] > global_batch:
-            raise PlanError(
-                "--micro-batch",
-                fixed["micro_batch"],
-                f"micro_batch x dp ({fixed['dp']}) <= the global batch ({global_batch} sequences)",
-            )
-    if p.get("recompute") is not None:
-        rc = p["recompute"]
-        if rc not in RECOMPUTE_CODES:
-            raise InputError("--recompute", rc, "none, selective or full")
-        fixed["recompute"] = RECOMPUTE_CODES[rc]
-        if rc == "full" and p.get("recompute_fraction") is None:
-            fixed["recompute_fraction"] = 1.0  # "full" as given: every layer
-    if p.get("recompute_fraction") is not None:
-        frac = float(p["recompute_fraction"])
-        if not 0.0 < frac <= 1.0:
-            raise InputError("recompute_fraction", frac, "a share of layers in (0, 1]")
-        fixed["recompute_fraction"] = frac
+    p = _plan_dict(plan)
+    fixed = _fixed_plan(ms, p, gpus, seq_len, global_batch)
     best, res, n, i = search_plans(
         ms,
         hw,
@@ -706,54 +279,10 @@ def estimate_training(
         practice=practice,
         attention_kernel=attention_kernel,
     )
-
-    def v(key: str) -> float:
-        return float(res[key][i])
-
-    mem_gb = v("memory_per_gpu_bytes") / GIGA
-    values: dict[str, Any] = {
-        "step_time_s": v("step_time_s"),
-        "tokens_per_s": v("tokens_per_s"),
-        "tokens_per_s_per_gpu": v("tokens_per_s_per_gpu"),
-        "model_tflops_per_gpu": v("model_tflops_per_gpu"),
-        "hardware_tflops_per_gpu": v("hardware_tflops_per_gpu"),
-        "mfu": v("mfu"),
-        "hfu": v("hfu"),
-        "memory_per_gpu_gb": mem_gb,
-        "memory_capacity_gb": hw.memory_gb,
-        "fits": bool(res["fits"][i]),
-        "over_by_gb": max(mem_gb - hw.memory_gb, 0.0),
-        "gradient_accumulation": round(v("n_micro")),
-        "global_batch": global_batch,
-        "global_batch_tokens": global_batch * seq_len,
-        # fewer sequences than one per 8 devices (Llama 3's floor): DP is held below the GPUs
-        "batch_caps_dp": bool(global_batch * GPUS_PER_SEQUENCE_FLOOR < gpus),
-        # fewer micro-batches than pipeline stages: the bubble idles each stage over half a step
-        "batch_leaves_gpus_idle": bool(round(v("n_micro")) < best["pp"]),
-        "seq_len": seq_len,
-        "gpus": gpus,
-        "precision": precision,
-        "method": method,
-        "plan": {
-            "tp": best["tp"],
-            "pp": best["pp"],
-            "cp": best["cp"],
-            "ep": best["ep"],
-            "dp": best["dp"],
-            "zero": best["zero"],
-            "fsdp": bool(p.get("fsdp")) or False,
-            "micro_batch": best["micro_batch"],
-            "recompute": RECOMPUTE_NAMES[best["recompute"]],
-            "recompute_fraction": best["recompute_fraction"],
-            "vp": best["vp"],
-            "tp_comm_overlap": bool(p.get("tp_comm_overlap", False)),
-            "searched": n > 1,
-        },
-    }
+    values = _values(res, i, best, p, hw, n, gpus, seq_len, global_batch, precision, method)
     if tokens is not None:
-        wall_s = tokens / values["tokens_per_s"]
         values["tokens"] = tokens
-        values["wall_clock_h"] = wall_s / SECONDS_PER_HOUR
+        values["wall_clock_h"] = tokens / values["tokens_per_s"] / SECONDS_PER_HOUR
         values["gpu_hours"] = values["wall_clock_h"] * gpus
     interval = training_interval(values, efficiency)
     values["interval"] = interval
@@ -762,11 +291,8 @@ def estimate_training(
         values["published_best_source"] = practice.source
         # the whole 80% interval of the predicted MFU lies above the best published run
         values["beyond_published_evidence"] = bool(interval["mfu"][0] > practice.best_mfu)
-    time_terms = {k: v(k) for k in TIME_TERMS}
-    mem_terms = {
-        k: v(f"mem_{k}_bytes") / GIGA
-        for k in ("weights", "gradients", "optimizer", "activations", "overhead")
-    }
+    time_terms = {k: float(res[k][i]) for k in TIME_TERMS}
+    mem_terms = {k: float(res[f"mem_{k}_bytes"][i]) / GIGA for k in MEMORY_TERMS}
     inputs = {
         "model": model.id,
         "accelerator": acc.id,
@@ -780,9 +306,173 @@ def estimate_training(
         "elementwise_hbm_efficiency": efficiency.elementwise_hbm,
         "peak_tflops": hw.peak_linear_tflops,
     }
+    term_inputs = _term_inputs(hw, efficiency, values, optimizer)
+    return TrainingResult(values, interval, time_terms, mem_terms, inputs, n, term_inputs)
+
+
+def _check_inputs(
+    gpus: int,
+    seq_len: int,
+    global_batch: int,
+    method: str,
+    tokens: float | None,
+    attention_kernel: str,
+) -> None:
+    """Raise :class:`InputError` naming the first input out of range."""
+    if gpus < 1:
+        raise InputError("--gpus", gpus, "an integer >= 1")
+    if seq_len < 1:
+        raise InputError("--seq-len", seq_len, "an integer >= 1")
+    if global_batch < 1:
+        raise InputError("--global-batch", global_batch, "an integer >= 1 (sequences)")
+    if method not in ("full", "lora", "qlora"):
+        raise InputError("--method", method, "full, lora or qlora")
+    if tokens is not None and not tokens > 0:
+        raise InputError("--tokens", tokens, "a positive number of tokens")
+    if attention_kernel not in ATTENTION_KERNELS:
+        raise InputError("attention_kernel", attention_kernel, " or ".join(ATTENTION_KERNELS))
+
+
+def _plan_dict(plan: dict[str, Any] | Any | None) -> dict[str, Any]:
+    """Return the plan as a plain dict (``None``: empty; a ``ParallelPlan``: its fields)."""
+    if plan is None:
+        return {}
+    if isinstance(plan, dict):
+        return dict(plan)
+    return dict(plan.model_dump())
+
+
+#: Parallel degrees of a plan (the rest, ZeRO/micro-batch/recompute/vp, are options).
+DEGREES = ("tp", "pp", "cp", "ep", "dp")
+
+
+def _fixed_plan(
+    ms: ModelShape, p: dict[str, Any], gpus: int, seq_len: int, global_batch: int
+) -> dict[str, Any]:
+    """Return the plan fields the search must hold (``p`` loses its ``auto`` key).
+
+    ``auto=True`` searches everything not given; any degree given without ``auto`` makes the
+    layout explicit (missing degrees 1, dp inferred) and checks it.
+    """
+    auto = bool(p.pop("auto", False))
+    explicit = not auto and any(p.get(k) is not None for k in DEGREES)
+    fixed: dict[str, Any] = {}
+    if auto:  # search, holding the degrees that were given
+        fixed = {k: int(p[k]) for k in (*DEGREES, "vp") if p.get(k) is not None}
+    if explicit:
+        fixed = _explicit_degrees(ms, p, gpus, seq_len)
+    fixed.update(_fixed_options(p))
+    if explicit and "micro_batch" in fixed and fixed["micro_batch"] * fixed["dp"] > global_batch:
+        raise PlanError(
+            "--micro-batch",
+            fixed["micro_batch"],
+            f"micro_batch x dp ({fixed['dp']}) <= the global batch ({global_batch} sequences)",
+        )
+    return fixed
+
+
+def _explicit_degrees(ms: ModelShape, p: dict[str, Any], gpus: int, seq_len: int) -> dict[str, Any]:
+    """Return the degrees of an explicit layout (missing: 1; dp: the devices left), checked."""
+    fixed: dict[str, Any] = {k: int(p.get(k) or 1) for k in ("tp", "pp", "cp", "ep")}
+    tpc = fixed["tp"] * fixed["pp"] * fixed["cp"]
+    fixed["dp"] = int(p["dp"]) if p.get("dp") is not None else max(gpus // tpc, 1)
+    if p.get("dp") is None and gpus % tpc:
+        raise PlanError("plan", f"tp x pp x cp = {tpc}", f"a divisor of --gpus ({gpus})")
+    _check_plan(ms, gpus, seq_len, fixed)
+    if p.get("vp") is not None:
+        fixed["vp"] = int(p["vp"])
+    elif fixed["pp"] == 1:
+        fixed["vp"] = 1
+    return fixed
+
+
+def _fixed_options(p: dict[str, Any]) -> dict[str, Any]:
+    """Return the ZeRO stage, micro-batch and recomputation given in ``p`` (recompute coded)."""
+    out: dict[str, Any] = {}
+    if p.get("fsdp"):
+        out["zero"] = 3
+    elif p.get("zero") is not None:
+        out["zero"] = int(p["zero"])
+    if p.get("micro_batch") is not None:
+        out["micro_batch"] = int(p["micro_batch"])
+    rc = p.get("recompute")
+    if rc is not None:
+        if rc not in RECOMPUTE_CODES:
+            raise InputError("--recompute", rc, "none, selective or full")
+        out["recompute"] = RECOMPUTE_CODES[rc]
+        if rc == "full" and p.get("recompute_fraction") is None:
+            out["recompute_fraction"] = 1.0  # "full" as given: every layer
+    if p.get("recompute_fraction") is not None:
+        frac = float(p["recompute_fraction"])
+        if not 0.0 < frac <= 1.0:
+            raise InputError("recompute_fraction", frac, "a share of layers in (0, 1]")
+        out["recompute_fraction"] = frac
+    return out
+
+
+def _values(
+    res: dict[str, Any],
+    i: int,
+    best: dict[str, Any],
+    p: dict[str, Any],
+    hw: HardwareShape,
+    n: int,
+    gpus: int,
+    seq_len: int,
+    global_batch: int,
+    precision: str,
+    method: str,
+) -> dict[str, Any]:
+    """Return the headline values (JSON keys of ``aitco train``) of plan ``i`` of ``res``."""
+
+    def v(key: str) -> float:
+        return float(res[key][i])
+
+    mem_gb = v("memory_per_gpu_bytes") / GIGA
+    n_micro = round(v("n_micro"))
+    return {
+        "step_time_s": v("step_time_s"),
+        "tokens_per_s": v("tokens_per_s"),
+        "tokens_per_s_per_gpu": v("tokens_per_s_per_gpu"),
+        "model_tflops_per_gpu": v("model_tflops_per_gpu"),
+        "hardware_tflops_per_gpu": v("hardware_tflops_per_gpu"),
+        "mfu": v("mfu"),
+        "hfu": v("hfu"),
+        "memory_per_gpu_gb": mem_gb,
+        "memory_capacity_gb": hw.memory_gb,
+        "fits": bool(res["fits"][i]),
+        "over_by_gb": max(mem_gb - hw.memory_gb, 0.0),
+        "gradient_accumulation": n_micro,
+        "global_batch": global_batch,
+        "global_batch_tokens": global_batch * seq_len,
+        # fewer sequences than one per 8 devices (Llama 3's floor): DP is held below the GPUs
+        "batch_caps_dp": bool(global_batch * GPUS_PER_SEQUENCE_FLOOR < gpus),
+        # fewer micro-batches than pipeline stages: the bubble idles each stage over half a step
+        "batch_leaves_gpus_idle": bool(n_micro < best["pp"]),
+        "seq_len": seq_len,
+        "gpus": gpus,
+        "precision": precision,
+        "method": method,
+        "plan": {
+            **{k: best[k] for k in DEGREES},
+            "zero": best["zero"],
+            "fsdp": bool(p.get("fsdp")) or False,
+            "micro_batch": best["micro_batch"],
+            "recompute": RECOMPUTE_NAMES[best["recompute"]],
+            "recompute_fraction": best["recompute_fraction"],
+            "vp": best["vp"],
+            "tp_comm_overlap": bool(p.get("tp_comm_overlap", False)),
+            "searched": n > 1,
+        },
+    }
+
+
+def _term_inputs(
+    hw: HardwareShape, e: EfficiencyParams, values: dict[str, Any], optimizer: str
+) -> dict[str, dict[str, Any]]:
+    """Return the inputs ``--explain`` shows beside each time term."""
     pl = values["plan"]
-    e = efficiency
-    term_inputs: dict[str, dict[str, Any]] = {
+    return {
         "compute_s": {
             "peak_tflops": hw.peak_linear_tflops,
             "gemm_efficiency": hw.gemm_efficiency,
@@ -814,8 +504,8 @@ def estimate_training(
             "micro_batches": values["gradient_accumulation"],
         },
         "optimizer_s": {"zero": pl["zero"], "optimizer": optimizer},
+        "step_overhead_s": {"step_overhead_s": e.step_overhead_s},
     }
-    return TrainingResult(values, interval, time_terms, mem_terms, inputs, n, term_inputs)
 
 
 def training_interval(values: dict[str, Any], eff: EfficiencyParams) -> dict[str, list[float]]:
@@ -959,3 +649,18 @@ def default_global_batch_tokens(
     floor = np.ceil(np.asarray(gpus, dtype=float) / GPUS_PER_SEQUENCE_FLOOR) * s
     seqs = np.maximum(np.ceil(np.maximum(law, floor) / s), 1.0)
     return (seqs * s).astype(np.int64)
+
+
+def default_global_batch(active_params: float, gpus: int, seq_len: int, tokens: Any = None) -> int:
+    """:func:`default_global_batch_tokens` in whole sequences (at least one) [sequences].
+
+    The one default-batch rule of aitco: ``aitco train`` and the decision engine's training
+    workloads both call it when no batch is given.
+
+    Examples
+    --------
+    >>> default_global_batch(124e6, 8, 1024, 10e9)
+    425
+    """
+    bt = float(default_global_batch_tokens(active_params, gpus, seq_len, tokens))
+    return max(1, round(bt / seq_len))

@@ -31,7 +31,7 @@ from aitco.perf.flops import model_shape, training_flops_per_token
 from aitco.perf.params import param_counts
 from aitco.perf.training import (
     PublishedPractice,
-    default_global_batch_tokens,
+    default_global_batch,
     estimate_training,
 )
 from aitco.units import TERA
@@ -59,6 +59,34 @@ HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
 #: Attention of the Megatron-LM 2021 / Megatron-DeepSpeed runs (MT-NLG, ZeRO-3 comparison):
 #: unfused QK^T, scale-mask-softmax, dropout and PV (``aitco.perf.training.ATTENTION_KERNELS``).
 PRE_FLASH_ATTENTION_KERNEL = "unfused"
+
+#: arXiv id of FlashAttention (T. Dao et al., 2205.14135, May 2022). A run whose source is an
+#: arXiv paper submitted before it cannot have used it: its attention is predicted with the
+#: unfused kernel (a stated fact of the software then, not a per-row factor).
+FLASH_ATTENTION_ARXIV_ID = "2205.14135"
+
+
+def attention_kernel_of(row: pd.Series) -> str:
+    """Attention kernel of a row: unfused for runs described before FlashAttention existed.
+
+    Megatron-LM 2021 and Megatron-DeepSpeed / ZeRO-3 rows (by framework), and rows whose source
+    is an arXiv paper older than :data:`FLASH_ATTENTION_ARXIV_ID`, get
+    :data:`PRE_FLASH_ATTENTION_KERNEL`; all others FlashAttention.
+    """
+    fw = str(row.get("framework", ""))
+    label = str(row["model"])
+    megatron_2021 = "Megatron-LM" in fw and ("2021" in label or "Table 2" in label)
+    if megatron_2021 or "Megatron-DeepSpeed" in fw or "ZeRO-3" in fw:
+        return PRE_FLASH_ATTENTION_KERNEL
+    m = re.search(r"arXiv[: ]*(\d{4}\.\d{4,5})", str(row.get("source", "")), re.IGNORECASE)
+
+    def arxiv_order(arxiv_id: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in arxiv_id.split("."))
+
+    if m and arxiv_order(m.group(1)) < arxiv_order(FLASH_ATTENTION_ARXIV_ID):
+        return PRE_FLASH_ATTENTION_KERNEL
+    return "flash"
+
 
 #: Megatron-LM 2021 (Narayanan et al., Table 1) head counts by hidden size; vocab 51,200.
 MEGATRON_2021_HEADS = {2304: 24, 3072: 32, 4096: 32, 6144: 48, 8192: 64, 10240: 80, 12288: 96,
@@ -307,16 +335,20 @@ def run_case(row: pd.Series, catalog: Catalog | None) -> Case:
     model, src = run_model(row, catalog)
     seq = int(_num(row.get("seq_len")) or min(model.max_seq_len, DEFAULT_RUN_SEQ_LEN))
     gbt = _num(row.get("global_batch_tokens"))
-    if not gbt:  # the batch `aitco train` would use (published practice by size and GPU count)
-        gbt = float(default_global_batch_tokens(param_counts(model).active, gpus, seq, tokens))
+    # without a published batch: the one `aitco train` uses (published practice by size and GPUs)
+    gb = (
+        max(1, round(gbt / seq))
+        if gbt
+        else default_global_batch(param_counts(model).active, int(gpus), seq, tokens)
+    )
     plan = parse_plan(row.get("parallelism"), int(gpus))
     plan = {k: v for k, v in plan.items() if k in ("zero", "fsdp", "micro_batch", "recompute")}
     target, obs = ("gpu_hours", gpu_h) if gpu_h else ("wall_clock_h", wall_h)
     return Case(
-        rid, model, acc, int(gpus), seq, max(1, round(gbt / seq)),
+        rid, model, acc, int(gpus), seq, gb,
         parse_precision(row.get("precision")), plan, target, float(obs or 0.0), "mfu",
         str(row["run_scope"]), str(row["model"]), [f"arch: {src}"], tokens,
-        source_group(row.get("source")),
+        source_group(row.get("source")), attention_kernel_of(row),
     )  # fmt: skip
 
 
@@ -342,12 +374,10 @@ def row_case(row: pd.Series, catalog: Catalog | None) -> Case:
     basis = "mfu"
     label = str(row["model"])
     megatron_2021 = "Megatron-LM" in fw and ("2021" in label or "Table 2" in label)
-    attention = "flash"
+    attention = attention_kernel_of(row)
     if megatron_2021 or "Megatron-DeepSpeed" in fw or "ZeRO-3" in fw:
         basis = "hfu"  # TFLOP/s counting recomputation (row notes)
         plan.setdefault("recompute", "full")  # Megatron 2021 runs recomputed activations
-        # 2021 runs predate FlashAttention (Dao et al., arXiv 2205.14135, May 2022)
-        attention = PRE_FLASH_ATTENTION_KERNEL
     if re.search(r"\bTP\b[^;.]*overlap", str(row.get("notes", ""))):
         plan["tp_comm_overlap"] = True  # the source states TP comm overlap was on
     tok = _num(row.get("tokens_per_s_per_gpu"))
@@ -499,6 +529,7 @@ FIT_BOUNDS: dict[str, tuple[float, float]] = {
     "attention.nvidia-blackwell": (0.15, 0.90),
     "dp_overlap": (0.0, 1.0),
     "tp_overlap": (0.0, 1.0),
+    "step_overhead_s": (0.0, 1.0),
 }
 
 

@@ -1,0 +1,680 @@
+"""Training step time of many parallel plans at once: the vectorised model.
+
+Three parts, as the other engines: *validate* (:func:`plan_arrays`: the plans as float arrays
+and the per-micro-batch quantities), *model* (pure numpy functions of arrays, one physical
+relation each: :func:`linear_time_s`, :func:`attention_time_s`, :func:`memory_bound_time_s`,
+:func:`tp_comm_time_s`, :func:`cp_comm_time_s`, :func:`ep_comm_time_s`,
+:func:`dp_comm_times_s`, :func:`pp_comm_time_s`, :func:`optimizer_time_s`,
+:func:`bubble_time_s`) and *assemble* (:func:`evaluate_plans`: the terms, which sum to the step
+time, and the headline figures). :mod:`aitco.perf.plan_search` prices a million candidate plans
+per second with it; :mod:`aitco.perf.training` is the single-plan interface.
+
+A fixed time per step (``step_overhead_s``) covers what happens outside the micro-batches
+(launches, host synchronisation, data loader); see ``docs/training.md``.
+
+References
+----------
+.. [1] D. Narayanan et al., SC21, arXiv:2104.04473 (PTD-P, bubble, interleaving).
+.. [2] V. Korthikanti et al., arXiv:2205.05198, 2022 (sequence parallel, selective recompute).
+.. [3] T. Dao, "FlashAttention-2", arXiv:2307.08691, 2023.
+.. [4] S. Rajbhandari et al., ZeRO, arXiv:1910.02054.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aitco.catalog.schema import Accelerator, System
+from aitco.errors import InputError, PlanError
+from aitco.perf import comms
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.flops import (
+    ModelShape,
+    attention_flops_per_token,
+    layer_matmul_flops_per_token,
+    lm_head_flops_per_token,
+    recompute_flops_per_token,
+    training_flops_per_token,
+)
+from aitco.perf.memory import (
+    ADAM_8BIT_BYTES,
+    ADAM_FP32_BYTES,
+    LOGIT_BYTES,
+    training_memory_bytes,
+    weight_bytes_per_param,
+)
+from aitco.perf.parallelism import bubble_fraction, group_strides
+from aitco.units import GIGA, TERA
+
+F64 = NDArray[np.float64]
+
+#: Training data types and the peak used for their linear layers.
+TRAIN_PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
+#: Attention (FlashAttention) and the LM head run in bf16 even in FP8 training (Transformer
+#: Engine keeps them in higher precision).
+HIGH_PRECISION_FOR_FP8 = "bf16"
+#: Adam step: reads fp32 master, m, v and the gradient (16 B), writes master, m, v and the
+#: bf16 weight (14 B) per parameter.
+ADAM_STEP_BYTES_PER_PARAM = 30.0
+#: Elementwise passes over activations in the backward pass relative to the forward.
+BACKWARD_ELEMENTWISE_PASSES = 2.0
+#: Reads+writes per element of the memory-bound ops of a layer (norm, residual, activation,
+#: rotary): each reads its input and writes its output.
+ELEMENTWISE_RW = 2.0
+#: Passes over the fp32 logits in the loss (softmax forward, backward).
+LOSS_LOGIT_PASSES = 3.0
+#: FlashAttention's backward runs 5 matmuls against the forward's 2 (it recomputes the scores;
+#: Dao 2023, FlashAttention-2, Sec. 3.1.2): 2.5 forwards of work.
+FLASH_BWD_MATMULS = 2.5
+#: Attention kernels: FlashAttention (fused, causal blocks skipped, no s x s tensor in HBM) or
+#: the unfused attention of 2019-2021 Megatron-LM (batched GEMMs for QK^T and PV over the full
+#: s x s matrix, then a fused scale-mask-softmax and dropout that stream the scores through HBM).
+ATTENTION_KERNELS = ("flash", "unfused")
+#: Passes over the s x s scores (16-bit elements) per head in the unfused forward: QK^T writes
+#: S (1), softmax reads S and writes P (2), dropout reads P and writes P' and a 1-byte mask (2.5),
+#: PV reads P' (1). The tensors are the 5as^2 bytes of Korthikanti et al. 2022, Sec. 4.1 [2].
+UNFUSED_SCORE_PASSES_FWD = 6.5
+#: Backward: dP' written (1), dropout backward reads dP' and the mask, writes dP (2.5), softmax
+#: backward reads P and dP, writes dS (3), the two GEMMs read dS (2).
+UNFUSED_SCORE_PASSES_BWD = 8.5
+#: Unfused backward runs 2 GEMMs per forward GEMM (no score recomputation, unlike FlashAttention).
+UNFUSED_BWD_MATMULS = 2.0
+#: Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element (Transformer Engine).
+FP8_CAST_BYTES = 3.0
+#: Launch and tail latency of one GPU kernel (CUDA launch overhead is a few microseconds;
+#: NVIDIA, "Getting started with CUDA graphs", 2019). [s]
+KERNEL_OVERHEAD_S = 4e-6
+#: Kernels one layer launches per pass (norms, QKV, rotary, attention, projection, residuals,
+#: FFN matmuls and activation); the backward pass launches about twice as many.
+KERNELS_PER_LAYER_PASS = 12
+#: Share of a micro-batch's compute in its backward pass (2 of 3 matmul passes), the window in
+#: which data-parallel gradient reduction can overlap.
+BACKWARD_SHARE = 2.0 / 3.0
+
+
+@dataclass(frozen=True)
+class HardwareShape:
+    """Scalars of the accelerator used by the vectorised model."""
+
+    peak_linear_tflops: float
+    peak_attention_tflops: float
+    peak_mfu_tflops: float
+    hbm_bandwidth_gb_s: float
+    memory_gb: float
+    gemm_efficiency: float
+    attention_efficiency: float = DEFAULT_EFFICIENCY.attention
+
+
+@dataclass(frozen=True)
+class PublishedPractice:
+    """What published runs of a similar model on the same accelerator generation reached.
+
+    Attributes
+    ----------
+    best_mfu : float
+        Best published MFU (aitco's convention, 6N + causal attention over the dense peak). [0-1]
+    source : str
+        Row id (and label) of that best run.
+    layouts : tuple of (tp, pp, cp, ep)
+        Published parallel layouts of the similar runs (empty: none stated).
+    """
+
+    best_mfu: float
+    source: str
+    layouts: tuple[tuple[int, int, int, int], ...] = ()
+
+
+def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> HardwareShape:
+    """Peaks and memory of ``acc`` for training in ``precision`` (PlanError if unsupported)."""
+    if precision not in TRAIN_PRECISIONS:
+        raise InputError("--precision", precision, f"one of {', '.join(TRAIN_PRECISIONS)}")
+    if not acc.supports(precision):
+        raise PlanError(
+            "--precision",
+            precision,
+            f"a data type {acc.id} supports ({', '.join(sorted(acc.peak_tflops))})",
+            hint=f"{acc.id} has no dense {precision} peak",
+        )
+    lin = acc.peak_tflops[precision]
+    att_dtype = HIGH_PRECISION_FOR_FP8 if precision == "fp8" else precision
+    att = acc.peak_tflops.get(att_dtype, acc.peak_tflops.get("fp16", lin))
+    return HardwareShape(
+        peak_linear_tflops=float(lin),
+        peak_attention_tflops=float(att),
+        peak_mfu_tflops=float(lin),
+        hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
+        memory_gb=float(acc.memory_gb),
+        gemm_efficiency=float(eff.training_gemm_for(acc.family)),
+        attention_efficiency=float(eff.attention_for(acc.family)),
+    )
+
+
+# =============================================================================== validate
+@dataclass(frozen=True)
+class RunShape:
+    """What every plan of one evaluation shares (scalars).
+
+    Attributes
+    ----------
+    seq_len : float
+        Sequence length. [tokens]
+    global_batch : float
+        Sequences per optimizer step. [count]
+    gpus : float
+        Devices. [count]
+    precision : str
+        Training data type (:data:`TRAIN_PRECISIONS`).
+    method : {"full", "lora", "qlora"}
+        Training method.
+    optimizer : {"adam", "adam8bit"}
+        Optimizer state format.
+    lora_params : float, optional
+        Adapter parameters (LoRA/QLoRA). [count]
+    attention_kernel : {"flash", "unfused"}
+        Attention implementation.
+    """
+
+    seq_len: float
+    global_batch: float
+    gpus: float
+    precision: str
+    method: str
+    optimizer: str = "adam"
+    lora_params: float | None = None
+    attention_kernel: str = "flash"
+
+    @property
+    def act_bytes(self) -> float:
+        """Bytes of one activation element (fp32 training: 4, else 2) [B]."""
+        return 4.0 if self.precision == "fp32" else 2.0
+
+
+@dataclass(frozen=True)
+class PlanArrays:
+    """The plans as float arrays, with the per-micro-batch quantities every term uses.
+
+    Attributes
+    ----------
+    tp, pp, cp, ep, dp, vp : ndarray
+        Parallel degrees and model chunks per stage. [count]
+    zero, recompute : ndarray
+        ZeRO stage (FSDP = 3) and recompute code (0 none, 1 selective, 2 full).
+    micro_batch : ndarray
+        Sequences per micro-batch. [count]
+    tp_comm_overlap : ndarray
+        1 where TP collectives overlap GEMMs. [0/1]
+    n_micro : ndarray
+        Micro-batches per step, ``ceil(B / (b dp))``. [count]
+    layers : ndarray
+        Layers of the critical pipeline stage, ``ceil(L / pp)``. [count]
+    tokens : ndarray
+        Tokens of one micro-batch on one device group member, ``b s / cp``. [tokens]
+    full_rc : ndarray
+        Share of the layers whose forward is recomputed (full recompute). [0-1]
+    any_rc : ndarray
+        1 where the attention core is recomputed (selective or full). [0/1]
+    recompute_fraction : ndarray
+        Share of layers fully recomputed when ``recompute`` is 2. [0-1]
+    """
+
+    tp: F64
+    pp: F64
+    cp: F64
+    ep: F64
+    dp: F64
+    vp: F64
+    zero: NDArray[Any]
+    recompute: NDArray[Any]
+    micro_batch: F64
+    tp_comm_overlap: F64
+    recompute_fraction: F64
+    n_micro: F64
+    layers: F64
+    tokens: F64
+    full_rc: F64
+    any_rc: F64
+
+    @property
+    def tok_tp(self) -> F64:
+        """Tokens per device after sequence parallelism, ``tokens / tp``."""
+        return self.tokens / self.tp
+
+    @property
+    def tok_layers(self) -> F64:
+        """Token-layers one device computes per micro-batch."""
+        return self.tok_tp * self.layers
+
+
+def plan_arrays(ms: ModelShape, run: RunShape, **plan: Any) -> PlanArrays:
+    """Return the plans as :class:`PlanArrays` (the validate step of the model).
+
+    ``plan`` holds ``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``, ``micro_batch``,
+    ``recompute``, ``vp``, ``recompute_fraction`` and ``tp_comm_overlap`` (array_like).
+    """
+    f = {k: np.asarray(plan[k], dtype=float) for k in ("tp", "pp", "cp", "ep", "dp", "micro_batch")}
+    rc = np.asarray(plan["recompute"])
+    frac = np.asarray(plan["recompute_fraction"], dtype=float)
+    tokens = f["micro_batch"] * run.seq_len / f["cp"]
+    return PlanArrays(
+        **f,
+        vp=np.asarray(plan["vp"], dtype=float),
+        zero=np.asarray(plan["zero"]),
+        recompute=rc,
+        tp_comm_overlap=np.asarray(plan["tp_comm_overlap"], dtype=float),
+        recompute_fraction=frac,
+        n_micro=np.ceil(run.global_batch / (f["micro_batch"] * f["dp"])),
+        layers=np.ceil(ms.n_layers / f["pp"]),
+        tokens=tokens,
+        full_rc=np.where(rc == 2, frac, 0.0),
+        any_rc=(rc >= 1).astype(float),
+    )
+
+
+# =============================================================================== model
+def attention_time_s(
+    ms: ModelShape, hw: HardwareShape, eff: EfficiencyParams, run: RunShape, pa: PlanArrays
+) -> F64:
+    r"""Attention-core time of one micro-batch on the critical stage [s].
+
+    Notes
+    -----
+    FlashAttention: :math:`T L_s F_{att} (1 + 2.5 + r_{any}) / (P_{16} a)`
+    (forward, the 5-matmul backward of FlashAttention-2 [3], a recomputed forward), with
+    :math:`a` the family's ``attention`` fraction.
+    Unfused (pre-2022 Megatron-LM): the full :math:`s \times s` products as batched GEMMs at the
+    GEMM fraction, 2 backward GEMMs per forward GEMM.
+    """
+    s = run.seq_len
+    if run.attention_kernel == "unfused":
+        att_full_tok = float(attention_flops_per_token(ms, s, causal=False))
+        rate = hw.peak_attention_tflops * TERA * hw.gemm_efficiency
+        return pa.tok_layers * (att_full_tok / rate) * (1.0 + UNFUSED_BWD_MATMULS + pa.any_rc)
+    rate = hw.peak_attention_tflops * TERA * hw.attention_efficiency
+    att_fwd_tok = float(attention_flops_per_token(ms, s))
+    return pa.tok_layers * (att_fwd_tok / rate) * (1.0 + FLASH_BWD_MATMULS + pa.any_rc)
+
+
+def linear_time_s(
+    ms: ModelShape, hw: HardwareShape, eff: EfficiencyParams, run: RunShape, pa: PlanArrays
+) -> F64:
+    r"""GEMM time of one micro-batch on the critical stage (layers, LM head, adapters) [s].
+
+    Notes
+    -----
+    :math:`T L_s F_{lin} (n_p + r_{full}) / (P g) + (T/tp) F_{head} n_p / (P_{16} g)` with
+    :math:`n_p` = 3 passes (forward, data and weight gradients; 2 for LoRA/QLoRA, whose frozen
+    weights get no weight gradient), :math:`r_{full}` the recomputed share and :math:`g` the
+    family's GEMM fraction; adapters add :math:`3 \times 2 P_{lora}`.
+    """
+    g = hw.gemm_efficiency
+    lin_rate = hw.peak_linear_tflops * TERA * g
+    full = run.method == "full"
+    passes = 3.0 if full else 2.0
+    t = pa.tok_layers * (layer_matmul_flops_per_token(ms) / lin_rate) * (
+        passes + pa.full_rc
+    ) + pa.tok_tp * (lm_head_flops_per_token(ms) * passes / (hw.peak_attention_tflops * TERA * g))
+    if not full:
+        lp = ms.lora_params if run.lora_params is None else run.lora_params
+        t = t + pa.tok_layers * (2.0 * lp / ms.n_layers * 3.0 / lin_rate)
+    return t
+
+
+def elementwise_bytes_per_token_layer(ms: ModelShape, run: RunShape) -> float:
+    """HBM bytes the memory-bound kernels of one layer move per token in one pass [B].
+
+    Norms (2), residuals (2), the FFN activation (gated: 3 f, else 2 f), rotary on Q and K,
+    each read and written (:data:`ELEMENTWISE_RW`); MoE token permutation; FP8 casts.
+    """
+    h = float(ms.d_model)
+    q = float(ms.n_heads * ms.head_dim)
+    kv = float(ms.kv_heads * ms.head_dim)
+    f = ms.ffn_width_active
+    act_b = run.act_bytes
+    elem = 2 * h + 2 * h + (3 * f if ms.gated else 2 * f) + (2 * (q + kv) if ms.rope else 0.0)
+    layer_bytes = ELEMENTWISE_RW * elem * act_b
+    if ms.moe_layers:  # token permutation to/from experts: copy k rows out and back
+        layer_bytes += (
+            ELEMENTWISE_RW * 2.0 * ms.n_active_experts * h * act_b * (ms.moe_layers / ms.n_layers)
+        )
+    if run.precision == "fp8":  # quantise the inputs of every linear layer and its grads
+        layer_bytes += (2 * h + q + f) * FP8_CAST_BYTES
+    return float(layer_bytes)
+
+
+def memory_bound_time_s(
+    ms: ModelShape, hw: HardwareShape, eff: EfficiencyParams, run: RunShape, pa: PlanArrays
+) -> F64:
+    r"""Memory-bound kernel time of one micro-batch on the critical stage [s].
+
+    Notes
+    -----
+    :math:`T L_s B_{el} n / (\eta B_{HBM}) + (T/tp) V \cdot 4 \cdot 3 / (\eta B_{HBM})
+    + L_s k\, t_{launch} n` with :math:`n = 1 + 2 + r_{full}` passes,
+    :math:`B_{el}` of :func:`elementwise_bytes_per_token_layer`, the fp32 loss over the
+    vocabulary, and a launch latency per kernel; unfused attention streams its
+    :math:`n_h s` scores per token through HBM (6.5 forward, 8.5 backward passes).
+    """
+    passes = 1.0 + BACKWARD_ELEMENTWISE_PASSES + pa.full_rc
+    hbm_rate = hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm
+    loss_s = ms.vocab_size * LOGIT_BYTES * LOSS_LOGIT_PASSES / hbm_rate
+    layer_bytes = elementwise_bytes_per_token_layer(ms, run)
+    t = (
+        pa.tok_layers * (layer_bytes / hbm_rate) * passes
+        + pa.tok_tp * loss_s
+        + pa.layers * (KERNELS_PER_LAYER_PASS * KERNEL_OVERHEAD_S) * passes
+    )
+    if run.attention_kernel == "unfused":  # scores of the device's heads for each of its tokens
+        s = run.seq_len
+        s_att = min(s, float(ms.window)) if ms.window is not None else s
+        score_bytes = float(ms.n_heads) * s_att * run.act_bytes
+        score_passes = UNFUSED_SCORE_PASSES_FWD * (1.0 + pa.any_rc) + UNFUSED_SCORE_PASSES_BWD
+        t = t + pa.tok_layers * (score_bytes / hbm_rate) * score_passes
+    return t
+
+
+def tp_comm_time_s(
+    ms: ModelShape, system: System, eff: EfficiencyParams, run: RunShape, pa: PlanArrays
+) -> F64:
+    r"""Exposed TP/SP collectives of one micro-batch [s].
+
+    :math:`L_s \cdot 4 (2 + r_{full})\, t_{RS}(T h b) (1 - o_{tp})` [2]: an all-gather and a
+    reduce-scatter around attention and FFN, forward and backward (+ recompute).
+    """
+    bw, lat, le = comms.group_link(system, pa.tp, 1, eff.intra_node_link, eff.scale_out_link)
+    act_buf = pa.tokens * (float(ms.d_model) * run.act_bytes)
+    n_tp = 4.0 * (2.0 + pa.full_rc)  # AG+RS pairs: 2 fwd, 2 bwd, +2 recompute -> 8 or 12 ops
+    t = np.where(
+        pa.tp > 1, pa.layers * n_tp * comms.reduce_scatter_time_s(act_buf, pa.tp, bw, lat, le), 0.0
+    )
+    return t * (1.0 - eff.tp_overlap * pa.tp_comm_overlap)
+
+
+def cp_comm_time_s(
+    ms: ModelShape,
+    system: System,
+    eff: EfficiencyParams,
+    run: RunShape,
+    pa: PlanArrays,
+    attention_s: F64,
+) -> F64:
+    r"""Context-parallel ring K/V exchange not hidden by the attention time [s].
+
+    :math:`\max(L_s (3 + r_{any})(cp - 1)\, t_{p2p}(2 (T/tp) d_{kv} b) - t_{att}, 0)`: the
+    forward passes K/V blocks, the backward K/V and dK/dV, a recomputed attention K/V again.
+    """
+    strides = group_strides(pa.tp, pa.cp, pa.dp)
+    bw, lat, le = comms.group_link(
+        system, pa.cp, strides["cp"], eff.intra_node_link, eff.scale_out_link
+    )
+    kv = float(ms.kv_heads * ms.head_dim)
+    kv_block = pa.tok_tp * (2.0 * kv * run.act_bytes)
+    ring = pa.layers * (3.0 + pa.any_rc) * (pa.cp - 1) * comms.p2p_time_s(kv_block, bw, lat, le)
+    return np.where(pa.cp > 1, np.maximum(ring - attention_s, 0.0), 0.0)
+
+
+def ep_comm_time_s(
+    ms: ModelShape, system: System, eff: EfficiencyParams, run: RunShape, pa: PlanArrays
+) -> F64:
+    r"""Expert-parallel all-to-alls of one micro-batch: 4 per MoE layer (6 with recompute) [s]."""
+    strides = group_strides(pa.tp, pa.cp, pa.dp)
+    bw, lat, le = comms.group_link(
+        system, pa.ep, strides["ep"], eff.intra_node_link, eff.scale_out_link
+    )
+    moe_layers = pa.layers * (ms.moe_layers / ms.n_layers)
+    a2a_bytes = pa.tok_tp * (ms.n_active_experts * float(ms.d_model) * run.act_bytes)
+    n_a2a = 4.0 + 2.0 * pa.full_rc
+    return np.where(
+        pa.ep > 1, moe_layers * n_a2a * comms.alltoall_time_s(a2a_bytes, pa.ep, bw, lat, le), 0.0
+    )
+
+
+def plan_memory_bytes(ms: ModelShape, run: RunShape, pa: PlanArrays) -> dict[str, F64]:
+    """Memory per device of each plan (:func:`aitco.perf.memory.training_memory_bytes`) [B]."""
+    opt_bytes = ADAM_8BIT_BYTES if run.optimizer == "adam8bit" else ADAM_FP32_BYTES
+    return training_memory_bytes(
+        ms,
+        seq_len=run.seq_len,
+        precision=run.precision,
+        method=run.method,
+        optimizer_bytes=opt_bytes,
+        tp=pa.tp,
+        pp=pa.pp,
+        cp=pa.cp,
+        ep=pa.ep,
+        dp=pa.dp,
+        zero=pa.zero,
+        micro_batch=pa.micro_batch,
+        recompute=pa.recompute,
+        recompute_fraction=pa.recompute_fraction,
+        n_micro=pa.n_micro,
+        vp=pa.vp,
+        trainable_params=run.lora_params,
+    )
+
+
+def dp_comm_times_s(
+    system: System,
+    eff: EfficiencyParams,
+    run: RunShape,
+    pa: PlanArrays,
+    mem: dict[str, F64],
+    work_s: F64,
+) -> tuple[F64, F64]:
+    r"""Exposed data-parallel traffic: ZeRO-3 per micro-batch, gradient sync per step [s].
+
+    Returns
+    -------
+    zero3_s : ndarray
+        ZeRO-3/FSDP per micro-batch: 2 weight all-gathers + 1 gradient reduce-scatter, less
+        ``dp_overlap`` x the micro-batch's work [4].
+    sync_s : ndarray
+        ZeRO 0-2 per step: the gradient all-reduce, less ``dp_overlap`` x the backward share of
+        the last micro-batch.
+    """
+    strides = group_strides(pa.tp, pa.cp, pa.dp)
+    bw, lat, le = comms.group_link(
+        system, pa.dp, strides["dp"], eff.intra_node_link, eff.scale_out_link
+    )
+    grad_bytes = mem["trainable_per_device"] * (4.0 if run.precision == "fp32" else 2.0)
+    wb = weight_bytes_per_param(run.precision, run.method)
+    z3 = pa.zero >= 3
+    gathers = 2.0 * comms.allgather_time_s(
+        mem["params_per_device"] * min(wb, 2.0), pa.dp, bw, lat, le
+    )
+    z3_mb = gathers + comms.reduce_scatter_time_s(grad_bytes, pa.dp, bw, lat, le)
+    z3_exposed = np.where(z3 & (pa.dp > 1), z3_mb - eff.dp_overlap * np.minimum(z3_mb, work_s), 0.0)
+    sync = comms.allreduce_time_s(grad_bytes, pa.dp, bw, lat, le)
+    window = BACKWARD_SHARE * work_s
+    sync_exposed = np.where(
+        z3 | (pa.dp <= 1), 0.0, sync - eff.dp_overlap * np.minimum(sync, window)
+    )
+    return z3_exposed, sync_exposed
+
+
+def pp_comm_time_s(
+    ms: ModelShape, system: System, eff: EfficiencyParams, run: RunShape, pa: PlanArrays
+) -> F64:
+    r"""Pipeline point-to-point time on the critical path per step [1] [s].
+
+    1F1B: every micro-batch's send and receive (:math:`2m`); interleaved: only warm-up and
+    cool-down (:math:`2 (pp - 1)`, Megatron ``overlap_p2p_comm``).
+    """
+    strides = group_strides(pa.tp, pa.cp, pa.dp)
+    bw, lat, le = comms.group_link(
+        system, 2, strides["pp"], eff.intra_node_link, eff.scale_out_link
+    )
+    p2p = comms.p2p_time_s(pa.tok_tp * (float(ms.d_model) * run.act_bytes), bw, lat, le)
+    n_p2p = np.where(pa.vp > 1, 2.0 * (pa.pp - 1), 2.0 * pa.n_micro)
+    return np.where(pa.pp > 1, n_p2p * p2p, 0.0)
+
+
+def optimizer_time_s(
+    hw: HardwareShape, eff: EfficiencyParams, pa: PlanArrays, trainable: F64
+) -> F64:
+    r"""Adam step, memory-bound: :math:`30\,P_{local} / (\eta B_{HBM})` (ZeRO >= 1 shards) [s]."""
+    opt_params = np.where(pa.zero >= 1, trainable / pa.dp, trainable)
+    return (
+        opt_params
+        * ADAM_STEP_BYTES_PER_PARAM
+        / (hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm)
+    )
+
+
+def bubble_time_s(pa: PlanArrays, t_mb: F64) -> tuple[F64, F64]:
+    r"""Pipeline bubble: :math:`m\, t_{mb}\, (pp-1)/(v m)` [1]; returns (bubble fraction, time)."""
+    bub = bubble_fraction(pa.pp, pa.n_micro, pa.vp)
+    # a plan without its link has t_mb = inf; with no bubble its bubble time is 0, not nan
+    with np.errstate(invalid="ignore"):
+        return bub, np.where(bub > 0, pa.n_micro * t_mb * bub, 0.0)
+
+
+# =============================================================================== assemble
+def _assemble(
+    ms: ModelShape,
+    hw: HardwareShape,
+    run: RunShape,
+    pa: PlanArrays,
+    terms: dict[str, F64],
+    mem: dict[str, F64],
+) -> dict[str, NDArray[Any]]:
+    """Headline figures of the plans from the step-time terms (which sum to the step time)."""
+    step = sum(terms.values(), np.zeros_like(pa.tp))
+    tokens_per_s = run.global_batch * run.seq_len / step
+    per_gpu = tokens_per_s / run.gpus
+    model_fpt = training_flops_per_token(ms, run.seq_len, run.method, run.lora_params)
+    hw_fpt = model_fpt + recompute_flops_per_token(
+        ms, run.seq_len, pa.recompute, pa.recompute_fraction
+    )
+    peak = hw.peak_mfu_tflops * TERA
+    total_mem = mem["total"]
+    return {
+        "step_time_s": step,
+        "tokens_per_s": tokens_per_s,
+        "tokens_per_s_per_gpu": per_gpu,
+        "model_tflops_per_gpu": model_fpt * per_gpu / TERA,
+        "hardware_tflops_per_gpu": hw_fpt * per_gpu / TERA,
+        "mfu": model_fpt * per_gpu / peak,
+        "hfu": hw_fpt * per_gpu / peak,
+        "memory_per_gpu_bytes": total_mem,
+        "fits": total_mem <= hw.memory_gb * GIGA,
+        "n_micro": pa.n_micro,
+        **terms,
+        **{f"mem_{k}_bytes": mem[k] for k in MEMORY_TERMS},
+    }
+
+
+#: Memory terms per device returned by :func:`evaluate_plans` (as ``mem_<name>_bytes``).
+MEMORY_TERMS = ("weights", "gradients", "optimizer", "activations", "overhead")
+
+
+def evaluate_plans(
+    ms: ModelShape,
+    hw: HardwareShape,
+    system: System,
+    *,
+    seq_len: float,
+    global_batch: float,
+    gpus: float,
+    precision: str,
+    method: str,
+    eff: EfficiencyParams,
+    tp: Any,
+    pp: Any,
+    cp: Any,
+    ep: Any,
+    dp: Any,
+    zero: Any,
+    micro_batch: Any,
+    recompute: Any,
+    vp: Any = 1,
+    optimizer: str = "adam",
+    lora_params: float | None = None,
+    tp_comm_overlap: Any = False,
+    recompute_fraction: Any = 1.0,
+    attention_kernel: str = "flash",
+) -> dict[str, NDArray[Any]]:
+    """Step time, throughput and memory of many training plans at once.
+
+    Parameters
+    ----------
+    ms : ModelShape
+        Model dimensions (:func:`aitco.perf.flops.model_shape`).
+    hw : HardwareShape
+        Accelerator peaks (:func:`hardware_shape`).
+    system : System
+        Node/pod topology (links and their latencies).
+    seq_len, global_batch, gpus : float
+        Sequence length [tokens], sequences per step [count], devices [count].
+    precision, method, optimizer, lora_params, attention_kernel
+        As :class:`RunShape`.
+    eff : EfficiencyParams
+        Efficiency fractions.
+    tp, pp, cp, ep, dp, zero, micro_batch, recompute, vp, recompute_fraction, tp_comm_overlap
+        The plans, array_like (recompute coded 0 none, 1 selective, 2 full; zero 0-3,
+        FSDP = 3; ``recompute_fraction`` the share of layers fully recomputed).
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``step_time_s`` (the sum of the time terms of :data:`TIME_TERMS`, all per step),
+        ``tokens_per_s``, ``tokens_per_s_per_gpu``, ``mfu``, ``hfu``, model/hardware TFLOP/s,
+        ``memory_per_gpu_bytes``, ``fits``, ``n_micro`` and ``mem_<term>_bytes``.
+
+    Notes
+    -----
+    Plans that need a link the system lacks (no scale-out network) come out with an infinite
+    step time: the one division meant to give an infinity is narrowed in
+    :func:`aitco.perf.comms._beta_s`; any other floating-point error raises.
+    """
+    run = RunShape(
+        float(seq_len), float(global_batch), float(gpus), precision, method, optimizer,
+        lora_params, attention_kernel,
+    )  # fmt: skip
+    with np.errstate(divide="raise", invalid="raise", over="raise"):
+        pa = plan_arrays(
+            ms, run, tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, zero=zero, micro_batch=micro_batch,
+            recompute=recompute, vp=vp, recompute_fraction=recompute_fraction,
+            tp_comm_overlap=tp_comm_overlap,
+        )  # fmt: skip
+        return _step_terms(ms, hw, system, eff, run, pa)
+
+
+def _step_terms(
+    ms: ModelShape,
+    hw: HardwareShape,
+    system: System,
+    eff: EfficiencyParams,
+    run: RunShape,
+    pa: PlanArrays,
+) -> dict[str, NDArray[Any]]:
+    """Compose the model terms into the step time (per step, critical stage) and assemble."""
+    att = attention_time_s(ms, hw, eff, run, pa)
+    compute_mb = linear_time_s(ms, hw, eff, run, pa) + att
+    membound_mb = memory_bound_time_s(ms, hw, eff, run, pa)
+    tp_mb = tp_comm_time_s(ms, system, eff, run, pa)
+    cp_mb = cp_comm_time_s(ms, system, eff, run, pa, att)
+    ep_mb = ep_comm_time_s(ms, system, eff, run, pa)
+    mem = plan_memory_bytes(ms, run, pa)
+    work_mb = compute_mb + membound_mb
+    z3_mb, dp_s = dp_comm_times_s(system, eff, run, pa, mem, work_mb)
+    t_mb = work_mb + tp_mb + cp_mb + ep_mb + z3_mb
+    _, bubble_s = bubble_time_s(pa, t_mb)
+    m = pa.n_micro
+    terms = {
+        "compute_s": m * compute_mb,
+        "memory_bound_s": m * membound_mb,
+        "tp_comm_s": m * tp_mb,
+        "cp_comm_s": m * cp_mb,
+        "ep_comm_s": m * ep_mb,
+        "zero3_comm_s": m * z3_mb,
+        "bubble_s": bubble_s,
+        "pp_comm_s": pp_comm_time_s(ms, system, eff, run, pa),
+        "dp_comm_s": dp_s,
+        "optimizer_s": optimizer_time_s(hw, eff, pa, mem["trainable_per_device"]),
+        "step_overhead_s": np.full_like(m, eff.step_overhead_s),
+    }
+    return _assemble(ms, hw, run, pa, terms, mem)
