@@ -469,7 +469,7 @@ def load_rows(path: str | Path | None = None) -> pd.DataFrame:
 
 
 def row_set_ids(row_set: str) -> set[str] | None:
-    """Ids of the bundled rows of a row set (:data:`ROW_SETS`); ``None`` for ``"all"``."""
+    """Return the ids of the bundled rows of a row set (:data:`ROW_SETS`); ``None`` for all."""
     if row_set not in ROW_SETS:
         raise InputError("rows", row_set, f"one of {', '.join(ROW_SETS)}")
     if row_set == "all":
@@ -478,7 +478,7 @@ def row_set_ids(row_set: str) -> set[str] | None:
 
 
 def select_rows(results: list[RowResult], row_set: str) -> list[RowResult]:
-    """The results of the bundled rows of ``row_set`` (all of them for ``"all"``)."""
+    """Return the results of the bundled rows of ``row_set`` (all of them for ``"all"``)."""
     ids = row_set_ids(row_set)
     return list(results) if ids is None else [r for r in results if r.row_id in ids]
 
