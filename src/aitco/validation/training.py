@@ -47,9 +47,10 @@ ROW_SETS = ("all", "fitted", "new")
 #: Run scopes whose throughput is the model's target (README of the ground truth, caveat 2).
 THROUGHPUT_SCOPES = ("throughput_benchmark", "production_run_segment")
 
-#: Hardware strings of the ground truth -> catalog accelerator id (first match wins). Selene and
-#: DGX A100 rows are the 80 GB SXM part (ground-truth README caveat 6).
+#: Hardware strings of the ground truth -> catalog accelerator (or system) id, first match wins.
+#: Selene and DGX A100 rows are the 80 GB SXM part (ground-truth README caveat 6).
 HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"\ba3 \(h100|a3-highgpu", "gcp-a3-highgpu-8g"),  # GCP A3 VM (a system id)
     (r"gb200", "gb200"),
     (r"b200", "b200"),
     (r"h800", "h800-sxm5-80gb"),
