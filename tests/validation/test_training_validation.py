@@ -99,9 +99,9 @@ def test_interval_covers_80_percent_of_cross_validated_residuals(cv_all) -> None
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="measured 2026-12-02: the 80% interval covers 59% of the leave-one-source-out "
-    "residuals of all 150 predicted rows (45% of the 99 rows of new sources: TPU rows 20-35% "
-    "too slow, multi-slice/multi-node FSDP+DP runs up to 96% too slow); the defaults were "
+    reason="measured 2026-12-02: the 80% interval covers 57% of the leave-one-source-out "
+    "residuals of all 155 predicted rows (43% of the 104 rows of new sources: TPU rows 20-35% "
+    "too slow, multi-slice/multi-VM FSDP+DP runs up to 96% too slow); the defaults were "
     "fitted before these rows existed",
 )
 def test_interval_covers_80_percent_of_all_cross_validated_residuals(cv_all) -> None:
