@@ -53,6 +53,14 @@ class CrossValidation(StrEnum):
     group = "group"
 
 
+class RowSet(StrEnum):
+    """Which bundled rows ``validate training`` reports (``aitco.validation.training.ROW_SETS``)."""
+
+    all = "all"
+    fitted = "fitted"
+    new = "new"
+
+
 class Optimizer(StrEnum):
     """Optimizer state formats."""
 
@@ -247,6 +255,15 @@ def validate_training_cmd(
             "never saw that source; refits the efficiencies once per source, takes minutes).",
         ),
     ] = CrossValidation.none,
+    rows_set: Annotated[
+        RowSet,
+        typer.Option(
+            "--rows",
+            help="Bundled rows to report: 'fitted' (the ground-truth copy the defaults were "
+            "fitted on), 'new' (published runs from sources the defaults never saw) or 'all'. "
+            "Cross-validation always refits on every row.",
+        ),
+    ] = RowSet.all,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Predict every row of a training ground-truth CSV; print the per-row errors and APE."""
@@ -257,18 +274,34 @@ def validate_training_cmd(
         coverage,
         cross_validate,
         results_frame,
+        select_rows,
         summary,
         validate_training,
     )
 
+    if csv is not None and rows_set is not RowSet.all:
+        raise InputError("--rows", rows_set.value, "'all' with a CSV argument (row sets name "
+                         "the bundled rows)")  # fmt: skip
     eff = state.efficiency(calibration)
     res = validate_training(csv, state.catalog(), eff, None if all_scopes else THROUGHPUT_SCOPES)
+    cvr = (
+        cross_validate(csv, state.catalog(), eff, CV_MAX_NFEV)
+        if cv is CrossValidation.group
+        else []
+    )
+    extra: dict[str, Any] = {}
+    if csv is None:  # the bundled rows: the statistics of each row set, then the set asked for
+        scored = cvr or [r for r in res if r.scope in THROUGHPUT_SCOPES]
+        extra["row_set"] = rows_set.value
+        extra["by_row_set"] = {
+            name.value: summary(select_rows(scored, name.value))
+            for name in (RowSet.fitted, RowSet.new)
+        }
+        res, cvr = select_rows(res, rows_set.value), select_rows(cvr, rows_set.value)
     thr = [r for r in res if r.scope in THROUGHPUT_SCOPES]
     runs = [r for r in res if r.scope not in THROUGHPUT_SCOPES and not r.skipped]
     s = summary(thr)
-    extra: dict[str, Any] = {}
     if cv is CrossValidation.group:
-        cvr = cross_validate(csv, state.catalog(), eff, CV_MAX_NFEV)
         in_sample = s
         s = summary(cvr)
         extra = {
@@ -276,6 +309,7 @@ def validate_training_cmd(
             "in_sample": in_sample,
             "interval_coverage": coverage(cvr, eff),
             "by_source_group": by_source_group(cvr),
+            **extra,
         }
         res = cvr + [r for r in res if r.scope not in THROUGHPUT_SCOPES]
     s = {**s, **extra}
@@ -311,13 +345,19 @@ def validate_training_cmd(
         )
     )
     if s.get("predicted"):
-        kind = "leave-one-source-out" if extra else "in-sample"
+        kind = "leave-one-source-out" if cv is CrossValidation.group else "in-sample"
         console.print(
             f"rows {s['rows']}, predicted {s['predicted']}, skipped {s['skipped']}: "
             f"median APE {s['median_ape']:.1%}, p90 APE {s['p90_ape']:.1%}, max {s['max_ape']:.1%}"
             f" (throughput rows, {kind})"
         )
-    if extra:
+    for name, rs in extra.get("by_row_set", {}).items():
+        if rs.get("predicted"):
+            console.print(
+                f"  {name} rows: {rs['predicted']} predicted, median APE {rs['median_ape']:.1%}, "
+                f"p90 {rs['p90_ape']:.1%}"
+            )
+    if cv is CrossValidation.group:
         ins = extra["in_sample"]
         console.print(
             f"in-sample (the fit saw every row): median APE {ins['median_ape']:.1%}, "

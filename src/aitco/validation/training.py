@@ -37,13 +37,20 @@ from aitco.perf.training import (
 from aitco.units import TERA
 
 DATA_CSV = Path(__file__).parent / "data" / "training.csv"
+#: Published runs from sources that are not in the shared ground truth (read with ``DATA_CSV``
+#: by default; ``data/README.md`` lists them). Their rows were never used to set the defaults.
+NEW_SOURCES_CSV = Path(__file__).parent / "data" / "training_new_sources.csv"
+#: Row sets of the bundled data: every row, the ground-truth copy the defaults were fitted on,
+#: or the rows of the new sources only.
+ROW_SETS = ("all", "fitted", "new")
 
 #: Run scopes whose throughput is the model's target (README of the ground truth, caveat 2).
 THROUGHPUT_SCOPES = ("throughput_benchmark", "production_run_segment")
 
-#: Hardware strings of the ground truth -> catalog accelerator id (first match wins). Selene and
-#: DGX A100 rows are the 80 GB SXM part (ground-truth README caveat 6).
+#: Hardware strings of the ground truth -> catalog accelerator (or system) id, first match wins.
+#: Selene and DGX A100 rows are the 80 GB SXM part (ground-truth README caveat 6).
 HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"\ba3 \(h100|a3-highgpu", "gcp-a3-highgpu-8g"),  # GCP A3 VM (a system id)
     (r"gb200", "gb200"),
     (r"b200", "b200"),
     (r"h800", "h800-sxm5-80gb"),
@@ -53,7 +60,13 @@ HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"a100", "a100-sxm4-80gb"),
     (r"v100", "v100-sxm2-32gb"),
     (r"tpu v4|tpu-v4", "tpu-v4"),
+    (r"tpu v5p|tpu-v5p", "tpu-v5p"),
+    (r"tpu v5e|tpu-v5e", "tpu-v5e"),
+    (r"tpu v6e|tpu-v6e|trillium", "tpu-v6e"),
+    (r"mi325x", "mi325x"),
+    (r"mi300x", "mi300x"),
     (r"gaudi2", "gaudi2"),
+    (r"gaudi3", "gaudi3"),
 )
 
 #: Attention of the Megatron-LM 2021 / Megatron-DeepSpeed runs (MT-NLG, ZeRO-3 comparison):
@@ -101,6 +114,11 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"nemotron-4 340b", "nemotron-4-340b"),
     (r"deepseek-v3", "deepseek-v3"),
     (r"megatron-turing nlg 530b", "mt-nlg-530b"),
+    (r"llama 3\.1 8b", "llama-3.1-8b"),
+    (r"llama 3 8b", "llama-3-8b"),
+    (r"llama 2 7b", "llama-2-7b"),
+    (r"llama 2 13b", "llama-2-13b"),
+    (r"llama 2 70b", "llama-2-70b"),
 )
 
 #: Catalog ids of each architecture key, first found wins (catalog/data/models/*.yaml, sourced).
@@ -110,7 +128,15 @@ CATALOG_ALIASES: dict[str, tuple[str, ...]] = {
     "nemotron-4-340b": ("nemotron-4-340b",),
     "deepseek-v3": ("deepseek-v3",),
     "mt-nlg-530b": ("mt-nlg-530b",),
+    "llama-3.1-8b": ("llama-3.1-8b", "llama-3-8b"),
+    "llama-3-8b": ("llama-3-8b", "llama-3.1-8b"),
+    "llama-2-7b": ("llama-2-7b",),
+    "llama-2-13b": ("llama-2-13b",),
+    "llama-2-70b": ("llama-2-70b",),
 }
+#: A row whose model text names ``catalog <id>`` (e.g. the MaxText synthetic models) uses that
+#: catalog entry.
+CATALOG_ID_IN_NAME = re.compile(r"\bcatalog ([a-z0-9][a-z0-9.\-]*[a-z0-9])")
 
 #: Catalog ids of the llm-foundry pretraining YAMLs, tried in order for a row named ``mpt-<size>``
 #: (``{size}`` is the row's size label; catalog/data/models/mosaicml.yaml).
@@ -183,6 +209,12 @@ def row_model(row: pd.Series, catalog: Catalog | None) -> tuple[ModelArch, str]:
     name = str(row["model"])
     low = name.lower()
     seq = int(_num(row.get("seq_len")) or 2048)
+    named = CATALOG_ID_IN_NAME.search(low)
+    if named:
+        cid = named.group(1)
+        if catalog is None or cid not in catalog.models:
+            raise SkipRow(f"model {name!r} names catalog id {cid!r}, which the catalog lacks")
+        return catalog.models[cid], f"catalog:{cid}"
     for pat, key in MODEL_PATTERNS:
         if re.search(pat, low):
             for cid in CATALOG_ALIASES.get(key, ()):
@@ -447,9 +479,7 @@ def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResu
     )  # fmt: skip
 
 
-def load_rows(path: str | Path | None = None) -> pd.DataFrame:
-    """Read a ground-truth CSV in the schema of ``shared/groundtruth/training.csv``."""
-    p = Path(path) if path is not None else DATA_CSV
+def _read_csv(p: Path) -> pd.DataFrame:
     if not p.is_file():
         raise InputError("CSV", str(p), "an existing CSV file in the training ground-truth schema")
     df = pd.read_csv(p)
@@ -457,6 +487,31 @@ def load_rows(path: str | Path | None = None) -> pd.DataFrame:
     if missing:
         raise InputError("CSV", str(p), f"columns {sorted(missing)} (training ground-truth schema)")
     return df
+
+
+def load_rows(path: str | Path | None = None) -> pd.DataFrame:
+    """Read a ground-truth CSV in the schema of ``shared/groundtruth/training.csv``.
+
+    Without a path: the bundled rows, :data:`DATA_CSV` followed by :data:`NEW_SOURCES_CSV`.
+    """
+    if path is not None:
+        return _read_csv(Path(path))
+    return pd.concat([_read_csv(DATA_CSV), _read_csv(NEW_SOURCES_CSV)], ignore_index=True)
+
+
+def row_set_ids(row_set: str) -> set[str] | None:
+    """Return the ids of the bundled rows of a row set (:data:`ROW_SETS`); ``None`` for all."""
+    if row_set not in ROW_SETS:
+        raise InputError("rows", row_set, f"one of {', '.join(ROW_SETS)}")
+    if row_set == "all":
+        return None
+    return set(_read_csv(DATA_CSV if row_set == "fitted" else NEW_SOURCES_CSV)["id"].astype(str))
+
+
+def select_rows(results: list[RowResult], row_set: str) -> list[RowResult]:
+    """Return the results of the bundled rows of ``row_set`` (all of them for ``"all"``)."""
+    ids = row_set_ids(row_set)
+    return list(results) if ids is None else [r for r in results if r.row_id in ids]
 
 
 def validate_training(
