@@ -108,7 +108,6 @@ def test_cycle_finder_finds_a_cycle():
     assert _cycles(g) == [["p.a", "p.b"]]
 
 
-@pytest.mark.xfail(strict=False, reason="perf engine rewrites (serving, training) remove these")
 def test_known_cycles_are_gone(graph):
     present = [sorted(c) for c in KNOWN_CYCLES if sorted(c) in _cycles(graph)]
     assert not present, f"still present: {present}"
@@ -152,15 +151,9 @@ def _function_level_aitco_imports() -> list[str]:
     return sorted(set(out))
 
 
-#: Modules whose function-level aitco imports their engine owners move as they rewrite them;
-#: everywhere else (outside ``cli/``) such an import fails the test below.
-BEING_REWRITTEN = (
-    "decide/evaluators.py",
-    "decide/optimize.py",
-    "perf/inference.py",
-    "perf/training.py",
-    "validation/inference.py",
-)
+#: Modules allowed function-level aitco imports while a rewrite moves them (none left: outside
+#: ``cli/`` any such import fails the test below).
+BEING_REWRITTEN: tuple[str, ...] = ()
 
 #: perf modules that still import ``aitco.catalog.schema`` for their ``Accelerator``/``System``
 #: annotations (``aitco.perf.specs`` has no protocols for those two yet); ``iteration`` and
@@ -208,9 +201,6 @@ def test_function_level_import_finder_finds_one(tmp_path, monkeypatch):
     assert _function_level_aitco_imports() == ["m.py:2 aitco.errors", "n.py:2 aitco.units"]
 
 
-@pytest.mark.xfail(
-    strict=False, reason="owners move these to module top as they rewrite (issue 17 item 1)"
-)
 def test_no_function_level_aitco_imports_outside_cli():
     found = _function_level_aitco_imports()
     assert not found, f"{len(found)} aitco imports inside functions:\n" + "\n".join(found)
