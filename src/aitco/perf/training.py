@@ -103,7 +103,7 @@ TIME_TERMS: dict[str, str] = {
 
 @dataclass
 class TrainingResult:
-    """One training estimate: headline ``values`` (the public JSON keys of `aitco train`), ``interval``, terms.
+    """One training estimate: headline ``values`` (`aitco train` JSON keys), ``interval``, terms.
 
     Attributes
     ----------
@@ -251,7 +251,7 @@ def estimate_training(
     Returns
     -------
     TrainingResult
-        ``.values`` with the public JSON keys of `aitco train`, ``.interval`` and ``.to_estimate()``.
+        ``.values`` (`aitco train` JSON keys), ``.interval`` and ``.to_estimate()``.
 
     Raises
     ------
