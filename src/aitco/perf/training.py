@@ -233,10 +233,10 @@ def estimate_training(
         ``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``, ``fsdp``, ``micro_batch``,
         ``recompute`` (name), ``vp``, ``tp_comm_overlap``, ``shard_devices`` (hybrid
         sharding: ZeRO-3/FSDP inside groups of that many devices, a node or a TPU slice, data
-        parallel across them; :class:`~aitco.perf.training_model.RunShape`); missing degrees are 1 (dp
-        inferred) when any degree is given, otherwise the whole plan is searched; missing ZeRO
-        stage, micro-batch, recomputation and interleaving are searched. ``auto=True`` searches
-        everything not given.
+        parallel across them; :class:`~aitco.perf.training_model.RunShape`); missing degrees
+        are 1 (dp inferred) when any degree is given, otherwise the whole plan is searched;
+        missing ZeRO stage, micro-batch, recomputation and interleaving are searched.
+        ``auto=True`` searches everything not given.
     efficiency : EfficiencyParams
         Efficiency fractions (defaults fitted on published runs).
     lora_rank : int

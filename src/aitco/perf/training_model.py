@@ -525,9 +525,7 @@ def dp_comm_times_s(
         system, sync_ranks, sync_stride, eff.intra_node_link, eff.scale_out_link
     )
     sync = comms.allreduce_time_s(sync_bytes, sync_ranks, rbw, rlat, rle)
-    sync_exposed = np.where(
-        sync_ranks <= 1, 0.0, sync - eff.dp_overlap * np.minimum(sync, window)
-    )
+    sync_exposed = np.where(sync_ranks <= 1, 0.0, sync - eff.dp_overlap * np.minimum(sync, window))
     return z3_exposed, sync_exposed
 
 
