@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from aitco.catalog.schema import Accelerator, ModelArch, System
+from aitco.errors import InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY
 from aitco.perf.flops import model_shape
 from aitco.perf.training import TIME_TERMS, default_global_batch, estimate_training
@@ -68,3 +69,48 @@ def test_step_overhead_weighs_on_small_models_not_large_ones() -> None:
     share_small = small.time_terms_s["step_overhead_s"] / small.values["step_time_s"]
     share_large = large.time_terms_s["step_overhead_s"] / large.values["step_time_s"]
     assert share_small > 10 * share_large
+
+
+def _hybrid(shard_devices: int | None, gpus: int = 64):
+    plan = {"dp": gpus, "fsdp": True, "micro_batch": 1, "recompute": "none"}
+    if shard_devices is not None:
+        plan["shard_devices"] = shard_devices
+    return estimate_training(M, ACC, SYS, gpus, seq_len=2048, global_batch=gpus, plan=plan)
+
+
+def test_hybrid_sharding_keeps_fsdp_in_the_node_and_all_reduces_across_nodes() -> None:
+    full, hybrid = _hybrid(None), _hybrid(8)
+    # FSDP across 8 nodes: its gathers cross the 50 GB/s scale-out; hybrid keeps them on NVLink
+    assert hybrid.time_terms_s["zero3_comm_s"] < full.time_terms_s["zero3_comm_s"] / 5
+    assert full.time_terms_s["dp_comm_s"] == 0.0  # full ZeRO-3 has no separate gradient sync
+    assert hybrid.values["tokens_per_s_per_gpu"] > full.values["tokens_per_s_per_gpu"]
+    # weights, gradients and Adam states sharded 8 ways, not 64: more memory per device
+    assert hybrid.memory_terms_gb["weights"] > full.memory_terms_gb["weights"]
+    assert hybrid.values["plan"]["shard_devices"] == 8
+    assert full.values["plan"]["shard_devices"] is None
+
+
+def test_hybrid_gradient_all_reduce_is_exposed_once_it_outlasts_the_backward() -> None:
+    ms, hw = model_shape(M), hardware_shape(ACC, "bf16", DEFAULT_EFFICIENCY)
+    kw = dict(
+        seq_len=2048, global_batch=64, gpus=64, precision="bf16", method="full",
+        tp=1, pp=1, cp=1, ep=1, dp=64, zero=3, micro_batch=1, recompute=0,
+    )  # fmt: skip
+    slow = System(**{**SYS.model_dump(), "scale_out_bandwidth_gb_s": 0.05})
+    fast_res = evaluate_plans(ms, hw, SYS, eff=DEFAULT_EFFICIENCY, shard_devices=8, **kw)
+    slow_res = evaluate_plans(ms, hw, slow, eff=DEFAULT_EFFICIENCY, shard_devices=8, **kw)
+    # the all-reduce of a 1/8 gradient shard over 8 replicas crosses the scale-out network only
+    assert slow_res["dp_comm_s"][()] > 10 * fast_res["dp_comm_s"][()]
+    np.testing.assert_allclose(slow_res["zero3_comm_s"], fast_res["zero3_comm_s"], rtol=1e-12)
+
+
+def test_hybrid_group_of_all_devices_is_plain_fsdp() -> None:
+    full, whole = _hybrid(None), _hybrid(64)
+    assert whole.values["step_time_s"] == pytest.approx(full.values["step_time_s"], rel=1e-12)
+    assert whole.values["memory_per_gpu_gb"] == pytest.approx(full.values["memory_per_gpu_gb"])
+
+
+@pytest.mark.parametrize("bad", [3, 0, -8, "x", 8.5])
+def test_hybrid_group_size_must_divide_the_devices(bad: object) -> None:
+    with pytest.raises(InputError, match="shard_devices"):
+        _hybrid(bad)  # type: ignore[arg-type]

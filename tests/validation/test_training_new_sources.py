@@ -23,6 +23,7 @@ from aitco.validation.training import (
     DATA_CSV,
     NEW_SOURCES_CSV,
     THROUGHPUT_SCOPES,
+    hybrid_shard_devices,
     load_rows,
     map_hardware,
     row_set_ids,
@@ -157,3 +158,28 @@ def test_cli_rejects_a_row_set_with_a_csv(capsys: pytest.CaptureFixture[str]) ->
     code, out, err = _run(["validate", "training", str(DATA_CSV), "--rows", "new"], capsys)
     assert code != 0
     assert "--rows" in out + err
+
+
+@pytest.mark.parametrize(
+    ("row_id", "shard_devices"),
+    [
+        ("N002", 64),  # 2x v4-128: FSDP inside each 64-chip slice, DP across 2 slices
+        ("N012", 256),  # 32x v5e-256
+        ("N030", 256),  # 32x v5e-256 with TP16: the slice still bounds the FSDP group
+        ("N048", 8),  # 2x A3: FSDP inside a VM, dcn_data_parallelism 2
+        ("N055", None),  # torchtitan FSDP over 128 GPUs: fully sharded, not hybrid
+        ("N095", None),  # no parallelism stated
+    ],
+)
+def test_hybrid_sharding_is_read_from_the_rows(row_id: str, shard_devices: int | None) -> None:
+    df = load_rows(NEW_SOURCES_CSV)
+    row = df[df["id"] == row_id].iloc[0]
+    assert hybrid_shard_devices(row, int(row["num_accelerators"])) == shard_devices
+
+
+def test_multi_slice_rows_are_not_bound_by_fsdp_over_dcn(new_results) -> None:
+    """MaxText v5e multi-slice and A3 multi-VM: FSDP stays on ICI/NVLink (compute-bound)."""
+    ids = {f"N{i:03d}" for i in (*range(8, 13), *range(14, 19), *range(20, 25), *range(48, 52))}
+    rows = [r for r in new_results if r.row_id in ids]
+    assert len(rows) == len(ids)
+    assert all(r.dominant == "compute_s" for r in rows), [(r.row_id, r.dominant) for r in rows]

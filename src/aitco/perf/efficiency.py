@@ -54,7 +54,10 @@ class EfficiencyParams(BaseModel):
     scale_out_link : float
         Achievable fraction of the scale-out NIC bandwidth for collectives. [0-1]
     dp_overlap : float
-        Fraction of data-parallel gradient/parameter traffic hidden behind compute. [0-1]
+        Fraction of data-parallel gradient/parameter traffic hidden behind compute: ZeRO-3/FSDP
+        gathers and reduce-scatters behind the micro-batch, the per-step gradient all-reduce
+        (with hybrid sharding: of the gradient shards across the groups, over DCN) behind the
+        last backward. [0-1]
     attention : float
         Fraction of the bf16 dense peak reached by FlashAttention in training. [0-1]
     elementwise_hbm : float

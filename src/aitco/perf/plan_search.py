@@ -191,6 +191,7 @@ def search_plans(
     tp_comm_overlap: bool = False,
     practice: PublishedPractice | None = None,
     attention_kernel: str = "flash",
+    shard_devices: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, NDArray[Any]], int, int]:
     """Fastest plan that fits (or the smallest-memory one when none fits).
 
@@ -236,6 +237,7 @@ def search_plans(
         lora_params=lora_params,
         tp_comm_overlap=tp_comm_overlap,
         attention_kernel=attention_kernel,
+        shard_devices=shard_devices,
     )
     best = choose_plan(cands, res, eff, practice)
     plan: dict[str, Any] = {k: int(cands[k][best]) for k in PLAN_KEYS if k != "recompute_fraction"}

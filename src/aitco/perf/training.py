@@ -231,10 +231,12 @@ def estimate_training(
         Full training or adapters on a frozen (QLoRA: 4-bit) base.
     plan : dict or ParallelPlan, optional
         ``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``, ``fsdp``, ``micro_batch``,
-        ``recompute`` (name), ``vp``, ``tp_comm_overlap``; missing degrees are 1 (dp
-        inferred) when any degree is given, otherwise the whole plan is searched; missing ZeRO
-        stage, micro-batch, recomputation and interleaving are searched. ``auto=True`` searches
-        everything not given.
+        ``recompute`` (name), ``vp``, ``tp_comm_overlap``, ``shard_devices`` (hybrid
+        sharding: ZeRO-3/FSDP inside groups of that many devices, a node or a TPU slice, data
+        parallel across them; :class:`~aitco.perf.training_model.RunShape`); missing degrees
+        are 1 (dp inferred) when any degree is given, otherwise the whole plan is searched;
+        missing ZeRO stage, micro-batch, recomputation and interleaving are searched.
+        ``auto=True`` searches everything not given.
     efficiency : EfficiencyParams
         Efficiency fractions (defaults fitted on published runs).
     lora_rank : int
@@ -263,6 +265,7 @@ def estimate_training(
     hw = hardware_shape(acc, precision, efficiency)
     p = _plan_dict(plan)
     fixed = _fixed_plan(ms, p, gpus, seq_len, global_batch)
+    shard_devices = _shard_devices(p, gpus)
     best, res, n, i = search_plans(
         ms,
         hw,
@@ -278,6 +281,7 @@ def estimate_training(
         tp_comm_overlap=bool(p.get("tp_comm_overlap", False)),
         practice=practice,
         attention_kernel=attention_kernel,
+        shard_devices=shard_devices,
     )
     values = _values(res, i, best, p, hw, n, gpus, seq_len, global_batch, precision, method)
     if tokens is not None:
@@ -331,6 +335,20 @@ def _check_inputs(
         raise InputError("--tokens", tokens, "a positive number of tokens")
     if attention_kernel not in ATTENTION_KERNELS:
         raise InputError("attention_kernel", attention_kernel, " or ".join(ATTENTION_KERNELS))
+
+
+def _shard_devices(p: dict[str, Any], gpus: int) -> int | None:
+    """Return the hybrid-sharding group size of plan ``p`` (``None``: none), checked."""
+    v = p.get("shard_devices")
+    if v is None:
+        return None
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1 or n != v or gpus % n:
+        raise InputError("shard_devices", v, f"a positive divisor of the devices ({gpus})")
+    return n
 
 
 def _plan_dict(plan: dict[str, Any] | Any | None) -> dict[str, Any]:
@@ -462,6 +480,7 @@ def _values(
             "recompute_fraction": best["recompute_fraction"],
             "vp": best["vp"],
             "tp_comm_overlap": bool(p.get("tp_comm_overlap", False)),
+            "shard_devices": _shard_devices(p, gpus),
             "searched": n > 1,
         },
     }

@@ -18,6 +18,10 @@ References
 .. [2] V. Korthikanti et al., arXiv:2205.05198, 2022 (sequence parallel, selective recompute).
 .. [3] T. Dao, "FlashAttention-2", arXiv:2307.08691, 2023.
 .. [4] S. Rajbhandari et al., ZeRO, arXiv:1910.02054.
+.. [5] Y. Zhao et al., "PyTorch FSDP", arXiv:2304.11277, 2023, sec. 3.2.2 (hybrid sharding:
+   shard inside a group of hosts, replicate across groups, gradients all-reduced across
+   replicas once per step); MaxText multi-slice (FSDP over ICI inside a slice, data
+   parallelism over DCN across slices), https://github.com/AI-Hypercomputer/maxtext.
 """
 
 from __future__ import annotations
@@ -176,6 +180,10 @@ class RunShape:
         Adapter parameters (LoRA/QLoRA). [count]
     attention_kernel : {"flash", "unfused"}
         Attention implementation.
+    shard_devices : float, optional
+        Hybrid sharding [5]: ZeRO-3/FSDP state is sharded only inside groups of this many
+        consecutive devices (a node, a TPU slice) and replicated across the groups, whose
+        gradients are all-reduced once per step. ``None``: the whole DP group shards. [count]
     """
 
     seq_len: float
@@ -186,6 +194,7 @@ class RunShape:
     optimizer: str = "adam"
     lora_params: float | None = None
     attention_kernel: str = "flash"
+    shard_devices: float | None = None
 
     @property
     def act_bytes(self) -> float:
@@ -203,6 +212,9 @@ class PlanArrays:
         Parallel degrees and model chunks per stage. [count]
     zero, recompute : ndarray
         ZeRO stage (FSDP = 3) and recompute code (0 none, 1 selective, 2 full).
+    dp_shard : ndarray
+        DP ranks that shard ZeRO state: ``dp``, or with hybrid sharding the DP ranks inside
+        one ``shard_devices`` group, ``gcd(dp, max(shard_devices // (tp cp), 1))``. [count]
     micro_batch : ndarray
         Sequences per micro-batch. [count]
     tp_comm_overlap : ndarray
@@ -237,6 +249,7 @@ class PlanArrays:
     tokens: F64
     full_rc: F64
     any_rc: F64
+    dp_shard: F64
 
     @property
     def tok_tp(self) -> F64:
@@ -259,6 +272,10 @@ def plan_arrays(ms: ModelShape, run: RunShape, **plan: Any) -> PlanArrays:
     rc = np.asarray(plan["recompute"])
     frac = np.asarray(plan["recompute_fraction"], dtype=float)
     tokens = f["micro_batch"] * run.seq_len / f["cp"]
+    dp_shard = f["dp"]
+    if run.shard_devices is not None:  # hybrid sharding: the DP ranks inside one group
+        per_group = np.maximum(run.shard_devices // (f["tp"] * f["cp"]), 1.0)
+        dp_shard = np.gcd(f["dp"].astype(np.int64), per_group.astype(np.int64)).astype(float)
     return PlanArrays(
         **f,
         vp=np.asarray(plan["vp"], dtype=float),
@@ -271,6 +288,7 @@ def plan_arrays(ms: ModelShape, run: RunShape, **plan: Any) -> PlanArrays:
         tokens=tokens,
         full_rc=np.where(rc == 2, frac, 0.0),
         any_rc=(rc >= 1).astype(float),
+        dp_shard=dp_shard,
     )
 
 
@@ -445,7 +463,7 @@ def plan_memory_bytes(ms: ModelShape, run: RunShape, pa: PlanArrays) -> dict[str
         pp=pa.pp,
         cp=pa.cp,
         ep=pa.ep,
-        dp=pa.dp,
+        dp=pa.dp_shard,  # ZeRO divides by the ranks that shard (all DP without hybrid)
         zero=pa.zero,
         micro_batch=pa.micro_batch,
         recompute=pa.recompute,
@@ -469,29 +487,45 @@ def dp_comm_times_s(
     Returns
     -------
     zero3_s : ndarray
-        ZeRO-3/FSDP per micro-batch: 2 weight all-gathers + 1 gradient reduce-scatter, less
-        ``dp_overlap`` x the micro-batch's work [4].
+        ZeRO-3/FSDP per micro-batch: 2 weight all-gathers + 1 gradient reduce-scatter over the
+        ``dp_shard`` ranks that shard, less ``dp_overlap`` x the micro-batch's work [4].
     sync_s : ndarray
-        ZeRO 0-2 per step: the gradient all-reduce, less ``dp_overlap`` x the backward share of
-        the last micro-batch.
+        Per step, less ``dp_overlap`` x the backward share of the last micro-batch: ZeRO 0-2,
+        the gradient all-reduce over ``dp``; hybrid ZeRO-3 [5], the all-reduce of each rank's
+        reduce-scattered gradient shard (:math:`G / dp_{shard}`) over the
+        :math:`dp / dp_{shard}` replicas, a group ``dp_shard`` times wider in stride (so it
+        crosses the scale-out network, DCN, once the groups leave the scale-up domain).
     """
     strides = group_strides(pa.tp, pa.cp, pa.dp)
-    bw, lat, le = comms.group_link(
-        system, pa.dp, strides["dp"], eff.intra_node_link, eff.scale_out_link
-    )
     grad_bytes = mem["trainable_per_device"] * (4.0 if run.precision == "fp32" else 2.0)
     wb = weight_bytes_per_param(run.precision, run.method)
     z3 = pa.zero >= 3
+    bw, lat, le = comms.group_link(
+        system, pa.dp_shard, strides["dp"], eff.intra_node_link, eff.scale_out_link
+    )
     gathers = 2.0 * comms.allgather_time_s(
-        mem["params_per_device"] * min(wb, 2.0), pa.dp, bw, lat, le
+        mem["params_per_device"] * min(wb, 2.0), pa.dp_shard, bw, lat, le
     )
-    z3_mb = gathers + comms.reduce_scatter_time_s(grad_bytes, pa.dp, bw, lat, le)
-    z3_exposed = np.where(z3 & (pa.dp > 1), z3_mb - eff.dp_overlap * np.minimum(z3_mb, work_s), 0.0)
-    sync = comms.allreduce_time_s(grad_bytes, pa.dp, bw, lat, le)
+    z3_mb = gathers + comms.reduce_scatter_time_s(grad_bytes, pa.dp_shard, bw, lat, le)
+    z3_exposed = np.where(
+        z3 & (pa.dp_shard > 1), z3_mb - eff.dp_overlap * np.minimum(z3_mb, work_s), 0.0
+    )
     window = BACKWARD_SHARE * work_s
-    sync_exposed = np.where(
-        z3 | (pa.dp <= 1), 0.0, sync - eff.dp_overlap * np.minimum(sync, window)
+    if run.shard_devices is None:  # no hybrid sharding: dp_shard is dp
+        sync = comms.allreduce_time_s(grad_bytes, pa.dp, bw, lat, le)
+        sync_exposed = np.where(
+            z3 | (pa.dp <= 1), 0.0, sync - eff.dp_overlap * np.minimum(sync, window)
+        )
+        return z3_exposed, sync_exposed
+    replicas = pa.dp / pa.dp_shard
+    sync_bytes = np.where(z3, grad_bytes / pa.dp_shard, grad_bytes)
+    sync_ranks = np.where(z3, replicas, pa.dp)
+    sync_stride = np.where(z3, strides["dp"] * pa.dp_shard, strides["dp"])
+    rbw, rlat, rle = comms.group_link(
+        system, sync_ranks, sync_stride, eff.intra_node_link, eff.scale_out_link
     )
+    sync = comms.allreduce_time_s(sync_bytes, sync_ranks, rbw, rlat, rle)
+    sync_exposed = np.where(sync_ranks <= 1, 0.0, sync - eff.dp_overlap * np.minimum(sync, window))
     return z3_exposed, sync_exposed
 
 
@@ -516,7 +550,7 @@ def optimizer_time_s(
     hw: HardwareShape, eff: EfficiencyParams, pa: PlanArrays, trainable: F64
 ) -> F64:
     r"""Adam step, memory-bound: :math:`30\,P_{local} / (\eta B_{HBM})` (ZeRO >= 1 shards) [s]."""
-    opt_params = np.where(pa.zero >= 1, trainable / pa.dp, trainable)
+    opt_params = np.where(pa.zero >= 1, trainable / pa.dp_shard, trainable)
     return (
         opt_params
         * ADAM_STEP_BYTES_PER_PARAM
@@ -596,6 +630,7 @@ def evaluate_plans(
     tp_comm_overlap: Any = False,
     recompute_fraction: Any = 1.0,
     attention_kernel: str = "flash",
+    shard_devices: float | None = None,
 ) -> dict[str, NDArray[Any]]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -609,7 +644,7 @@ def evaluate_plans(
         Node/pod topology (links and their latencies).
     seq_len, global_batch, gpus : float
         Sequence length [tokens], sequences per step [count], devices [count].
-    precision, method, optimizer, lora_params, attention_kernel
+    precision, method, optimizer, lora_params, attention_kernel, shard_devices
         As :class:`RunShape`.
     eff : EfficiencyParams
         Efficiency fractions.
@@ -632,7 +667,7 @@ def evaluate_plans(
     """
     run = RunShape(
         float(seq_len), float(global_batch), float(gpus), precision, method, optimizer,
-        lora_params, attention_kernel,
+        lora_params, attention_kernel, None if shard_devices is None else float(shard_devices),
     )  # fmt: skip
     with np.errstate(divide="raise", invalid="raise", over="raise"):
         pa = plan_arrays(

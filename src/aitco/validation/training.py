@@ -290,6 +290,28 @@ def parse_plan(text: Any, gpus: int) -> dict[str, Any]:
     return plan
 
 
+#: Multi-slice TPU runs: "<slices>x <generation>-<size>" in the row's model label (MaxText tables).
+SLICES_IN_LABEL = re.compile(r"\b(\d+)x v\d+[a-z]*-\d+\b")
+#: Hybrid sharding stated in the parallelism text: data parallelism over DCN across N groups.
+DCN_DATA_PARALLELISM = re.compile(r"dcn_data_parallelism (\d+)")
+
+
+def hybrid_shard_devices(row: pd.Series, gpus: int) -> int | None:
+    """Devices of one hybrid-sharding group (a TPU slice, a VM), ``None`` when not stated.
+
+    MaxText runs FSDP over ICI inside a slice (or NVLink inside an A3 VM) and plain data
+    parallelism over DCN across slices/VMs: ``dcn_data_parallelism N`` in the parallelism text,
+    or ``<N>x v5e-256``-style slice counts in the label, give the N groups of ``gpus / N``.
+    """
+    text = str(row.get("parallelism", ""))
+    if "FSDP" not in text:
+        return None
+    m = DCN_DATA_PARALLELISM.search(text) or SLICES_IN_LABEL.search(str(row.get("model", "")))
+    if not m or gpus % int(m.group(1)):
+        return None
+    return gpus // int(m.group(1))
+
+
 def parse_precision(text: Any) -> str:
     """Training data type of a row (bf16 when not stated)."""
     t = str(text).lower()
@@ -402,6 +424,9 @@ def row_case(row: pd.Series, catalog: Catalog | None) -> Case:
     model, src = row_model(row, catalog)
     gb = max(1, round(gbt / seq))
     plan = parse_plan(row.get("parallelism"), int(gpus))
+    shard = hybrid_shard_devices(row, int(gpus))
+    if shard is not None:
+        plan["shard_devices"] = shard
     fw = str(row.get("framework", ""))
     basis = "mfu"
     label = str(row["model"])
