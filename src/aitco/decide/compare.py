@@ -1123,7 +1123,7 @@ def training_run_items_usd(
     ):
         out[name] = gpu_hours_usd(n, overheads[key], p)
     sid = "spares.fraction"
-    spares = fac.value(sid) if fac.has(sid) else 0.0
+    spares = fac.value(sid)  # a catalog factor: missing is an error naming it
     out["hot_spares"] = np.where(owned, gpu_hours_usd(n * wall_h, spares, p), 0.0)
     frag_gpu_h = np.where(
         held,
@@ -1285,7 +1285,7 @@ def serving_run_items_usd(
     out["restart_requeue"] = gpu_hours_usd(restart_gpu_h, 1.0, p)
     out["firmware_downtime"] = gpu_hours_usd(n, phi * hrs, p)
     sid = "spares.fraction"
-    spares = fac.value(sid) if fac.has(sid) else 0.0
+    spares = fac.value(sid)  # a catalog factor: missing is an error naming it
     out["hot_spares"] = np.where(owned, gpu_hours_usd(n * hrs, spares, p), 0.0)
     frag_gpu_h = np.where(
         held,
@@ -1554,7 +1554,7 @@ def _reliability_items(
 def _spares_item(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption, fac: Factors) -> None:
     """Owned clusters keep spare accelerators to swap in for failed ones: their capital cost."""
     sid = "spares.fraction"
-    if opt.pricing not in OWNED or not fac.has(sid):
+    if opt.pricing not in OWNED:
         return
     f = fac.value(sid)
     if not 0.0 <= f <= 1.0:
