@@ -111,12 +111,41 @@ def test_every_new_row_is_answered(new_rows, new_results) -> None:
 
 
 def test_new_rows_cover_other_accelerator_families(new_results, catalog) -> None:
-    """TPU and Gaudi rows are answered, not only NVIDIA ones."""
+    """TPU, Gaudi and AMD rows are answered, not only NVIDIA ones."""
     families = {
         catalog.hardware(map_hardware(r["hardware"]))[0].family for r in _read(NEW_SOURCES_CSV)
     }
     assert any("tpu" in f for f in families), families
     assert any("gaudi" in f for f in families), families
+    assert any(f.startswith("amd-") for f in families), families
+
+
+def _amd_benchmark_flops_per_token(seq_len: int, vocab: int, window: int | None) -> float:
+    """FLOPs per token of AMD-AIG-AIMA/pytorch-training-benchmark ``llama.py`` / ``mistral.py``."""
+    n_layers, d_model, d_ff, n_heads, n_kv = 32, 4096, 14336, 32, 8  # Llama 3.1 8B = Mistral 7B
+    head_dim = d_model // n_heads
+    per_layer = 6 * d_ff * d_model + 2 * d_model * (n_heads + 2 * n_kv) * head_dim
+    per_layer += 2 * d_model * n_heads * head_dim
+    weights = 3 * (per_layer * n_layers + 2 * d_model * vocab)
+    span = seq_len if window is None else min(window, seq_len)
+    return weights + 12 * n_layers * span * n_heads * head_dim  # attention not halved
+
+
+def test_amd_rows_reproduce_from_the_published_tflops(new_rows, catalog) -> None:
+    """Tokens/s of the MI300X/MI325X rows = published TFLOP/s / the benchmark's FLOPs per token."""
+    amd = [r for r in new_rows if "rocm/pytorch-training" in r["source"]]
+    assert len(amd) == 12
+    assert {map_hardware(r["hardware"]) for r in amd} == {"mi300x", "mi325x"}
+    for r in amd:
+        mistral = "Mistral" in r["model"]
+        # the benchmark's Mistral config: vocab 32000, 1024-token window (its catalog entry too)
+        if mistral:
+            assert catalog.models["amd-bench-mistral-7b-w1024"].sliding_window == 1024
+        flops = _amd_benchmark_flops_per_token(
+            int(r["seq_len"]), 32000 if mistral else 128256, 1024 if mistral else None
+        )
+        tok = float(r["tflops_per_gpu"]) * 1e12 / flops
+        assert float(r["tokens_per_s_per_gpu"]) == pytest.approx(tok, abs=0.06), r["id"]
 
 
 def test_bundled_rows_are_both_files() -> None:
