@@ -220,7 +220,7 @@ class EfficiencyParams(BaseModel):
         "stacks are not fitted). [s]",
     )
     request_path_by_engine: dict[str, float] = Field(
-        default_factory=lambda: {"vllm": 0.035, "vllm-v1": 0.05, "sglang": 0.0025},
+        default_factory=lambda: {"vllm": 0.015, "sglang": 0.0025},
         description="Request path (request_path_s) by serving engine, fitted globally on the "
         "load rows of the inference validation: vLLM's Python OpenAI-compatible server "
         "tokenises, schedules and detokenises in its API process (tens of ms), SGLang runs "

@@ -477,7 +477,7 @@ FIT_GRID: dict[str, tuple[float, ...]] = {
     "decode_hbm": (0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
     "roofline_p": (1.5, 2.0, 3.0, 5.0, 1e9),
     "prefill_attention": (0.3, 0.4, 0.5, 0.6, 0.7),
-    "request_path_by_engine.vllm": (0.0, 0.01, 0.02, 0.03, 0.035, 0.04, 0.05),
+    "request_path_by_engine.vllm": (0.0, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05),
     "request_path_by_engine.vllm-v1": (0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06),
     "request_path_by_engine.sglang": (0.0, 0.0025, 0.005, 0.01, 0.02),
 }
