@@ -263,9 +263,12 @@ class EfficiencyParams(BaseModel):
         data = self.model_dump()
         changed: dict[str, set[str]] = {"gemm": set(), "training_gemm": set()}
         for k, v in overrides.items():
-            if k in ("gemm", "training_gemm", "attention_by_family", "request_path_by_engine") and isinstance(
-                v, dict
-            ):
+            if k in (
+                "gemm",
+                "training_gemm",
+                "attention_by_family",
+                "request_path_by_engine",
+            ) and isinstance(v, dict):
                 if k in changed:
                     changed[k] |= {f for f, x in v.items() if data[k].get(f) != x}
                 data[k] = {**data[k], **v}
