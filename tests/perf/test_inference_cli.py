@@ -119,7 +119,8 @@ def test_validate_inference_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert {s["id"] for s in d["skipped"]} >= {"I058", "I059"}
     # the predicted load of each load-row latency figure (how well conditioned it is)
     loads = {r["id"]: r["offered_load"] for r in d["rows_table"] if r["metric"] == "ttft_ms_median"}
-    assert loads and all(0.0 < v < 1.0 for v in loads.values())
+    assert loads
+    assert all(0.0 < v < 1.0 for v in loads.values())
     assert all(r["offered_load"] is None for r in d["rows_table"] if r["kind"] != "latency")
 
 
