@@ -533,15 +533,15 @@ def fit_inference_efficiency(
     # the request path never occupies the GPU: the engine fields are fitted first with it at 0,
     # then the request path alone on what is left of the TTFT residuals (separable fit)
     gpu = {k: v for k, v in g.items() if not k.startswith(REQUEST_PATH_PREFIX)}
-    path = {k: v for k, v in g.items() if k.startswith(REQUEST_PATH_PREFIX)}
-    zero = {k: 0.0 for k in path}
+    rpath = {k: v for k, v in g.items() if k.startswith(REQUEST_PATH_PREFIX)}
+    zero = {k: 0.0 for k in rpath}
     start0 = {k: _get(base, k) for k in gpu}
     results = [_descend(objective, start0, gpu, passes, fixed=zero)]
     for start in FIT_STARTS if starts is None else starts:
         results.append(_descend(objective, {**start0, **start}, gpu, passes, fixed=zero))
     best_ov, best_obj = min(results, key=lambda r: r[1])
-    if path:
-        best_ov, best_obj = _descend(objective, {**best_ov, **zero}, path, passes)
+    if rpath:
+        best_ov, best_obj = _descend(objective, {**best_ov, **zero}, rpath, passes)
     return best_ov, best_obj
 
 
