@@ -46,6 +46,7 @@ def test_partial_efficiency_takes_defaults(tmp_path: Path) -> None:
         ("profile_version: 99\n", "profile_version"),
         ("efficiency: {hbm: [\n", "profile"),
         ("efficiency:\n  no_such_param: 0.5\n", "no_such_param"),
+        ("efficiency:\n  request_path_by_engine: {vllm: 3.0}\n", "request_path_by_engine.vllm"),
     ],
 )
 def test_bad_profiles_raise_input_error(tmp_path: Path, text: str, field: str) -> None:

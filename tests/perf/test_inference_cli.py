@@ -117,6 +117,11 @@ def test_validate_inference_json(capsys: pytest.CaptureFixture[str]) -> None:
     d = json.loads(out)
     assert d["offline_throughput"]["n"] >= 20
     assert {s["id"] for s in d["skipped"]} >= {"I058", "I059"}
+    # the predicted load of each load-row latency figure (how well conditioned it is)
+    loads = {r["id"]: r["offered_load"] for r in d["rows_table"] if r["metric"] == "ttft_ms_median"}
+    assert loads
+    assert all(0.0 < v < 1.0 for v in loads.values())
+    assert all(r["offered_load"] is None for r in d["rows_table"] if r["kind"] != "latency")
 
 
 def test_infer_trace_counts_malformed_lines(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

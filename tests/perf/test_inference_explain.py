@@ -179,8 +179,8 @@ def test_ep_needs_a_moe_model() -> None:
 
 
 def test_request_path_adds_to_ttft_only() -> None:
-    eff = DEFAULT_EFFICIENCY.with_overrides({"request_path_s": 0.02})
-    base_eff = DEFAULT_EFFICIENCY.with_overrides({"request_path_s": 0.0})
+    eff = DEFAULT_EFFICIENCY.with_overrides({"request_path_by_engine": {"vllm": 0.02}})
+    base_eff = DEFAULT_EFFICIENCY.with_overrides({"request_path_by_engine": {"vllm": 0.0}})
     for load in ({}, {"concurrency": 16}, {"qps": 2.0, "num_requests": 300}):
         kw: dict[str, Any] = {"input_tokens": 256, "output_tokens": 64, **load}
         a = estimate_inference(LLAMA8, GPU, NODE, 1, efficiency=base_eff, **kw)
@@ -191,3 +191,23 @@ def test_request_path_adds_to_ttft_only() -> None:
         if "qps" in load:  # the simulated percentiles move by the same constant
             assert b.values["p50_ttft_s"] == pytest.approx(a.values["p50_ttft_s"] + 0.02)
             assert b.values["p50_tpot_s"] == pytest.approx(a.values["p50_tpot_s"])
+
+
+def test_request_path_is_per_engine_with_a_global_fallback() -> None:
+    eff = DEFAULT_EFFICIENCY.with_overrides(
+        {"request_path_s": 0.001, "request_path_by_engine": {"sglang": 0.004}}
+    )
+    # one engine overridden: the others keep their fitted values (the map merges)
+    assert eff.request_path_by_engine["vllm"] == DEFAULT_EFFICIENCY.request_path_by_engine["vllm"]
+    assert eff.request_path_for("sglang") == 0.004
+    assert eff.request_path_for("trtllm") == 0.001  # not fitted: the global value
+    assert eff.request_path_for(None) == 0.001
+    kw: dict[str, Any] = {"input_tokens": 256, "output_tokens": 64, "efficiency": eff}
+    sg = estimate_inference(LLAMA8, GPU, NODE, 1, engine="sglang", **kw)
+    trt = estimate_inference(LLAMA8, GPU, NODE, 1, engine="trtllm", **kw)
+
+    def path(r: InferenceResult) -> float:
+        return next(t.value for t in r.terms if t.name == "ttft_request_path_s")
+
+    assert path(sg) == pytest.approx(0.004)
+    assert path(trt) == pytest.approx(0.001)

@@ -140,3 +140,26 @@ def test_conditioning_weight_falls_near_capacity() -> None:
     assert w(0.3) == pytest.approx(1 / math.sqrt(1 + (0.3 / 0.7) ** 2))
     assert w(0.5) > w(0.9) > w(0.97) > 0
     assert w(0.97) < 0.05
+
+
+def test_descent_holds_the_fixed_fields_and_fits_the_rest() -> None:
+    from aitco.validation.inference import _descend
+
+    seen: list[dict[str, float]] = []
+
+    def objective(ov: dict[str, float]) -> float:
+        seen.append(ov)
+        return (ov["a"] - 2.0) ** 2 + ov["b"]
+
+    best, obj = _descend(objective, {"a": 0.0}, {"a": (0.0, 1.0, 2.0, 3.0)}, 2, fixed={"b": 5.0})
+    assert best == {"a": 2.0}  # the held field is not returned as fitted
+    assert obj == 5.0
+    assert all(ov["b"] == 5.0 for ov in seen)  # ... but every evaluation saw it
+
+
+def test_request_path_is_in_the_grid_and_separable() -> None:
+    from aitco.validation.inference import FIT_GRID, REQUEST_PATH_PREFIX
+
+    keys = [k for k in FIT_GRID if k.startswith(REQUEST_PATH_PREFIX)]
+    assert {k.split(".", 1)[1] for k in keys} == {"vllm", "vllm-v1", "sglang"}
+    assert all(min(FIT_GRID[k]) == 0.0 for k in keys)  # "no request path" stays reachable

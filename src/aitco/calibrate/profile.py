@@ -36,6 +36,8 @@ PROFILE_VERSION = 1
 GEMM_FRACTION_RANGE = (0.01, 1.0)
 #: Largest per-engine serving overhead per step accepted from a profile. [s]
 MAX_SERVING_OVERHEAD_S = 1.0
+#: Upper bound of a per-engine request path (the bound of the global ``request_path_s``). [s]
+MAX_REQUEST_PATH_S = 0.5
 
 
 class ParamFit(BaseModel):
@@ -202,6 +204,14 @@ def _check_ranges(eff: EfficiencyParams, file: str | None) -> None:
                 f"efficiency.serving_overhead_by_engine.{engine}",
                 v,
                 f"seconds in [0, {MAX_SERVING_OVERHEAD_S}]",
+                file=file,
+            )
+    for engine, v in eff.request_path_by_engine.items():
+        if not 0.0 <= v <= MAX_REQUEST_PATH_S:
+            raise InputError(
+                f"efficiency.request_path_by_engine.{engine}",
+                v,
+                f"seconds in [0, {MAX_REQUEST_PATH_S}]",
                 file=file,
             )
 

@@ -480,7 +480,8 @@ def validate_inference_cmd(
             **s,
             "rows_table": [
                 {"id": c.row_id, "metric": c.metric, "kind": c.kind, "measured": c.measured,
-                 "predicted": c.predicted, "ape": c.ape, "setup": c.setup}
+                 "predicted": c.predicted, "ape": c.ape, "setup": c.setup,
+                 "offered_load": c.offered_load}
                 for c in rep.comparisons
             ],
             "skipped": [{"id": i, "reason": r} for i, r in rep.skipped],

@@ -218,9 +218,16 @@ class EfficiencyParams(BaseModel):
         description="Latency a request spends outside the GPU iterations before its first token "
         "reaches the client (API server or benchmark harness, tokenisation, hand-off to the "
         "engine loop, detokenisation and streaming of the first token); adds to TTFT and "
-        "end-to-end latency, never occupies the GPU. Not fitted (0): the published sources "
-        "disagree by source (a few ms in SGLang's benchmark, tens of ms in MLPerf harnesses), "
-        "so a global value worsened the leave-one-source-out error; calibrate it per stack. [s]",
+        "end-to-end latency, never occupies the GPU. Engines absent from "
+        "request_path_by_engine use this value (0: TensorRT-LLM's C++ executor and unnamed "
+        "stacks are not fitted). [s]",
+    )
+    request_path_by_engine: dict[str, float] = Field(
+        default_factory=lambda: {"vllm": 0.015, "sglang": 0.0025},
+        description="Request path (request_path_s) by serving engine, fitted globally on the "
+        "load rows of the inference validation: vLLM's Python OpenAI-compatible server "
+        "tokenises, schedules and detokenises in its API process (tens of ms), SGLang runs "
+        "its tokenizer and detokenizer in separate processes (a few ms). [s]",
     )
     lowp_gemm_scale: float = Field(
         default=0.9,
@@ -235,6 +242,12 @@ class EfficiencyParams(BaseModel):
         if engine is None:
             return self.serving_overhead_s
         return self.serving_overhead_by_engine.get(engine, self.serving_overhead_s)
+
+    def request_path_for(self, engine: str | None) -> float:
+        """Request path of an engine (``request_path_s`` when the engine is not fitted). [s]."""
+        if engine is None:
+            return self.request_path_s
+        return self.request_path_by_engine.get(engine, self.request_path_s)
 
     def attention_for(self, family: str) -> float:
         """Training FlashAttention fraction of an accelerator family."""
@@ -253,7 +266,12 @@ class EfficiencyParams(BaseModel):
         data = self.model_dump()
         changed: dict[str, set[str]] = {"gemm": set(), "training_gemm": set()}
         for k, v in overrides.items():
-            if k in ("gemm", "training_gemm", "attention_by_family") and isinstance(v, dict):
+            if k in (
+                "gemm",
+                "training_gemm",
+                "attention_by_family",
+                "request_path_by_engine",
+            ) and isinstance(v, dict):
                 if k in changed:
                     changed[k] |= {f for f, x in v.items() if data[k].get(f) != x}
                 data[k] = {**data[k], **v}

@@ -997,7 +997,7 @@ def _engine_fields(efficiency: EfficiencyParams, engine: str | None) -> dict[str
         "layer_overhead_s": efficiency.serving_layer_overhead_s,
         "roofline_p": efficiency.roofline_p,
         "attn_gemm_efficiency": efficiency.prefill_attention,
-        "request_path_s": efficiency.request_path_s,
+        "request_path_s": efficiency.request_path_for(engine),
     }
 
 

@@ -467,6 +467,9 @@ FIT_STARTS: tuple[dict[str, float], ...] = (
     },
 )
 
+#: Grid keys of the request path (fitted after the engine fields: it never occupies the GPU).
+REQUEST_PATH_PREFIX = "request_path_by_engine."
+
 #: Grid of the global inference-efficiency fit (the only parameters fitted on this data).
 FIT_GRID: dict[str, tuple[float, ...]] = {
     "serving_overhead_s": (0.0, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.010),
@@ -477,6 +480,9 @@ FIT_GRID: dict[str, tuple[float, ...]] = {
     "decode_hbm": (0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
     "roofline_p": (1.5, 2.0, 3.0, 5.0, 1e9),
     "prefill_attention": (0.3, 0.4, 0.5, 0.6, 0.7),
+    "request_path_by_engine.vllm": (0.0, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05),
+    "request_path_by_engine.vllm-v1": (0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06),
+    "request_path_by_engine.sglang": (0.0, 0.0025, 0.005, 0.01, 0.02),
 }
 
 
@@ -498,7 +504,9 @@ def fit_inference_efficiency(
     (:data:`RELIABILITY_WEIGHT`); the training-owned fields (``gemm``, ``hbm``, links,
     ``attention``) stay as in ``base``. Coordinate descent over :data:`FIT_GRID`, starting
     from ``base``, until no single
-    change improves (at most ``passes`` sweeps).
+    change improves (at most ``passes`` sweeps). The per-engine request path
+    (:data:`REQUEST_PATH_PREFIX` keys) is separable (it only delays what the client sees): the
+    engine fields are fitted with it at 0, then it is fitted alone on top of them.
 
     Returns
     -------
@@ -522,11 +530,18 @@ def fit_inference_efficiency(
         w += [1.0] * n_sat
         return float(np.average(errs, weights=w))
 
-    start0 = {k: _get(base, k) for k in g}
-    results = [_descend(objective, start0, g, passes)]
+    # the request path never occupies the GPU: the engine fields are fitted first with it at 0,
+    # then the request path alone on what is left of the TTFT residuals (separable fit)
+    gpu = {k: v for k, v in g.items() if not k.startswith(REQUEST_PATH_PREFIX)}
+    rpath = {k: v for k, v in g.items() if k.startswith(REQUEST_PATH_PREFIX)}
+    zero = {k: 0.0 for k in rpath}
+    start0 = {k: _get(base, k) for k in gpu}
+    results = [_descend(objective, start0, gpu, passes, fixed=zero)]
     for start in FIT_STARTS if starts is None else starts:
-        results.append(_descend(objective, {**start0, **start}, g, passes))
+        results.append(_descend(objective, {**start0, **start}, gpu, passes, fixed=zero))
     best_ov, best_obj = min(results, key=lambda r: r[1])
+    if rpath:
+        best_ov, best_obj = _descend(objective, {**best_ov, **zero}, rpath, passes)
     return best_ov, best_obj
 
 
@@ -557,9 +572,15 @@ def conditioning_weight(c: Comparison) -> float:
 
 
 def _descend(
-    objective: Any, cur: dict[str, float], g: dict[str, tuple[float, ...]], passes: int
+    objective: Any,
+    cur: dict[str, float],
+    g: dict[str, tuple[float, ...]],
+    passes: int,
+    fixed: dict[str, float] | None = None,
 ) -> tuple[dict[str, float], float]:
-    best = objective(cur)
+    """Coordinate descent over ``g`` from ``cur`` (``fixed`` fields held, not returned)."""
+    hold = fixed or {}
+    best = objective({**cur, **hold})
     for _ in range(passes):
         improved = False
         for k, values in g.items():
@@ -567,7 +588,7 @@ def _descend(
                 if v == cur[k]:
                     continue
                 trial = {**cur, k: v}
-                obj = objective(trial)
+                obj = objective({**trial, **hold})
                 if obj < best - 1e-9:
                     best, cur, improved = obj, trial, True
         if not improved:
@@ -600,7 +621,11 @@ def _get(eff: EfficiencyParams, key: str) -> float:
     if "." in key:
         f, k = key.split(".", 1)
         d = getattr(eff, f)
-        return float(d.get(k, eff.serving_overhead_s if f == "serving_overhead_by_engine" else 0.0))
+        fallback = {
+            "serving_overhead_by_engine": eff.serving_overhead_s,
+            "request_path_by_engine": eff.request_path_s,
+        }
+        return float(d.get(k, fallback.get(f, 0.0)))
     return float(getattr(eff, key))
 
 
