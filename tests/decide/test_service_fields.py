@@ -253,3 +253,17 @@ def test_sweep_service_plan_total_is_compares(cat, svc: dict[str, Any]) -> None:
     assert len(rows) == 1
     assert rows["total_usd"].iloc[0] == pytest.approx(one.total_usd, rel=1e-9)
     assert rows["replicas"].iloc[0] == one.values["replicas"]
+
+
+def test_scenario_plan_shard_devices_reaches_the_engine(cat) -> None:
+    def total(plan: dict[str, Any]) -> Any:
+        scn = Scenario.model_validate({
+            "name": "hsdp",
+            "workload": {"kind": "training", "model": "llama-3-8b", "tokens": 1e9,
+                         "plan": {"fsdp": True, "tp": 1, "pp": 1, "micro_batch": 1, **plan}},
+            "options": [{"hardware": "h100-sxm5-80gb", "gpus": 64, "pricing": "on_demand"}],
+        })  # fmt: skip
+        return compare(scn, cat).options[0]
+
+    full, hybrid = total({}), total({"shard_devices": 8})
+    assert hybrid.values["wall_clock_h"] != pytest.approx(full.values["wall_clock_h"])

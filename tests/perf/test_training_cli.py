@@ -202,3 +202,24 @@ def test_validate_training_cv_group(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert 0.0 <= d["interval_coverage"] <= 1.0
     assert d["in_sample"]["predicted"] == 4
     assert all(r["source_group"] for r in d["rows_table"])
+
+
+def test_train_shard_devices_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    """--shard-devices keeps ZeRO-3 state inside groups: more optimizer memory per GPU."""
+    args = ["train", "--model", "llama-3-8b", "--hardware", "h100-sxm5-80gb", "--gpus", "64",
+            "--fsdp", "--tp", "1", "--pp", "1", "--micro-batch", "1", "--json"]  # fmt: skip
+    _, full, _ = run(args, capsys)
+    code, hybrid, _ = run([*args, "--shard-devices", "8"], capsys)
+    assert code == 0
+    f, h = json.loads(full), json.loads(hybrid)
+    assert f["plan"]["shard_devices"] is None
+    assert h["plan"]["shard_devices"] == 8
+    ratio = h["memory_split_gb"]["optimizer"] / f["memory_split_gb"]["optimizer"]
+    assert ratio == pytest.approx(64 / 8, rel=1e-6)
+
+
+def test_train_shard_devices_must_divide_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run([*BASE, "--shard-devices", "3"], capsys)
+    assert code == 2
+    assert "--shard-devices" in err
+    assert "divisor" in err

@@ -110,6 +110,15 @@ def train(
         int | None, typer.Option("--zero", help="ZeRO stage 0-3.", min=0, max=3)
     ] = None,
     fsdp: Annotated[bool, typer.Option("--fsdp", help="FSDP full shard (= ZeRO-3).")] = False,
+    shard_devices: Annotated[
+        int | None,
+        typer.Option(
+            "--shard-devices",
+            help="Hybrid sharding: ZeRO/FSDP state split inside groups of N devices (a node or "
+            "TPU slice), data parallel across groups (HSDP, MaxText multi-slice).",
+            min=1,
+        ),
+    ] = None,
     tp_overlap: Annotated[
         bool, typer.Option("--tp-overlap", help="TP collectives overlapped with GEMMs.")
     ] = False,
@@ -144,6 +153,8 @@ def train(
         )
     if tokens is not None and not tokens > 0:
         raise InputError("--tokens", tokens, "a positive number of tokens")
+    if shard_devices is not None and gpus % shard_devices:
+        raise InputError("--shard-devices", shard_devices, f"a divisor of --gpus ({gpus})")
     cat = state.catalog()
     arch = cat.resolve_model(model, field="--model")
     acc, system = cat.hardware(hardware, field="--hardware")
@@ -157,7 +168,7 @@ def train(
     plan_d: dict[str, Any] = {
         "tp": tp, "pp": pp, "cp": cp, "ep": ep, "dp": dp, "zero": zero, "fsdp": fsdp,
         "micro_batch": micro_batch, "recompute": recompute.value if recompute else None,
-        "auto": plan == "auto", "tp_comm_overlap": tp_overlap,
+        "auto": plan == "auto", "tp_comm_overlap": tp_overlap, "shard_devices": shard_devices,
     }  # fmt: skip
     practice = published_practice(
         param_counts(arch).total, acc.family, precision.value, published_runs(cat)
@@ -187,6 +198,7 @@ def train(
         f"micro_batch={p['micro_batch']} recompute={p['recompute']}"
         + (f" ({p['recompute_fraction']:.0%} of layers)" if p["recompute_fraction"] < 1 else "")
         + (f" vp={p['vp']}" if p["vp"] > 1 else "")
+        + (f" shard_devices={p['shard_devices']}" if p.get("shard_devices") else "")
         + f"  (grad. accumulation {v['gradient_accumulation']})"
     )
     rows = [

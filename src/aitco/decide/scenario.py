@@ -48,6 +48,9 @@ class ParallelPlan(BaseModel):
     fsdp: bool = False
     micro_batch: int | None = Field(default=None, ge=1)
     recompute: Literal["none", "selective", "full"] | None = None
+    #: Hybrid sharding: ZeRO/FSDP state split inside groups of this many devices (a node or a
+    #: TPU slice), data parallel across the groups. [devices]
+    shard_devices: int | None = Field(default=None, ge=1)
 
 
 class TrainingWorkload(BaseModel):
