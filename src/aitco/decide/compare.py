@@ -1075,6 +1075,62 @@ def labour_items_usd(
     return out
 
 
+def held_items_usd(
+    *,
+    gpus: Any,
+    wall_h: Any,
+    usd_per_gpu_h: Any,
+    gpus_billed: Any,
+    rented: Any,
+    held: Any,
+    owned: Any,
+    term_h: Any,
+    fac: Factors,
+    reuse_fraction: float,
+) -> dict[str, np.ndarray]:
+    """Items of holding ``gpus`` accelerators for ``wall_h`` hours, as arrays [USD].
+
+    ``hot_spares`` (owned: the spare share of the fleet), ``fragmentation_idle`` (held
+    capacity the scheduler cannot fill), ``idle_instance_gpus`` (rented: the idle accelerators
+    of the last instance) and ``committed_term_unused`` (the unused rest of a committed term,
+    ``term_h`` NaN: none); also ``fragmentation_idle_gpu_h``. Shared by training runs and
+    services (:func:`training_run_items_usd`, :func:`serving_run_items_usd`).
+    """
+    n = np.asarray(gpus, dtype=float)
+    wh = np.asarray(wall_h, dtype=float)
+    p = np.asarray(usd_per_gpu_h, dtype=float)
+    spares = fac.value("spares.fraction")  # a catalog factor: missing is an error naming it
+    frag_gpu_h = np.where(
+        held,
+        reliability.fragmentation_idle_h(n * wh, fac.value("fragmentation.idle-fraction")),
+        0.0,
+    )
+    th = np.asarray(term_h, dtype=float)
+    has_term = np.isfinite(th)
+    held_h = wh + np.where(n > 0, frag_gpu_h / np.where(n > 0, n, 1.0), 0.0)
+    term = committed_term_usd(gpus_billed, held_h, np.where(has_term, th, 1.0), reuse_fraction, p)
+    return {
+        "hot_spares": np.where(owned, gpu_hours_usd(n * wh, spares, p), 0.0),
+        "fragmentation_idle": frag_gpu_h * p,
+        "idle_instance_gpus": np.where(rented, idle_instance_usd(gpus_billed, n, wh, p), 0.0),
+        "committed_term_unused": np.where(has_term, term["usd"], 0.0),
+        "fragmentation_idle_gpu_h": np.asarray(frag_gpu_h, dtype=float),
+    }
+
+
+def cloud_support_usd(
+    items: dict[str, Any], rented: Any, fac: Factors, providers: Any, wall_h: Any, term_h: Any
+) -> np.ndarray:
+    """``cloud_support`` of rented rows: each provider's tiered fee on the supported spend.
+
+    The spend is the sum of :data:`SUPPORTED_SPEND_ITEMS` in ``items``, billed over
+    :func:`support_billed_months` (the wall clock, or whole committed terms).
+    """
+    spend = sum(items[k] for k in SUPPORTED_SPEND_ITEMS if k in items)
+    months = support_billed_months(wall_h, term_h)
+    return np.where(rented, support_fee_usd(fac, providers, spend, months), 0.0)
+
+
 def training_run_items_usd(
     *,
     gpus: Any,
@@ -1090,8 +1146,7 @@ def training_run_items_usd(
     term_h: Any,
     fac: Factors,
     reuse_fraction: float,
-    support_fraction: Any = 0.0,
-    support_provider: Any = None,
+    support_provider: Any,
     nodes: Any = None,
     repair_model: str = "per_incident",
 ) -> dict[str, np.ndarray]:
@@ -1102,8 +1157,8 @@ def training_run_items_usd(
     :func:`_people_items`), over a sweep's rows; mode masks (``rented``, ``spot``, ``held``,
     ``owned``) and ``term_h`` (NaN: no committed term) select the mode-dependent items, which
     are 0 where they do not apply. ``support_provider``: each row's provider id, whose tiered
-    support schedule (:func:`support_fee_usd`) prices ``cloud_support``; without it the legacy
-    flat ``support_fraction`` share of the spend is used. ``nodes``: each row's node count (the
+    support schedule (:func:`support_fee_usd`) prices ``cloud_support``. ``nodes``: each row's
+    node count (the
     cluster-scale repair model; default: one). Power, data, compliance and carbon are not
     included (see ``docs/tco.md``).
     """
@@ -1122,21 +1177,12 @@ def training_run_items_usd(
         ("firmware_downtime", "firmware_h"),
     ):
         out[name] = gpu_hours_usd(n, overheads[key], p)
-    sid = "spares.fraction"
-    spares = fac.value(sid)  # a catalog factor: missing is an error naming it
-    out["hot_spares"] = np.where(owned, gpu_hours_usd(n * wall_h, spares, p), 0.0)
-    frag_gpu_h = np.where(
-        held,
-        reliability.fragmentation_idle_h(n * wall_h, fac.value("fragmentation.idle-fraction")),
-        0.0,
-    )
-    out["fragmentation_idle"] = frag_gpu_h * p
-    out["idle_instance_gpus"] = np.where(rented, idle_instance_usd(gpus_billed, n, wall_h, p), 0.0)
-    th = np.asarray(term_h, dtype=float)
-    has_term = np.isfinite(th)
-    held_h = wall_h + np.where(n > 0, frag_gpu_h / np.where(n > 0, n, 1.0), 0.0)
-    term = committed_term_usd(gpus_billed, held_h, np.where(has_term, th, 1.0), reuse_fraction, p)
-    out["committed_term_unused"] = np.where(has_term, term["usd"], 0.0)
+    held_items = held_items_usd(
+        gpus=n, wall_h=wall_h, usd_per_gpu_h=p, gpus_billed=gpus_billed, rented=rented,
+        held=held, owned=owned, term_h=term_h, fac=fac, reuse_fraction=reuse_fraction,
+    )  # fmt: skip
+    held_items.pop("fragmentation_idle_gpu_h")
+    out.update(held_items)
     out.update(
         labour_items_usd(
             gpus=n,
@@ -1148,13 +1194,7 @@ def training_run_items_usd(
             repair_model=repair_model,
         )
     )
-    spend = sum(out[k] for k in SUPPORTED_SPEND_ITEMS)
-    if support_provider is None:
-        fee = np.asarray(people.support_usd(spend, support_fraction), dtype=float)
-    else:
-        months = support_billed_months(wall_h, th)
-        fee = support_fee_usd(fac, support_provider, spend, months)
-    out["cloud_support"] = np.where(rented, fee, 0.0)
+    out["cloud_support"] = cloud_support_usd(out, rented, fac, support_provider, wall_h, term_h)
     return out
 
 
@@ -1284,21 +1324,12 @@ def serving_run_items_usd(
     out["compute"] = np.asarray(cloud.rental_usd(n * (hrs - lost_h), p), dtype=float)
     out["restart_requeue"] = gpu_hours_usd(restart_gpu_h, 1.0, p)
     out["firmware_downtime"] = gpu_hours_usd(n, phi * hrs, p)
-    sid = "spares.fraction"
-    spares = fac.value(sid)  # a catalog factor: missing is an error naming it
-    out["hot_spares"] = np.where(owned, gpu_hours_usd(n * hrs, spares, p), 0.0)
-    frag_gpu_h = np.where(
-        held,
-        reliability.fragmentation_idle_h(n * hrs, fac.value("fragmentation.idle-fraction")),
-        0.0,
-    )
-    out["fragmentation_idle"] = frag_gpu_h * p
-    out["idle_instance_gpus"] = np.where(rented, idle_instance_usd(gpus_billed, n, hrs, p), 0.0)
-    th = np.asarray(term_h, dtype=float)
-    has_term = np.isfinite(th)
-    held_h = hrs + frag_gpu_h / safe_n
-    term = committed_term_usd(gpus_billed, held_h, np.where(has_term, th, 1.0), reuse_fraction, p)
-    out["committed_term_unused"] = np.where(has_term, term["usd"], 0.0)
+    held_items = held_items_usd(
+        gpus=n, wall_h=hrs, usd_per_gpu_h=p, gpus_billed=gpus_billed, rented=rented,
+        held=held, owned=owned, term_h=term_h, fac=fac, reuse_fraction=reuse_fraction,
+    )  # fmt: skip
+    frag_gpu_h = held_items.pop("fragmentation_idle_gpu_h")
+    out.update(held_items)
     out.update(
         labour_items_usd(
             gpus=n,
@@ -1310,10 +1341,9 @@ def serving_run_items_usd(
             repair_model=repair_model,
         )
     )
-    spend = sum(out[k] for k in SUPPORTED_SPEND_ITEMS if k in out)
-    months = support_billed_months(np.broadcast_to(hrs, n.shape), th)
-    fee = support_fee_usd(fac, support_provider, spend, months)
-    out["cloud_support"] = np.where(rented, fee, 0.0)
+    out["cloud_support"] = cloud_support_usd(
+        out, rented, fac, support_provider, np.broadcast_to(hrs, n.shape), term_h
+    )
     return {
         **out,
         "interruptions": np.asarray(interruptions, dtype=float),
