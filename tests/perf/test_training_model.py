@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.perf.test_training import SYS, M  # the hand-computable node and model
 
-from aitco.catalog.schema import Accelerator, ModelArch, System
+from aitco.catalog.schema import Accelerator, System
 from aitco.errors import InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY
 from aitco.perf.flops import model_shape
@@ -20,18 +21,6 @@ ACC = Accelerator(
     memory_gb=80.0,
     hbm_bandwidth_gb_s=3000.0,
     launch_year=2023,
-)
-SYS = System(
-    id="test-node",
-    accelerator="test-gpu",
-    devices_per_node=8,
-    intra_node_fabric="nvswitch",
-    intra_node_bandwidth_gb_s=450.0,
-    scale_up_domain=8,
-    scale_out_bandwidth_gb_s=50.0,
-)
-M = ModelArch(
-    id="tiny", n_layers=8, d_model=1024, n_heads=16, n_kv_heads=4, d_ff=4096, vocab_size=32000
 )
 
 
