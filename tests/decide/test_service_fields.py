@@ -267,3 +267,16 @@ def test_scenario_plan_shard_devices_reaches_the_engine(cat) -> None:
 
     full, hybrid = total({}), total({"shard_devices": 8})
     assert hybrid.values["wall_clock_h"] != pytest.approx(full.values["wall_clock_h"])
+
+
+def test_scenario_bad_shard_devices_names_the_scenario_field(cat) -> None:
+    scn = Scenario.model_validate({
+        "name": "hsdp",
+        "workload": {"kind": "training", "model": "llama-3-8b", "tokens": 1e9,
+                     "plan": {"fsdp": True, "shard_devices": 7}},
+        "options": [{"hardware": "h100-sxm5-80gb", "gpus": 64, "pricing": "on_demand"}],
+    })  # fmt: skip
+    with pytest.raises(InputError) as e:
+        compare(scn, cat)
+    assert e.value.field == "workload.plan.shard_devices"
+    assert e.value.value == 7

@@ -35,6 +35,7 @@ from aitco.decide.scenario import (
     HardwareOption,
     InferenceWorkload,
     OpsAssumptions,
+    ParallelPlan,
     Scenario,
     TrainingWorkload,
 )
@@ -589,6 +590,16 @@ def _guarded(fn: Any, what: str, *args: Any, **kw: Any) -> Any:
         raise AitcoError(msg) from exc
 
 
+def _plan_guarded(fn: Any, what: str, *args: Any, **kw: Any) -> Any:
+    """:func:`_guarded` for the training engine; a bad plan field is named by its scenario path."""
+    try:
+        return _guarded(fn, what, *args, **kw)
+    except InputError as exc:
+        if type(exc) is InputError and exc.field in ParallelPlan.model_fields:
+            raise InputError(f"workload.plan.{exc.field}", exc.value, exc.expected) from exc
+        raise
+
+
 def _checkpoint_bytes(model: ModelArch, w: TrainingWorkload) -> float:
 
     if w.method == "full":
@@ -697,7 +708,7 @@ def _training(
     )
     res = fac.memo.get(key)
     if res is None:  # the same hardware under several pricing modes runs the engine once
-        res = _guarded(
+        res = _plan_guarded(
             est,
             f"{where}: training {model.id} on {opt.gpus} x {acc.id}",
             model,
