@@ -178,7 +178,6 @@ def _memory_bandwidth_gb_s(obs: Observation, eff: EfficiencyParams) -> float:
 
 
 def _step_time_s(obs: Observation, eff: EfficiencyParams) -> float:
-
     c = obs.conditions
     if obs.model is None or obs.system is None:
         raise InputError(
@@ -204,7 +203,6 @@ _SERVING_CACHE_MAX = 256
 
 
 def _serving(obs: Observation, eff: EfficiencyParams) -> float:
-
     c = obs.conditions
     if obs.model is None or obs.system is None:
         raise InputError(

@@ -601,7 +601,6 @@ def _plan_guarded(fn: Any, what: str, *args: Any, **kw: Any) -> Any:
 
 
 def _checkpoint_bytes(model: ModelArch, w: TrainingWorkload) -> float:
-
     if w.method == "full":
         trainable = float(param_counts(model).total)
     else:

@@ -254,7 +254,6 @@ BREAKEVEN_SUMMARY: tuple[tuple[str, str, str], ...] = (
 
 
 def _summary_keys() -> tuple[str, ...]:
-
     return tuple(k for k, _l, _u in ROI_SUMMARY) + tuple(k for k, _l, _u in BREAKEVEN_SUMMARY)
 
 

@@ -519,7 +519,6 @@ async def _run(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def _workbook(data: ReportData) -> bytes:
-
     inputs = WorkbookInputs(
         notes=["Savings, prices and margins are yours to fill in (yellow cells)."]
     )
