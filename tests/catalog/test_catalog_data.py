@@ -223,3 +223,19 @@ def test_offer_terms_unique_per_region(catalog) -> None:
     for o in catalog.offers.values():
         keys = [(p.term, p.region) for p in o.prices]
         assert len(keys) == len(set(keys)), o.id
+
+
+def test_matmul_ceilings_are_measured_shares_of_the_peak(catalog) -> None:
+    """Measured matmul rates (MAMF) sit below the dense peak; fp8 without its own
+    measurement takes the bf16 share; an accelerator with none has no ceiling."""
+    mi300x = catalog.hardware("mi300x")[0]
+    assert mi300x.matmul_ceiling("bf16") == pytest.approx(668.4 / 1307.4)
+    assert mi300x.matmul_ceiling("fp8") == mi300x.matmul_ceiling("bf16")
+    h100 = catalog.hardware("h100-sxm5-80gb")[0]
+    assert h100.matmul_ceiling("fp8") < h100.matmul_ceiling("bf16") < 1.0
+    assert catalog.hardware("tpu-v4")[0].matmul_ceiling("bf16") is None
+    for acc in catalog.accelerators.values():
+        for dtype, tflops in acc.matmul_tflops.items():
+            assert dtype in acc.peak_tflops, (acc.id, dtype)
+            assert tflops <= acc.peak_tflops[dtype], (acc.id, dtype)
+            assert f"matmul_tflops.{dtype}" in acc.provenance, (acc.id, dtype)

@@ -347,6 +347,29 @@ def test_training_gemm_is_its_own_but_calibration_of_gemm_reaches_it() -> None:
     assert e.attention_for("amd-cdna3") == e.attention
 
 
+def test_families_without_runs_take_a_share_of_their_measured_matmul_ceiling() -> None:
+    e = DEFAULT_EFFICIENCY
+    share = e.training_gemm_share_of_ceiling
+    # a fitted family keeps its own value whatever the accelerator's microbenchmark says
+    assert e.training_gemm_for("nvidia-hopper", 0.5) == e.training_gemm["nvidia-hopper"]
+    # one without runs: the ceiling times the share the fitted families reach
+    assert e.training_gemm_for("amd-cdna3", 0.5) == pytest.approx(0.5 * share)
+    assert e.training_gemm_for("amd-cdna3", 0.6) > e.training_gemm_for("amd-cdna3", 0.5)
+    assert e.training_gemm_for("amd-cdna3", None) == e.gemm_for("amd-cdna3")
+
+
+def test_a_slower_matmul_ceiling_makes_training_slower() -> None:
+    fast = ACC.model_copy(update={"family": "test-family", "matmul_tflops": {"bf16": 900.0}})
+    slow = fast.model_copy(update={"matmul_tflops": {"bf16": 500.0}})
+    plan = {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "recompute": "none"}
+    a = estimate_training(M, fast, SYS, 8, seq_len=2048, global_batch=64, plan=plan)
+    b = estimate_training(M, slow, SYS, 8, seq_len=2048, global_batch=64, plan=plan)
+    assert b.values["tokens_per_s"] < a.values["tokens_per_s"]
+    # the GEMM part of the compute term scales with 1 / ceiling (attention does not)
+    ratio = b.time_terms_s["compute_s"] / a.time_terms_s["compute_s"]
+    assert 1.3 < ratio <= 0.9 / 0.5 + 1e-9
+
+
 def test_unfused_attention_costs_hbm_traffic_and_full_gemms() -> None:
     flash = _est(plan={"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "recompute": "none"})
     unf = estimate_training(M, ACC, SYS, 8, seq_len=2048, global_batch=64,

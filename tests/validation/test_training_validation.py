@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -89,24 +90,25 @@ def cv_all(catalog):
 @pytest.mark.slow
 def test_interval_covers_80_percent_of_cross_validated_residuals(cv_all) -> None:
     """Each row predicted by a fit that never saw its source; the 80% interval of the defaults
-    must cover 75-85% of those residuals (issue 16) on the rows the defaults were fitted on."""
+    must cover 75-85% of those residuals (issue 16) over every bundled row, new sources
+    included, and at least 80% of the rows the NVIDIA efficiencies were fitted on."""
     done = [r for r in cv_all if not r.skipped]
-    assert len(done) >= 45
+    assert len(done) >= 160
     assert {r.source_group for r in done} >= {"narayanan 2021", "github.com/mosaicml/llm-foundry"}
-    assert 0.75 <= coverage(select_rows(cv_all, "fitted")) <= 0.85
+    assert 0.75 <= coverage(cv_all) <= 0.85
+    assert coverage(select_rows(cv_all, "fitted")) >= 0.80
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="measured 2026-12-03 (with hybrid sharding): the 80% interval covers 55% of the "
-    "leave-one-source-out residuals of all 155 predicted rows (TPU rows 20-37% too slow, "
-    "torchtitan float8 rowwise 50-90% too fast); the defaults were fitted before the 104 "
-    "rows of new sources existed",
-)
-def test_interval_covers_80_percent_of_all_cross_validated_residuals(cv_all) -> None:
-    """The issue's coverage target over every bundled row, new sources included."""
-    assert 0.75 <= coverage(cv_all) <= 0.85
+def test_accelerators_without_runs_of_their_own_are_predicted_from_their_matmul_ceiling(
+    cv_all,
+) -> None:
+    """AMD rows held out (no AMD row in any fold's fit) land within 15% median: their GEMM
+    efficiency is the measured MAMF ceiling times the share the NVIDIA families reach; with
+    the shared default GEMM fraction they were 20% too fast (2026-12-03)."""
+    amd = [r for r in cv_all if not r.skipped and "rocm" in r.source_group]
+    assert len(amd) >= 10
+    assert float(np.median([r.ape for r in amd])) <= 0.15
 
 
 def test_published_outcomes_do_not_feed_the_prediction(catalog, tmp_path: Path) -> None:

@@ -154,6 +154,13 @@ class Accelerator(Entry):
         default=None,
         ge=1,
     )
+    matmul_tflops: dict[str, float] = _f(
+        "Measured maximum achievable dense matmul throughput per data type (a GEMM "
+        "microbenchmark such as MAMF, where one is published); the share of the peak that kernels "
+        "reach on this accelerator and software.",
+        "TFLOP/s",
+        default_factory=dict,
+    )
     tdp_w: float | None = _f("Maximum board/module power.", "W", default=None, gt=0)
     idle_w: float | None = _f("Measured idle power, where published.", "W", default=None, ge=0)
     launch_year: int = _f("Year of launch.", ge=2010, le=2035)
@@ -165,7 +172,7 @@ class Accelerator(Entry):
         "System id used when only the accelerator is named.", default=None
     )
 
-    @field_validator("peak_tflops")
+    @field_validator("peak_tflops", "matmul_tflops")
     @classmethod
     def _known_dtypes(cls, v: dict[str, float]) -> dict[str, float]:
         for k, x in v.items():
@@ -173,13 +180,24 @@ class Accelerator(Entry):
                 msg = f"unknown data type {k!r} (expected one of {', '.join(DTYPES)})"
                 raise ValueError(msg)
             if x <= 0:
-                msg = f"peak_tflops.{k} must be > 0, got {x}"
+                msg = f"{k} throughput must be > 0, got {x} TFLOP/s"
                 raise ValueError(msg)
         return v
 
     def supports(self, dtype: str) -> bool:
         """Whether the accelerator has a dense peak for ``dtype``."""
         return dtype in self.peak_tflops
+
+    def matmul_ceiling(self, dtype: str) -> float | None:
+        """Measured matmul throughput over the dense peak for ``dtype`` (0-1), or ``None``.
+
+        A data type without its own measurement (e.g. fp8 where only bf16 was benchmarked) takes
+        the bf16 fraction; ``None`` when nothing was measured.
+        """
+        for d in (dtype, "bf16"):
+            if d in self.matmul_tflops and d in self.peak_tflops:
+                return min(1.0, self.matmul_tflops[d] / self.peak_tflops[d])
+        return None
 
 
 # --------------------------------------------------------------------------- systems

@@ -98,6 +98,14 @@ class EfficiencyParams(BaseModel):
         "other training fields); families absent use `gemm`. A calibration of `gemm` for a "
         "family replaces the entry here too.",
     )
+    training_gemm_share_of_ceiling: float = _frac(
+        0.844,
+        "Training GEMM efficiency as a share of the accelerator's measured matmul ceiling "
+        "(`Accelerator.matmul_ceiling`, a published GEMM microbenchmark over the dense peak), for "
+        "families without a fitted `training_gemm` value: the row-weighted geometric mean of "
+        "`training_gemm[family] / ceiling` over the fitted rows (derived after each fit, not a "
+        "free parameter).",
+    )
     # no training rows for other families: the mean of the three issue-3 values (not fitted itself)
     gemm_default: float = _frac(0.634, "GEMM fraction of dense peak where no family value exists.")
     hbm: float = _frac(0.80, "Fraction of HBM bandwidth achieved by memory-bound kernels.")
@@ -140,14 +148,14 @@ class EfficiencyParams(BaseModel):
         "optimizer kernels (many small, partly unfused kernels; weight streaming uses `hbm`).",
     )
     training_log_ratio_q10: float = Field(
-        default=-0.1171,
+        default=-0.2232,
         description="10th percentile of ln(observed/predicted) tokens/s/GPU, leave-one-source-out "
-        "cross-validated on the validation rows.",
+        "cross-validated on every bundled validation row (new sources included).",
     )
     training_log_ratio_q90: float = Field(
-        default=0.2055,
+        default=0.2752,
         description="90th percentile of ln(observed/predicted) tokens/s/GPU, leave-one-source-out "
-        "cross-validated on the validation rows.",
+        "cross-validated on every bundled validation row (new sources included).",
     )
 
     # ---- inference engine ---------------------------------------------------------------------
@@ -253,9 +261,18 @@ class EfficiencyParams(BaseModel):
         """Training FlashAttention fraction of an accelerator family."""
         return self.attention_by_family.get(family, self.attention)
 
-    def training_gemm_for(self, family: str) -> float:
-        """GEMM efficiency of an accelerator family in training."""
-        return self.training_gemm.get(family, self.gemm_for(family))
+    def training_gemm_for(self, family: str, matmul_ceiling: float | None = None) -> float:
+        """GEMM efficiency (fraction of the dense peak) of an accelerator in training.
+
+        The family's fitted ``training_gemm`` value; for a family without one, the
+        accelerator's measured matmul ceiling times ``training_gemm_share_of_ceiling`` when a
+        ceiling is given, else the shared ``gemm`` value of the family (``gemm_default``).
+        """
+        if family in self.training_gemm:
+            return self.training_gemm[family]
+        if matmul_ceiling is not None:
+            return matmul_ceiling * self.training_gemm_share_of_ceiling
+        return self.gemm_for(family)
 
     def gemm_for(self, family: str) -> float:
         """GEMM efficiency of an accelerator family."""

@@ -152,7 +152,7 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         peak_mfu_tflops=float(lin),
         hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
         memory_gb=float(acc.memory_gb),
-        gemm_efficiency=float(eff.training_gemm_for(acc.family)),
+        gemm_efficiency=float(eff.training_gemm_for(acc.family, acc.matmul_ceiling(precision))),
         attention_efficiency=float(eff.attention_for(acc.family)),
     )
 

@@ -666,6 +666,34 @@ def throughput_cases(path: str | Path | None = None, catalog: Catalog | None = N
     return cases
 
 
+def gemm_share_of_ceiling(
+    eff: EfficiencyParams, catalog: Catalog, cases: list[Case]
+) -> float | None:
+    """Training GEMM efficiency as a share of the measured matmul ceiling, from fitted families.
+
+    For every case whose accelerator family has a fitted ``training_gemm`` value and whose
+    accelerator has a measured matmul ceiling (``Accelerator.matmul_ceiling`` of the case's
+    precision), the ratio ``training_gemm[family] / ceiling``; their geometric mean (each row
+    weighs the same). It carries what the fitted families say about end-to-end training
+    frameworks to accelerators without runs of their own. ``None`` when no case qualifies.
+    """
+    logs = []
+    for c in cases:
+        acc, _ = catalog.hardware(c.accelerator)
+        ceiling = acc.matmul_ceiling(c.precision)
+        if acc.family in eff.training_gemm and ceiling:
+            logs.append(math.log(eff.training_gemm[acc.family] / ceiling))
+    return float(math.exp(np.mean(logs))) if logs else None
+
+
+def with_derived_share(eff: EfficiencyParams, catalog: Catalog, cases: list[Case]) -> EfficiencyParams:
+    """``eff`` with ``training_gemm_share_of_ceiling`` derived from ``cases`` (kept if none fit)."""
+    share = gemm_share_of_ceiling(eff, catalog, cases)
+    if share is None:
+        return eff
+    return eff.with_overrides({"training_gemm_share_of_ceiling": min(1.0, share)})
+
+
 def fit_cases(
     cases: list[Case],
     catalog: Catalog,
@@ -700,6 +728,9 @@ def fit_cases(
                 out[i] = FAILED_ROW_LOG_RATIO
         return out
 
+    # accelerators without a fitted family take the share of their matmul ceiling that the
+    # fitted families reach: derived from the start for the fit, again from the result after it
+    start = with_derived_share(start, catalog, cases)
     lo = np.array([b[0] for b in FIT_BOUNDS.values()])
     hi = np.array([b[1] for b in FIT_BOUNDS.values()])
     # start strictly inside the bounds (the trust-region method needs an interior point)
@@ -707,7 +738,7 @@ def fit_cases(
     sol = least_squares(
         residuals, x0, bounds=(lo, hi), method="trf", diff_step=FIT_DIFF_STEP, max_nfev=max_nfev
     )
-    eff = _from_vector(start, sol.x)
+    eff = with_derived_share(_from_vector(start, sol.x), catalog, cases)
     s = summary([predict_case(c, catalog, eff) for c in cases])
     eff = eff.with_overrides(
         {"training_log_ratio_q10": s["log_ratio_q10"], "training_log_ratio_q90": s["log_ratio_q90"]}
