@@ -202,6 +202,10 @@ def test_request_path_is_per_engine_with_a_global_fallback() -> None:
     assert eff.request_path_for("sglang") == 0.004
     assert eff.request_path_for("trtllm") == 0.001  # not fitted: the global value
     assert eff.request_path_for(None) == 0.001
+    # a versioned engine without its own value takes its stack's (same API server in front)
+    assert eff.request_path_for("vllm-v1") == eff.request_path_by_engine["vllm"]
+    v1 = eff.with_overrides({"request_path_by_engine": {"vllm-v1": 0.03}})
+    assert v1.request_path_for("vllm-v1") == 0.03
     kw: dict[str, Any] = {"input_tokens": 256, "output_tokens": 64, "efficiency": eff}
     sg = estimate_inference(LLAMA8, GPU, NODE, 1, engine="sglang", **kw)
     trt = estimate_inference(LLAMA8, GPU, NODE, 1, engine="trtllm", **kw)

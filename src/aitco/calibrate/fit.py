@@ -165,7 +165,7 @@ def _matmul_tflops(obs: Observation, eff: EfficiencyParams) -> float:
         bytes_moved,
         obs.acc.peak_tflops[dtype],
         obs.acc.hbm_bandwidth_gb_s,
-        flops_efficiency=eff.gemm_for(obs.acc.family),
+        flops_efficiency=eff.gemm_for(obs.acc.family, obs.acc.matmul_ceiling(dtype)),
         memory_efficiency=eff.hbm,
     )
     return float(flops / t / TERA)

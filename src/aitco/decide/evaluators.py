@@ -317,7 +317,7 @@ def hardware_table(
         cols["inter_lat"].append(sysm.scale_out_latency_us)
         cols["dpn"].append(sysm.devices_per_node)
         cols["sud"].append(max(sysm.scale_up_domain, sysm.devices_per_node))
-        cols["gemm"].append(efficiency.gemm_for(acc.family))
+        cols["gemm"].append(efficiency.gemm_for(acc.family, acc.matmul_ceiling("bf16")))
         cols["tdp"].append(math.nan if acc.tdp_w is None else acc.tdp_w)
         offer_lists.append(cat.offers_for(acc.id))
         for p, mode in enumerate(PRICING_MODES):

@@ -92,7 +92,7 @@ def cnn_batch(
         model.params * w_bytes
         + ACTIVATION_ACCESSES * b * model.activation_elements_per_inference * a_bytes
     )
-    eta_f = efficiency.gemm_for(acc.family)
+    eta_f = efficiency.gemm_for(acc.family, acc.matmul_ceiling(prec.compute))
     compute = roofline.compute_time_s(flops, peak, eta_f)
     memory = roofline.memory_time_s(moved, acc.hbm_bandwidth_gb_s, efficiency.hbm)
     launch = (

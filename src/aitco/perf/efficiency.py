@@ -98,6 +98,13 @@ class EfficiencyParams(BaseModel):
         "other training fields); families absent use `gemm`. A calibration of `gemm` for a "
         "family replaces the entry here too.",
     )
+    gemm_share_of_ceiling: float = _frac(
+        0.76,
+        "GEMM efficiency (`gemm`, inference and decisions) as a share of the accelerator's "
+        "measured matmul ceiling, for families without a fitted `gemm` value: the geometric "
+        "mean of `gemm[family] / ceiling` over the inference validation rows of fitted families "
+        "(derived, not a free parameter).",
+    )
     training_gemm_share_of_ceiling: float = _frac(
         0.844,
         "Training GEMM efficiency as a share of the accelerator's measured matmul ceiling "
@@ -252,10 +259,18 @@ class EfficiencyParams(BaseModel):
         return self.serving_overhead_by_engine.get(engine, self.serving_overhead_s)
 
     def request_path_for(self, engine: str | None) -> float:
-        """Request path of an engine (``request_path_s`` when the engine is not fitted). [s]."""
+        """Request path of an engine. [s].
+
+        The engine's fitted value; a versioned engine without one (``vllm-v1``) takes its
+        stack's (``vllm``: the same OpenAI-compatible API server tokenises and detokenises in
+        front of either engine core); ``request_path_s`` when neither is fitted.
+        """
         if engine is None:
             return self.request_path_s
-        return self.request_path_by_engine.get(engine, self.request_path_s)
+        for key in (engine, engine.split("-", 1)[0]):
+            if key in self.request_path_by_engine:
+                return self.request_path_by_engine[key]
+        return self.request_path_s
 
     def attention_for(self, family: str) -> float:
         """Training FlashAttention fraction of an accelerator family."""
@@ -274,9 +289,18 @@ class EfficiencyParams(BaseModel):
             return matmul_ceiling * self.training_gemm_share_of_ceiling
         return self.gemm_for(family)
 
-    def gemm_for(self, family: str) -> float:
-        """GEMM efficiency of an accelerator family."""
-        return self.gemm.get(family, self.gemm_default)
+    def gemm_for(self, family: str, matmul_ceiling: float | None = None) -> float:
+        """GEMM efficiency (fraction of the dense peak) of an accelerator family.
+
+        The family's fitted ``gemm`` value; for a family without one, the accelerator's
+        measured matmul ceiling times ``gemm_share_of_ceiling`` when a ceiling is given, else
+        ``gemm_default``.
+        """
+        if family in self.gemm:
+            return self.gemm[family]
+        if matmul_ceiling is not None:
+            return matmul_ceiling * self.gemm_share_of_ceiling
+        return self.gemm_default
 
     def with_overrides(self, overrides: dict[str, Any]) -> EfficiencyParams:
         """Return a copy with some parameters replaced (validated); per-family dicts merge."""

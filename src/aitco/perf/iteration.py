@@ -932,7 +932,9 @@ def iteration_model(
         peak_tflops=float(acc.peak_tflops[precisions.compute]),
         hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
         gemm_efficiency=lowp_gemm_efficiency(
-            efficiency.gemm_for(acc.family), precisions.compute, efficiency.lowp_gemm_scale
+            efficiency.gemm_for(acc.family, acc.matmul_ceiling("bf16")),
+            precisions.compute,
+            efficiency.lowp_gemm_scale,
         ),
         hbm_efficiency=efficiency.decode_hbm,
         body_flops_per_token=FLOPS_PER_MAC * (pc.active - pc.embedding - pc.lm_head) / shard,

@@ -620,11 +620,10 @@ def _get(eff: EfficiencyParams, key: str) -> float:
     """Value of a (possibly dotted ``field.key``) efficiency parameter."""
     if "." in key:
         f, k = key.split(".", 1)
+        if f == "request_path_by_engine":
+            return eff.request_path_for(k)
         d = getattr(eff, f)
-        fallback = {
-            "serving_overhead_by_engine": eff.serving_overhead_s,
-            "request_path_by_engine": eff.request_path_s,
-        }
+        fallback = {"serving_overhead_by_engine": eff.serving_overhead_s}
         return float(d.get(k, fallback.get(f, 0.0)))
     return float(getattr(eff, key))
 

@@ -686,7 +686,9 @@ def gemm_share_of_ceiling(
     return float(math.exp(np.mean(logs))) if logs else None
 
 
-def with_derived_share(eff: EfficiencyParams, catalog: Catalog, cases: list[Case]) -> EfficiencyParams:
+def with_derived_share(
+    eff: EfficiencyParams, catalog: Catalog, cases: list[Case]
+) -> EfficiencyParams:
     """``eff`` with ``training_gemm_share_of_ceiling`` derived from ``cases`` (kept if none fit)."""
     share = gemm_share_of_ceiling(eff, catalog, cases)
     if share is None:
