@@ -356,6 +356,11 @@ def test_families_without_runs_take_a_share_of_their_measured_matmul_ceiling() -
     assert e.training_gemm_for("amd-cdna3", 0.5) == pytest.approx(0.5 * share)
     assert e.training_gemm_for("amd-cdna3", 0.6) > e.training_gemm_for("amd-cdna3", 0.5)
     assert e.training_gemm_for("amd-cdna3", None) == e.gemm_for("amd-cdna3")
+    # a calibrated (or fitted) shared value of the family wins over the microbenchmark
+    cal = e.with_overrides({"gemm": {"amd-cdna3": 0.3}})
+    assert cal.training_gemm_for("amd-cdna3", 0.5) == 0.3
+    assert cal.gemm_for("amd-cdna3", 0.5) == 0.3
+    assert e.gemm_for("amd-cdna3", 0.5) == pytest.approx(0.5 * e.gemm_share_of_ceiling)
 
 
 def test_a_slower_matmul_ceiling_makes_training_slower() -> None:

@@ -163,3 +163,11 @@ def test_request_path_is_in_the_grid_and_separable() -> None:
     keys = [k for k in FIT_GRID if k.startswith(REQUEST_PATH_PREFIX)]
     assert {k.split(".", 1)[1] for k in keys} == {"vllm", "vllm-v1", "sglang"}
     assert all(min(FIT_GRID[k]) == 0.0 for k in keys)  # "no request path" stays reachable
+
+
+def test_default_share_of_the_matmul_ceiling_is_the_derived_one(catalog) -> None:
+    """``gemm_share_of_ceiling`` is what the fitted families' inference rows give."""
+    from aitco.validation.inference import gemm_share_of_ceiling, read_rows
+
+    share = gemm_share_of_ceiling(DEFAULT_EFFICIENCY, catalog, read_rows(None))
+    assert share == pytest.approx(DEFAULT_EFFICIENCY.gemm_share_of_ceiling, abs=0.005)

@@ -126,3 +126,12 @@ def test_published_outcomes_do_not_feed_the_prediction(catalog, tmp_path: Path) 
     rb = {r.row_id: r.predicted for r in validate_training(b, catalog)}
     assert ra == pytest.approx(rb, rel=1e-12)
     assert len(ra) == 5
+
+
+def test_default_share_of_the_matmul_ceiling_is_the_derived_one(catalog) -> None:
+    """The default is what the fitted families' rows give (documented derivation)."""
+    from aitco.perf.efficiency import DEFAULT_EFFICIENCY
+    from aitco.validation.training import gemm_share_of_ceiling, throughput_cases
+
+    share = gemm_share_of_ceiling(DEFAULT_EFFICIENCY, catalog, throughput_cases(None, catalog))
+    assert share == pytest.approx(DEFAULT_EFFICIENCY.training_gemm_share_of_ceiling, abs=0.005)

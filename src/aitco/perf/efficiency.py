@@ -279,13 +279,13 @@ class EfficiencyParams(BaseModel):
     def training_gemm_for(self, family: str, matmul_ceiling: float | None = None) -> float:
         """GEMM efficiency (fraction of the dense peak) of an accelerator in training.
 
-        The family's fitted ``training_gemm`` value; for a family without one, the
-        accelerator's measured matmul ceiling times ``training_gemm_share_of_ceiling`` when a
-        ceiling is given, else the shared ``gemm`` value of the family (``gemm_default``).
+        The family's fitted ``training_gemm`` value, else its shared (fitted or calibrated)
+        ``gemm`` value; for a family with neither, the accelerator's measured matmul ceiling
+        times ``training_gemm_share_of_ceiling`` when a ceiling is given, else ``gemm_default``.
         """
         if family in self.training_gemm:
             return self.training_gemm[family]
-        if matmul_ceiling is not None:
+        if family not in self.gemm and matmul_ceiling is not None:
             return matmul_ceiling * self.training_gemm_share_of_ceiling
         return self.gemm_for(family)
 

@@ -616,6 +616,27 @@ def interval_log_ratios(rep: ValidationReport) -> dict[str, float]:
     }
 
 
+def gemm_share_of_ceiling(
+    eff: EfficiencyParams, catalog: Catalog, rows: list[dict[str, str]]
+) -> float | None:
+    """``gemm`` as a share of the measured matmul ceiling, from the rows of fitted families.
+
+    Geometric mean of ``gemm[family] / matmul_ceiling("bf16")`` over the rows whose accelerator
+    family has a ``gemm`` value and a measured ceiling: the derivation of the
+    ``gemm_share_of_ceiling`` default. ``None`` when no row qualifies.
+    """
+    logs = []
+    for r in rows:
+        hw = HARDWARE_IDS.get(r["hardware"])
+        if hw is None or hw not in catalog.accelerators:
+            continue
+        acc = catalog.accelerators[hw]
+        ceiling = acc.matmul_ceiling("bf16")
+        if acc.family in eff.gemm and ceiling:
+            logs.append(math.log(eff.gemm[acc.family] / ceiling))
+    return float(math.exp(np.mean(logs))) if logs else None
+
+
 def _get(eff: EfficiencyParams, key: str) -> float:
     """Value of a (possibly dotted ``field.key``) efficiency parameter."""
     if "." in key:
