@@ -233,7 +233,7 @@ def test_matmul_ceilings_are_measured_shares_of_the_peak(catalog) -> None:
     assert mi300x.matmul_ceiling("fp8") == mi300x.matmul_ceiling("bf16")
     h100 = catalog.hardware("h100-sxm5-80gb")[0]
     assert h100.matmul_ceiling("fp8") < h100.matmul_ceiling("bf16") < 1.0
-    assert catalog.hardware("tpu-v4")[0].matmul_ceiling("bf16") is None
+    assert catalog.hardware("tpu-v6e")[0].matmul_ceiling("bf16") is None
     for acc in catalog.accelerators.values():
         for dtype, tflops in acc.matmul_tflops.items():
             assert dtype in acc.peak_tflops, (acc.id, dtype)
