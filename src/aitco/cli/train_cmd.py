@@ -122,6 +122,14 @@ def train(
     tp_overlap: Annotated[
         bool, typer.Option("--tp-overlap", help="TP collectives overlapped with GEMMs.")
     ] = False,
+    ep_overlap: Annotated[
+        bool,
+        typer.Option(
+            "--ep-overlap",
+            help="EP all-to-alls under another micro-batch's compute (Megatron-Bridge "
+            "overlap_moe_expert_parallel_comm, DualPipe); the search keeps to plans that allow it.",
+        ),
+    ] = False,
     recompute: Annotated[Recompute | None, typer.Option("--recompute")] = None,
     method: Annotated[Method, typer.Option("--method")] = Method.full,
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA/QLoRA rank.", min=1)] = 16,
@@ -169,6 +177,7 @@ def train(
         "tp": tp, "pp": pp, "cp": cp, "ep": ep, "dp": dp, "zero": zero, "fsdp": fsdp,
         "micro_batch": micro_batch, "recompute": recompute.value if recompute else None,
         "auto": plan == "auto", "tp_comm_overlap": tp_overlap, "shard_devices": shard_devices,
+        "ep_comm_overlap": ep_overlap,
     }  # fmt: skip
     practice = published_practice(
         param_counts(arch).total, acc.family, precision.value, published_runs(cat)

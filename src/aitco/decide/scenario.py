@@ -51,6 +51,9 @@ class ParallelPlan(BaseModel):
     #: Hybrid sharding: ZeRO/FSDP state split inside groups of this many devices (a node or a
     #: TPU slice), data parallel across the groups. [devices]
     shard_devices: int | None = Field(default=None, ge=1)
+    #: Expert-parallel all-to-alls overlapped with another micro-batch's compute (Megatron-Bridge
+    #: ``overlap_moe_expert_parallel_comm``, DualPipe); off unless true.
+    ep_comm_overlap: bool | None = None
 
 
 class TrainingWorkload(BaseModel):

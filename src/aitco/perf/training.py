@@ -231,7 +231,9 @@ def estimate_training(
         Full training or adapters on a frozen (QLoRA: 4-bit) base.
     plan : dict or ParallelPlan, optional
         ``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``, ``fsdp``, ``micro_batch``,
-        ``recompute`` (name), ``vp``, ``tp_comm_overlap``, ``shard_devices`` (hybrid
+        ``recompute`` (name), ``vp``, ``tp_comm_overlap``, ``ep_comm_overlap`` (EP
+        all-to-alls under another micro-batch's compute; off unless given; given, the
+        search keeps to plans Megatron-Bridge allows it on), ``shard_devices`` (hybrid
         sharding: ZeRO-3/FSDP inside groups of that many devices, a node or a TPU slice, data
         parallel across them; :class:`~aitco.perf.training_model.RunShape`); missing degrees
         are 1 (dp inferred) when any degree is given, otherwise the whole plan is searched;
@@ -420,6 +422,8 @@ def _fixed_options(p: dict[str, Any]) -> dict[str, Any]:
         out["recompute"] = RECOMPUTE_CODES[rc]
         if rc == "full" and p.get("recompute_fraction") is None:
             out["recompute_fraction"] = 1.0  # "full" as given: every layer
+    if p.get("ep_comm_overlap") is not None:
+        out["ep_comm_overlap"] = int(bool(p["ep_comm_overlap"]))
     if p.get("recompute_fraction") is not None:
         frac = float(p["recompute_fraction"])
         if not 0.0 < frac <= 1.0:
@@ -480,6 +484,7 @@ def _values(
             "recompute_fraction": best["recompute_fraction"],
             "vp": best["vp"],
             "tp_comm_overlap": bool(p.get("tp_comm_overlap", False)),
+            "ep_comm_overlap": bool(best["ep_comm_overlap"]),
             "shard_devices": _shard_devices(p, gpus),
             "searched": n > 1,
         },
@@ -509,7 +514,7 @@ def _term_inputs(
             "tp_overlap": e.tp_overlap if pl["tp_comm_overlap"] else 0.0,
         },
         "cp_comm_s": {"cp": pl["cp"]},
-        "ep_comm_s": {"ep": pl["ep"]},
+        "ep_comm_s": {"ep": pl["ep"], "ep_comm_overlap": pl["ep_comm_overlap"]},
         "zero3_comm_s": {"zero": pl["zero"], "dp": pl["dp"], "dp_overlap": e.dp_overlap},
         "dp_comm_s": {
             "dp": pl["dp"],

@@ -219,6 +219,9 @@ class PlanArrays:
         Sequences per micro-batch. [count]
     tp_comm_overlap : ndarray
         1 where TP collectives overlap GEMMs. [0/1]
+    ep_comm_overlap : ndarray
+        1 where the expert-parallel all-to-alls of one micro-batch run under the compute of
+        another (Megatron ``overlap_moe_expert_parallel_comm``, DeepSeek DualPipe). [0/1]
     n_micro : ndarray
         Micro-batches per step, ``ceil(B / (b dp))``. [count]
     layers : ndarray
@@ -250,6 +253,7 @@ class PlanArrays:
     full_rc: F64
     any_rc: F64
     dp_shard: F64
+    ep_comm_overlap: F64
 
     @property
     def tok_tp(self) -> F64:
@@ -266,7 +270,8 @@ def plan_arrays(ms: ModelShape, run: RunShape, **plan: Any) -> PlanArrays:
     """Return the plans as :class:`PlanArrays` (the validate step of the model).
 
     ``plan`` holds ``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``, ``micro_batch``,
-    ``recompute``, ``vp``, ``recompute_fraction`` and ``tp_comm_overlap`` (array_like).
+    ``recompute``, ``vp``, ``recompute_fraction``, ``tp_comm_overlap`` and (optional,
+    default 0) ``ep_comm_overlap`` (array_like).
     """
     f = {k: np.asarray(plan[k], dtype=float) for k in ("tp", "pp", "cp", "ep", "dp", "micro_batch")}
     rc = np.asarray(plan["recompute"])
@@ -289,6 +294,7 @@ def plan_arrays(ms: ModelShape, run: RunShape, **plan: Any) -> PlanArrays:
         full_rc=np.where(rc == 2, frac, 0.0),
         any_rc=(rc >= 1).astype(float),
         dp_shard=dp_shard,
+        ep_comm_overlap=np.asarray(plan.get("ep_comm_overlap", 0.0), dtype=float),
     )
 
 
@@ -448,6 +454,18 @@ def ep_comm_time_s(
     return np.where(
         pa.ep > 1, moe_layers * n_a2a * comms.alltoall_time_s(a2a_bytes, pa.ep, bw, lat, le), 0.0
     )
+
+
+def ep_exposed_time_s(ep_mb: F64, compute_mb: F64, pa: PlanArrays) -> F64:
+    r"""Expert-parallel all-to-all time left exposed per micro-batch [s].
+
+    With EP overlap the dispatch/combine all-to-alls of one micro-batch run under the compute
+    of another (Megatron's 1F1B A2A overlap, ``overlap_moe_expert_parallel_comm``; DeepSeek-V3's
+    DualPipe, arXiv 2412.19437 Sec. 3.2.1): only what exceeds that compute is exposed,
+    :math:`\max(0, t_{a2a} - t_{compute})`. Without it the whole time is.
+    """
+    hidden = np.maximum(ep_mb - compute_mb, 0.0)
+    return np.where(pa.ep_comm_overlap > 0, hidden, ep_mb)
 
 
 def plan_memory_bytes(ms: ModelShape, run: RunShape, pa: PlanArrays) -> dict[str, F64]:
@@ -631,6 +649,7 @@ def evaluate_plans(
     recompute_fraction: Any = 1.0,
     attention_kernel: str = "flash",
     shard_devices: float | None = None,
+    ep_comm_overlap: Any = False,
 ) -> dict[str, NDArray[Any]]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -648,7 +667,8 @@ def evaluate_plans(
         As :class:`RunShape`.
     eff : EfficiencyParams
         Efficiency fractions.
-    tp, pp, cp, ep, dp, zero, micro_batch, recompute, vp, recompute_fraction, tp_comm_overlap
+    tp, pp, cp, ep, dp, zero, micro_batch, recompute, vp, recompute_fraction, tp_comm_overlap,
+    ep_comm_overlap
         The plans, array_like (recompute coded 0 none, 1 selective, 2 full; zero 0-3,
         FSDP = 3; ``recompute_fraction`` the share of layers fully recomputed).
 
@@ -673,7 +693,7 @@ def evaluate_plans(
         pa = plan_arrays(
             ms, run, tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, zero=zero, micro_batch=micro_batch,
             recompute=recompute, vp=vp, recompute_fraction=recompute_fraction,
-            tp_comm_overlap=tp_comm_overlap,
+            tp_comm_overlap=tp_comm_overlap, ep_comm_overlap=ep_comm_overlap,
         )  # fmt: skip
         return _step_terms(ms, hw, system, eff, run, pa)
 
@@ -692,7 +712,7 @@ def _step_terms(
     membound_mb = memory_bound_time_s(ms, hw, eff, run, pa)
     tp_mb = tp_comm_time_s(ms, system, eff, run, pa)
     cp_mb = cp_comm_time_s(ms, system, eff, run, pa, att)
-    ep_mb = ep_comm_time_s(ms, system, eff, run, pa)
+    ep_mb = ep_exposed_time_s(ep_comm_time_s(ms, system, eff, run, pa), compute_mb, pa)
     mem = plan_memory_bytes(ms, run, pa)
     work_mb = compute_mb + membound_mb
     z3_mb, dp_s = dp_comm_times_s(system, eff, run, pa, mem, work_mb)
