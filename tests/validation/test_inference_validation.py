@@ -103,9 +103,13 @@ def test_new_sources_offline_throughput_out_of_sample(new_report) -> None:
     assert e.size >= 12
     # never fitted on: the same 15 % median budget as the fitted rows
     assert float(np.median(e)) <= 0.15
-    # the known miss: vLLM 0.9.1 on ROCm (MI300X) at 55 % of the predicted throughput
-    worst = max((c for c in new_report.comparisons if c.kind == THROUGHPUT), key=lambda c: c.ape)
-    assert "mi300x" in worst.setup
+    # the known misses are AMD: with the measured matmul rates (MAMF) the MI325X MLPerf row is
+    # predicted 36 % slow, and vLLM 0.9.1 on ROCm (MI300X, I120) 26 % fast (2.1x before)
+    thr = [c for c in new_report.comparisons if c.kind == THROUGHPUT]
+    worst = max(thr, key=lambda c: c.ape)
+    assert "mi3" in worst.setup
+    i120 = next(c for c in thr if c.row_id == "I120")
+    assert i120.predicted / i120.measured < 1.5
 
 
 def test_new_sources_rows_are_accounted_for(new_report) -> None:
