@@ -147,9 +147,9 @@ def train(
     ] = False,
 ) -> None:
     """Estimate a training run: step time, MFU, memory, GPU-hours; search the parallel plan."""
+    from aitco.decide.practice import practice_for
     from aitco.perf.params import param_counts
     from aitco.perf.training import default_global_batch, estimate_training
-    from aitco.validation.training import published_practice, published_runs
 
     if plan is not None and plan != "auto":
         raise InputError("--plan", plan, "'auto' (or leave it out and give --tp/--pp/...)")
@@ -179,9 +179,7 @@ def train(
         "auto": plan == "auto", "tp_comm_overlap": tp_overlap, "shard_devices": shard_devices,
         "ep_comm_overlap": ep_overlap,
     }  # fmt: skip
-    practice = published_practice(
-        param_counts(arch).total, acc.family, precision.value, published_runs(cat)
-    )
+    practice = practice_for(param_counts(arch).total, acc.family, precision.value)
     res = estimate_training(
         arch, acc, system, gpus, seq_len=seq_len, global_batch=global_batch, tokens=tokens,
         precision=precision.value, method=method.value, plan=plan_d,

@@ -30,6 +30,7 @@ from aitco.cost import capex as capex_mod
 from aitco.cost import carbon, cloud, data, finance, people, power, reliability
 from aitco.cost import offers as offers_mod
 from aitco.cost.tco import Breakdown, add_stages
+from aitco.decide.practice import practice_for
 from aitco.decide.scenario import (
     DataCosts,
     HardwareOption,
@@ -722,6 +723,9 @@ def _training(
             plan=plan,
             efficiency=eff,
             lora_rank=w.lora_rank,
+            # the plan `aitco train` chooses: within the interval of the fastest, nearest to
+            # published layouts of similar runs (one plan, one GPU-hour figure in every command)
+            practice=practice_for(param_counts(model).total, acc.family, w.precision),
         )
         fac.memo[key] = res
     v = res.values

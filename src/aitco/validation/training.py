@@ -25,15 +25,14 @@ from scipy.optimize import least_squares
 
 from aitco.catalog.loader import Catalog, load_catalog
 from aitco.catalog.schema import ModelArch
+from aitco.decide.practice import (  # re-exported: the lookup lives with its users
+    PublishedRun,
+)
 from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape, training_flops_per_token
 from aitco.perf.params import param_counts
-from aitco.perf.training import (
-    PublishedPractice,
-    default_global_batch,
-    estimate_training,
-)
+from aitco.perf.training import default_global_batch, estimate_training
 from aitco.units import TERA
 
 DATA_CSV = Path(__file__).parent / "data" / "training.csv"
@@ -862,24 +861,6 @@ def markdown_table(results: list[RowResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: Published runs count as evidence for a model whose parameter count is within this factor of
-#: theirs (a 70B model is judged by 18B-280B runs).
-PRACTICE_SIZE_FACTOR = 4.0
-
-
-@dataclass(frozen=True)
-class PublishedRun:
-    """One throughput row reduced to what plan search compares against."""
-
-    row_id: str
-    label: str
-    family: str
-    low_precision: bool  # fp8 (its MFU is against the fp8 peak)
-    total_params: float
-    mfu: float  # aitco's MFU convention
-    layout: tuple[int, int, int, int] | None  # (tp, pp, cp, ep) when published
-
-
 def published_runs(catalog: Catalog, path: str | Path | None = None) -> list[PublishedRun]:
     """Return the throughput rows as published MFU (aitco's convention) with their layouts.
 
@@ -912,25 +893,3 @@ def published_runs(catalog: Catalog, path: str | Path | None = None) -> list[Pub
                          float(mfu), layout)  # type: ignore[arg-type]
         )  # fmt: skip
     return out
-
-
-def published_practice(
-    total_params: float, family: str, precision: str, runs: list[PublishedRun]
-) -> PublishedPractice | None:
-    """Best published MFU and layouts for a model size and accelerator generation.
-
-    Runs of the same accelerator family and precision class (fp8 or 16-bit) whose model has
-    between ``1/4`` and ``4`` times ``total_params`` count; ``None`` when there are none (the
-    search then has no evidence to stay within, and says so by leaving the keys out).
-    """
-    low = precision == "fp8"
-    near = [
-        r for r in runs
-        if r.family == family and r.low_precision == low
-        and abs(math.log(r.total_params / total_params)) <= math.log(PRACTICE_SIZE_FACTOR)
-    ]  # fmt: skip
-    if not near:
-        return None
-    best = max(near, key=lambda r: r.mfu)
-    layouts = tuple(sorted({r.layout for r in near if r.layout is not None}))
-    return PublishedPractice(best.mfu, f"{best.row_id} {best.label}", layouts)
