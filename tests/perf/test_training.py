@@ -389,6 +389,10 @@ def test_families_without_runs_take_a_share_of_their_measured_matmul_ceiling() -
     assert cal.training_gemm_for("amd-cdna3", 0.5) == 0.3
     assert cal.gemm_for("amd-cdna3", 0.5) == 0.3
     assert e.gemm_for("amd-cdna3", 0.5) == pytest.approx(0.5 * e.gemm_share_of_ceiling)
+    # --explain says which rule gave the number
+    assert "fitted" in e.training_gemm_basis("nvidia-hopper", 0.8)
+    assert "measured matmul ceiling 0.500" in e.training_gemm_basis("amd-cdna3", 0.5)
+    assert "gemm_default" in e.training_gemm_basis("amd-cdna3", None)
 
 
 def test_a_slower_matmul_ceiling_makes_training_slower() -> None:

@@ -289,6 +289,19 @@ class EfficiencyParams(BaseModel):
             return matmul_ceiling * self.training_gemm_share_of_ceiling
         return self.gemm_for(family)
 
+    def training_gemm_basis(self, family: str, matmul_ceiling: float | None = None) -> str:
+        """Say where :meth:`training_gemm_for` takes its value from (for ``--explain``)."""
+        if family in self.training_gemm:
+            return f"fitted training_gemm[{family}]"
+        if family in self.gemm:
+            return f"gemm[{family}] (fitted or calibrated)"
+        if matmul_ceiling is not None:
+            return (
+                f"measured matmul ceiling {matmul_ceiling:.3f} of peak x "
+                f"training_gemm_share_of_ceiling {self.training_gemm_share_of_ceiling:.3f}"
+            )
+        return "gemm_default (no fitted value, no measured matmul rate)"
+
     def gemm_for(self, family: str, matmul_ceiling: float | None = None) -> float:
         """GEMM efficiency (fraction of the dense peak) of an accelerator family.
 

@@ -309,10 +309,14 @@ def estimate_training(
         "precision": precision,
         "method": method,
         "gemm_efficiency": hw.gemm_efficiency,
+        "gemm_efficiency_basis": efficiency.training_gemm_basis(
+            acc.family, acc.matmul_ceiling(precision)
+        ),
         "elementwise_hbm_efficiency": efficiency.elementwise_hbm,
         "peak_tflops": hw.peak_linear_tflops,
     }
     term_inputs = _term_inputs(hw, efficiency, values, optimizer)
+    term_inputs["compute_s"]["gemm_basis"] = inputs["gemm_efficiency_basis"]
     return TrainingResult(values, interval, time_terms, mem_terms, inputs, n, term_inputs)
 
 
