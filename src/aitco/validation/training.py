@@ -25,9 +25,9 @@ from scipy.optimize import least_squares
 
 from aitco.catalog.loader import Catalog, load_catalog
 from aitco.catalog.schema import ModelArch
-from aitco.decide.practice import (  # re-exported: the lookup lives with its users
-    PublishedRun,
-)
+from aitco.decide.practice import PRACTICE_SIZE_FACTOR as PRACTICE_SIZE_FACTOR  # re-export
+from aitco.decide.practice import PublishedRun
+from aitco.decide.practice import published_practice as published_practice  # re-export
 from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape, training_flops_per_token
