@@ -12,6 +12,8 @@ owns the ``decode``/``prefill``/``serving`` fields. Edit only your own fields.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -283,24 +285,25 @@ class EfficiencyParams(BaseModel):
         ``gemm`` value; for a family with neither, the accelerator's measured matmul ceiling
         times ``training_gemm_share_of_ceiling`` when a ceiling is given, else ``gemm_default``.
         """
-        if family in self.training_gemm:
-            return self.training_gemm[family]
-        if family not in self.gemm and matmul_ceiling is not None:
-            return matmul_ceiling * self.training_gemm_share_of_ceiling
-        return self.gemm_for(family)
+        return self._training_gemm(family, matmul_ceiling)[0]
 
     def training_gemm_basis(self, family: str, matmul_ceiling: float | None = None) -> str:
         """Say where :meth:`training_gemm_for` takes its value from (for ``--explain``)."""
+        return self._training_gemm(family, matmul_ceiling)[1]
+
+    def _training_gemm(self, family: str, matmul_ceiling: float | None) -> tuple[float, str]:
+        """Apply the rule of :meth:`training_gemm_for`; return (value, where it came from)."""
         if family in self.training_gemm:
-            return f"fitted training_gemm[{family}]"
+            return self.training_gemm[family], f"fitted training_gemm[{family}]"
         if family in self.gemm:
-            return f"gemm[{family}] (fitted or calibrated)"
+            return self.gemm[family], f"gemm[{family}] (fitted or calibrated)"
         if matmul_ceiling is not None:
-            return (
+            share = self.training_gemm_share_of_ceiling
+            return matmul_ceiling * share, (
                 f"measured matmul ceiling {matmul_ceiling:.3f} of peak x "
-                f"training_gemm_share_of_ceiling {self.training_gemm_share_of_ceiling:.3f}"
+                f"training_gemm_share_of_ceiling {share:.3f}"
             )
-        return "gemm_default (no fitted value, no measured matmul rate)"
+        return self.gemm_default, "gemm_default (no fitted value, no measured matmul rate)"
 
     def gemm_for(self, family: str, matmul_ceiling: float | None = None) -> float:
         """GEMM efficiency (fraction of the dense peak) of an accelerator family.
@@ -336,6 +339,17 @@ class EfficiencyParams(BaseModel):
         drop = changed["gemm"] - changed["training_gemm"]
         data["training_gemm"] = {f: x for f, x in data["training_gemm"].items() if f not in drop}
         return EfficiencyParams.model_validate(data)
+
+
+def share_of_ceiling(pairs: Iterable[tuple[float, float | None]]) -> float | None:
+    """Geometric mean of ``fitted / ceiling`` over ``(fitted, ceiling)`` pairs with a ceiling.
+
+    How much of its measured matmul ceiling a fitted GEMM fraction reaches, one pair per
+    validation row: the derivation of ``training_gemm_share_of_ceiling`` and
+    ``gemm_share_of_ceiling``. ``None`` when no pair has a ceiling.
+    """
+    logs = [math.log(fitted / ceiling) for fitted, ceiling in pairs if ceiling]
+    return math.exp(sum(logs) / len(logs)) if logs else None
 
 
 #: The globally fitted defaults (see docs/efficiency.md).

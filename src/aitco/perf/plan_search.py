@@ -147,9 +147,10 @@ def candidate_plans(
         even = (ms.n_layers % (p * v) == 0) | ((ms.n_layers + 2 * UNEVEN_END_LAYERS) % (p * v) == 0)
         ok &= (v == 1) | ((p > 1) & (p * v <= ms.n_layers) & even)
     # EP overlap only where asked for (like TP comm overlap) and where the framework allows it
-    epo = (ep_overlap_allowed(e, p, v, r) & bool(fx.get("ep_comm_overlap", 0))).astype(int)
+    allowed = ep_overlap_allowed(e, p, v, r)
+    epo = (allowed & bool(fx.get("ep_comm_overlap", 0))).astype(int)
     if fx.get("ep_comm_overlap"):
-        ok &= ep_overlap_allowed(e, p, v, r) | (e == 1)
+        ok &= allowed | (e == 1)
     return {
         "tp": t[ok],
         "pp": p[ok],

@@ -23,7 +23,7 @@ import numpy as np
 from aitco.catalog.loader import Catalog, _model_from_yaml, load_catalog
 from aitco.catalog.schema import ModelArch
 from aitco.errors import AitcoError, InputError
-from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams, share_of_ceiling
 from aitco.perf.inference import estimate_inference
 from aitco.units import MS_PER_S
 
@@ -625,16 +625,14 @@ def gemm_share_of_ceiling(
     family has a ``gemm`` value and a measured ceiling: the derivation of the
     ``gemm_share_of_ceiling`` default. ``None`` when no row qualifies.
     """
-    logs = []
+    pairs = []
     for r in rows:
         hw = HARDWARE_IDS.get(r["hardware"])
-        if hw is None or hw not in catalog.accelerators:
-            continue
-        acc = catalog.accelerators[hw]
-        ceiling = acc.matmul_ceiling("bf16")
-        if acc.family in eff.gemm and ceiling:
-            logs.append(math.log(eff.gemm[acc.family] / ceiling))
-    return float(math.exp(np.mean(logs))) if logs else None
+        if hw is not None and hw in catalog.accelerators:
+            acc = catalog.accelerators[hw]
+            if acc.family in eff.gemm:
+                pairs.append((eff.gemm[acc.family], acc.matmul_ceiling("bf16")))
+    return share_of_ceiling(pairs)
 
 
 def _get(eff: EfficiencyParams, key: str) -> float:

@@ -29,7 +29,7 @@ from aitco.decide.practice import PRACTICE_SIZE_FACTOR as PRACTICE_SIZE_FACTOR  
 from aitco.decide.practice import PublishedRun
 from aitco.decide.practice import published_practice as published_practice  # re-export
 from aitco.errors import AitcoError, InputError
-from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams, share_of_ceiling
 from aitco.perf.flops import model_shape, training_flops_per_token
 from aitco.perf.params import param_counts
 from aitco.perf.training import default_global_batch, estimate_training
@@ -676,13 +676,12 @@ def gemm_share_of_ceiling(
     weighs the same). It carries what the fitted families say about end-to-end training
     frameworks to accelerators without runs of their own. ``None`` when no case qualifies.
     """
-    logs = []
+    pairs = []
     for c in cases:
         acc, _ = catalog.hardware(c.accelerator)
-        ceiling = acc.matmul_ceiling(c.precision)
-        if acc.family in eff.training_gemm and ceiling:
-            logs.append(math.log(eff.training_gemm[acc.family] / ceiling))
-    return float(math.exp(np.mean(logs))) if logs else None
+        if acc.family in eff.training_gemm:
+            pairs.append((eff.training_gemm[acc.family], acc.matmul_ceiling(c.precision)))
+    return share_of_ceiling(pairs)
 
 
 def with_derived_share(
