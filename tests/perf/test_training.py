@@ -243,9 +243,10 @@ def test_ep_overlap_hides_all_to_alls_up_to_the_compute_and_only_where_allowed()
     assert auto.values["plan"]["recompute"] != "full"
     assert auto.values["plan"]["ep_comm_overlap"] is True
     # nothing allows it: a clear error naming the constraint
-    with pytest.raises(PlanError, match="ep-overlap"):
+    with pytest.raises(PlanError, match="ep-overlap") as exc:
         estimate_training(moe, ACC, SYS, 8, plan={**plan, "recompute": "full",
                                                   "ep_comm_overlap": True}, **kw)  # fmt: skip
+    assert exc.value.field == "--ep-overlap"
     # the search never turns it on by itself
     free = estimate_training(moe, ACC, SYS, 8, plan={"ep": 8, "auto": True}, **kw)
     assert free.values["plan"]["ep_comm_overlap"] is False

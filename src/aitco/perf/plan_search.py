@@ -237,6 +237,20 @@ def search_plans(
     """
     cands = cached_candidate_plans(ms, gpus, seq_len, global_batch, fixed)
     n = int(cands["tp"].size)
+    rest = {k: v for k, v in (fixed or {}).items() if k != "ep_comm_overlap"}
+    # the layout is fine without EP overlap: the overlap's own constraints are what fails
+    if (
+        n == 0
+        and (fixed or {}).get("ep_comm_overlap")
+        and cached_candidate_plans(ms, gpus, seq_len, global_batch, rest)["tp"].size
+    ):
+        raise PlanError(
+            "--ep-overlap",
+            True,
+            "a plan with ep > 1, no full recompute and, with pp > 1, an interleaved schedule "
+            "(vp > 1 splitting the layers evenly): Megatron-Bridge's constraints",
+            hint="drop --ep-overlap or change --pp/--ep/--recompute",
+        )
     if n == 0:
         raise PlanError(
             "plan",
@@ -244,13 +258,7 @@ def search_plans(
             f"a layout of {gpus} devices with micro_batch x dp <= the global batch of "
             f"{global_batch} sequences (tp | n_heads={ms.n_heads}, "
             f"pp <= n_layers={ms.n_layers})",
-            hint="change --gpus or --global-batch"
-            + (
-                "; --ep-overlap also needs ep > 1, no full recompute and, with pp > 1, an "
-                "interleaved schedule (vp > 1 splitting the layers evenly)"
-                if (fixed or {}).get("ep_comm_overlap")
-                else ""
-            ),
+            hint="change --gpus or --global-batch",
         )
     res = evaluate_chunked(
         cands,
