@@ -225,6 +225,14 @@ def test_offer_terms_unique_per_region(catalog) -> None:
         assert len(keys) == len(set(keys)), o.id
 
 
+def test_only_tpus_fuse_elementwise_work_into_matmuls_and_say_where_from(catalog) -> None:
+    fused = {a.id for a in catalog.accelerators.values() if a.elementwise_fused_into_matmul}
+    assert fused == {a.id for a in catalog.accelerators.values() if a.kind == "tpu"}
+    assert "tpu-v5e" in fused
+    prov = catalog.hardware("tpu-v5e")[0].provenance["elementwise_fused_into_matmul"]
+    assert "tensorflow-performance-guide" in str(prov)
+
+
 def test_matmul_ceilings_are_measured_shares_of_the_peak(catalog) -> None:
     """Measured matmul rates (MAMF) sit below the dense peak; fp8 without its own
     measurement takes the bf16 share; an accelerator with none has no ceiling."""

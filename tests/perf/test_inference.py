@@ -23,6 +23,7 @@ from aitco.perf.inference import (
     speculative_tokens_per_step,
     weight_bytes,
 )
+from aitco.perf.iteration import Precisions, iteration_model
 from aitco.perf.kvcache import (
     fragmentation_waste_fraction,
     kv_bytes_per_sequence,
@@ -331,3 +332,14 @@ def test_cold_start_reported() -> None:
     # one node reads ~72 GB of fp8 weights from NVMe at 7 GB/s, plus provisioning and warm-up
     assert v["cold_start_weights_load_s"] == pytest.approx(v["weights_gb"] / 7.0)
     assert v["cold_start_s"] > v["cold_start_weights_load_s"]
+
+
+def test_accelerator_that_fuses_elementwise_into_matmuls_has_no_elementwise_traffic() -> None:
+    """XLA on TPU fuses norms, residuals and the activation into the matmuls (catalog
+    ``elementwise_fused_into_matmul``): the iteration model's elementwise term is 0."""
+    prec = Precisions(weights="bf16", compute="bf16", activations="bf16", kv="bf16")
+    fused = GPU.model_copy(update={"elementwise_fused_into_matmul": True})
+    plain = iteration_model(LLAMA8, GPU, NODE, precisions=prec, efficiency=BARE)
+    xla = iteration_model(LLAMA8, fused, NODE, precisions=prec, efficiency=BARE)
+    assert plain.elementwise_bytes_per_token == pytest.approx(ELEM_S_PER_TOKEN * 0.5 * 3000e9)
+    assert xla.elementwise_bytes_per_token == 0.0

@@ -408,6 +408,19 @@ def test_a_slower_matmul_ceiling_makes_training_slower() -> None:
     assert 1.3 < ratio <= 0.9 / 0.5 + 1e-9
 
 
+def test_elementwise_fused_into_matmuls_removes_its_hbm_traffic_only() -> None:
+    """XLA on TPU fuses norms, residuals, activation and rotary into the matmuls: the
+    memory-bound term loses their bytes; compute and the rest of the step are unchanged."""
+    fused_acc = ACC.model_copy(update={"elementwise_fused_into_matmul": True})
+    plan = {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "recompute": "none"}
+    a = estimate_training(M, ACC, SYS, 8, seq_len=2048, global_batch=64, plan=plan)
+    b = estimate_training(M, fused_acc, SYS, 8, seq_len=2048, global_batch=64, plan=plan)
+    assert b.time_terms_s["memory_bound_s"] < 0.5 * a.time_terms_s["memory_bound_s"]
+    assert b.time_terms_s["memory_bound_s"] > 0.0  # the loss over the vocabulary remains
+    assert b.time_terms_s["compute_s"] == pytest.approx(a.time_terms_s["compute_s"])
+    assert b.values["tokens_per_s"] > a.values["tokens_per_s"]
+
+
 def test_unfused_attention_costs_hbm_traffic_and_full_gemms() -> None:
     flash = _est(plan={"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "recompute": "none"})
     unf = estimate_training(M, ACC, SYS, 8, seq_len=2048, global_batch=64,

@@ -161,6 +161,13 @@ class Accelerator(Entry):
         "TFLOP/s",
         default_factory=dict,
     )
+    elementwise_fused_into_matmul: bool = _f(
+        "Whether the accelerator's compiler fuses elementwise work (norms, residual adds, "
+        "activations, rotary, casts) into the operands and outputs of the adjacent matmuls, so "
+        "it moves no extra HBM traffic (XLA on TPU, the only compiler those chips have); GPU "
+        "stacks launch it as separate memory-bound kernels.",
+        default=False,
+    )
     tdp_w: float | None = _f("Maximum board/module power.", "W", default=None, gt=0)
     idle_w: float | None = _f("Measured idle power, where published.", "W", default=None, ge=0)
     launch_year: int = _f("Year of launch.", ge=2010, le=2035)

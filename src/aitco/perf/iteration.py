@@ -848,7 +848,9 @@ FUSED_GATED_ACT_ELEMENTS = 3.0
 FUSED_PLAIN_ACT_ELEMENTS = 2.0
 
 
-def fused_elementwise_bytes_per_token(model: ModelArch, precisions: Precisions, tp: int) -> float:
+def fused_elementwise_bytes_per_token(
+    model: ModelArch, precisions: Precisions, tp: int, into_matmul: bool = False
+) -> float:
     r"""HBM bytes per token and layer of an inference engine's memory-bound (fused) kernels. [B].
 
     Notes
@@ -859,8 +861,12 @@ def fused_elementwise_bytes_per_token(model: ModelArch, precisions: Precisions, 
     linear layers compute in fp8/fp4, the cast of each linear input (:data:`FP8_CAST_BYTES`).
     Inference engines fuse residual, norm, activation and rotary into a few kernels, unlike the
     unfused forward+backward passes counted by :mod:`aitco.perf.training`
-    (:data:`FUSED_NORM_ELEMENTS_PER_D`, :data:`FUSED_GATED_ACT_ELEMENTS`).
+    (:data:`FUSED_NORM_ELEMENTS_PER_D`, :data:`FUSED_GATED_ACT_ELEMENTS`). ``into_matmul``
+    (``Accelerator.elementwise_fused_into_matmul``: XLA on TPU): that work rides in the
+    operands and outputs of the matmuls, 0 bytes of its own.
     """
+    if into_matmul:
+        return 0.0
     d = float(model.d_model)
     q_w = float(model.n_heads * model.dim_head)
     f_w = float(model.moe.d_ff_expert * model.moe.n_active if model.moe else model.d_ff)
@@ -919,9 +925,9 @@ def iteration_model(
     d = model.d_model
     head_params = model.vocab_size * d
     act_b = BYTES_PER_DTYPE[precisions.activations]
-    elem_per_token = fused_elementwise_bytes_per_token(model, precisions, tp) * math.ceil(
-        model.n_layers / pp
-    )
+    elem_per_token = fused_elementwise_bytes_per_token(
+        model, precisions, tp, acc.elementwise_fused_into_matmul
+    ) * math.ceil(model.n_layers / pp)
     n_active = model.moe.n_active if model.moe else 0
     return IterationModel(
         ep=ep,

@@ -111,6 +111,7 @@ class HardwareShape:
     memory_gb: float
     gemm_efficiency: float
     attention_efficiency: float = DEFAULT_EFFICIENCY.attention
+    elementwise_fused: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         memory_gb=float(acc.memory_gb),
         gemm_efficiency=float(eff.training_gemm_for(acc.family, acc.matmul_ceiling(precision))),
         attention_efficiency=float(eff.attention_for(acc.family)),
+        elementwise_fused=acc.elementwise_fused_into_matmul,
     )
 
 
@@ -347,11 +349,14 @@ def linear_time_s(
     return t
 
 
-def elementwise_bytes_per_token_layer(ms: ModelShape, run: RunShape) -> float:
+def elementwise_bytes_per_token_layer(ms: ModelShape, run: RunShape, fused: bool = False) -> float:
     """HBM bytes the memory-bound kernels of one layer move per token in one pass [B].
 
     Norms (2), residuals (2), the FFN activation (gated: 3 f, else 2 f), rotary on Q and K,
     each read and written (:data:`ELEMENTWISE_RW`); MoE token permutation; FP8 casts.
+    ``fused`` (``Accelerator.elementwise_fused_into_matmul``: XLA on TPU): the norms,
+    residuals, activation, rotary and casts ride in the operands and outputs of the adjacent
+    matmuls and move no bytes of their own; only the MoE permutation (a gather) remains.
     """
     h = float(ms.d_model)
     q = float(ms.n_heads * ms.head_dim)
@@ -359,12 +364,12 @@ def elementwise_bytes_per_token_layer(ms: ModelShape, run: RunShape) -> float:
     f = ms.ffn_width_active
     act_b = run.act_bytes
     elem = 2 * h + 2 * h + (3 * f if ms.gated else 2 * f) + (2 * (q + kv) if ms.rope else 0.0)
-    layer_bytes = ELEMENTWISE_RW * elem * act_b
+    layer_bytes = 0.0 if fused else ELEMENTWISE_RW * elem * act_b
     if ms.moe_layers:  # token permutation to/from experts: copy k rows out and back
         layer_bytes += (
             ELEMENTWISE_RW * 2.0 * ms.n_active_experts * h * act_b * (ms.moe_layers / ms.n_layers)
         )
-    if run.precision == "fp8":  # quantise the inputs of every linear layer and its grads
+    if run.precision == "fp8" and not fused:  # quantise the inputs of every linear layer, grads
         layer_bytes += (2 * h + q + f) * FP8_CAST_BYTES
     return float(layer_bytes)
 
@@ -378,14 +383,15 @@ def memory_bound_time_s(
     -----
     :math:`T L_s B_{el} n / (\eta B_{HBM}) + (T/tp) V \cdot 4 \cdot 3 / (\eta B_{HBM})
     + L_s k\, t_{launch} n` with :math:`n = 1 + 2 + r_{full}` passes,
-    :math:`B_{el}` of :func:`elementwise_bytes_per_token_layer`, the fp32 loss over the
+    :math:`B_{el}` of :func:`elementwise_bytes_per_token_layer` (0 but the MoE permutation on
+    an accelerator whose compiler fuses elementwise work into matmuls), the fp32 loss over the
     vocabulary, and a launch latency per kernel; unfused attention streams its
     :math:`n_h s` scores per token through HBM (6.5 forward, 8.5 backward passes).
     """
     passes = 1.0 + BACKWARD_ELEMENTWISE_PASSES + pa.full_rc
     hbm_rate = hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm
     loss_s = ms.vocab_size * LOGIT_BYTES * LOSS_LOGIT_PASSES / hbm_rate
-    layer_bytes = elementwise_bytes_per_token_layer(ms, run)
+    layer_bytes = elementwise_bytes_per_token_layer(ms, run, hw.elementwise_fused)
     t = (
         pa.tok_layers * (layer_bytes / hbm_rate) * passes
         + pa.tok_tp * loss_s
