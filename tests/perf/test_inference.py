@@ -23,7 +23,7 @@ from aitco.perf.inference import (
     speculative_tokens_per_step,
     weight_bytes,
 )
-from aitco.perf.iteration import Precisions, iteration_model
+from aitco.perf.iteration import Precisions
 from aitco.perf.kvcache import (
     fragmentation_waste_fraction,
     kv_bytes_per_sequence,
