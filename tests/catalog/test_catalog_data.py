@@ -233,6 +233,19 @@ def test_only_tpus_fuse_elementwise_work_into_matmuls_and_say_where_from(catalog
     assert "tensorflow-performance-guide" in str(prov)
 
 
+def test_hbm2e_h100_variant_differs_from_the_sxm5_part_only_in_memory_and_power(catalog) -> None:
+    """torchtitan's Grand Teton H100 (HBM2e, 2.4 TB/s, 500 W) is its own entry, not the 80 GB
+    HBM3 part: same die (peaks, SMs, NVLink), less bandwidth, sourced."""
+    sxm, _ = catalog.hardware("h100-sxm5-80gb")
+    hbm2e, node = catalog.hardware("h100-sxm5-94gb-hbm2e")
+    assert hbm2e.peak_tflops == sxm.peak_tflops
+    assert hbm2e.compute_units == sxm.compute_units
+    assert hbm2e.hbm_bandwidth_gb_s == pytest.approx(2410.0)
+    assert hbm2e.hbm_bandwidth_gb_s < sxm.hbm_bandwidth_gb_s
+    assert node.accelerator == hbm2e.id
+    assert "2604.11391" in str(hbm2e.provenance["hbm_bandwidth_gb_s"])
+
+
 def test_matmul_ceilings_are_measured_shares_of_the_peak(catalog) -> None:
     """Measured matmul rates (MAMF) sit below the dense peak; fp8 without its own
     measurement takes the bf16 share; an accelerator with none has no ceiling."""

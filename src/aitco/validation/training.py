@@ -54,6 +54,7 @@ HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"b200", "b200"),
     (r"h800", "h800-sxm5-80gb"),
     (r"h200", "h200-sxm-141gb"),
+    (r"h100 \([^)]*hbm2e", "h100-sxm5-94gb-hbm2e"),  # torchtitan's Grand Teton part
     (r"h100", "h100-sxm5-80gb"),
     (r"a100-40", "a100-sxm4-40gb"),
     (r"a100", "a100-sxm4-80gb"),
