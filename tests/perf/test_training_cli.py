@@ -223,3 +223,44 @@ def test_train_shard_devices_must_divide_gpus(capsys: pytest.CaptureFixture[str]
     assert code == 2
     assert "--shard-devices" in err
     assert "divisor" in err
+
+
+def test_train_offload_fits_a_13b_full_fine_tune_on_one_gpu(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """ZeRO-Offload (issue 16): Llama 2 13B, full fine-tuning on one A100 80GB does not fit on
+    the device alone; with the optimizer on the CPU it does, and the offload costs time."""
+    args = ["train", "--model", "llama-2-13b", "--hardware", "a100-sxm4-80gb", "--gpus", "1",
+            "--seq-len", "4096", "--global-batch", "8", "--json"]  # fmt: skip
+    _, plain, _ = run(args, capsys)
+    code, off, _ = run([*args, "--offload", "optimizer"], capsys)
+    assert code == 0
+    p, o = json.loads(plain), json.loads(off)
+    assert p["fits"] is False
+    assert o["fits"] is True
+    assert o["plan"]["offload"] == "optimizer"
+    assert p["plan"]["offload"] == "none"
+    assert o["plan"]["zero"] >= 1
+    assert o["time_split_s"]["offload_s"] > 0
+    assert o["time_split_s"]["optimizer_s"] == 0
+    assert p["time_split_s"]["offload_s"] == 0
+    assert sum(o["time_split_s"].values()) == pytest.approx(o["step_time_s"], rel=1e-9)
+    # 13B x (12 B of Adam states + 4 B fp32 gradients) in host memory
+    assert o["host_memory_per_gpu_gb"] == pytest.approx(13.0e9 * 16 / 1e9, rel=0.05)
+    assert o["memory_split_gb"]["optimizer"] == 0
+
+
+def test_train_offload_params_needs_zero3(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run([*BASE, "--offload", "params", "--zero", "2"], capsys)
+    assert code == 2
+    assert "--offload" in err
+    assert "ZeRO stage >= 3" in err
+
+
+def test_train_offload_needs_host_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    """A node whose catalog entry gives no host memory cannot be priced with offload."""
+    code, _, err = run(["train", "--model", "gpt2-124m", "--hardware", "l40s", "--gpus", "1",
+                        "--offload", "optimizer"], capsys)  # fmt: skip
+    assert code == 2
+    assert "--offload" in err
+    assert "host_memory_gb" in err

@@ -245,6 +245,19 @@ class System(Entry):
     )
     node_price: Price | None = None
     cooling: Literal["air", "liquid"] = "air"
+    host_memory_gb: float | None = _f(
+        "Host (CPU) memory of one node, where ZeRO-Offload keeps optimizer states and parameters.",
+        "GB",
+        default=None,
+        gt=0,
+    )
+    host_memory_bandwidth_gb_s: float | None = _f(
+        "Peak host memory bandwidth of one node (all sockets: channels x transfer rate x 8 B), "
+        "which a CPU optimizer step streams.",
+        "GB/s",
+        default=None,
+        gt=0,
+    )
 
 
 # --------------------------------------------------------------------------- cloud offers

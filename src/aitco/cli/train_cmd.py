@@ -38,6 +38,14 @@ class Recompute(StrEnum):
     full = "full"
 
 
+class Offload(StrEnum):
+    """ZeRO-Offload modes (DeepSpeed offload_optimizer / offload_param to the CPU)."""
+
+    none = "none"
+    optimizer = "optimizer"
+    params = "params"
+
+
 class Method(StrEnum):
     """Training methods."""
 
@@ -130,6 +138,14 @@ def train(
             "overlap_moe_expert_parallel_comm, DualPipe); the search keeps to plans that allow it.",
         ),
     ] = False,
+    offload: Annotated[
+        Offload,
+        typer.Option(
+            "--offload",
+            help="ZeRO-Offload to host memory: 'optimizer' (states, fp32 gradients and the "
+            "Adam step on the CPU; ZeRO >= 1) or 'params' (weights too, ZeRO-Infinity; ZeRO-3).",
+        ),
+    ] = Offload.none,
     recompute: Annotated[Recompute | None, typer.Option("--recompute")] = None,
     method: Annotated[Method, typer.Option("--method")] = Method.full,
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA/QLoRA rank.", min=1)] = 16,
@@ -177,7 +193,7 @@ def train(
         "tp": tp, "pp": pp, "cp": cp, "ep": ep, "dp": dp, "zero": zero, "fsdp": fsdp,
         "micro_batch": micro_batch, "recompute": recompute.value if recompute else None,
         "auto": plan == "auto", "tp_comm_overlap": tp_overlap, "shard_devices": shard_devices,
-        "ep_comm_overlap": ep_overlap,
+        "ep_comm_overlap": ep_overlap, "offload": offload.value,
     }  # fmt: skip
     practice = practice_for(param_counts(arch).total, acc.family, precision.value)
     res = estimate_training(
@@ -206,6 +222,7 @@ def train(
         + (f" ({p['recompute_fraction']:.0%} of layers)" if p["recompute_fraction"] < 1 else "")
         + (f" vp={p['vp']}" if p["vp"] > 1 else "")
         + (f" shard_devices={p['shard_devices']}" if p.get("shard_devices") else "")
+        + (f" offload={p['offload']}" if p.get("offload", "none") != "none" else "")
         + f"  (grad. accumulation {v['gradient_accumulation']})"
     )
     rows = [
@@ -218,6 +235,8 @@ def train(
         ("HFU", v["hfu"], ""),
         ("memory per GPU (GB)", v["memory_per_gpu_gb"], f"of {fmt(v['memory_capacity_gb'])}"),
     ]
+    if p.get("offload", "none") != "none":
+        rows.append(("host memory per GPU (GB)", v["host_memory_per_gpu_gb"], "offloaded"))
     if "gpu_hours" in v:
         rows.append(("GPU-hours", v["gpu_hours"], _range(v, "gpu_hours")))
         rows.append(("wall clock (h)", v["wall_clock_h"], _range(v, "wall_clock_h")))

@@ -54,6 +54,9 @@ class ParallelPlan(BaseModel):
     #: Expert-parallel all-to-alls overlapped with another micro-batch's compute (Megatron-Bridge
     #: ``overlap_moe_expert_parallel_comm``, DualPipe); off unless true.
     ep_comm_overlap: bool | None = None
+    #: ZeRO-Offload to host memory: ``optimizer`` (states, fp32 gradients, CPU Adam step) or
+    #: ``params`` (weights too, ZeRO-Infinity; ZeRO-3). ``none`` unless given.
+    offload: Literal["none", "optimizer", "params"] | None = None
 
 
 class TrainingWorkload(BaseModel):

@@ -123,6 +123,17 @@ class EfficiencyParams(BaseModel):
     )
     scale_out_link: float = _frac(0.6475, "Fraction of NIC bandwidth achieved by collectives.")
     dp_overlap: float = Field(default=1.0, ge=0.0, le=1.0, description="Share of DP comm hidden.")
+    host_link: float = _frac(
+        0.80,
+        "Fraction of the raw PCIe x16 rate reached by pinned host<->device copies (ZeRO-Offload "
+        "gradient and parameter traffic). Not fitted (no offload row): pinned cudaMemcpy "
+        "reaches about 25 of 31.5 GB/s on PCIe 4.0 x16.",
+    )
+    host_memory: float = _frac(
+        0.50,
+        "Fraction of the node's peak host-memory bandwidth a vectorised CPU optimizer step "
+        "(DeepSpeed CPU-Adam) streams at. Not fitted (no offload row); an assumption.",
+    )
     attention: float = _frac(
         0.2581,
         "Fraction of the bf16 dense peak reached by FlashAttention kernels (training) on families "

@@ -16,6 +16,10 @@ References
 .. [4] T. Dettmers et al., "QLoRA: efficient finetuning of quantized LLMs", arXiv:2305.14314,
    2023 (NF4 with double quantization: 0.127 bits of constants per parameter).
 .. [5] PyTorch, "CUDA semantics: memory management" (caching allocator, context), 2024.
+.. [6] J. Ren et al., "ZeRO-Offload: democratizing billion-scale model training", USENIX ATC
+   2021, arXiv:2101.06840 (optimizer states, fp32 gradients and the update on the CPU).
+.. [7] S. Rajbhandari et al., "ZeRO-Infinity: breaking the GPU memory wall for extreme scale
+   deep learning", SC21, arXiv:2104.07857 (parameters offloaded too, fetched per layer).
 """
 
 from __future__ import annotations
@@ -46,6 +50,12 @@ LOGIT_BYTES = 4.0
 FRAMEWORK_OVERHEAD_GB = 3.0
 #: ZeRO-3/FSDP materialise the current and the prefetched layer's full weights.
 ZERO3_LIVE_LAYERS = 2.0
+#: ZeRO-Offload keeps an fp32 gradient buffer of the device's shard in host memory, where the
+#: CPU optimizer step reads it ([6], Sec. 4). [B/param]
+HOST_GRAD_BYTES = 4.0
+#: Offload modes of :func:`training_memory_bytes` (DeepSpeed ``offload_optimizer`` /
+#: ``offload_param`` to the CPU).
+OFFLOAD_MODES = ("none", "optimizer", "params")
 
 
 def activation_elements_per_token_layer(ms: ModelShape, recompute: ArrayLike) -> F64:
@@ -145,6 +155,7 @@ def training_memory_bytes(
     vp: ArrayLike = 1,
     trainable_params: float | None = None,
     recompute_fraction: ArrayLike = 1.0,
+    offload: str = "none",
 ) -> dict[str, F64]:
     r"""Peak memory per device of a training plan, by component [B].
 
@@ -177,11 +188,18 @@ def training_memory_bytes(
         Trainable parameters for LoRA (default: ``ms.lora_params``). [count]
     recompute_fraction : array_like
         Share of the layers fully recomputed when ``recompute`` is 2. [0-1]
+    offload : {"none", "optimizer", "params"}
+        ZeRO-Offload [6]: ``optimizer`` keeps the optimizer states and an fp32 gradient buffer
+        of the device's ZeRO shard in host memory (the CPU runs the optimizer step; 16-bit
+        gradients leave the device bucket by bucket as the backward pass makes them);
+        ``params`` (ZeRO-Infinity [7], ZeRO-3 only) also keeps the weight shard there, the
+        device holding only the layers in flight.
 
     Returns
     -------
     dict of str to ndarray
-        ``weights``, ``gradients``, ``optimizer``, ``activations``, ``overhead`` and ``total``. [B]
+        ``weights``, ``gradients``, ``optimizer``, ``activations``, ``overhead``, ``total``
+        and ``host`` (host memory the device's offloaded shard takes). [B]
 
     Notes
     -----
@@ -226,6 +244,15 @@ def training_memory_bytes(
     grad_b = 4.0 if precision == "fp32" else GRAD_BYTES
     grads = np.where(zero >= 2, trainable * grad_b / dp, trainable * grad_b)
     opt = np.where(zero >= 1, trainable * optimizer_bytes / dp, trainable * optimizer_bytes)
+    host = np.zeros_like(opt)
+    if offload in ("optimizer", "params"):
+        shard = np.where(zero >= 1, trainable / dp, trainable)
+        host = opt + shard * HOST_GRAD_BYTES
+        opt = np.zeros_like(opt)
+        grads = np.zeros_like(grads)  # streamed to the host bucket by bucket as produced
+    if offload == "params":
+        host = host + weights - live
+        weights = live
     acts = activation_memory_bytes(
         ms, mb * seq_len / cp, tp, pp, m, vp, recompute, recompute_fraction, precision
     )
@@ -240,6 +267,7 @@ def training_memory_bytes(
         "total": total,
         "params_per_device": params,
         "trainable_per_device": trainable,
+        "host": host,
     }
 
 

@@ -101,7 +101,8 @@ def candidate_plans(
     fixed : dict, optional
         Plan fields held at a given value (``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``,
         ``micro_batch``, ``recompute`` as code, ``vp``, ``recompute_fraction``,
-        ``ep_comm_overlap`` 0/1). EP overlap is off unless asked for (the one published MoE
+        ``ep_comm_overlap`` 0/1) and ``min_zero`` (lowest ZeRO stage searched). EP overlap is
+        off unless asked for (the one published MoE
         row, Megatron-Bridge DeepSeek-V3 on GB200, is 3% slow without it and 15% fast with it);
         asked for, only plans Megatron-Bridge accepts it on (:func:`ep_overlap_allowed`, or
         ``ep = 1`` where it is moot) are candidates.
@@ -151,6 +152,7 @@ def candidate_plans(
     epo = (allowed & bool(fx.get("ep_comm_overlap", 0))).astype(int)
     if fx.get("ep_comm_overlap"):
         ok &= allowed | (e == 1)
+    ok &= z >= int(fx.get("min_zero", 0))  # e.g. ZeRO-Offload shards from stage 1 on
     return {
         "tp": t[ok],
         "pp": p[ok],
@@ -216,6 +218,7 @@ def search_plans(
     practice: PublishedPractice | None = None,
     attention_kernel: str = "flash",
     shard_devices: int | None = None,
+    offload: str = "none",
 ) -> tuple[dict[str, Any], dict[str, NDArray[Any]], int, int]:
     """Fastest plan that fits (or the smallest-memory one when none fits).
 
@@ -276,6 +279,7 @@ def search_plans(
         tp_comm_overlap=tp_comm_overlap,
         attention_kernel=attention_kernel,
         shard_devices=shard_devices,
+        offload=offload,
     )
     best = choose_plan(cands, res, eff, practice)
     plan: dict[str, Any] = {k: int(cands[k][best]) for k in PLAN_KEYS if k != "recompute_fraction"}

@@ -47,7 +47,7 @@ from aitco.errors import InputError, PlanError
 from aitco.explain import Estimate, Term
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import DEFAULT_LORA_RANK, ModelShape, model_shape
-from aitco.perf.memory import ADAM_FP32_BYTES
+from aitco.perf.memory import ADAM_FP32_BYTES, OFFLOAD_MODES
 from aitco.perf.parallelism import RECOMPUTE_CODES, RECOMPUTE_NAMES
 from aitco.perf.plan_search import search_plans
 from aitco.perf.training_model import (
@@ -97,6 +97,7 @@ TIME_TERMS: dict[str, str] = {
     "pp_comm_s": "PP point-to-point activations/gradients",
     "bubble_s": "pipeline bubble (p-1)/(v m) of the micro-batch time",
     "optimizer_s": "Adam step, memory-bound",
+    "offload_s": "ZeRO-Offload: PCIe gradient/weight copies not hidden + the CPU optimizer step",
     "step_overhead_s": "fixed per-step host/launch/data-loader time (step_overhead_s)",
 }
 
@@ -110,7 +111,8 @@ class TrainingResult:
     values : dict
         ``step_time_s``, ``tokens_per_s``, ``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``,
         ``hardware_tflops_per_gpu``, ``mfu``, ``hfu``, ``memory_per_gpu_gb``, ``fits``,
-        ``over_by_gb``, ``gpu_hours``, ``wall_clock_h`` (with tokens), ``plan`` and ``interval``.
+        ``over_by_gb``, ``host_memory_per_gpu_gb`` (ZeRO-Offload), ``gpu_hours``,
+        ``wall_clock_h`` (with tokens), ``plan`` and ``interval``.
     interval : dict
         80% ranges ``[low, high]`` of the headline figures, from the validation residuals.
     time_terms_s : dict
@@ -268,6 +270,8 @@ def estimate_training(
     p = _plan_dict(plan)
     fixed = _fixed_plan(ms, p, gpus, seq_len, global_batch)
     shard_devices = _shard_devices(p, gpus)
+    offload = _offload(p)
+    _check_offload(offload, fixed, system, hw)
     best, res, n, i = search_plans(
         ms,
         hw,
@@ -284,6 +288,7 @@ def estimate_training(
         practice=practice,
         attention_kernel=attention_kernel,
         shard_devices=shard_devices,
+        offload=offload,
     )
     values = _values(res, i, best, p, hw, n, gpus, seq_len, global_batch, precision, method)
     if tokens is not None:
@@ -341,6 +346,42 @@ def _check_inputs(
         raise InputError("--tokens", tokens, "a positive number of tokens")
     if attention_kernel not in ATTENTION_KERNELS:
         raise InputError("attention_kernel", attention_kernel, " or ".join(ATTENTION_KERNELS))
+
+
+def _offload(p: dict[str, Any]) -> str:
+    """ZeRO-Offload mode of a plan dict (``none`` when absent); InputError when unknown."""
+    v = p.get("offload") or "none"
+    if v not in OFFLOAD_MODES:
+        raise InputError("--offload", v, f"one of {', '.join(OFFLOAD_MODES)}")
+    return str(v)
+
+
+def _check_offload(offload: str, fixed: dict[str, Any], system: System, hw: HardwareShape) -> None:
+    """Restrict the search to the ZeRO stages an offload needs; raise when it cannot run.
+
+    ``optimizer`` (ZeRO-Offload) shards from ZeRO-1 on; ``params`` (ZeRO-Infinity) needs
+    ZeRO-3. The node must state its host memory and bandwidth, the accelerator its PCIe link.
+    """
+    if offload == "none":
+        return
+    need = 3 if offload == "params" else 1
+    given = fixed.get("zero")
+    if given is not None and given < need:
+        raise PlanError(
+            "--offload", offload, f"ZeRO stage >= {need} (given --zero {given})",
+            hint="raise --zero or drop --offload",
+        )  # fmt: skip
+    fixed["min_zero"] = need
+    missing = [
+        f for f in ("host_memory_gb", "host_memory_bandwidth_gb_s") if getattr(system, f) is None
+    ]
+    if missing or hw.pcie_gb_s <= 0:
+        what = ", ".join(missing) if missing else "the accelerator's pcie_gen"
+        raise InputError(
+            "--offload", offload,
+            f"a system whose catalog entry gives {what} ({system.id} does not)",
+            hint="choose a system with host memory figures, or override them in the catalog",
+        )  # fmt: skip
 
 
 def _shard_devices(p: dict[str, Any], gpus: int) -> int | None:
@@ -466,6 +507,7 @@ def _values(
         "hfu": v("hfu"),
         "memory_per_gpu_gb": mem_gb,
         "memory_capacity_gb": hw.memory_gb,
+        "host_memory_per_gpu_gb": v("host_memory_per_gpu_bytes") / GIGA,
         "fits": bool(res["fits"][i]),
         "over_by_gb": max(mem_gb - hw.memory_gb, 0.0),
         "gradient_accumulation": n_micro,
@@ -490,6 +532,7 @@ def _values(
             "tp_comm_overlap": bool(p.get("tp_comm_overlap", False)),
             "ep_comm_overlap": bool(best["ep_comm_overlap"]),
             "shard_devices": _shard_devices(p, gpus),
+            "offload": _offload(p),
             "searched": n > 1,
         },
     }
@@ -532,6 +575,12 @@ def _term_inputs(
             "micro_batches": values["gradient_accumulation"],
         },
         "optimizer_s": {"zero": pl["zero"], "optimizer": optimizer},
+        "offload_s": {
+            "offload": pl["offload"],
+            "pcie_gb_s": hw.pcie_gb_s,
+            "host_link": e.host_link,
+            "host_memory": e.host_memory,
+        },
         "step_overhead_s": {"step_overhead_s": e.step_overhead_s},
     }
 

@@ -98,6 +98,9 @@ KERNELS_PER_LAYER_PASS = 12
 #: Share of a micro-batch's compute in its backward pass (2 of 3 matmul passes), the window in
 #: which data-parallel gradient reduction can overlap.
 BACKWARD_SHARE = 2.0 / 3.0
+#: Raw per-direction rate of a PCIe x16 host link by generation (PCI-SIG base specifications:
+#: 2.5/5 GT/s with 8b/10b, 8/16/32 GT/s with 128b/130b, 64 GT/s PAM4 with FLIT; 16 lanes). [GB/s]
+PCIE_X16_GB_S = {1: 4.0, 2: 8.0, 3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,7 @@ class HardwareShape:
     gemm_efficiency: float
     attention_efficiency: float = DEFAULT_EFFICIENCY.attention
     elementwise_fused: bool = False
+    pcie_gb_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,7 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         gemm_efficiency=float(eff.training_gemm_for(acc.family, acc.matmul_ceiling(precision))),
         attention_efficiency=float(eff.attention_for(acc.family)),
         elementwise_fused=acc.elementwise_fused_into_matmul,
+        pcie_gb_s=PCIE_X16_GB_S.get(acc.pcie_gen or 0, 0.0),
     )
 
 
@@ -186,6 +191,9 @@ class RunShape:
         Hybrid sharding [5]: ZeRO-3/FSDP state is sharded only inside groups of this many
         consecutive devices (a node, a TPU slice) and replicated across the groups, whose
         gradients are all-reduced once per step. ``None``: the whole DP group shards. [count]
+    offload : {"none", "optimizer", "params"}
+        ZeRO-Offload to host memory (:func:`aitco.perf.memory.training_memory_bytes`,
+        :func:`offload_time_s`).
     """
 
     seq_len: float
@@ -197,6 +205,7 @@ class RunShape:
     lora_params: float | None = None
     attention_kernel: str = "flash"
     shard_devices: float | None = None
+    offload: str = "none"
 
     @property
     def act_bytes(self) -> float:
@@ -495,7 +504,56 @@ def plan_memory_bytes(ms: ModelShape, run: RunShape, pa: PlanArrays) -> dict[str
         n_micro=pa.n_micro,
         vp=pa.vp,
         trainable_params=run.lora_params,
+        offload=run.offload,
     )
+
+
+def offload_time_s(
+    hw: HardwareShape,
+    system: System,
+    eff: EfficiencyParams,
+    run: RunShape,
+    pa: PlanArrays,
+    mem: dict[str, F64],
+    work_s: F64,
+) -> tuple[F64, F64]:
+    r"""Exposed ZeRO-Offload time: per micro-batch and per step [s].
+
+    Notes
+    -----
+    With :math:`S` the device's trainable shard (:math:`P/d` from ZeRO-1 on),
+    :math:`B_{pcie} = \eta_{host} B_{x16}` the host link and :math:`B_{host}` the node's host
+    memory bandwidth shared by the devices of the node that train:
+
+    - per micro-batch, the reduced gradient shard goes to the host, :math:`S g / B_{pcie}`,
+      hidden behind the backward pass up to its share of the micro-batch's work
+      (Ren et al. 2021, Sec. 4.1); with parameters offloaded (ZeRO-Infinity) the weight shard
+      comes back once per pass (forward, backward, recompute), :math:`n S_w w / B_{pcie}`,
+      prefetched under the micro-batch's work;
+    - per step, the CPU optimizer streams :data:`ADAM_STEP_BYTES_PER_PARAM` per parameter of
+      the shard at :math:`\eta_{cpu} B_{host}` and, with the weights on the device, the updated
+      16-bit shard returns over PCIe; neither overlaps the next step (no delayed update).
+    """
+    zeros = np.zeros_like(pa.tp)
+    if run.offload == "none":
+        return zeros, zeros
+    pcie = hw.pcie_gb_s * GIGA * eff.host_link
+    local_devices = min(run.gpus, float(system.devices_per_node))
+    host_bw = float(system.host_memory_bandwidth_gb_s or 0.0) / local_devices
+    shard = np.where(
+        pa.zero >= 1, mem["trainable_per_device"] / pa.dp_shard, mem["trainable_per_device"]
+    )
+    grad_b = 4.0 if run.precision == "fp32" else 2.0
+    wb = min(weight_bytes_per_param(run.precision, run.method), 2.0)
+    d2h = shard * grad_b / pcie
+    mb = np.maximum(d2h - BACKWARD_SHARE * work_s, 0.0)
+    cpu_step = shard * ADAM_STEP_BYTES_PER_PARAM / (host_bw * GIGA * eff.host_memory)
+    if run.offload == "params":
+        passes = 2.0 + pa.full_rc
+        fetch = passes * (mem["params_per_device"] / pa.dp_shard) * wb / pcie
+        mb = mb + np.maximum(fetch - work_s, 0.0)
+        return mb, cpu_step
+    return mb, cpu_step + shard * wb / pcie
 
 
 def dp_comm_times_s(
@@ -598,6 +656,7 @@ def _assemble(
     pa: PlanArrays,
     terms: dict[str, F64],
     mem: dict[str, F64],
+    host_fits: NDArray[Any],
 ) -> dict[str, NDArray[Any]]:
     """Headline figures of the plans from the step-time terms (which sum to the step time)."""
     step = sum(terms.values(), np.zeros_like(pa.tp))
@@ -618,7 +677,8 @@ def _assemble(
         "mfu": model_fpt * per_gpu / peak,
         "hfu": hw_fpt * per_gpu / peak,
         "memory_per_gpu_bytes": total_mem,
-        "fits": total_mem <= hw.memory_gb * GIGA,
+        "fits": (total_mem <= hw.memory_gb * GIGA) & host_fits,
+        "host_memory_per_gpu_bytes": mem["host"],
         "n_micro": pa.n_micro,
         **terms,
         **{f"mem_{k}_bytes": mem[k] for k in MEMORY_TERMS},
@@ -656,6 +716,7 @@ def evaluate_plans(
     attention_kernel: str = "flash",
     shard_devices: float | None = None,
     ep_comm_overlap: Any = False,
+    offload: str = "none",
 ) -> dict[str, NDArray[Any]]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -669,7 +730,7 @@ def evaluate_plans(
         Node/pod topology (links and their latencies).
     seq_len, global_batch, gpus : float
         Sequence length [tokens], sequences per step [count], devices [count].
-    precision, method, optimizer, lora_params, attention_kernel, shard_devices
+    precision, method, optimizer, lora_params, attention_kernel, shard_devices, offload
         As :class:`RunShape`.
     eff : EfficiencyParams
         Efficiency fractions.
@@ -694,6 +755,7 @@ def evaluate_plans(
     run = RunShape(
         float(seq_len), float(global_batch), float(gpus), precision, method, optimizer,
         lora_params, attention_kernel, None if shard_devices is None else float(shard_devices),
+        offload,
     )  # fmt: skip
     with np.errstate(divide="raise", invalid="raise", over="raise"):
         pa = plan_arrays(
@@ -722,7 +784,8 @@ def _step_terms(
     mem = plan_memory_bytes(ms, run, pa)
     work_mb = compute_mb + membound_mb
     z3_mb, dp_s = dp_comm_times_s(system, eff, run, pa, mem, work_mb)
-    t_mb = work_mb + tp_mb + cp_mb + ep_mb + z3_mb
+    off_mb, off_step = offload_time_s(hw, system, eff, run, pa, mem, work_mb)
+    t_mb = work_mb + tp_mb + cp_mb + ep_mb + z3_mb + off_mb
     _, bubble_s = bubble_time_s(pa, t_mb)
     m = pa.n_micro
     terms = {
@@ -735,7 +798,15 @@ def _step_terms(
         "bubble_s": bubble_s,
         "pp_comm_s": pp_comm_time_s(ms, system, eff, run, pa),
         "dp_comm_s": dp_s,
-        "optimizer_s": optimizer_time_s(hw, eff, pa, mem["trainable_per_device"]),
+        "optimizer_s": optimizer_time_s(hw, eff, pa, mem["trainable_per_device"])
+        * (run.offload == "none"),
+        "offload_s": m * off_mb + off_step,
         "step_overhead_s": np.full_like(m, eff.step_overhead_s),
     }
-    return _assemble(ms, hw, run, pa, terms, mem)
+    host_fits = (
+        mem["host"] * min(run.gpus, float(system.devices_per_node))
+        <= float(system.host_memory_gb or 0.0) * GIGA
+        if run.offload != "none"
+        else np.ones_like(m, dtype=bool)
+    )
+    return _assemble(ms, hw, run, pa, terms, mem, host_fits)
