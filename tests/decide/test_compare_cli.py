@@ -187,3 +187,21 @@ def test_calibration_profile_changes_throughput(tmp_path, capsys, small):
     for o in json.loads(cal)["options"]:
         if o["hardware"] == "h100-sxm5-80gb":
             assert o["wall_clock_days"] > days[o["name"]]
+
+
+def test_offload_in_a_scenario_is_named_by_its_scenario_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An engine error about ``--offload`` in a scenario names ``workload.plan.offload``."""
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        "workload: {kind: training, model: llama-2-13b, tokens: 1.0e+9, seq_len: 4096,\n"
+        "           global_batch: 8, plan: {offload: optimizer}}\n"
+        "options: [{name: l40s, hardware: l40s, gpus: 1, pricing: on_demand}]\n"
+    )
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(f)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "workload.plan.offload" in err
+    assert "host_memory_gb" in err

@@ -596,8 +596,11 @@ def _plan_guarded(fn: Any, what: str, *args: Any, **kw: Any) -> Any:
     try:
         return _guarded(fn, what, *args, **kw)
     except InputError as exc:
-        if type(exc) is InputError and exc.field in ParallelPlan.model_fields:
-            raise InputError(f"workload.plan.{exc.field}", exc.value, exc.expected) from exc
+        name = exc.field.removeprefix("--").replace("-", "_")  # a CLI flag names the same field
+        if type(exc) is InputError and name in ParallelPlan.model_fields:
+            raise InputError(
+                f"workload.plan.{name}", exc.value, exc.expected, hint=exc.hint
+            ) from exc
         raise
 
 
