@@ -77,3 +77,13 @@ def test_numbers_on_the_commands_issue_18_names(value: str) -> None:
                 o = harness.check(harness.build_args(slot, value, Path(tmp)))
             assert o.problem is None, f"{o.problem}: aitco {o.args}"
             assert o.exit_code == 2, o.args
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_optimize_with_no_feasible_plan_prints_one_error_line(json_flag: list[str]) -> None:
+    """An optimisation whose bounds nothing meets exits 2 with one ``error:`` line (the JSON
+    object, with ``status: infeasible``, still goes to stdout); found by the fuzz draw."""
+    sweep = str(Path(__file__).resolve().parents[2] / "examples" / "sweep_training.yaml")
+    o = harness.check(["optimize", sweep, "--no-progress", *json_flag, "--deadline-h", "1.0"])
+    assert o.exit_code == 2
+    assert o.problem is None, o.problem

@@ -510,24 +510,14 @@ def optimize_cmd(
     if json_out:
         print_json(out)
         if out["status"] != "optimal":
+            _say_infeasible(out)
             raise typer.Exit(2)
         return
     if out["status"] == "infeasible_at_p99":
-        from aitco.cli.render import err_console
-
-        n = len(out.get("p99_checks", []))
-        err_console.print(
-            f"[bold red]infeasible at P99:[/bold red] none of the {n} cheapest plans meeting the "
-            "bounds at steady state meets them at P99 under Poisson arrivals",
-            highlight=False,
-        )
+        _say_infeasible(out)
         raise typer.Exit(2)
     if out["status"] != "optimal":
-        from aitco.cli.render import err_console
-
-        err_console.print(
-            f"[bold red]infeasible:[/bold red] {opt.infeasible_message(out)}", highlight=False
-        )
+        _say_infeasible(out)
         _show_rows(
             "Closest plan",
             out.get("closest", []),
@@ -547,6 +537,24 @@ def optimize_cmd(
         out["swept_keys"],
         metric_cols,
     )
+
+
+def _say_infeasible(out: dict[str, Any]) -> None:
+    """Print the one ``error:`` line of an optimisation with no feasible plan (exit 2)."""
+    from rich.markup import escape
+
+    from aitco.cli.render import err_console
+    from aitco.decide import optimize as opt
+
+    if out["status"] == "infeasible_at_p99":
+        n = len(out.get("p99_checks", []))
+        msg = (
+            f"infeasible at P99: none of the {n} cheapest plans meeting the bounds at steady "
+            "state meets them at P99 under Poisson arrivals"
+        )
+    else:
+        msg = f"infeasible: {opt.infeasible_message(out)}"
+    err_console.print(f"[bold red]error:[/bold red] {escape(msg)}", highlight=False, soft_wrap=True)
 
 
 # --------------------------------------------------------------------------- buy vs rent
