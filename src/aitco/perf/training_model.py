@@ -540,6 +540,12 @@ def offload_time_s(
     pcie = hw.pcie_gb_s * GIGA * eff.host_link
     local_devices = min(run.gpus, float(system.devices_per_node))
     host_bw = float(system.host_memory_bandwidth_gb_s or 0.0) / local_devices
+    if pcie <= 0 or host_bw <= 0:
+        raise InputError(
+            "offload", run.offload,
+            f"an accelerator with a PCIe generation and a system with host_memory_bandwidth_gb_s "
+            f"({system.id})",
+        )  # fmt: skip
     shard = np.where(
         pa.zero >= 1, mem["trainable_per_device"] / pa.dp_shard, mem["trainable_per_device"]
     )
