@@ -136,6 +136,11 @@ def weight_bytes_per_param(precision: str, method: str) -> float:
     return 2.0
 
 
+def grad_bytes_per_param(precision: str) -> float:
+    """Bytes of one gradient element: fp32 training keeps fp32 gradients, else 16-bit [B]."""
+    return 4.0 if precision == "fp32" else GRAD_BYTES
+
+
 def training_memory_bytes(
     ms: ModelShape,
     *,
@@ -241,7 +246,7 @@ def training_memory_bytes(
         0.0,
     )
     weights = weights + live
-    grad_b = 4.0 if precision == "fp32" else GRAD_BYTES
+    grad_b = grad_bytes_per_param(precision)
     grads = np.where(zero >= 2, trainable * grad_b / dp, trainable * grad_b)
     opt = np.where(zero >= 1, trainable * optimizer_bytes / dp, trainable * optimizer_bytes)
     host = np.zeros_like(opt)

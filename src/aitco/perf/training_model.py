@@ -48,6 +48,7 @@ from aitco.perf.memory import (
     ADAM_8BIT_BYTES,
     ADAM_FP32_BYTES,
     LOGIT_BYTES,
+    grad_bytes_per_param,
     training_memory_bytes,
     weight_bytes_per_param,
 )
@@ -508,6 +509,11 @@ def plan_memory_bytes(ms: ModelShape, run: RunShape, pa: PlanArrays) -> dict[str
     )
 
 
+def devices_per_host(run: RunShape, system: System) -> float:
+    """Return the devices of one node that train, sharing its host memory and CPUs [count]."""
+    return min(run.gpus, float(system.devices_per_node))
+
+
 def offload_time_s(
     hw: HardwareShape,
     system: System,
@@ -538,8 +544,7 @@ def offload_time_s(
     if run.offload == "none":
         return zeros, zeros
     pcie = hw.pcie_gb_s * GIGA * eff.host_link
-    local_devices = min(run.gpus, float(system.devices_per_node))
-    host_bw = float(system.host_memory_bandwidth_gb_s or 0.0) / local_devices
+    host_bw = float(system.host_memory_bandwidth_gb_s or 0.0) / devices_per_host(run, system)
     if pcie <= 0 or host_bw <= 0:
         raise InputError(
             "offload", run.offload,
@@ -549,7 +554,7 @@ def offload_time_s(
     shard = np.where(
         pa.zero >= 1, mem["trainable_per_device"] / pa.dp_shard, mem["trainable_per_device"]
     )
-    grad_b = 4.0 if run.precision == "fp32" else 2.0
+    grad_b = grad_bytes_per_param(run.precision)
     wb = min(weight_bytes_per_param(run.precision, run.method), 2.0)
     d2h = shard * grad_b / pcie
     mb = np.maximum(d2h - BACKWARD_SHARE * work_s, 0.0)
@@ -585,7 +590,7 @@ def dp_comm_times_s(
         crosses the scale-out network, DCN, once the groups leave the scale-up domain).
     """
     strides = group_strides(pa.tp, pa.cp, pa.dp)
-    grad_bytes = mem["trainable_per_device"] * (4.0 if run.precision == "fp32" else 2.0)
+    grad_bytes = mem["trainable_per_device"] * grad_bytes_per_param(run.precision)
     wb = weight_bytes_per_param(run.precision, run.method)
     z3 = pa.zero >= 3
     bw, lat, le = comms.group_link(
@@ -810,8 +815,7 @@ def _step_terms(
         "step_overhead_s": np.full_like(m, eff.step_overhead_s),
     }
     host_fits = (
-        mem["host"] * min(run.gpus, float(system.devices_per_node))
-        <= float(system.host_memory_gb or 0.0) * GIGA
+        mem["host"] * devices_per_host(run, system) <= float(system.host_memory_gb or 0.0) * GIGA
         if run.offload != "none"
         else np.ones_like(m, dtype=bool)
     )
