@@ -168,12 +168,12 @@ class EfficiencyParams(BaseModel):
         "optimizer kernels (many small, partly unfused kernels; weight streaming uses `hbm`).",
     )
     training_log_ratio_q10: float = Field(
-        default=-0.2104,
+        default=-0.1234,
         description="10th percentile of ln(observed/predicted) tokens/s/GPU, leave-one-source-out "
         "cross-validated on every bundled validation row (new sources included).",
     )
     training_log_ratio_q90: float = Field(
-        default=0.1809,
+        default=0.1822,
         description="90th percentile of ln(observed/predicted) tokens/s/GPU, leave-one-source-out "
         "cross-validated on every bundled validation row (new sources included).",
     )
