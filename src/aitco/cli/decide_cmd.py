@@ -450,6 +450,8 @@ def sweep_cmd(
         f"({fmt(out['configs_per_s'])} configs/s)",
         highlight=False,
     )
+    if out.get("offload", "none") != "none":
+        console.print(f"every configuration with ZeRO-Offload: {out['offload']}", highlight=False)
     for reason, n in out["invalid_reasons"].items():
         console.print(f"  [dim]{n:,} × {reason}[/dim]", highlight=False)
     _show_rows(f"Top {len(out['top'])} by {out['objective']}", out["top"], swept, metric_cols)

@@ -61,9 +61,16 @@ from aitco.perf.inference import (
     validate_serving_inputs,
 )
 from aitco.perf.kvcache import kv_capacity
+from aitco.perf.memory import OFFLOAD_MODES
 from aitco.perf.params import param_counts
 from aitco.perf.serving import idle_power_fraction, power_w
-from aitco.perf.training import TRAIN_PRECISIONS, evaluate_plans, hardware_shape
+from aitco.perf.training import (
+    TRAIN_PRECISIONS,
+    evaluate_plans,
+    hardware_shape,
+    offload_min_zero,
+    offload_missing,
+)
 from aitco.units import (
     BYTES_PER_DTYPE,
     DTYPES,
@@ -126,6 +133,9 @@ REASONS: dict[int, str] = {
     128: "plan: spans nodes of a system without a scale-out network",
     256: "mig: the accelerator has no such MIG slice",
     512: "service: the disaggregated layout does not carry the load within the objectives",
+    1024: "offload: the system gives no host memory figures (host_memory_gb, "
+    "host_memory_bandwidth_gb_s) or the accelerator no PCIe generation",
+    2048: "offload: ZeRO stage below the offload mode's (optimizer: >= 1, params: 3)",
 }
 
 
@@ -1272,9 +1282,15 @@ class EngineTrainingEvaluator(ItemPricing):
     offer_systems: list[Any] = field(default_factory=list)
     #: Share of an unused committed term reused elsewhere (compare's option field).
     committed_reuse_fraction: float = 0.0
+    #: ZeRO-Offload mode of every configuration (the sweep's base ``workload.plan.offload``).
+    offload: str = "none"
 
     def __post_init__(self) -> None:
         self._shapes: dict[Any, Any] = {}
+        if self.offload not in OFFLOAD_MODES:
+            raise InputError(
+                "workload.plan.offload", self.offload, f"one of {', '.join(OFFLOAD_MODES)}"
+            )
 
     def _model_shape(self, i: int) -> Any:
         key = ("m", i)
@@ -1310,15 +1326,17 @@ class EngineTrainingEvaluator(ItemPricing):
         reason |= np.where(pp * vp > m.n_layers[mdl], 4, 0)
         reason |= np.where((dpb < 1) | (np.mod(gb, np.maximum(dpb, 1)) != 0), 8, 0)
         reason |= np.where(np.isnan(price), 32, 0)
-        rows = np.flatnonzero(reason == 0)
-        out = {k: np.zeros(rows.size) for k in self.metrics}
-        fits = np.zeros(rows.size, dtype=bool)
         osys = np.full(n, -1, dtype=np.int64)  # offer code whose own system runs the plan
         if self.offer_systems:
             has = np.array([x is not None for x in self.offer_systems] + [False])
             code = bl["offer"].astype(np.int64)
             rented = full["option.pricing"] < PRICING_MODES.index("owned")
             osys = np.where(rented & has[code], code, -1)
+        if self.offload != "none":  # the checks `aitco train --offload` makes, as reasons
+            reason |= self._offload_reasons(hw, prec, osys, full["workload.plan.zero"])
+        rows = np.flatnonzero(reason == 0)
+        out = {k: np.zeros(rows.size) for k in self.metrics}
+        fits = np.zeros(rows.size, dtype=bool)
         if rows.size:
             seq = full["workload.seq_len"][rows]
             outer = np.stack(
@@ -1367,6 +1385,7 @@ class EngineTrainingEvaluator(ItemPricing):
                     micro_batch=b[r].astype(float),
                     recompute=full["workload.plan.recompute"][r],
                     vp=vp[r].astype(float),
+                    offload=self.offload,
                 )
                 out["step_time_s"][grp] = res["step_time_s"][inv]
                 out["tokens_per_s"][grp] = res["tokens_per_s"][inv]
@@ -1396,6 +1415,21 @@ class EngineTrainingEvaluator(ItemPricing):
         out_any["rows"] = rows
         out_any["reason"] = reason
         return out_any
+
+    def _offload_reasons(
+        self, hw: np.ndarray, prec: np.ndarray, osys: np.ndarray, zero: np.ndarray
+    ) -> np.ndarray:
+        """Reason bits of configurations the offload cannot run on (host figures, ZeRO stage)."""
+        bits = np.where(zero < offload_min_zero(self.offload), 2048, 0)
+        # one check per distinct (hardware, precision, system): a loop over groups, not rows
+        for h, p_, oc in np.unique(np.stack([hw, prec, osys], axis=1).astype(np.int64), axis=0):
+            dtype = DTYPES[int(p_)]
+            if dtype not in TRAIN_PRECISIONS or not self.accelerators[h].supports(dtype):
+                continue  # already excluded (reason 64)
+            system = self.systems[h] if oc < 0 else self.offer_systems[oc]
+            if offload_missing(system, self._hw_shape(int(h), dtype)):
+                bits = bits | np.where((hw == h) & (prec == p_) & (osys == oc), 1024, 0)
+        return bits
 
 
 @dataclass

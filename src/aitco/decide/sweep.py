@@ -35,6 +35,7 @@ from aitco.decide.compare import Factors, offer_system
 from aitco.errors import EnvironmentFailure, InputError, UnknownIdError
 from aitco.limits import check_file_size, check_tree
 from aitco.perf import service
+from aitco.perf.memory import OFFLOAD_MODES
 from aitco.units import DTYPES
 
 #: Configurations evaluated per chunk (a few tens of MB of float64 temporaries).
@@ -234,6 +235,31 @@ def _flatten(d: dict[str, Any], prefix: str) -> dict[str, Any]:
     return out
 
 
+def _base_offload(spec: SweepSpec, base: dict[str, Any]) -> str:
+    """Take ``workload.plan.offload`` out of the base values (one mode for the whole sweep).
+
+    Only the engine evaluator of a training sweep models ZeRO-Offload; it is not a grid key.
+    """
+    for k in spec.grid:
+        if k.rsplit(".", 1)[-1] == "offload":
+            raise InputError(
+                f"grid.{k}", spec.grid[k],
+                "workload.plan.offload as a base value (one mode per sweep), not a grid key",
+                hint="run one sweep per offload mode",
+            )  # fmt: skip
+    mode = base.pop("workload.plan.offload", None)
+    if mode is None or mode == "none":
+        return "none"
+    if spec.kind != "training" or spec.evaluator != "engine":
+        raise InputError(
+            "workload.plan.offload", mode,
+            "a training sweep with evaluator: engine (the fast screen does not model offload)",
+        )  # fmt: skip
+    if mode not in OFFLOAD_MODES:
+        raise InputError("workload.plan.offload", mode, f"one of {', '.join(OFFLOAD_MODES)}")
+    return str(mode)
+
+
 def canonical_key(key: str, valid: Iterable[str], *, field_name: str = "grid") -> str:
     """Resolve a dotted or short key to a canonical one; unknown keys suggest the closest.
 
@@ -340,6 +366,7 @@ def build_plan(
         "option.name",
         "option.provider",
     }
+    offload = _base_offload(spec, base)
     values: dict[str, list[Any]] = {}
     for k, v in base.items():
         if k in extra_base:
@@ -425,10 +452,15 @@ def build_plan(
             tokens = spec.workload.get("tokens")
             if tokens is None or float(tokens) <= 0:
                 raise InputError("workload.tokens", tokens, "tokens to train on (> 0)")
-            cls = ev.TrainingEvaluator if spec.evaluator == "fast" else ev.EngineTrainingEvaluator
-            evaluator = cls(
-                hw=hw_table, models=mt, tokens=float(tokens), model_archs=models, **cost
-            )
+            if spec.evaluator == "fast":
+                evaluator = ev.TrainingEvaluator(
+                    hw=hw_table, models=mt, tokens=float(tokens), model_archs=models, **cost
+                )
+            else:
+                evaluator = ev.EngineTrainingEvaluator(
+                    hw=hw_table, models=mt, tokens=float(tokens), model_archs=models,
+                    offload=offload, **cost,
+                )  # fmt: skip
         else:
             qps = spec.workload.get("qps")
             q = None if qps is None else float(qps)
@@ -937,6 +969,8 @@ class SweepResult:
             "objective": self.plan.objective,
             "pareto_metrics": list(self.plan.pareto),
             "swept_keys": [d.key for d in self.plan.swept()],
+            # ZeRO-Offload mode of every configuration (a base value; "none" when not asked)
+            "offload": getattr(self.plan.evaluator, "offload", "none"),
             "invalid_reasons": ev.describe_reasons(p.reasons),
             "top": _records(self.top),
             "pareto": _records(self.pareto),

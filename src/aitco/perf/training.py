@@ -356,15 +356,30 @@ def _offload(p: dict[str, Any]) -> str:
     return str(v)
 
 
-def _check_offload(offload: str, fixed: dict[str, Any], system: System, hw: HardwareShape) -> None:
-    """Restrict the search to the ZeRO stages an offload needs; raise when it cannot run.
+def offload_min_zero(offload: str) -> int:
+    """Lowest ZeRO stage an offload mode runs with.
 
-    ``optimizer`` (ZeRO-Offload) shards from ZeRO-1 on; ``params`` (ZeRO-Infinity) needs
-    ZeRO-3. The node must state its host memory and bandwidth, the accelerator its PCIe link.
+    ``optimizer`` (ZeRO-Offload) shards from ZeRO-1 on; ``params`` (ZeRO-Infinity) needs ZeRO-3.
     """
+    return {"none": 0, "optimizer": 1, "params": 3}[offload]
+
+
+def offload_missing(system: System, hw: HardwareShape) -> list[str]:
+    """Catalog figures an offload needs that ``system`` / its accelerator do not give (empty: none).
+
+    The node must state its host memory and its bandwidth, the accelerator its PCIe generation.
+    """
+    missing = [
+        f for f in ("host_memory_gb", "host_memory_bandwidth_gb_s") if getattr(system, f) is None
+    ]
+    return missing if missing or hw.pcie_gb_s > 0 else ["the accelerator's pcie_gen"]
+
+
+def _check_offload(offload: str, fixed: dict[str, Any], system: System, hw: HardwareShape) -> None:
+    """Restrict the search to the ZeRO stages an offload needs; raise when it cannot run."""
     if offload == "none":
         return
-    need = 3 if offload == "params" else 1
+    need = offload_min_zero(offload)
     given = fixed.get("zero")
     if given is not None and given < need:
         raise PlanError(
@@ -372,11 +387,9 @@ def _check_offload(offload: str, fixed: dict[str, Any], system: System, hw: Hard
             hint="raise --zero or drop --offload",
         )  # fmt: skip
     fixed["min_zero"] = need
-    missing = [
-        f for f in ("host_memory_gb", "host_memory_bandwidth_gb_s") if getattr(system, f) is None
-    ]
-    if missing or hw.pcie_gb_s <= 0:
-        what = ", ".join(missing) if missing else "the accelerator's pcie_gen"
+    missing = offload_missing(system, hw)
+    if missing:
+        what = ", ".join(missing)
         raise InputError(
             "--offload", offload,
             f"a system whose catalog entry gives {what} ({system.id} does not)",

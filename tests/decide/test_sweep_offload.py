@@ -1,0 +1,122 @@
+"""ZeRO-Offload in `aitco sweep` / `aitco optimize`: one mode per sweep, compare's total.
+
+A 13B full fine-tune on one 80 GB accelerator fits only with the optimizer in host memory; the
+sweep's engine evaluator must price it as `aitco compare` does (same plan, same total), mark the
+configurations the offload cannot run on (a system without host-memory figures, a ZeRO stage
+below the mode's) with a reason, and refuse offload where it is not modelled.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aitco.cli.app import main
+
+PLAN = {"tp": 1, "pp": 1, "micro_batch": 1, "zero": 1, "recompute": "selective"}
+WORKLOAD = (
+    "{model: llama-2-13b, tokens: 1.0e+8, seq_len: 4096, global_batch: 8, "
+    "plan: {offload: optimizer}}"
+)
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out, err = capsys.readouterr()
+    code = int(exc.value.code or 0)
+    return code, (json.loads(out) if out.strip().startswith("{") else {}), err
+
+
+def _sweep(grid: dict[str, str], evaluator: str = "engine", workload: str = WORKLOAD) -> str:
+    lines = "\n".join(f"    {k}: [{v}]" for k, v in grid.items())
+    return f"""sweep:
+  kind: training
+  evaluator: {evaluator}
+  workload: {workload}
+  option: {{provider: any}}
+  grid:
+{lines}
+  objective: total_usd
+"""
+
+
+BASE_GRID = {
+    "option.hardware": "a100-sxm4-80gb",
+    "option.gpus": "1",
+    "option.pricing": "on_demand",
+    **{f"workload.plan.{k}": str(v) for k, v in PLAN.items()},
+}
+
+
+def test_sweep_and_optimize_price_offload_as_compare_does(tmp_path: Path, capsys) -> None:
+    plan = ", ".join(f"{k}: {v}" for k, v in {**PLAN, "offload": "optimizer"}.items())
+    scn = tmp_path / "scn.yaml"
+    scn.write_text(
+        "name: offload\nworkload:\n  kind: training\n  model: llama-2-13b\n  tokens: 1.0e+8\n"
+        f"  seq_len: 4096\n  global_batch: 8\n  plan: {{{plan}}}\n"
+        "options:\n  - {hardware: a100-sxm4-80gb, gpus: 1, pricing: on_demand, provider: any}\n"
+    )
+    sw = tmp_path / "sweep.yaml"
+    sw.write_text(_sweep(BASE_GRID))
+    code, comp, err = _run(["compare", str(scn), "--json"], capsys)
+    assert code == 0, err
+    c = comp["options"][0]
+    assert c["feasible"], c["infeasible_reasons"]
+    code, swept, err = _run(["sweep", str(sw), "--json"], capsys)
+    assert code == 0, err
+    assert swept["offload"] == "optimizer"
+    code, opt, err = _run(["optimize", str(sw), "--json"], capsys)
+    assert code == 0, err
+    s, o = swept["top"][0], opt["top"][0]
+    assert s["offer_id"] == o["offer_id"] == c["offer_id"]
+    assert s["total_usd"] == pytest.approx(c["total_usd"], rel=1e-9)
+    assert o["total_usd"] == pytest.approx(c["total_usd"], rel=1e-9)
+
+
+def test_offload_changes_the_sweep(tmp_path: Path, capsys) -> None:
+    """Without offload the 13B full fine-tune does not fit one 80 GB device; with it, it does."""
+    without = tmp_path / "without.yaml"
+    without.write_text(
+        _sweep(BASE_GRID, workload=WORKLOAD.replace(", plan: {offload: optimizer}", ""))
+    )
+    with_ = tmp_path / "with.yaml"
+    with_.write_text(_sweep(BASE_GRID))
+    _, off, _ = _run(["sweep", str(without), "--json"], capsys)
+    _, on, _ = _run(["sweep", str(with_), "--json"], capsys)
+    assert off["offload"] == "none"
+    assert off["feasible"] == 0
+    assert any("memory" in r for r in off["invalid_reasons"])
+    assert on["feasible"] == 1
+
+
+def test_configurations_the_offload_cannot_run_on_are_marked(tmp_path: Path, capsys) -> None:
+    grid = {**BASE_GRID, "option.hardware": "a100-sxm4-80gb, l40s", "workload.plan.zero": "0, 1"}
+    sw = tmp_path / "sweep.yaml"
+    sw.write_text(_sweep(grid))
+    code, out, err = _run(["sweep", str(sw), "--json"], capsys)
+    assert code == 0, err
+    reasons = out["invalid_reasons"]
+    assert any(r.startswith("offload: the system gives no host memory") for r in reasons)
+    assert any(r.startswith("offload: ZeRO stage below") for r in reasons)
+    assert {(r["hardware"], r["zero"]) for r in out["top"]} == {("a100-sxm4-80gb", 1)}
+
+
+@pytest.mark.parametrize(
+    ("evaluator", "grid_extra", "field"),
+    [
+        ("fast", {}, "workload.plan.offload"),
+        ("engine", {"workload.plan.offload": "optimizer, none"}, "grid.workload.plan.offload"),
+    ],
+)
+def test_offload_where_not_modelled_is_an_error(
+    tmp_path: Path, capsys, evaluator: str, grid_extra: dict[str, str], field: str
+) -> None:
+    sw = tmp_path / "sweep.yaml"
+    sw.write_text(_sweep({**BASE_GRID, **grid_extra}, evaluator=evaluator))
+    code, _, err = _run(["sweep", str(sw)], capsys)
+    assert code == 2
+    assert field in err
+    assert "Traceback" not in err
