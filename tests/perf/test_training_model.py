@@ -103,3 +103,37 @@ def test_hybrid_group_of_all_devices_is_plain_fsdp() -> None:
 def test_hybrid_group_size_must_divide_the_devices(bad: object) -> None:
     with pytest.raises(InputError, match="shard_devices"):
         _hybrid(bad)  # type: ignore[arg-type]
+
+
+def test_expert_parallel_groups_pay_the_busiest_gpus_routed_load() -> None:
+    """Training's expert GEMMs and all-to-alls carry the serving model's load imbalance.
+
+    Under uniform routing the busiest of ``ep`` devices gets :math:`1 + \\sqrt{2 \\ln ep / m}`
+    times the mean load ``m``: the extra routed-expert GEMM time of an EP-8 plan over the same
+    plan without imbalance is exactly that share of the routed FLOPs; EP 1 and dense models pay
+    nothing.
+    """
+    from aitco.catalog.schema import MoE
+    from aitco.perf import training_model as tm
+    from aitco.perf.flops import routed_expert_flops_per_token
+    from aitco.perf.parallelism import expert_load_imbalance
+
+    moe = M.model_copy(update={"id": "moe", "moe": MoE(n_experts=8, n_active=2, d_ff_expert=1024)})
+    ms, dense = model_shape(moe), model_shape(M)
+    run = tm.RunShape(2048.0, 64.0, 8.0, "bf16", "full", "adam", None, "flash", None, "none")
+    plan = dict(tp=1, pp=1, cp=1, dp=8, zero=1, micro_batch=1, recompute=0, vp=1,
+                recompute_fraction=1.0, tp_comm_overlap=0)  # fmt: skip
+    hw = hardware_shape(ACC, "bf16", DEFAULT_EFFICIENCY)
+    pa1 = tm.plan_arrays(ms, run, ep=np.array([1.0]), **plan)
+    pa8 = tm.plan_arrays(ms, run, ep=np.array([8.0]), **plan)
+    g = expert_load_imbalance(2048.0 * 8 * 2, 8)
+    assert float(tm.expert_imbalance(ms, pa8)[0]) == pytest.approx(float(g))
+    assert float(g) > 1.0
+    assert float(tm.expert_imbalance(ms, pa1)[0]) == 1.0
+    assert float(tm.expert_imbalance(dense, tm.plan_arrays(dense, run, ep=1.0, **plan))) == 1.0
+    extra = tm.linear_time_s(ms, hw, DEFAULT_EFFICIENCY, run, pa8) - tm.linear_time_s(
+        ms, hw, DEFAULT_EFFICIENCY, run, pa1
+    )
+    rate = hw.peak_linear_tflops * 1e12 * hw.gemm_efficiency
+    want = 2048.0 * ms.n_layers * routed_expert_flops_per_token(ms) * (float(g) - 1.0) * 3 / rate
+    assert float(extra[0]) == pytest.approx(want, rel=1e-9)

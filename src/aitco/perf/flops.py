@@ -152,6 +152,18 @@ def layer_matmul_flops_per_token(ms: ModelShape) -> float:
     return FLOPS_PER_MAC * (ms.attn_params_per_layer + ms.ffn_active_params_per_layer)
 
 
+def routed_expert_flops_per_token(ms: ModelShape) -> float:
+    """Forward FLOPs of one layer's routed-expert matmuls, per token, mean over layers [FLOP].
+
+    Notes
+    -----
+    :math:`F = 2 P_{experts} k / E`: the ``k`` of ``E`` routed experts a token passes through (the
+    shared experts and the router are not routed); 0 for a dense model. Part of
+    :func:`layer_matmul_flops_per_token`.
+    """
+    return FLOPS_PER_MAC * ms.expert_params_per_layer * ms.n_active_experts / ms.n_experts
+
+
 def attention_flops_per_token(ms: ModelShape, seq_len: ArrayLike, causal: bool = True) -> F64:
     r"""Forward FLOPs of one layer's attention scores and weighted values, per token [FLOP].
 

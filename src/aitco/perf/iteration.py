@@ -34,6 +34,8 @@ from aitco.errors import InputError
 from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.kvcache import kv_bytes_per_sequence
+from aitco.perf.parallelism import MAX_EXPERT_IMBALANCE as MAX_EXPERT_IMBALANCE  # re-export
+from aitco.perf.parallelism import expert_load_imbalance
 from aitco.perf.params import ParamCounts, param_counts
 from aitco.perf.training import FP8_CAST_BYTES
 from aitco.units import BYTES_PER_DTYPE, GIGA, TERA
@@ -378,37 +380,6 @@ def expected_distinct_experts(tokens: ArrayLike, n_experts: int, n_active: int) 
     """
     t = np.asarray(tokens, dtype=np.float64)
     return np.asarray(n_experts * (1.0 - (1.0 - n_active / n_experts) ** t), dtype=np.float64)
-
-
-#: Largest expert-load imbalance charged (a few tokens on many GPUs): the busiest GPU gets at
-#: most this many times the mean routed load.
-MAX_EXPERT_IMBALANCE = 4.0
-
-
-def expert_load_imbalance(routed_tokens: ArrayLike, n_gpus: int) -> F64:
-    r"""Return the expected max/mean routed-token load over the GPUs of an expert-parallel group.
-
-    Parameters
-    ----------
-    routed_tokens : array_like
-        Token-expert assignments in one MoE layer, :math:`T k`. [count]
-    n_gpus : int
-        GPUs sharing the experts, :math:`n`.
-
-    Returns
-    -------
-    ndarray
-        :math:`g = \min(1 + \sqrt{2 \ln n / m}, g_{max})` with :math:`m = T k / n` the mean load
-        per GPU: the maximum of :math:`n` bins under uniform random routing (balls into bins,
-        M. Raab and A. Steger, RANDOM 1998, heavily loaded case); 1 for one GPU.
-    """
-    m = np.maximum(np.asarray(routed_tokens, dtype=np.float64) / max(n_gpus, 1), 1.0)
-    if n_gpus <= 1:
-        return np.ones_like(m)
-    return np.asarray(
-        np.minimum(1.0 + np.sqrt(2.0 * math.log(n_gpus) / m), MAX_EXPERT_IMBALANCE),
-        dtype=np.float64,
-    )
 
 
 # ----------------------------------------------------------------------------- iteration model

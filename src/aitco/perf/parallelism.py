@@ -54,3 +54,32 @@ def group_strides(tp: ArrayLike, cp: ArrayLike, dp: ArrayLike) -> dict[str, F64]
     c = np.asarray(cp, dtype=float)
     d = np.asarray(dp, dtype=float)
     return {"tp": np.ones_like(t), "cp": t, "dp": t * c, "ep": t * c, "pp": t * c * d}
+
+
+#: Largest expert-load imbalance charged (a few tokens on many GPUs): the busiest GPU gets at
+#: most this many times the mean routed load.
+MAX_EXPERT_IMBALANCE = 4.0
+
+
+def expert_load_imbalance(routed_tokens: ArrayLike, n_gpus: ArrayLike) -> F64:
+    r"""Return the expected max/mean routed-token load over the GPUs of an expert-parallel group.
+
+    Parameters
+    ----------
+    routed_tokens : array_like
+        Token-expert assignments of the group in one MoE layer, :math:`T k`. [count]
+    n_gpus : array_like
+        GPUs sharing the experts (the EP degree), :math:`n`. [count]
+
+    Returns
+    -------
+    ndarray
+        :math:`g = \min(1 + \sqrt{2 \ln n / m}, g_{max})` with :math:`m = T k / n` the mean load
+        per GPU: the maximum of :math:`n` bins under uniform random routing (balls into bins,
+        M. Raab and A. Steger, RANDOM 1998, heavily loaded case); 1 for one GPU. Used by the
+        serving iteration model and by training's expert GEMMs and all-to-alls.
+    """
+    n = np.maximum(np.asarray(n_gpus, dtype=np.float64), 1.0)
+    m = np.maximum(np.asarray(routed_tokens, dtype=np.float64) / n, 1.0)
+    g = np.minimum(1.0 + np.sqrt(2.0 * np.log(n) / m), MAX_EXPERT_IMBALANCE)
+    return np.asarray(np.where(n > 1.0, g, 1.0), dtype=np.float64)

@@ -42,6 +42,7 @@ from aitco.perf.flops import (
     layer_matmul_flops_per_token,
     lm_head_flops_per_token,
     recompute_flops_per_token,
+    routed_expert_flops_per_token,
     training_flops_per_token,
 )
 from aitco.perf.memory import (
@@ -52,7 +53,7 @@ from aitco.perf.memory import (
     training_memory_bytes,
     weight_bytes_per_param,
 )
-from aitco.perf.parallelism import bubble_fraction, group_strides
+from aitco.perf.parallelism import bubble_fraction, expert_load_imbalance, group_strides
 from aitco.units import GIGA, TERA
 
 F64 = NDArray[np.float64]
@@ -350,9 +351,14 @@ def linear_time_s(
     lin_rate = hw.peak_linear_tflops * TERA * g
     full = run.method == "full"
     passes = 3.0 if full else 2.0
-    t = pa.tok_layers * (layer_matmul_flops_per_token(ms) / lin_rate) * (
-        passes + pa.full_rc
-    ) + pa.tok_tp * (lm_head_flops_per_token(ms) * passes / (hw.peak_attention_tflops * TERA * g))
+    layer_flops: Any = layer_matmul_flops_per_token(ms)
+    if ms.moe_layers:  # the busiest GPU of an EP group runs (imbalance - 1) more routed tokens
+        layer_flops = layer_flops + routed_expert_flops_per_token(ms) * (
+            expert_imbalance(ms, pa) - 1.0
+        )
+    t = pa.tok_layers * (layer_flops / lin_rate) * (passes + pa.full_rc) + pa.tok_tp * (
+        lm_head_flops_per_token(ms) * passes / (hw.peak_attention_tflops * TERA * g)
+    )
     if not full:
         lp = ms.lora_params if run.lora_params is None else run.lora_params
         t = t + pa.tok_layers * (2.0 * lp / ms.n_layers * 3.0 / lin_rate)
@@ -466,10 +472,25 @@ def ep_comm_time_s(
     )
     moe_layers = pa.layers * (ms.moe_layers / ms.n_layers)
     a2a_bytes = pa.tok_tp * (ms.n_active_experts * float(ms.d_model) * run.act_bytes)
+    if ms.moe_layers:  # the busiest GPU's share sets the time
+        a2a_bytes = a2a_bytes * expert_imbalance(ms, pa)
     n_a2a = 4.0 + 2.0 * pa.full_rc
     return np.where(
         pa.ep > 1, moe_layers * n_a2a * comms.alltoall_time_s(a2a_bytes, pa.ep, bw, lat, le), 0.0
     )
+
+
+def expert_imbalance(ms: ModelShape, pa: PlanArrays) -> F64:
+    r"""Busiest-to-mean routed load of each plan's expert-parallel group (1: dense or EP 1).
+
+    The ``ep`` devices of a group route their micro-batches' :math:`T/tp` tokens each to
+    :math:`k` experts: :func:`aitco.perf.parallelism.expert_load_imbalance` of
+    :math:`ep \cdot T/tp \cdot k` assignments over ``ep`` devices (uniform random routing, the
+    balanced case an auxiliary loss aims at; the same relation the serving model uses).
+    """
+    if ms.moe_layers == 0:
+        return np.ones_like(pa.ep)
+    return expert_load_imbalance(pa.tok_tp * pa.ep * ms.n_active_experts, pa.ep)
 
 
 def ep_exposed_time_s(ep_mb: F64, compute_mb: F64, pa: PlanArrays) -> F64:
