@@ -137,3 +137,27 @@ def test_expert_parallel_groups_pay_the_busiest_gpus_routed_load() -> None:
     rate = hw.peak_linear_tflops * 1e12 * hw.gemm_efficiency
     want = 2048.0 * ms.n_layers * routed_expert_flops_per_token(ms) * (float(g) - 1.0) * 3 / rate
     assert float(extra[0]) == pytest.approx(want, rel=1e-9)
+
+
+def test_tp_overlap_is_per_accelerator_family_with_a_fallback() -> None:
+    """A family's own TP-overlap share drives its TP term; families without one use the global."""
+    from aitco.perf import training_model as tm
+
+    tpu = ACC.model_copy(update={"id": "test-tpu", "family": "google-tpu"})
+    eff = DEFAULT_EFFICIENCY.with_overrides(
+        {"tp_overlap": 0.2, "tp_overlap_by_family": {"google-tpu": 0.9}}
+    )
+    assert eff.tp_overlap_for("nvidia-hopper") == 0.2
+    assert eff.tp_overlap_for("google-tpu") == 0.9
+    ms = model_shape(M)
+    run = tm.RunShape(2048.0, 64.0, 8.0, "bf16", "full", "adam", None, "flash", None, "none")
+    plan = dict(tp=4, pp=1, cp=1, ep=1, dp=2, zero=1, micro_batch=1, recompute=0, vp=1,
+                recompute_fraction=1.0)  # fmt: skip
+    on = tm.plan_arrays(ms, run, tp_comm_overlap=1, **plan)
+    off = tm.plan_arrays(ms, run, tp_comm_overlap=0, **plan)
+    for acc, share in ((ACC, 0.2), (tpu, 0.9)):
+        hw = hardware_shape(acc, "bf16", eff)
+        t_on = tm.tp_comm_time_s(ms, hw, SYS, eff, run, on)
+        t_off = tm.tp_comm_time_s(ms, hw, SYS, eff, run, off)
+        assert float(t_off) > 0
+        assert float(t_on) == pytest.approx(float(t_off) * (1.0 - share), rel=1e-12)

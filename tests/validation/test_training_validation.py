@@ -155,3 +155,19 @@ def test_torchtitan_hbm2e_h100_rows_map_to_their_own_part() -> None:
     assert map_hardware("H100 (96GB HBM2e, 500W)") == "h100-sxm5-94gb-hbm2e"
     assert map_hardware("H100 (94/95GB HBM2e, lower TDP)") == "h100-sxm5-94gb-hbm2e"
     assert map_hardware("H100-80GB (DGX H100)") == "h100-sxm5-80gb"
+
+
+def test_a_family_without_fitted_rows_keeps_no_tp_overlap_of_its_own(catalog) -> None:
+    """The per-family TP overlap a fold could not constrain is dropped (no leak of the start)."""
+    from aitco.perf.efficiency import DEFAULT_EFFICIENCY
+    from aitco.validation.training import _drop_unseen_overlap, throughput_cases
+
+    all_cases = throughput_cases(None, catalog)
+    family = {c.row_id: catalog.hardware(c.accelerator)[0].family for c in all_cases}
+    cases = [c for c in all_cases if family[c.row_id] != "google-tpu"]
+    tpu_cases = [c for c in all_cases if family[c.row_id] == "google-tpu"]
+    eff = DEFAULT_EFFICIENCY.with_overrides({"tp_overlap_by_family": {"google-tpu": 0.9}})
+    assert _drop_unseen_overlap(eff, cases, catalog).tp_overlap_by_family == {}
+    assert tpu_cases
+    kept = _drop_unseen_overlap(eff, cases + tpu_cases, catalog)
+    assert kept.tp_overlap_by_family == {"google-tpu": 0.9}

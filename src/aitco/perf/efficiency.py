@@ -155,6 +155,13 @@ class EfficiencyParams(BaseModel):
         le=1.0,
         description="Share of TP collectives hidden behind GEMMs when TP comm overlap is on.",
     )
+    tp_overlap_by_family: dict[str, float] = Field(
+        default_factory=dict,
+        description="`tp_overlap` of accelerator families whose collectives run on other hardware "
+        "than the matmuls (TPU: ICI transfers by DMA engines under XLA's async collectives, while "
+        "GPU collectives are kernels that take SMs from the GEMMs); fitted only where the family "
+        "has rows in the fit, families absent use `tp_overlap`.",
+    )
     step_overhead_s: float = Field(
         default=0.0387,
         ge=0.0,
@@ -289,6 +296,10 @@ class EfficiencyParams(BaseModel):
         """Training FlashAttention fraction of an accelerator family."""
         return self.attention_by_family.get(family, self.attention)
 
+    def tp_overlap_for(self, family: str) -> float:
+        """Share of TP collectives hidden when TP comm overlap is on, for an accelerator family."""
+        return self.tp_overlap_by_family.get(family, self.tp_overlap)
+
     def training_gemm_for(self, family: str, matmul_ceiling: float | None = None) -> float:
         """GEMM efficiency (fraction of the dense peak) of an accelerator in training.
 
@@ -338,6 +349,7 @@ class EfficiencyParams(BaseModel):
                 "gemm",
                 "training_gemm",
                 "attention_by_family",
+                "tp_overlap_by_family",
                 "request_path_by_engine",
             ) and isinstance(v, dict):
                 if k in changed:

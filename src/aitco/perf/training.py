@@ -571,7 +571,7 @@ def _term_inputs(
         "tp_comm_s": {
             "tp": pl["tp"],
             "intra_node_link": e.intra_node_link,
-            "tp_overlap": e.tp_overlap if pl["tp_comm_overlap"] else 0.0,
+            "tp_overlap": hw.tp_overlap if pl["tp_comm_overlap"] else 0.0,
         },
         "cp_comm_s": {"cp": pl["cp"]},
         "ep_comm_s": {"ep": pl["ep"], "ep_comm_overlap": pl["ep_comm_overlap"]},

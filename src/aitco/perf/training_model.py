@@ -118,6 +118,7 @@ class HardwareShape:
     attention_efficiency: float = DEFAULT_EFFICIENCY.attention
     elementwise_fused: bool = False
     pcie_gb_s: float = 0.0
+    tp_overlap: float = DEFAULT_EFFICIENCY.tp_overlap
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,7 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         attention_efficiency=float(eff.attention_for(acc.family)),
         elementwise_fused=acc.elementwise_fused_into_matmul,
         pcie_gb_s=PCIE_X16_GB_S.get(acc.pcie_gen or 0, 0.0),
+        tp_overlap=float(eff.tp_overlap_for(acc.family)),
     )
 
 
@@ -423,12 +425,18 @@ def memory_bound_time_s(
 
 
 def tp_comm_time_s(
-    ms: ModelShape, system: System, eff: EfficiencyParams, run: RunShape, pa: PlanArrays
+    ms: ModelShape,
+    hw: HardwareShape,
+    system: System,
+    eff: EfficiencyParams,
+    run: RunShape,
+    pa: PlanArrays,
 ) -> F64:
     r"""Exposed TP/SP collectives of one micro-batch [s].
 
     :math:`L_s \cdot 4 (2 + r_{full})\, t_{RS}(T h b) (1 - o_{tp})` [2]: an all-gather and a
-    reduce-scatter around attention and FFN, forward and backward (+ recompute).
+    reduce-scatter around attention and FFN, forward and backward (+ recompute); :math:`o_{tp}`
+    the accelerator family's ``tp_overlap`` where the plan overlaps TP comm.
     """
     bw, lat, le = comms.group_link(system, pa.tp, 1, eff.intra_node_link, eff.scale_out_link)
     act_buf = pa.tokens * (float(ms.d_model) * run.act_bytes)
@@ -436,7 +444,7 @@ def tp_comm_time_s(
     t = np.where(
         pa.tp > 1, pa.layers * n_tp * comms.reduce_scatter_time_s(act_buf, pa.tp, bw, lat, le), 0.0
     )
-    return t * (1.0 - eff.tp_overlap * pa.tp_comm_overlap)
+    return t * (1.0 - hw.tp_overlap * pa.tp_comm_overlap)
 
 
 def cp_comm_time_s(
@@ -810,7 +818,7 @@ def _step_terms(
     att = attention_time_s(ms, hw, eff, run, pa)
     compute_mb = linear_time_s(ms, hw, eff, run, pa) + att
     membound_mb = memory_bound_time_s(ms, hw, eff, run, pa)
-    tp_mb = tp_comm_time_s(ms, system, eff, run, pa)
+    tp_mb = tp_comm_time_s(ms, hw, system, eff, run, pa)
     cp_mb = cp_comm_time_s(ms, system, eff, run, pa, att)
     ep_mb = ep_exposed_time_s(ep_comm_time_s(ms, system, eff, run, pa), compute_mb, pa)
     mem = plan_memory_bytes(ms, run, pa)

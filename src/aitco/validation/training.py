@@ -609,6 +609,7 @@ FIT_BOUNDS: dict[str, tuple[float, float]] = {
     "attention.nvidia-blackwell": (0.15, 0.90),
     "dp_overlap": (0.0, 1.0),
     "tp_overlap": (0.0, 1.0),
+    "tp_overlap.google-tpu": (0.0, 1.0),
     "step_overhead_s": (0.0, 1.0),
 }
 
@@ -621,6 +622,8 @@ def _vector(eff: EfficiencyParams) -> NDArray[np.float64]:
             out.append(eff.training_gemm_for(key.split(".", 1)[1]))
         elif key.startswith("attention."):
             out.append(eff.attention_for(key.split(".", 1)[1]))
+        elif key.startswith("tp_overlap."):
+            out.append(eff.tp_overlap_for(key.split(".", 1)[1]))
         else:
             out.append(getattr(eff, key))
     return np.asarray(out, dtype=float)
@@ -628,15 +631,30 @@ def _vector(eff: EfficiencyParams) -> NDArray[np.float64]:
 
 def _from_vector(eff: EfficiencyParams, x: NDArray[np.float64]) -> EfficiencyParams:
     """``eff`` with the parameters of :data:`FIT_BOUNDS` set to ``x``."""
-    by: dict[str, dict[str, float]] = {"training_gemm": {}, "attention_by_family": {}}
+    field = {"gemm": "training_gemm", "attention": "attention_by_family",
+             "tp_overlap": "tp_overlap_by_family"}  # fmt: skip
+    by: dict[str, dict[str, float]] = {f: {} for f in field.values()}
     rest: dict[str, float] = {}
     for k, v in zip(FIT_BOUNDS, x, strict=True):
         head, _, fam = k.partition(".")
         if fam:
-            by["training_gemm" if head == "gemm" else "attention_by_family"][fam] = float(v)
+            by[field[head]][fam] = float(v)
         else:
             rest[k] = float(v)
     return eff.with_overrides({**by, **rest})
+
+
+def _drop_unseen_overlap(
+    eff: EfficiencyParams, cases: list[Case], catalog: Catalog
+) -> EfficiencyParams:
+    """Drop the per-family ``tp_overlap`` of families without a row in ``cases``.
+
+    Those families then use the fitted ``tp_overlap``: a value no row constrained is only the
+    start value, not a fit.
+    """
+    seen = {catalog.hardware(c.accelerator)[0].family for c in cases}
+    keep = {f: v for f, v in eff.tp_overlap_by_family.items() if f in seen}
+    return EfficiencyParams.model_validate({**eff.model_dump(), "tp_overlap_by_family": keep})
 
 
 #: Log ratio charged to a row the model cannot price with trial parameters (an error, not a
@@ -740,6 +758,7 @@ def fit_cases(
         residuals, x0, bounds=(lo, hi), method="trf", diff_step=FIT_DIFF_STEP, max_nfev=max_nfev
     )
     eff = with_derived_share(_from_vector(start, sol.x), catalog, cases)
+    eff = _drop_unseen_overlap(eff, cases, catalog)
     s = summary([predict_case(c, catalog, eff) for c in cases])
     eff = eff.with_overrides(
         {"training_log_ratio_q10": s["log_ratio_q10"], "training_log_ratio_q90": s["log_ratio_q90"]}
