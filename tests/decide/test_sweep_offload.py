@@ -120,3 +120,13 @@ def test_offload_where_not_modelled_is_an_error(
     assert code == 2
     assert field in err
     assert "Traceback" not in err
+
+
+def test_an_unknown_offload_mode_is_an_error(tmp_path: Path, capsys) -> None:
+    sw = tmp_path / "sweep.yaml"
+    sw.write_text(_sweep(BASE_GRID, workload=WORKLOAD.replace("optimizer", "nvme")))
+    code, _, err = _run(["sweep", str(sw)], capsys)
+    assert code == 2
+    assert "workload.plan.offload = 'nvme'" in err
+    assert "one of none, optimizer, params" in err
+    assert "Traceback" not in err
