@@ -107,3 +107,21 @@ def test_kernel_time_is_max_of_compute_and_memory() -> None:
     assert float(kernel_time_s(1e12, 1e9, 1000.0, 1000.0, 0.5, 1.0)) == pytest.approx(2e-3)
     assert float(kernel_time_s(1e9, 4e9, 1000.0, 1000.0)) == pytest.approx(4e-3)
     assert float(ridge_point(989.0, 3350.0)) == pytest.approx(989e12 / 3350e9)
+
+
+def test_hierarchical_alltoall_limits_and_hand_computed() -> None:
+    """Inside one node it is the flat all-to-all; with one rank per node the flat one on the NIC;
+    across 2 nodes of 8 the NIC carries the 8 remote peers' share while NVLink carries 7/16."""
+    up, out = (450.0, 2.0, 1.0), (50.0, 5.0, 1.0)
+    m = 1.6e9
+    same = comms.hierarchical_alltoall_time_s(m, 8, 8, up, out)
+    assert float(same) == pytest.approx(float(comms.alltoall_time_s(m, 8, *up)))
+    one = comms.hierarchical_alltoall_time_s(m, 16, 1, up, out)
+    assert float(one) == pytest.approx(float(comms.alltoall_time_s(m, 16, *out)))
+    two = comms.hierarchical_alltoall_time_s(m, 16, 8, up, out)
+    remote = 8 / 16 * m / 50e9 + 8 * 5e-6
+    assert float(two) == pytest.approx(remote)
+    assert remote > 7 / 16 * m / 450e9 + 7 * 2e-6  # the NIC part is the longer one
+    # a node-deduplicated dispatch sends its given remote share; NVLink forwards (g-1)/g
+    dedup = comms.hierarchical_alltoall_time_s(m, 16, 8, up, out, remote_share=0.2)
+    assert float(dedup) == pytest.approx(0.2 * m / 50e9 + 8 * 5e-6)

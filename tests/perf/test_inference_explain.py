@@ -157,6 +157,15 @@ def test_expert_parallel_serving() -> None:
     wide = estimate_inference(MOE, GPU, NODE, 16, ep=16, **kw)
     a2a16 = next(t.value for t in wide.terms if t.name == "tpot_ep_all_to_all_s")
     assert a2a16 > a2a
+    # group-limited routing (at most 1 of 2 groups/nodes per token): the dispatch crosses
+    # the NICs once per remote target node, less than the k copies above
+    grouped = MOE.model_copy(
+        update={"id": "moe-g", "moe": MOE.moe.model_copy(update={"n_groups": 2, "topk_groups": 1})}
+    )
+    g16 = estimate_inference(grouped, GPU, NODE, 16, ep=16, **kw)
+    a2a_g = next(t.value for t in g16.terms if t.name == "tpot_ep_all_to_all_s")
+    assert a2a_g < a2a16
+    assert _sum(g16, "tpot") == pytest.approx(g16.values["tpot_s"], rel=1e-9)
     # each GPU holds 1/ep of the experts: more KV room than tp 1 alone would leave
     tp8 = estimate_inference(MOE, GPU, NODE, 8, tp=8, **kw).values
     assert v["max_concurrency"] > 0

@@ -161,3 +161,55 @@ def test_tp_overlap_is_per_accelerator_family_with_a_fallback() -> None:
         t_off = tm.tp_comm_time_s(ms, hw, SYS, eff, run, off)
         assert float(t_off) > 0
         assert float(t_on) == pytest.approx(float(t_off) * (1.0 - share), rel=1e-12)
+
+
+def test_group_limited_routing_crosses_fewer_nodes() -> None:
+    """DeepSeek-V3 routes each token to at most 4 of 8 expert groups (nodes): the dispatch
+    sends it once per target node (arXiv 2412.19437 Sec. 3.2.2), so EP 64 over 8 nodes moves
+    :math:`4 (1 - (3/4)^8) \\cdot 7/8 \\approx 3.15` hidden states per token over the NICs
+    instead of :math:`8 \\cdot 56/64 = 7`: about 0.45 of the all-to-all time of the same model
+    without the limit, which is close to the ~1:1 computation-to-communication ratio the report
+    gives for its cross-node EP."""
+    from aitco.catalog.schema import MoE
+    from aitco.perf import training_model as tm
+    from aitco.perf.parallelism import moe_alltoall_time_s, routed_remote_nodes
+
+    assert float(routed_remote_nodes(1, 8)) == 0.0
+    assert float(routed_remote_nodes(8, 1)) == pytest.approx(7 / 8)
+    want = 4 * (1 - 0.75**8) * 7 / 8
+    assert float(routed_remote_nodes(8, 8, 8, 4)) == pytest.approx(want)
+    assert float(routed_remote_nodes(64, 8, 8, 4)) <= 8  # 4 groups of 8 nodes each at most
+    free = float(routed_remote_nodes(8, 8))
+    assert free == pytest.approx(8 * (1 - (7 / 8) ** 8) * 7 / 8)
+    assert want < free < 7
+
+    sys8 = SYS
+    m = 1e9
+    limited = moe_alltoall_time_s(sys8, m, 64, 1, 8, n_groups=8, topk_groups=4)
+    flat = moe_alltoall_time_s(sys8, m, 64, 1, 8)
+    nic = sys8.scale_out_bandwidth_gb_s * 1e9
+    assert float(flat) == pytest.approx(56 / 64 * m / nic + 56 * sys8.scale_out_latency_us * 1e-6)
+    assert float(limited) == pytest.approx(
+        want / 8 * m / nic + 56 * sys8.scale_out_latency_us * 1e-6
+    )
+    assert float(moe_alltoall_time_s(sys8, m, 1, 1, 8)) == 0.0
+
+    # the training model charges it: same plan, the group-limited model's EP time is smaller
+    grouped = M.model_copy(
+        update={
+            "id": "g",
+            "moe": MoE(n_experts=64, n_active=8, d_ff_expert=512, n_groups=8, topk_groups=4),
+        }
+    )
+    free_m = M.model_copy(update={"id": "f", "moe": MoE(n_experts=64, n_active=8, d_ff_expert=512)})
+    run = tm.RunShape(2048.0, 1024.0, 64.0, "bf16", "full", "adam", None, "flash", None, "none")
+    plan = dict(tp=1, pp=1, cp=1, dp=64, ep=64.0, zero=1, micro_batch=1, recompute=0, vp=1,
+                recompute_fraction=1.0, tp_comm_overlap=0)  # fmt: skip
+    eff = DEFAULT_EFFICIENCY
+    t_g = tm.ep_comm_time_s(
+        model_shape(grouped), sys8, eff, run, tm.plan_arrays(model_shape(grouped), run, **plan)
+    )
+    t_f = tm.ep_comm_time_s(
+        model_shape(free_m), sys8, eff, run, tm.plan_arrays(model_shape(free_m), run, **plan)
+    )
+    assert 0.3 < float(t_g) / float(t_f) < 0.6

@@ -222,6 +222,8 @@ def _deepseek_v3(c: _Cfg) -> dict[str, Any]:
         n_shared=int(c.get("n_shared_experts", 0)),
         d_ff_expert=int(c.req("moe_intermediate_size")),
         first_dense_layers=int(c.get("first_k_dense_replace", 0)),
+        n_groups=int(c.get("n_group") or 1),
+        topk_groups=int(c.get("topk_group")) if c.get("topk_group") else None,
     )
     return out
 

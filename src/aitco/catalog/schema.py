@@ -324,13 +324,36 @@ class MoE(BaseModel):
     n_shared: int = Field(default=0, ge=0, description="Shared experts always active.")
     d_ff_expert: int = Field(ge=1, description="Hidden size of one expert's FFN.")
     first_dense_layers: int = Field(default=0, ge=0, description="Leading layers with a dense FFN.")
+    n_groups: int = Field(
+        default=1,
+        ge=1,
+        description="Expert groups of group-limited (node-limited) routing (Hugging Face "
+        "``n_group``); 1 = routing over all experts.",
+    )
+    topk_groups: int | None = Field(
+        default=None,
+        ge=1,
+        description="Groups a token's experts may come from (``topk_group``; DeepSeek-V3: 4 "
+        "of 8, 'each token sent to at most 4 nodes'); None = no limit.",
+    )
 
     @model_validator(mode="after")
     def _active_le_total(self) -> MoE:
         if self.n_active > self.n_experts:
             msg = f"moe.n_active ({self.n_active}) exceeds moe.n_experts ({self.n_experts})"
             raise ValueError(msg)
+        if self.n_experts % self.n_groups:
+            msg = f"moe.n_groups ({self.n_groups}) does not divide moe.n_experts ({self.n_experts})"
+            raise ValueError(msg)
+        if self.topk_groups is not None and self.topk_groups > self.n_groups:
+            msg = f"moe.topk_groups ({self.topk_groups}) exceeds moe.n_groups ({self.n_groups})"
+            raise ValueError(msg)
         return self
+
+    @property
+    def group_limited(self) -> bool:
+        """Whether routing limits each token to fewer expert groups than there are."""
+        return self.topk_groups is not None and self.topk_groups < self.n_groups
 
 
 class MLA(BaseModel):

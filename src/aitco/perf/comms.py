@@ -214,6 +214,62 @@ def alltoall_time_s(
     return reduce_scatter_time_s(message_bytes, n_ranks, bandwidth_gb_s, latency_us, efficiency)
 
 
+def hierarchical_alltoall_time_s(
+    message_bytes: ArrayLike,
+    n_ranks: ArrayLike,
+    ranks_per_node: ArrayLike,
+    intra: tuple[ArrayLike, ArrayLike, ArrayLike],
+    inter: tuple[ArrayLike, ArrayLike, ArrayLike],
+    remote_share: ArrayLike | None = None,
+) -> F64:
+    r"""Time of an all-to-all whose group spans several nodes (scale-up domains).
+
+    Parameters
+    ----------
+    message_bytes : array_like
+        Whole send buffer of one rank, :math:`M`. [B]
+    n_ranks : array_like
+        Ranks in the group, :math:`n`. [count]
+    ranks_per_node : array_like
+        Members of the group inside one node, :math:`g`. [count]
+    intra, inter : tuple of array_like
+        ``(bandwidth_gb_s, latency_us, efficiency)`` of the scale-up and the scale-out link
+        per device (:func:`group_link` of one node's share and of the whole group).
+    remote_share : array_like, optional
+        Share of :math:`M` that crosses the scale-out network; default :math:`(n - g)/n`, the
+        bytes addressed to peers on other nodes. A dispatch that deduplicates by node
+        (:func:`aitco.perf.parallelism.routed_remote_nodes`) sends less and forwards the
+        copies inside the target node, so its scale-up share is :math:`(g - 1)/g` of
+        :math:`M` instead of :math:`(g - 1)/n`.
+
+    Returns
+    -------
+    ndarray
+        Time. [s]
+
+    Notes
+    -----
+    Every peer's send is posted at once (NCCL's grouped send/recv all-to-all; DeepEP), so the
+    local part over the scale-up fabric and the remote part over the NICs run concurrently:
+    :math:`t = \max(s_u M/(\eta_u B_u) + (g-1)\alpha_u,\; s_o M/(\eta_o B_o) + (n-g)\alpha_o)`.
+    With :math:`g \ge n` it is :func:`alltoall_time_s` on the scale-up link; with
+    :math:`g = 1` and no deduplication, :func:`alltoall_time_s` on the scale-out link.
+    """
+    m = _arr(message_bytes)
+    n = np.maximum(_arr(n_ranks), 1.0)
+    g = np.clip(_arr(ranks_per_node), 1.0, n)
+    bw_u, lat_u, eff_u = (_arr(x) for x in intra)
+    bw_o, lat_o, eff_o = (_arr(x) for x in inter)
+    if remote_share is None:
+        s_o, s_u = (n - g) / n, (g - 1.0) / n
+    else:
+        s_o, s_u = _arr(remote_share), (g - 1.0) / g
+    t_u = _beta_s(s_u * m, bw_u, eff_u) + (g - 1.0) * _alpha_s(lat_u)
+    t_o = _beta_s(s_o * m, bw_o, eff_o) + (n - g) * _alpha_s(lat_o)
+    flat = alltoall_time_s(m, n, bw_u, lat_u, eff_u)
+    return np.asarray(np.where(g >= n, flat, np.maximum(t_u, t_o)), dtype=np.float64)
+
+
 def p2p_time_s(
     message_bytes: ArrayLike,
     bandwidth_gb_s: ArrayLike,

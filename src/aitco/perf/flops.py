@@ -68,6 +68,8 @@ class ModelShape:
     lora_params: float  # adapter params for all linear projections at DEFAULT_LORA_RANK
     ffn_width_active: float  # hidden width of the FFN(s) a token passes through (for activations)
     window: int | None
+    expert_groups: int = 1  # groups of group-limited routing (1: none)
+    topk_expert_groups: int = 0  # groups a token may use (0: no limit)
 
 
 def model_shape(m: ArchSpec, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
@@ -93,6 +95,7 @@ def model_shape(m: ArchSpec, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
         experts = 0.0
         moe_layers, n_exp, n_act = 0, 1, 1
         width = float(m.d_ff)
+        groups, topk_groups = 1, 0
     else:
         moe = m.moe
         moe_layers = L - moe.first_dense_layers
@@ -103,6 +106,8 @@ def model_shape(m: ArchSpec, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
         ) / L
         experts = one * moe.n_experts * moe_layers / L
         n_exp, n_act = moe.n_experts, moe.n_active
+        limited = moe.group_limited
+        groups, topk_groups = (moe.n_groups, moe.topk_groups or 0) if limited else (1, 0)
         width = (
             moe.first_dense_layers * m.d_ff
             + moe_layers * moe.d_ff_expert * (moe.n_active + moe.n_shared)
@@ -139,6 +144,8 @@ def model_shape(m: ArchSpec, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
         lora_params=float((lora_attn + lora_ffn) * L),
         ffn_width_active=float(width),
         window=window,
+        expert_groups=int(groups),
+        topk_expert_groups=int(topk_groups),
     )
 
 

@@ -693,7 +693,8 @@ TERM_FORMULAS: dict[str, str] = {
     "tp_comm_s": "pp * 2 * layers/pp * allreduce(T/pp * d_model * act_bytes, tp) "
     "(tree, alpha-beta)",
     "pp_p2p_s": "pp * p2p(T/pp * d_model * act_bytes) between stages",
-    "ep_all_to_all_s": "2 * moe_layers * alltoall(T/ep * k * d_model * act_bytes * imbalance, ep)",
+    "ep_all_to_all_s": "2 * moe_layers * alltoall(T/ep * k * d_model * act_bytes * imbalance, ep) "
+    "(local peers over scale-up, remote over scale-out)",
     "lm_head_s": "max(sampled * head_flops/(gemm_eff*peak16), head_bytes/(hbm_eff*bw))",
     "kv_read_s": "context_tokens * max(kv_bytes_per_token/(hbm_eff*bw), "
     "attn_flops_per_pair/(eff*peak))",

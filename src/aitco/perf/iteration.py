@@ -35,7 +35,7 @@ from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.kvcache import kv_bytes_per_sequence
 from aitco.perf.parallelism import MAX_EXPERT_IMBALANCE as MAX_EXPERT_IMBALANCE  # re-export
-from aitco.perf.parallelism import expert_load_imbalance
+from aitco.perf.parallelism import expert_load_imbalance, routed_remote_nodes
 from aitco.perf.params import ParamCounts, param_counts
 from aitco.perf.training import FP8_CAST_BYTES
 from aitco.units import BYTES_PER_DTYPE, GIGA, TERA
@@ -491,6 +491,11 @@ class IterationModel:
     a2a_bandwidth_gb_s: float = 0.0
     a2a_latency_us: float = 0.0
     a2a_efficiency: float = 1.0
+    a2a_ranks_per_node: float = 1.0
+    a2a_local_bandwidth_gb_s: float = 0.0
+    a2a_local_latency_us: float = 0.0
+    a2a_local_efficiency: float = 1.0
+    a2a_remote_share: float = -1.0  # < 0: bytes to remote peers, (n - g)/n; else node-deduplicated
     request_path_s: float = 0.0
 
     # --- components ------------------------------------------------------------------------
@@ -632,8 +637,10 @@ class IterationModel:
         :math:`E/n` experts receive :math:`T k / n` routed tokens on average, :math:`\times g`
         on the busiest GPU (:func:`expert_load_imbalance`). Weights read per GPU: the dense
         weights plus its share of the distinct experts touched. Per MoE layer, tokens are
-        dispatched to and combined from their experts by two all-to-alls on the group's link
-        (DeepSeek-V3 serving: attention DP + expert EP).
+        dispatched to and combined from their experts by two all-to-alls
+        (:func:`aitco.perf.comms.hierarchical_alltoall_time_s`: local peers over the scale-up
+        link, remote ones over the NICs, once per target node for group-limited routing;
+        DeepSeek-V3 serving: attention DP + expert EP).
         """
         n = float(self.ep)
         tg = tokens / n
@@ -645,9 +652,11 @@ class IterationModel:
         mem = np.asarray(wbytes / self._byte_rate() + 0.0 * tg, dtype=np.float64)
         stage, c_share = self._roofline_stage(compute, mem)
         elem = self._elementwise_s(tg)
-        a2a = comms.alltoall_time_s(
-            tg * self.a2a_bytes_per_token * imb, self.ep, self.a2a_bandwidth_gb_s,
-            self.a2a_latency_us, self.a2a_efficiency,
+        a2a = comms.hierarchical_alltoall_time_s(
+            tg * self.a2a_bytes_per_token * imb, self.ep, self.a2a_ranks_per_node,
+            (self.a2a_local_bandwidth_gb_s, self.a2a_local_latency_us, self.a2a_local_efficiency),
+            (self.a2a_bandwidth_gb_s, self.a2a_latency_us, self.a2a_efficiency),
+            self.a2a_remote_share if self.a2a_remote_share >= 0.0 else None,
         )  # fmt: skip
         zero = np.zeros_like(tg)
         return {
@@ -932,6 +941,7 @@ def iteration_model(
         head_peak_tflops=float(acc.peak_tflops[precisions.activations]),
         attn_peak_tflops=float(acc.peak_tflops[precisions.activations]),
         **_link_fields(system, tp, ep, efficiency),
+        **_a2a_fields(model, system, ep, efficiency),
         **_engine_fields(efficiency, engine),
     )
 
@@ -966,6 +976,28 @@ def _link_fields(
         out[f"{name}_latency_us"] = float(lat)
         out[f"{name}_efficiency"] = float(eff)
     return out
+
+
+def _a2a_fields(
+    model: ModelArch, system: System, ep: int, efficiency: EfficiencyParams
+) -> dict[str, float]:
+    """Node split of the expert-parallel group (ranks per node, local link, remote share)."""
+    g = float(min(ep, comms.scale_up_size(system)))
+    bw, lat, eff = comms.group_link(
+        system, g, 1, efficiency.intra_node_link, efficiency.scale_out_link
+    )
+    remote = -1.0
+    moe = model.moe
+    if moe is not None and moe.group_limited and ep > g:
+        nodes = routed_remote_nodes(ep / g, moe.n_active, moe.n_groups, moe.topk_groups or 0)
+        remote = float(nodes) / moe.n_active
+    return {
+        "a2a_ranks_per_node": g,
+        "a2a_local_bandwidth_gb_s": float(bw),
+        "a2a_local_latency_us": float(lat),
+        "a2a_local_efficiency": float(eff),
+        "a2a_remote_share": remote,
+    }
 
 
 def _engine_fields(efficiency: EfficiencyParams, engine: str | None) -> dict[str, float]:

@@ -15,6 +15,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from aitco.perf import comms
+from aitco.perf.specs import LinkSpec
+
 F64 = NDArray[np.float64]
 
 #: Codes of the recomputation modes in vectorised plans.
@@ -83,3 +86,95 @@ def expert_load_imbalance(routed_tokens: ArrayLike, n_gpus: ArrayLike) -> F64:
     m = np.maximum(np.asarray(routed_tokens, dtype=np.float64) / n, 1.0)
     g = np.minimum(1.0 + np.sqrt(2.0 * np.log(n) / m), MAX_EXPERT_IMBALANCE)
     return np.asarray(np.where(n > 1.0, g, 1.0), dtype=np.float64)
+
+
+def routed_remote_nodes(
+    n_nodes: ArrayLike, n_active: int, n_groups: int = 1, topk_groups: int = 0
+) -> F64:
+    r"""Return the expected number of *other* nodes a token's routed experts live on.
+
+    Parameters
+    ----------
+    n_nodes : array_like
+        Nodes (scale-up domains) the expert-parallel group spans, experts spread evenly. [count]
+    n_active : int
+        Routed experts per token, :math:`k`. [count]
+    n_groups, topk_groups : int
+        Group-limited routing (DeepSeek-V3: 8 groups, a token's experts from the best 4);
+        ``topk_groups`` 0 = no limit.
+
+    Returns
+    -------
+    ndarray
+        :math:`r = c\,(1 - (1 - 1/c)^k)\,(1 - 1/n)`: of the :math:`c` candidate nodes (all
+        :math:`n`, or with group-limited routing
+        :math:`\min(n, \mathrm{topk} \cdot \max(1, n / n_{groups}))`), the expected number
+        holding at least one of the :math:`k` experts under uniform routing, times the chance
+        that a target node is not the token's own (by symmetry :math:`1/n`). A dispatch that
+        sends a token once per target node (DeepSeek-V3, arXiv 2412.19437 Sec. 3.2.2: "each
+        token ... at most 4 nodes", IB once per node, then NVLink) moves :math:`r` copies of
+        the hidden state across the scale-out network instead of :math:`k (1 - 1/n)`.
+    """
+    n = np.maximum(np.asarray(n_nodes, dtype=np.float64), 1.0)
+    c = n
+    if topk_groups:
+        c = np.minimum(n, float(topk_groups) * np.maximum(1.0, n / float(n_groups)))
+    distinct = c * (1.0 - (1.0 - 1.0 / c) ** float(n_active))
+    return np.asarray(distinct * (1.0 - 1.0 / n), dtype=np.float64)
+
+
+def moe_alltoall_time_s(
+    system: LinkSpec,
+    message_bytes: ArrayLike,
+    ep: ArrayLike,
+    stride: ArrayLike,
+    n_active: int,
+    *,
+    n_groups: int = 1,
+    topk_groups: int = 0,
+    intra_efficiency: ArrayLike = 1.0,
+    inter_efficiency: ArrayLike = 1.0,
+) -> F64:
+    r"""Return the time of one MoE dispatch (or combine) all-to-all of an expert-parallel group.
+
+    Parameters
+    ----------
+    system : LinkSpec
+        The node/pod links.
+    message_bytes : array_like
+        One rank's buffer: its tokens times :math:`k` hidden states (times the imbalance). [B]
+    ep : array_like
+        Expert-parallel degree. [count]
+    stride : array_like
+        Devices between consecutive EP ranks (:func:`group_strides`). [count]
+    n_active : int
+        Routed experts per token, :math:`k`. [count]
+    n_groups, topk_groups : int
+        Group-limited routing of the model (``topk_groups`` 0: none).
+    intra_efficiency, inter_efficiency : array_like
+        Achievable fractions of the scale-up and scale-out bandwidth. [0-1]
+
+    Returns
+    -------
+    ndarray
+        Time. [s]
+
+    Notes
+    -----
+    The group holds :math:`g = \min(ep, \lfloor D_{up}/\mathrm{stride} \rfloor)` ranks per
+    scale-up domain and spans :math:`ep/g` of them:
+    :func:`aitco.perf.comms.hierarchical_alltoall_time_s`, local peers over NVLink/xGMI/ICI
+    while remote ones go over the NICs. Group-limited routing (DeepSeek-V3) exists so that the
+    dispatch can send each token once per target node and forward it inside the node; its
+    scale-out share is then :func:`routed_remote_nodes` / :math:`k` of the buffer.
+    """
+    ep_a = np.maximum(np.asarray(ep, dtype=np.float64), 1.0)
+    st = np.maximum(np.asarray(stride, dtype=np.float64), 1.0)
+    g = np.clip(np.floor(comms.scale_up_size(system) / st), 1.0, ep_a)
+    intra = comms.group_link(system, g, st, intra_efficiency, inter_efficiency)
+    inter = comms.group_link(system, ep_a, st, intra_efficiency, inter_efficiency)
+    remote = None
+    if topk_groups:
+        remote = routed_remote_nodes(ep_a / g, n_active, n_groups, topk_groups) / float(n_active)
+    t = comms.hierarchical_alltoall_time_s(message_bytes, ep_a, g, intra, inter, remote)
+    return np.asarray(np.where(ep_a > 1.0, t, 0.0), dtype=np.float64)

@@ -34,6 +34,18 @@ class MoESpec(Protocol):
     def first_dense_layers(self) -> int:
         """Leading layers with a dense FFN instead of experts [count]."""
 
+    @property
+    def n_groups(self) -> int:
+        """Expert groups of group-limited routing; 1 = none [count]."""
+
+    @property
+    def topk_groups(self) -> int | None:
+        """Groups a token's experts may come from; None = no limit [count]."""
+
+    @property
+    def group_limited(self) -> bool:
+        """Whether routing limits each token to fewer groups than there are."""
+
 
 class MLASpec(Protocol):
     """Multi-head latent attention dimensions (see ``aitco.catalog.schema.MLA``)."""

@@ -53,7 +53,12 @@ from aitco.perf.memory import (
     training_memory_bytes,
     weight_bytes_per_param,
 )
-from aitco.perf.parallelism import bubble_fraction, expert_load_imbalance, group_strides
+from aitco.perf.parallelism import (
+    bubble_fraction,
+    expert_load_imbalance,
+    group_strides,
+    moe_alltoall_time_s,
+)
 from aitco.units import GIGA, TERA
 
 F64 = NDArray[np.float64]
@@ -473,19 +478,24 @@ def cp_comm_time_s(
 def ep_comm_time_s(
     ms: ModelShape, system: System, eff: EfficiencyParams, run: RunShape, pa: PlanArrays
 ) -> F64:
-    r"""Expert-parallel all-to-alls of one micro-batch: 4 per MoE layer (6 with recompute) [s]."""
+    r"""Expert-parallel all-to-alls of one micro-batch: 4 per MoE layer (6 with recompute) [s].
+
+    Each :func:`aitco.perf.parallelism.moe_alltoall_time_s` of the busiest rank's
+    :math:`(T/tp)\,k\,h` activations: local peers over the scale-up link, remote ones over the
+    NICs, once per target node for group-limited routing.
+    """
     strides = group_strides(pa.tp, pa.cp, pa.dp)
-    bw, lat, le = comms.group_link(
-        system, pa.ep, strides["ep"], eff.intra_node_link, eff.scale_out_link
-    )
     moe_layers = pa.layers * (ms.moe_layers / ms.n_layers)
     a2a_bytes = pa.tok_tp * (ms.n_active_experts * float(ms.d_model) * run.act_bytes)
     if ms.moe_layers:  # the busiest GPU's share sets the time
         a2a_bytes = a2a_bytes * expert_imbalance(ms, pa)
     n_a2a = 4.0 + 2.0 * pa.full_rc
-    return np.where(
-        pa.ep > 1, moe_layers * n_a2a * comms.alltoall_time_s(a2a_bytes, pa.ep, bw, lat, le), 0.0
-    )
+    a2a = moe_alltoall_time_s(
+        system, a2a_bytes, pa.ep, strides["ep"], ms.n_active_experts,
+        n_groups=ms.expert_groups, topk_groups=ms.topk_expert_groups,
+        intra_efficiency=eff.intra_node_link, inter_efficiency=eff.scale_out_link,
+    )  # fmt: skip
+    return np.where(pa.ep > 1, moe_layers * n_a2a * a2a, 0.0)
 
 
 def expert_imbalance(ms: ModelShape, pa: PlanArrays) -> F64:
