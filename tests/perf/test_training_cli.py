@@ -264,3 +264,27 @@ def test_train_offload_needs_host_figures(capsys: pytest.CaptureFixture[str]) ->
     assert code == 2
     assert "--offload" in err
     assert "host_memory_gb" in err
+
+
+def test_train_dualpipe_schedule(capsys: pytest.CaptureFixture[str]) -> None:
+    """DeepSeek-V3's own layout (PP16, EP64, ZeRO-1 DP, FP8) on 2,048 H800: with DualPipe its
+    EP all-to-alls hide under the paired chunks and the bubble shrinks, so it is faster than
+    the same layout under 1F1B; the plan names its schedule; an odd pipeline is refused."""
+    args = ["train", "--model", "deepseek-v3", "--hardware", "hgx-h800-8", "--gpus", "2048",
+            "--tokens", "14.8e12", "--seq-len", "4096", "--precision", "fp8", "--tp", "1",
+            "--pp", "16", "--ep", "64", "--zero", "1", "--json"]  # fmt: skip
+    code, out, _ = run([*args, "--pipeline-schedule", "dualpipe"], capsys)
+    assert code == 0
+    dual = json.loads(out)
+    code, out, _ = run(args, capsys)
+    assert code == 0
+    one = json.loads(out)
+    assert dual["plan"]["pipeline_schedule"] == "dualpipe"
+    assert one["plan"]["pipeline_schedule"] == "1f1b"
+    assert dual["gpu_hours"] < 0.7 * one["gpu_hours"]
+    assert dual["fits"]
+    code, _, err = run([*args[:-1], "--pp", "1", "--tp", "8", "--ep", "8",
+                        "--pipeline-schedule", "dualpipe"], capsys)  # fmt: skip
+    assert code == 2
+    assert "--pipeline-schedule" in err
+    assert "even pp" in err.replace("\n", " ")

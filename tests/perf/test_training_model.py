@@ -213,3 +213,42 @@ def test_group_limited_routing_crosses_fewer_nodes() -> None:
         model_shape(free_m), sys8, eff, run, tm.plan_arrays(model_shape(free_m), run, **plan)
     )
     assert 0.3 < float(t_g) / float(t_f) < 0.6
+
+
+def test_dualpipe_bubble_memory_and_hidden_all_to_all() -> None:
+    """DualPipe (arXiv 2412.19437 Table 2): bubble (pp/2 - 1)(F&B + B - 3W) = (pp/2 - 1) t_mb/3
+    with F : B_input : W = 1 : 1 : 1 per half-stage chunk; two parameter copies (weights and
+    gradients twice) and pp + 1 micro-batches of activations; the all-to-alls hide under the
+    compute like Megatron's EP overlap."""
+    from aitco.catalog.schema import MoE
+    from aitco.perf import training_model as tm
+    from aitco.perf.plan_search import dualpipe_allowed
+
+    moe = M.model_copy(update={"id": "moe", "moe": MoE(n_experts=8, n_active=2, d_ff_expert=1024)})
+    ms = model_shape(moe)
+    run = tm.RunShape(2048.0, 256.0, 64.0, "bf16", "full", "adam", None, "flash", None, "none")
+    plan = dict(tp=1, pp=4.0, cp=1, dp=16, ep=8.0, zero=1, micro_batch=1, recompute=0, vp=1,
+                recompute_fraction=1.0, tp_comm_overlap=0)  # fmt: skip
+    one = tm.plan_arrays(ms, run, **plan)
+    dual = tm.plan_arrays(ms, run, dualpipe=1.0, **plan)
+    t_mb = np.array([2.0])
+
+    def f(a: object) -> float:
+        return float(np.asarray(a).ravel()[0])
+
+    m = f(one.n_micro)  # 256 / 16 = 16 micro-batches
+    assert f(tm.bubble_time_s(one, t_mb)[1]) == pytest.approx(3 * 2.0)  # (pp - 1) t_mb
+    assert f(tm.bubble_time_s(dual, t_mb)[1]) == pytest.approx(1 * 2.0 / 3)
+    assert f(tm.bubble_time_s(dual, t_mb)[0]) == pytest.approx(1 / 3 / m)
+    m1, m2 = tm.plan_memory_bytes(ms, run, one), tm.plan_memory_bytes(ms, run, dual)
+    assert f(m2["weights"]) == pytest.approx(2 * f(m1["weights"]))
+    assert f(m2["gradients"]) == pytest.approx(2 * f(m1["gradients"]))
+    assert f(m2["activations"]) == pytest.approx(5 / 4 * f(m1["activations"]))
+    parts = ("weights", "gradients", "optimizer", "activations", "overhead")
+    assert f(m2["total"]) == pytest.approx(sum(f(m2[k]) for k in parts))
+    a2a, compute = np.array([3.0]), np.array([2.0])
+    assert f(tm.ep_exposed_time_s(a2a, compute, one)) == 3.0
+    assert f(tm.ep_exposed_time_s(a2a, compute, dual)) == 1.0
+    ok = dualpipe_allowed(np.array([2, 3, 4, 16, 1]), np.array([1, 1, 2, 1, 1]),
+                          np.array([8, 8, 8, 8, 8]))  # fmt: skip
+    assert ok.tolist() == [True, False, False, False, False]

@@ -46,6 +46,13 @@ class Offload(StrEnum):
     params = "params"
 
 
+class PipelineSchedule(StrEnum):
+    """Pipeline schedules (Megatron 1F1B/interleaved; DeepSeek DualPipe)."""
+
+    one_f_one_b = "1f1b"
+    dualpipe = "dualpipe"
+
+
 class Method(StrEnum):
     """Training methods."""
 
@@ -138,6 +145,15 @@ def train(
             "overlap_moe_expert_parallel_comm, DualPipe); the search keeps to plans that allow it.",
         ),
     ] = False,
+    pipeline_schedule: Annotated[
+        PipelineSchedule,
+        typer.Option(
+            "--pipeline-schedule",
+            help="'1f1b' (interleaved when vp > 1) or 'dualpipe' (DeepSeek-V3: EP and PP "
+            "communication hidden under the paired chunks, bubble (pp/2-1) x a third of a "
+            "micro-batch, two parameter copies; even pp, no interleaving).",
+        ),
+    ] = PipelineSchedule.one_f_one_b,
     offload: Annotated[
         Offload,
         typer.Option(
@@ -194,6 +210,7 @@ def train(
         "micro_batch": micro_batch, "recompute": recompute.value if recompute else None,
         "auto": plan == "auto", "tp_comm_overlap": tp_overlap, "shard_devices": shard_devices,
         "ep_comm_overlap": ep_overlap, "offload": offload.value,
+        "pipeline_schedule": pipeline_schedule.value,
     }  # fmt: skip
     practice = practice_for(param_counts(arch).total, acc.family, precision.value)
     res = estimate_training(

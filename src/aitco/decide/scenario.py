@@ -54,6 +54,10 @@ class ParallelPlan(BaseModel):
     #: Expert-parallel all-to-alls overlapped with another micro-batch's compute (Megatron-Bridge
     #: ``overlap_moe_expert_parallel_comm``, DualPipe); off unless true.
     ep_comm_overlap: bool | None = None
+    #: Pipeline schedule: ``1f1b`` (interleaved when the search picks vp > 1) or ``dualpipe``
+    #: (DeepSeek-V3's bidirectional schedule: EP and PP communication hidden, smaller bubble,
+    #: two parameter copies; even pp, no interleaving). ``1f1b`` unless given.
+    pipeline_schedule: Literal["1f1b", "dualpipe"] | None = None
     #: ZeRO-Offload to host memory: ``optimizer`` (states, fp32 gradients, CPU Adam step) or
     #: ``params`` (weights too, ZeRO-Infinity; ZeRO-3). ``none`` unless given.
     offload: Literal["none", "optimizer", "params"] | None = None

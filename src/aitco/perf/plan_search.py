@@ -35,7 +35,7 @@ UNEVEN_END_LAYERS = 1
 ZERO_STAGES = (0, 1, 2, 3)
 PLAN_KEYS = (
     "tp", "pp", "cp", "ep", "dp", "zero", "micro_batch", "recompute", "vp", "recompute_fraction",
-    "ep_comm_overlap",
+    "ep_comm_overlap", "dualpipe",
 )  # fmt: skip
 #: Shares of the layers fully recomputed tried with ``recompute="full"``.
 RECOMPUTE_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -101,8 +101,9 @@ def candidate_plans(
     fixed : dict, optional
         Plan fields held at a given value (``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``,
         ``micro_batch``, ``recompute`` as code, ``vp``, ``recompute_fraction``,
-        ``ep_comm_overlap`` 0/1) and ``min_zero`` (lowest ZeRO stage searched). EP overlap is
-        off unless asked for (the one published MoE
+        ``ep_comm_overlap`` 0/1, ``dualpipe`` 0/1: DeepSeek's schedule, only on plans
+        :func:`dualpipe_allowed` accepts) and ``min_zero`` (lowest ZeRO stage searched).
+        EP overlap is off unless asked for (the one published MoE
         row, Megatron-Bridge DeepSeek-V3 on GB200, is 3% slow without it and 15% fast with it);
         asked for, only plans Megatron-Bridge accepts it on (:func:`ep_overlap_allowed`, or
         ``ep = 1`` where it is moot) are candidates.
@@ -152,6 +153,9 @@ def candidate_plans(
     epo = (allowed & bool(fx.get("ep_comm_overlap", 0))).astype(int)
     if fx.get("ep_comm_overlap"):
         ok &= allowed | (e == 1)
+    dual = np.full(t.shape, int(bool(fx.get("dualpipe", 0))))
+    if fx.get("dualpipe"):  # its own schedule: no interleaving; uneven stages are fine
+        ok &= dualpipe_allowed(p, v, np.ceil(global_batch / np.maximum(b * d, 1)))
     ok &= z >= int(fx.get("min_zero", 0))  # e.g. ZeRO-Offload shards from stage 1 on
     return {
         "tp": t[ok],
@@ -165,7 +169,20 @@ def candidate_plans(
         "vp": v[ok],
         "recompute_fraction": f[ok].astype(float),
         "ep_comm_overlap": epo[ok],
+        "dualpipe": dual[ok],
     }
+
+
+def dualpipe_allowed(
+    pp: NDArray[Any], vp: NDArray[Any], n_micro: NDArray[Any]
+) -> NDArray[np.bool_]:
+    """Plans DeepSeek's DualPipe can run.
+
+    An even number of stages (the two directions pair them), no interleaving (each rank
+    already holds two chunks) and at least ``pp`` micro-batches (deepseek-ai/DualPipe README;
+    arXiv 2412.19437 Sec. 3.2.1).
+    """
+    return (pp >= 2) & (pp % 2 == 0) & (vp == 1) & (n_micro >= pp)
 
 
 def ep_overlap_allowed(
@@ -240,7 +257,18 @@ def search_plans(
     """
     cands = cached_candidate_plans(ms, gpus, seq_len, global_batch, fixed)
     n = int(cands["tp"].size)
-    rest = {k: v for k, v in (fixed or {}).items() if k != "ep_comm_overlap"}
+    fx = fixed or {}
+    if n == 0 and fx.get("dualpipe"):
+        no_dual = {k: v for k, v in fx.items() if k != "dualpipe"}
+        if cached_candidate_plans(ms, gpus, seq_len, global_batch, no_dual)["tp"].size:
+            raise PlanError(
+                "--pipeline-schedule",
+                "dualpipe",
+                "an even pp >= 2, no interleaving (vp 1) and at least pp micro-batches per "
+                "step: DualPipe's constraints",
+                hint="use --pipeline-schedule 1f1b or change --pp/--vp/--global-batch",
+            )
+    rest = {k: v for k, v in fx.items() if k != "ep_comm_overlap"}
     # the layout is fine without EP overlap: the overlap's own constraints are what fails
     if (
         n == 0

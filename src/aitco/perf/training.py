@@ -209,7 +209,7 @@ def estimate_training(
     practice: PublishedPractice | None = None,
     attention_kernel: str = "flash",
 ) -> TrainingResult:
-    """Estimate one training run (searching the plan when no parallel degree is given).
+    r"""Estimate one training run (searching the plan when no parallel degree is given).
 
     Parameters
     ----------
@@ -235,7 +235,10 @@ def estimate_training(
         ``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``, ``fsdp``, ``micro_batch``,
         ``recompute`` (name), ``vp``, ``tp_comm_overlap``, ``ep_comm_overlap`` (EP
         all-to-alls under another micro-batch's compute; off unless given; given, the
-        search keeps to plans Megatron-Bridge allows it on), ``shard_devices`` (hybrid
+        search keeps to plans Megatron-Bridge allows it on), ``pipeline_schedule``
+        (``1f1b``, or ``dualpipe``: DeepSeek's bidirectional schedule, its EP and PP
+        communication hidden, bubble :math:`(pp/2 - 1)\,t_{mb}/3`, two parameter copies;
+        only even ``pp`` without interleaving), ``shard_devices`` (hybrid
         sharding: ZeRO-3/FSDP inside groups of that many devices, a node or a TPU slice, data
         parallel across them; :class:`~aitco.perf.training_model.RunShape`); missing degrees
         are 1 (dp inferred) when any degree is given, otherwise the whole plan is searched;
@@ -482,6 +485,11 @@ def _fixed_options(p: dict[str, Any]) -> dict[str, Any]:
             out["recompute_fraction"] = 1.0  # "full" as given: every layer
     if p.get("ep_comm_overlap") is not None:
         out["ep_comm_overlap"] = int(bool(p["ep_comm_overlap"]))
+    sched = p.get("pipeline_schedule")
+    if sched is not None and sched not in PIPELINE_SCHEDULES:
+        raise InputError("--pipeline-schedule", sched, " or ".join(PIPELINE_SCHEDULES))
+    if sched == "dualpipe":
+        out["dualpipe"] = 1
     if p.get("recompute_fraction") is not None:
         frac = float(p["recompute_fraction"])
         if not 0.0 < frac <= 1.0:
@@ -544,11 +552,24 @@ def _values(
             "vp": best["vp"],
             "tp_comm_overlap": bool(p.get("tp_comm_overlap", False)),
             "ep_comm_overlap": bool(best["ep_comm_overlap"]),
+            "pipeline_schedule": _schedule_name(best),
             "shard_devices": _shard_devices(p, gpus),
             "offload": _offload(p),
             "searched": n > 1,
         },
     }
+
+
+#: Pipeline schedules a plan may ask for: ``1f1b`` (interleaved when ``vp`` > 1; Megatron) or
+#: ``dualpipe`` (DeepSeek-V3, arXiv 2412.19437 Sec. 3.2.1; deepseek-ai/DualPipe).
+PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
+
+
+def _schedule_name(best: dict[str, Any]) -> str:
+    """Return the schedule a plan runs: ``dualpipe``, ``interleaved`` (vp > 1) or ``1f1b``."""
+    if best.get("dualpipe"):
+        return "dualpipe"
+    return "interleaved" if best["vp"] > 1 else "1f1b"
 
 
 def _term_inputs(
@@ -574,17 +595,21 @@ def _term_inputs(
             "tp_overlap": hw.tp_overlap if pl["tp_comm_overlap"] else 0.0,
         },
         "cp_comm_s": {"cp": pl["cp"]},
-        "ep_comm_s": {"ep": pl["ep"], "ep_comm_overlap": pl["ep_comm_overlap"]},
+        "ep_comm_s": {
+            "ep": pl["ep"],
+            "ep_comm_overlap": pl["ep_comm_overlap"] or pl["pipeline_schedule"] == "dualpipe",
+        },
         "zero3_comm_s": {"zero": pl["zero"], "dp": pl["dp"], "dp_overlap": e.dp_overlap},
         "dp_comm_s": {
             "dp": pl["dp"],
             "dp_overlap": e.dp_overlap,
             "scale_out_link": e.scale_out_link,
         },
-        "pp_comm_s": {"pp": pl["pp"], "vp": pl["vp"]},
+        "pp_comm_s": {"pp": pl["pp"], "vp": pl["vp"], "pipeline_schedule": pl["pipeline_schedule"]},
         "bubble_s": {
             "pp": pl["pp"],
             "vp": pl["vp"],
+            "pipeline_schedule": pl["pipeline_schedule"],
             "micro_batches": values["gradient_accumulation"],
         },
         "optimizer_s": {"zero": pl["zero"], "optimizer": optimizer},

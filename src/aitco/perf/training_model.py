@@ -241,7 +241,11 @@ class PlanArrays:
         1 where TP collectives overlap GEMMs. [0/1]
     ep_comm_overlap : ndarray
         1 where the expert-parallel all-to-alls of one micro-batch run under the compute of
-        another (Megatron ``overlap_moe_expert_parallel_comm``, DeepSeek DualPipe). [0/1]
+        another (Megatron ``overlap_moe_expert_parallel_comm``). [0/1]
+    dualpipe : ndarray
+        1 where the pipeline runs DeepSeek's DualPipe schedule (arXiv 2412.19437 Sec. 3.2.1):
+        bidirectional, forward and backward chunks of two micro-batches overlapped so that
+        their all-to-alls and PP sends hide under each other's compute. [0/1]
     n_micro : ndarray
         Micro-batches per step, ``ceil(B / (b dp))``. [count]
     layers : ndarray
@@ -274,6 +278,7 @@ class PlanArrays:
     any_rc: F64
     dp_shard: F64
     ep_comm_overlap: F64
+    dualpipe: F64
 
     @property
     def tok_tp(self) -> F64:
@@ -291,7 +296,7 @@ def plan_arrays(ms: ModelShape, run: RunShape, **plan: Any) -> PlanArrays:
 
     ``plan`` holds ``tp``, ``pp``, ``cp``, ``ep``, ``dp``, ``zero``, ``micro_batch``,
     ``recompute``, ``vp``, ``recompute_fraction``, ``tp_comm_overlap`` and (optional,
-    default 0) ``ep_comm_overlap`` (array_like).
+    default 0) ``ep_comm_overlap`` and ``dualpipe`` (array_like).
     """
     f = {k: np.asarray(plan[k], dtype=float) for k in ("tp", "pp", "cp", "ep", "dp", "micro_batch")}
     rc = np.asarray(plan["recompute"])
@@ -315,6 +320,7 @@ def plan_arrays(ms: ModelShape, run: RunShape, **plan: Any) -> PlanArrays:
         any_rc=(rc >= 1).astype(float),
         dp_shard=dp_shard,
         ep_comm_overlap=np.asarray(plan.get("ep_comm_overlap", 0.0), dtype=float),
+        dualpipe=np.asarray(plan.get("dualpipe", 0.0), dtype=float),
     )
 
 
@@ -520,13 +526,18 @@ def ep_exposed_time_s(ep_mb: F64, compute_mb: F64, pa: PlanArrays) -> F64:
     :math:`\max(0, t_{a2a} - t_{compute})`. Without it the whole time is.
     """
     hidden = np.maximum(ep_mb - compute_mb, 0.0)
-    return np.where(pa.ep_comm_overlap > 0, hidden, ep_mb)
+    return np.where((pa.ep_comm_overlap > 0) | (pa.dualpipe > 0), hidden, ep_mb)
 
 
 def plan_memory_bytes(ms: ModelShape, run: RunShape, pa: PlanArrays) -> dict[str, F64]:
-    """Memory per device of each plan (:func:`aitco.perf.memory.training_memory_bytes`) [B]."""
+    r"""Memory per device of each plan (:func:`aitco.perf.memory.training_memory_bytes`) [B].
+
+    DualPipe keeps two copies of the model parameters (weights and their gradients here) and
+    the activations of :math:`pp + 1` micro-batches instead of :math:`pp` (arXiv 2412.19437
+    Table 2).
+    """
     opt_bytes = ADAM_8BIT_BYTES if run.optimizer == "adam8bit" else ADAM_FP32_BYTES
-    return training_memory_bytes(
+    mem = training_memory_bytes(
         ms,
         seq_len=run.seq_len,
         precision=run.precision,
@@ -546,6 +557,20 @@ def plan_memory_bytes(ms: ModelShape, run: RunShape, pa: PlanArrays) -> dict[str
         trainable_params=run.lora_params,
         offload=run.offload,
     )
+    if not np.any(pa.dualpipe):
+        return mem
+    dual = pa.dualpipe > 0
+    copies = np.where(dual, 2.0, 1.0)
+    more_acts = np.where(dual, (pa.pp + 1.0) / pa.pp, 1.0)
+    out = dict(mem)
+    out["weights"] = mem["weights"] * copies
+    out["gradients"] = mem["gradients"] * copies
+    out["activations"] = mem["activations"] * more_acts
+    out["total"] = mem["total"] + (
+        out["weights"] - mem["weights"] + out["gradients"] - mem["gradients"]
+        + out["activations"] - mem["activations"]
+    )  # fmt: skip
+    return out
 
 
 def devices_per_host(run: RunShape, system: System) -> float:
@@ -667,14 +692,15 @@ def pp_comm_time_s(
     r"""Pipeline point-to-point time on the critical path per step [1] [s].
 
     1F1B: every micro-batch's send and receive (:math:`2m`); interleaved: only warm-up and
-    cool-down (:math:`2 (pp - 1)`, Megatron ``overlap_p2p_comm``).
+    cool-down (:math:`2 (pp - 1)`, Megatron ``overlap_p2p_comm``); DualPipe likewise (its
+    overlapped chunk pairs hide the PP sends, arXiv 2412.19437 Sec. 3.2.1).
     """
     strides = group_strides(pa.tp, pa.cp, pa.dp)
     bw, lat, le = comms.group_link(
         system, 2, strides["pp"], eff.intra_node_link, eff.scale_out_link
     )
     p2p = comms.p2p_time_s(pa.tok_tp * (float(ms.d_model) * run.act_bytes), bw, lat, le)
-    n_p2p = np.where(pa.vp > 1, 2.0 * (pa.pp - 1), 2.0 * pa.n_micro)
+    n_p2p = np.where((pa.vp > 1) | (pa.dualpipe > 0), 2.0 * (pa.pp - 1), 2.0 * pa.n_micro)
     return np.where(pa.pp > 1, n_p2p * p2p, 0.0)
 
 
@@ -691,8 +717,16 @@ def optimizer_time_s(
 
 
 def bubble_time_s(pa: PlanArrays, t_mb: F64) -> tuple[F64, F64]:
-    r"""Pipeline bubble: :math:`m\, t_{mb}\, (pp-1)/(v m)` [1]; returns (bubble fraction, time)."""
-    bub = bubble_fraction(pa.pp, pa.n_micro, pa.vp)
+    r"""Pipeline bubble; returns (bubble fraction, time).
+
+    1F1B and interleaved: :math:`m\, t_{mb}\, (pp-1)/(v m)` [1]. DualPipe:
+    :math:`(pp/2 - 1)(F\&B + B - 3W)` (arXiv 2412.19437 Table 2) with chunks of half a stage,
+    :math:`F = t_{mb}/6`, :math:`B = 2F`, :math:`W = F` and the overlapped pair
+    :math:`F\&B = F + B` (the overlap hides communication, not compute): :math:`(pp/2-1)\,
+    t_{mb}/3` (:data:`DUALPIPE_BUBBLE_MB_SHARE`).
+    """
+    dual = (pa.pp - 2.0) / 2.0 * DUALPIPE_BUBBLE_MB_SHARE / np.maximum(pa.n_micro, 1.0)
+    bub = np.where(pa.dualpipe > 0, dual, bubble_fraction(pa.pp, pa.n_micro, pa.vp))
     # a plan without its link has t_mb = inf; with no bubble its bubble time is 0, not nan
     with np.errstate(invalid="ignore"):
         return bub, np.where(bub > 0, pa.n_micro * t_mb * bub, 0.0)
@@ -735,6 +769,11 @@ def _assemble(
     }
 
 
+#: Micro-batch times per DualPipe bubble slot: :math:`F\&B + B - 3W` of half-stage chunks with
+#: forward : input-gradient : weight-gradient = 1 : 1 : 1, i.e. one forward of a whole stage,
+#: a third of its :math:`t_{mb} = F + B` (arXiv 2412.19437 Table 2; see :func:`bubble_time_s`).
+DUALPIPE_BUBBLE_MB_SHARE = 1.0 / 3.0
+
 #: Memory terms per device returned by :func:`evaluate_plans` (as ``mem_<name>_bytes``).
 MEMORY_TERMS = ("weights", "gradients", "optimizer", "activations", "overhead")
 
@@ -767,6 +806,7 @@ def evaluate_plans(
     shard_devices: float | None = None,
     ep_comm_overlap: Any = False,
     offload: str = "none",
+    dualpipe: Any = False,
 ) -> dict[str, NDArray[Any]]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -785,7 +825,7 @@ def evaluate_plans(
     eff : EfficiencyParams
         Efficiency fractions.
     tp, pp, cp, ep, dp, zero, micro_batch, recompute, vp, recompute_fraction, tp_comm_overlap,
-    ep_comm_overlap
+    ep_comm_overlap, dualpipe
         The plans, array_like (recompute coded 0 none, 1 selective, 2 full; zero 0-3,
         FSDP = 3; ``recompute_fraction`` the share of layers fully recomputed).
 
@@ -811,7 +851,7 @@ def evaluate_plans(
         pa = plan_arrays(
             ms, run, tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, zero=zero, micro_batch=micro_batch,
             recompute=recompute, vp=vp, recompute_fraction=recompute_fraction,
-            tp_comm_overlap=tp_comm_overlap, ep_comm_overlap=ep_comm_overlap,
+            tp_comm_overlap=tp_comm_overlap, ep_comm_overlap=ep_comm_overlap, dualpipe=dualpipe,
         )  # fmt: skip
         return _step_terms(ms, hw, system, eff, run, pa)
 
