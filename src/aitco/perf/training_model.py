@@ -490,11 +490,12 @@ def ep_comm_time_s(
     :math:`(T/tp)\,k\,h` activations: local peers over the scale-up link, remote ones over the
     NICs, once per target node for group-limited routing.
     """
+    if not ms.moe_layers:  # dense: no experts to dispatch to
+        return np.zeros_like(pa.tp)
     strides = group_strides(pa.tp, pa.cp, pa.dp)
     moe_layers = pa.layers * (ms.moe_layers / ms.n_layers)
     a2a_bytes = pa.tok_tp * (ms.n_active_experts * float(ms.d_model) * run.act_bytes)
-    if ms.moe_layers:  # the busiest GPU's share sets the time
-        a2a_bytes = a2a_bytes * expert_imbalance(ms, pa)
+    a2a_bytes = a2a_bytes * expert_imbalance(ms, pa)  # the busiest GPU's share sets the time
     n_a2a = 4.0 + 2.0 * pa.full_rc
     a2a = moe_alltoall_time_s(
         system, a2a_bytes, pa.ep, strides["ep"], ms.n_active_experts,
@@ -725,8 +726,10 @@ def bubble_time_s(pa: PlanArrays, t_mb: F64) -> tuple[F64, F64]:
     :math:`F\&B = F + B` (the overlap hides communication, not compute): :math:`(pp/2-1)\,
     t_{mb}/3` (:data:`DUALPIPE_BUBBLE_MB_SHARE`).
     """
-    dual = (pa.pp - 2.0) / 2.0 * DUALPIPE_BUBBLE_MB_SHARE / np.maximum(pa.n_micro, 1.0)
-    bub = np.where(pa.dualpipe > 0, dual, bubble_fraction(pa.pp, pa.n_micro, pa.vp))
+    bub = bubble_fraction(pa.pp, pa.n_micro, pa.vp)
+    if np.any(pa.dualpipe):
+        dual = (pa.pp - 2.0) / 2.0 * DUALPIPE_BUBBLE_MB_SHARE / np.maximum(pa.n_micro, 1.0)
+        bub = np.where(pa.dualpipe > 0, dual, bub)
     # a plan without its link has t_mb = inf; with no bubble its bubble time is 0, not nan
     with np.errstate(invalid="ignore"):
         return bub, np.where(bub > 0, pa.n_micro * t_mb * bub, 0.0)
