@@ -142,7 +142,8 @@ def train(
         typer.Option(
             "--ep-overlap",
             help="EP all-to-alls under another micro-batch's compute (Megatron-Bridge "
-            "overlap_moe_expert_parallel_comm, DualPipe); the search keeps to plans that allow it.",
+            "overlap_moe_expert_parallel_comm; DualPipe: --pipeline-schedule); the search keeps "
+            "to plans that allow it.",
         ),
     ] = False,
     pipeline_schedule: Annotated[
