@@ -168,8 +168,9 @@ def actual_vs_estimate(
     rows.append(_row("gpu_hours", "h", act_hours, est_hours, src_log))
     energy_a = meas.telemetry_energy_j(telemetry) if telemetry else None
     energy_e = None
-    if power_fraction_of_tdp is not None and acc.tdp_w and est_hours is not None:
-        energy_e = est_hours * acc.tdp_w * power_fraction_of_tdp * SECONDS_PER_HOUR
+    board_w = acc.board_power_w  # the TDP, or the lower power limit it is run at
+    if power_fraction_of_tdp is not None and board_w and est_hours is not None:
+        energy_e = est_hours * board_w * power_fraction_of_tdp * SECONDS_PER_HOUR
     if (
         energy_a is not None
         and telemetry

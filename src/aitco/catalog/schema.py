@@ -169,6 +169,14 @@ class Accelerator(Entry):
         default=False,
     )
     tdp_w: float | None = _f("Maximum board/module power.", "W", default=None, gt=0)
+    power_limit_w: float | None = _f(
+        "Power limit the accelerator is run at when below its TDP (``nvidia-smi -pl``, a "
+        "deployment setting): energy is drawn up to it and the compute clocks drop "
+        "(``aitco.perf.power``); the peak and matmul figures hold at the TDP. None = the TDP.",
+        "W",
+        default=None,
+        gt=0,
+    )
     idle_w: float | None = _f("Measured idle power, where published.", "W", default=None, ge=0)
     launch_year: int = _f("Year of launch.", ge=2010, le=2035)
     price: Price | None = None
@@ -190,6 +198,15 @@ class Accelerator(Entry):
                 msg = f"{k} throughput must be > 0, got {x} TFLOP/s"
                 raise ValueError(msg)
         return v
+
+    @property
+    def board_power_w(self) -> float | None:
+        """Most power one device draws: its TDP, or the lower power limit it is run at [W]."""
+        if self.power_limit_w is None:
+            return self.tdp_w
+        if self.tdp_w is None:
+            return self.power_limit_w
+        return min(self.tdp_w, self.power_limit_w)
 
     def supports(self, dtype: str) -> bool:
         """Whether the accelerator has a dense peak for ``dtype``."""

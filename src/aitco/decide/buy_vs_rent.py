@@ -328,7 +328,7 @@ def _owned(
     per_gpu = float(cp["capex_usd"]) * (1.0 + spares)
     capex = per_gpu * gpus
     nodes = float(power.host_share_nodes(gpus, sysm.devices_per_node))  # host shared by slot
-    tdp = acc.tdp_w or 0.0
+    tdp = acc.board_power_w or 0.0  # the TDP, or the lower power limit it is run at
     it_w = float(
         power.it_power_w(
             gpus,

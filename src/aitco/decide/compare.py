@@ -1639,7 +1639,8 @@ def _power_items(
     ``active_fraction`` (average draw over TDP while serving, from the inference engine) replaces
     the training draw factor for services.
     """
-    if acc.tdp_w is None:
+    board_w = acc.board_power_w  # the TDP, or the lower power limit the device is run at
+    if board_w is None:
         if opt.pricing in RENTED:  # energy is inside the rental price: report it as unknown
             b.assumptions.append(
                 f"{acc.id} has no published TDP: energy and emissions not estimated"
@@ -1668,7 +1669,7 @@ def _power_items(
     amt = {
         k: float(x)
         for k, x in power_items_usd(
-            gpus=n, tdp_w=acc.tdp_w, active_fraction=fa, idle_fraction=fi, nodes=nodes,
+            gpus=n, tdp_w=board_w, active_fraction=fa, idle_fraction=fi, nodes=nodes,
             node_power_w=sysm.node_power_w, switch_w_per_gpu=sw, busy_h=busy_h, idle_h=idle_h,
             loss=loss, pue=pue_v, usd_per_kwh=usd_kwh, kg_per_kwh=ci,
         ).items()
@@ -1679,7 +1680,7 @@ def _power_items(
     input_kwh, meter_kwh, kg = amt["input_kwh"], amt["meter_kwh"], amt["kg_co2e"]
     inputs = {
         "gpus": n,
-        "tdp_w": acc.tdp_w,
+        "tdp_w": board_w,
         "active_fraction_of_tdp": fa,
         "idle_fraction_of_tdp": fi,
         "nodes": nodes,
@@ -2232,9 +2233,10 @@ def _inference(
     active = None
     # GPUs the engine estimate ran on (a disaggregated or autoscaled plan prices more or fewer)
     est_gpus = opt.gpus if pool is not None else n
-    if engine_w and acc.tdp_w:
+    board_w = acc.board_power_w
+    if engine_w and board_w:
         # the engine's average GPU draw at the served load, over TDP; every hour is at that draw
-        active = min(1.0, engine_w / (est_gpus * acc.tdp_w))
+        active = min(1.0, engine_w / (est_gpus * board_w))
         # (an autoscaled pay-as-used service draws it only while its replicas run: billed_h)
         run.busy_h = billed_h
     # power: the share of the node(s) used (a 1-GPU replica draws 1/8 of an 8-GPU node's host)

@@ -63,6 +63,7 @@ from aitco.perf.inference import (
 from aitco.perf.kvcache import kv_capacity
 from aitco.perf.memory import OFFLOAD_MODES
 from aitco.perf.params import param_counts
+from aitco.perf.power import compute_clock_ratio
 from aitco.perf.serving import idle_power_fraction, power_w
 from aitco.perf.training import (
     TRAIN_PRECISIONS,
@@ -316,8 +317,8 @@ def hardware_table(
     for h, hw in enumerate(hw_ids):
         acc, sysm = cat.hardware(hw, field=field_name)
         for j, dt in enumerate(DTYPES):
-            if dt in acc.peak_tflops:
-                peak[h, j] = acc.peak_tflops[dt]
+            if dt in acc.peak_tflops:  # at the clock a power limit below the TDP leaves
+                peak[h, j] = acc.peak_tflops[dt] * compute_clock_ratio(acc)
         cols["memory_gb"].append(acc.memory_gb)
         cols["hbm"].append(acc.hbm_bandwidth_gb_s)
         cols["intra"].append(sysm.intra_node_bandwidth_gb_s)
@@ -328,7 +329,7 @@ def hardware_table(
         cols["dpn"].append(sysm.devices_per_node)
         cols["sud"].append(max(sysm.scale_up_domain, sysm.devices_per_node))
         cols["gemm"].append(efficiency.gemm_for(acc.family, acc.matmul_ceiling("bf16")))
-        cols["tdp"].append(math.nan if acc.tdp_w is None else acc.tdp_w)
+        cols["tdp"].append(math.nan if acc.board_power_w is None else acc.board_power_w)
         offer_lists.append(cat.offers_for(acc.id))
         for p, mode in enumerate(PRICING_MODES):
             for r in range(len(regions)):

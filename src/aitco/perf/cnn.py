@@ -23,6 +23,7 @@ from aitco.errors import InputError
 from aitco.perf import roofline
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.inference import resolve_precisions
+from aitco.perf.power import compute_clock_ratio
 from aitco.units import BYTES_PER_DTYPE, GIGA
 
 #: Each activation element is written by its layer and read by the next. [accesses]
@@ -84,7 +85,7 @@ def cnn_batch(
     if gpus < 1:
         raise InputError("--gpus", gpus, "a GPU count >= 1")
     prec = resolve_precisions(acc, precision, None)
-    peak = float(acc.peak_tflops[prec.compute])
+    peak = float(acc.peak_tflops[prec.compute]) * compute_clock_ratio(acc)
     w_bytes = BYTES_PER_DTYPE[prec.weights]
     a_bytes = BYTES_PER_DTYPE[prec.compute]
     flops = b * model.flops_per_inference

@@ -37,6 +37,7 @@ from aitco.perf.kvcache import kv_bytes_per_sequence
 from aitco.perf.parallelism import MAX_EXPERT_IMBALANCE as MAX_EXPERT_IMBALANCE  # re-export
 from aitco.perf.parallelism import expert_load_imbalance, routed_remote_nodes
 from aitco.perf.params import ParamCounts, param_counts
+from aitco.perf.power import compute_clock_ratio
 from aitco.perf.training import FP8_CAST_BYTES
 from aitco.units import BYTES_PER_DTYPE, GIGA, TERA
 
@@ -909,13 +910,14 @@ def iteration_model(
         model, precisions, tp, acc.elementwise_fused_into_matmul
     ) * math.ceil(model.n_layers / pp)
     n_active = model.moe.n_active if model.moe else 0
+    clock = compute_clock_ratio(acc)  # a power limit below the TDP slows the compute clock
     return IterationModel(
         ep=ep,
         expert_flops_per_token=FLOPS_PER_MAC * pc.expert_active if ep > 1 else 0.0,
         a2a_bytes_per_token=d * act_b * n_active,
         tp=tp,
         pp=pp,
-        peak_tflops=float(acc.peak_tflops[precisions.compute]),
+        peak_tflops=float(acc.peak_tflops[precisions.compute]) * clock,
         hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
         gemm_efficiency=lowp_gemm_efficiency(
             efficiency.gemm_for(acc.family, acc.matmul_ceiling("bf16")),
@@ -938,8 +940,8 @@ def iteration_model(
         allreduce_bytes_per_token=d * act_b,
         allreduces_per_iteration=(2 * math.ceil(model.n_layers / pp)) if tp > 1 else 0,
         n_layers=model.n_layers,
-        head_peak_tflops=float(acc.peak_tflops[precisions.activations]),
-        attn_peak_tflops=float(acc.peak_tflops[precisions.activations]),
+        head_peak_tflops=float(acc.peak_tflops[precisions.activations]) * clock,
+        attn_peak_tflops=float(acc.peak_tflops[precisions.activations]) * clock,
         **_link_fields(system, tp, ep, efficiency),
         **_a2a_fields(model, system, ep, efficiency),
         **_engine_fields(efficiency, engine),

@@ -597,6 +597,9 @@ def mig_accelerator(acc: Any, profile: str, field: str = "--mig") -> tuple[Any, 
         "hbm_bandwidth_gb_s": acc.hbm_bandwidth_gb_s * sl.memory_fraction,
         "peak_tflops": {k: x * sl.compute_fraction for k, x in acc.peak_tflops.items()},
         "tdp_w": None if acc.tdp_w is None else acc.tdp_w / sl.instances_per_gpu,
+        "power_limit_w": (
+            None if acc.power_limit_w is None else acc.power_limit_w / sl.instances_per_gpu
+        ),
     }
     return acc.model_copy(update=upd), sl.instances_per_gpu
 

@@ -355,7 +355,8 @@ def energy_per_token(
         (peak dense ops of the best type over TDP), ``energy_per_million_tokens_kwh``. None where
         the accelerator has no published TDP.
     """
-    if acc.tdp_w is None or output_tokens_per_s <= 0 or not math.isfinite(output_tokens_per_s):
+    board_w = acc.board_power_w  # the TDP, or the lower power limit the device is run at
+    if board_w is None or output_tokens_per_s <= 0 or not math.isfinite(output_tokens_per_s):
         return {
             "power_w": None,
             "energy_per_token_j": None,
@@ -364,13 +365,13 @@ def energy_per_token(
             "energy_per_million_tokens_kwh": None,
         }
     idle = idle_power_fraction(acc)
-    p = float(power_w(acc.tdp_w, utilization, idle)) * gpus
+    p = float(power_w(board_w, utilization, idle)) * gpus
     j = p / output_tokens_per_s
     peak = max(acc.peak_tflops.values()) if acc.peak_tflops else 0.0
     return {
         "power_w": p,
         "energy_per_token_j": j,
         "tokens_per_s_per_w": output_tokens_per_s / p,
-        "peak_tops_per_w": peak / acc.tdp_w if peak else None,  # TFLOP/s = TOPS
+        "peak_tops_per_w": peak / acc.tdp_w if peak and acc.tdp_w else None,  # TFLOP/s = TOPS
         "energy_per_million_tokens_kwh": j * MEGA / J_PER_KWH,
     }

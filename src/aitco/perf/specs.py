@@ -181,3 +181,15 @@ class LinkSpec(Protocol):
     @property
     def scale_out_latency_us(self) -> float:
         """Per-message latency across nodes [us]."""
+
+
+class PowerSpec(Protocol):
+    """The power figures of an accelerator (``catalog.schema.Accelerator``)."""
+
+    @property
+    def tdp_w(self) -> float | None:
+        """Maximum board/module power; the peak figures hold at it [W]."""
+
+    @property
+    def power_limit_w(self) -> float | None:
+        """Power limit the device is run at when below its TDP; None = the TDP [W]."""

@@ -59,6 +59,7 @@ from aitco.perf.parallelism import (
     group_strides,
     moe_alltoall_time_s,
 )
+from aitco.perf.power import compute_clock_ratio
 from aitco.units import GIGA, TERA
 
 F64 = NDArray[np.float64]
@@ -146,7 +147,11 @@ class PublishedPractice:
 
 
 def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> HardwareShape:
-    """Peaks and memory of ``acc`` for training in ``precision`` (PlanError if unsupported)."""
+    """Peaks and memory of ``acc`` for training in ``precision`` (PlanError if unsupported).
+
+    The matmul and attention peaks run at the clock a power limit below the TDP leaves
+    (:func:`aitco.perf.power.compute_clock_ratio`); MFU stays against the nominal peak.
+    """
     if precision not in TRAIN_PRECISIONS:
         raise InputError("--precision", precision, f"one of {', '.join(TRAIN_PRECISIONS)}")
     if not acc.supports(precision):
@@ -159,9 +164,10 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
     lin = acc.peak_tflops[precision]
     att_dtype = HIGH_PRECISION_FOR_FP8 if precision == "fp8" else precision
     att = acc.peak_tflops.get(att_dtype, acc.peak_tflops.get("fp16", lin))
+    clock = compute_clock_ratio(acc)  # a power limit below the TDP slows the compute clock
     return HardwareShape(
-        peak_linear_tflops=float(lin),
-        peak_attention_tflops=float(att),
+        peak_linear_tflops=float(lin) * clock,
+        peak_attention_tflops=float(att) * clock,
         peak_mfu_tflops=float(lin),
         hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
         memory_gb=float(acc.memory_gb),

@@ -152,7 +152,7 @@ def predict_full_run(
         it_w = float(
             power.it_power_w(
                 1,
-                acc.tdp_w or 0.0,
+                acc.board_power_w or 0.0,
                 1.0,
                 fac.value("utilization-power.training-fraction-of-tdp"),
                 fac.value("idle-power.fraction-of-tdp"),
