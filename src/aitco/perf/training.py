@@ -580,6 +580,7 @@ def _term_inputs(
     return {
         "compute_s": {
             "peak_tflops": hw.peak_linear_tflops,
+            "power_limit_clock_ratio": hw.clock_ratio,
             "gemm_efficiency": hw.gemm_efficiency,
             "attention_efficiency": hw.attention_efficiency,
             "recompute": pl["recompute"],

@@ -125,6 +125,7 @@ class HardwareShape:
     elementwise_fused: bool = False
     pcie_gb_s: float = 0.0
     tp_overlap: float = DEFAULT_EFFICIENCY.tp_overlap
+    clock_ratio: float = 1.0  # compute clock under a power limit (perf.power); 1 at the TDP
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,7 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         elementwise_fused=acc.elementwise_fused_into_matmul,
         pcie_gb_s=PCIE_X16_GB_S.get(acc.pcie_gen or 0, 0.0),
         tp_overlap=float(eff.tp_overlap_for(acc.family)),
+        clock_ratio=clock,
     )
 
 
