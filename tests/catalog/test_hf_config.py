@@ -99,6 +99,11 @@ def test_family_specific_structure() -> None:
     assert ds.mla is not None
     assert ds.moe is not None
     assert ds.moe.first_dense_layers == 3
+    # group-limited routing: 8 groups, a token's experts from the best 4 (n_group, topk_group)
+    assert (ds.moe.n_groups, ds.moe.topk_groups, ds.moe.group_limited) == (8, 4, True)
+    mx = model_from_hf_config(DATA / "mixtral-8x7b" / "config.json")
+    assert mx.moe is not None
+    assert (mx.moe.n_groups, mx.moe.topk_groups, mx.moe.group_limited) == (1, None, False)
     nm = model_from_hf_config(DATA / "nemotron-4-340b" / "config.json")
     assert (nm.ffn_type, nm.norm, nm.gated_ffn) == ("relu", "layernorm", False)
 
@@ -110,6 +115,8 @@ def test_matches_catalog_entry(catalog) -> None:
         hf = param_counts(model_from_hf_config(DATA / fixture / "config.json"))
         cat = param_counts(catalog.models[cid])
         assert (hf.total, hf.active) == (cat.total, cat.active), fixture
+    ds_hf = model_from_hf_config(DATA / "deepseek-v3" / "config.json").moe
+    assert ds_hf == catalog.models["deepseek-v3"].moe  # the catalog's routing groups as config.json
 
 
 def test_provenance_is_the_file_dated_by_mtime(tmp_path: Path) -> None:
