@@ -35,7 +35,7 @@ from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.kvcache import kv_bytes_per_sequence
 from aitco.perf.parallelism import MAX_EXPERT_IMBALANCE as MAX_EXPERT_IMBALANCE  # re-export
-from aitco.perf.parallelism import expert_load_imbalance, routed_remote_nodes
+from aitco.perf.parallelism import expert_load_imbalance, moe_alltoall_split
 from aitco.perf.params import ParamCounts, param_counts
 from aitco.perf.power import compute_clock_ratio
 from aitco.perf.training import FP8_CAST_BYTES
@@ -983,22 +983,21 @@ def _link_fields(
 def _a2a_fields(
     model: ModelArch, system: System, ep: int, efficiency: EfficiencyParams
 ) -> dict[str, float]:
-    """Node split of the expert-parallel group (ranks per node, local link, remote share)."""
-    g = float(min(ep, comms.scale_up_size(system)))
-    bw, lat, eff = comms.group_link(
-        system, g, 1, efficiency.intra_node_link, efficiency.scale_out_link
-    )
-    remote = -1.0
+    """Node split of the expert-parallel group (:func:`moe_alltoall_split`, consecutive ranks)."""
     moe = model.moe
-    if moe is not None and moe.group_limited and ep > g:
-        nodes = routed_remote_nodes(ep / g, moe.n_active, moe.n_groups, moe.topk_groups or 0)
-        remote = float(nodes) / moe.n_active
+    limited = moe is not None and moe.group_limited
+    g, (bw, lat, eff), _, remote = moe_alltoall_split(
+        system, ep, 1, moe.n_active if moe else 1,
+        n_groups=moe.n_groups if moe else 1,
+        topk_groups=(moe.topk_groups or 0) if limited and moe else 0,
+        intra_efficiency=efficiency.intra_node_link, inter_efficiency=efficiency.scale_out_link,
+    )  # fmt: skip
     return {
-        "a2a_ranks_per_node": g,
+        "a2a_ranks_per_node": float(g),
         "a2a_local_bandwidth_gb_s": float(bw),
         "a2a_local_latency_us": float(lat),
         "a2a_local_efficiency": float(eff),
-        "a2a_remote_share": remote,
+        "a2a_remote_share": -1.0 if remote is None else float(remote),
     }
 
 

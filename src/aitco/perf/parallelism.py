@@ -169,6 +169,39 @@ def moe_alltoall_time_s(
     scale-out share is then :func:`routed_remote_nodes` / :math:`k` of the buffer.
     """
     ep_a = np.maximum(np.asarray(ep, dtype=np.float64), 1.0)
+    g, intra, inter, remote = moe_alltoall_split(
+        system, ep_a, stride, n_active, n_groups=n_groups, topk_groups=topk_groups,
+        intra_efficiency=intra_efficiency, inter_efficiency=inter_efficiency,
+    )  # fmt: skip
+    t = comms.hierarchical_alltoall_time_s(message_bytes, ep_a, g, intra, inter, remote)
+    return np.asarray(np.where(ep_a > 1.0, t, 0.0), dtype=np.float64)
+
+
+def moe_alltoall_split(
+    system: LinkSpec,
+    ep: ArrayLike,
+    stride: ArrayLike,
+    n_active: int,
+    *,
+    n_groups: int = 1,
+    topk_groups: int = 0,
+    intra_efficiency: ArrayLike = 1.0,
+    inter_efficiency: ArrayLike = 1.0,
+) -> tuple[F64, tuple[F64, F64, F64], tuple[F64, F64, F64], F64 | None]:
+    r"""Return how an EP group's all-to-all splits over the node and the network.
+
+    Returns
+    -------
+    ranks_per_node : ndarray
+        :math:`g = \min(ep, \lfloor D_{up}/\mathrm{stride} \rfloor)`. [count]
+    intra, inter : tuple of ndarray
+        ``(bandwidth_gb_s, latency_us, efficiency)`` of the scale-up link inside a node and of
+        the group's link (:func:`aitco.perf.comms.group_link`).
+    remote_share : ndarray or None
+        Share of the buffer a node-deduplicating dispatch sends over the network
+        (:func:`routed_remote_nodes` / :math:`k`) for group-limited routing; None otherwise.
+    """
+    ep_a = np.maximum(np.asarray(ep, dtype=np.float64), 1.0)
     st = np.maximum(np.asarray(stride, dtype=np.float64), 1.0)
     g = np.clip(np.floor(comms.scale_up_size(system) / st), 1.0, ep_a)
     intra = comms.group_link(system, g, st, intra_efficiency, inter_efficiency)
@@ -176,5 +209,4 @@ def moe_alltoall_time_s(
     remote = None
     if topk_groups:
         remote = routed_remote_nodes(ep_a / g, n_active, n_groups, topk_groups) / float(n_active)
-    t = comms.hierarchical_alltoall_time_s(message_bytes, ep_a, g, intra, inter, remote)
-    return np.asarray(np.where(ep_a > 1.0, t, 0.0), dtype=np.float64)
+    return g, intra, inter, remote
