@@ -397,3 +397,17 @@ def test_every_accelerator_and_mode_prices_or_fails_cleanly(cat):
                 continue
             assert math.isfinite(b.total_usd)
             assert b.total_usd > 0
+
+
+def test_option_power_limit_trades_time_for_energy(cat):
+    """An owned node capped at 500 W: the same plan runs slower (compute clock (500/700)^(1/3))
+    and every hour draws less; the uncapped option of the same hardware is not touched."""
+    opt = {"hardware": "h100-sxm5-80gb", "gpus": 8, "pricing": "owned"}
+    scn = _scn(options=[opt, {**opt, "name": "capped", "power_limit_w": 500}])
+    free, capped = compare(scn, cat).options
+    assert capped.values["gpu_hours"] > free.values["gpu_hours"]
+    assert capped.values["gpu_hours"] < free.values["gpu_hours"] / (5 / 7) ** (1 / 3) + 1e-9
+    kwh_per_h = [o.values["energy_kwh"] / o.values["wall_clock_h"] for o in (free, capped)]
+    assert kwh_per_h[1] < kwh_per_h[0]
+    alone = compare(_scn(options=[opt]), cat).options[0]
+    assert alone.values["gpu_hours"] == pytest.approx(free.values["gpu_hours"], rel=1e-12)

@@ -164,3 +164,20 @@ def test_infer_calibration_profile_changes_the_answer(
     assert code == 0
     # batch-1 decode is weight-bound: half the bandwidth fraction, a much slower TPOT
     assert json.loads(cal)["tpot_s"] > 1.4 * json.loads(base)["tpot_s"]
+
+
+def test_infer_power_limit_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    """A 400 W cap on a 700 W H100: the memory-bound decode step barely slows, the prefill (compute)
+    does, and the power drawn - hence the energy per token - falls with the cap."""
+    args = ["infer", "--model", "llama-3.1-8b", "--hardware", "h100-sxm5-80gb", "--gpus", "1",
+            "--concurrency", "16", "--json"]  # fmt: skip
+    code, out, _ = _run(args, capsys)
+    assert code == 0
+    free = json.loads(out)
+    code, out, _ = _run([*args, "--power-limit-w", "400"], capsys)
+    assert code == 0
+    capped = json.loads(out)
+    assert free["tpot_s"] < capped["tpot_s"] < 1.05 * free["tpot_s"]
+    assert capped["ttft_s"] > 1.05 * free["ttft_s"]
+    assert capped["power_w"] <= 400.0 < free["power_w"]  # one GPU draws at most its limit
+    assert capped["energy_per_token_j"] < free["energy_per_token_j"]

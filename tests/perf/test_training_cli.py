@@ -288,3 +288,19 @@ def test_train_dualpipe_schedule(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2
     assert "--pipeline-schedule" in err
     assert "even pp" in err.replace("\n", " ")
+
+
+def test_train_power_limit_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    """--power-limit-w 500 on a 700 W H100: fewer tokens/s (compute clocks x 0.894), same
+    nominal MFU denominator (so MFU falls with throughput)."""
+    args = ["train", "--model", "llama-3.1-8b", "--hardware", "h100-sxm5-80gb", "--gpus", "8",
+            "--tokens", "1e9", "--tp", "1", "--zero", "3", "--json"]  # fmt: skip
+    code, out, _ = run(args, capsys)
+    assert code == 0
+    free = json.loads(out)
+    code, out, _ = run([*args, "--power-limit-w", "500"], capsys)
+    assert code == 0
+    capped = json.loads(out)
+    ratio = capped["tokens_per_s_per_gpu"] / free["tokens_per_s_per_gpu"]
+    assert (5 / 7) ** (1 / 3) < ratio < 1.0
+    assert capped["mfu"] / free["mfu"] == pytest.approx(ratio)

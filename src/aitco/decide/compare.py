@@ -642,6 +642,8 @@ def _price(
     one_off: bool = True,
 ) -> Breakdown:
     acc, sysm = cat.hardware(opt.hardware, field=f"{where}.hardware")
+    if opt.power_limit_w is not None:  # run below the TDP: slower compute, less power drawn
+        acc = acc.model_copy(update={"power_limit_w": opt.power_limit_w})
     model = cat.resolve_model(w.model, field="workload.model")
     # a training job is one network-joined unit; a service's unit is one replica (tp x pp)
     unit = opt.gpus
@@ -704,6 +706,7 @@ def _training(
         "training",
         model.id,
         acc.id,
+        acc.power_limit_w,  # an option's own power limit changes the engine's answer
         sysm.model_dump_json(),
         opt.gpus,
         w.model_dump_json(),
@@ -2038,6 +2041,7 @@ def _inference(
             "inference",
             model.id,
             acc.id,
+            acc.power_limit_w,
             sysm.model_dump_json(),
             gpus,
             w.model_dump_json(),

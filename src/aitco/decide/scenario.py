@@ -198,6 +198,14 @@ class HardwareOption(BaseModel):
         default=None, ge=0, description="Override of the rental price."
     )
     cooling: Literal["air", "liquid"] | None = None
+    power_limit_w: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Power limit the accelerators run at, below their TDP (nvidia-smi -pl): energy is "
+            "drawn up to it and the compute clocks drop by (limit / TDP)^(1/3). [W]"
+        ),
+    )
     provider: str | None = Field(
         default=None,
         description=(
