@@ -199,6 +199,12 @@ class Accelerator(Entry):
                 raise ValueError(msg)
         return v
 
+    def with_power_limit(self, power_limit_w: float | None) -> Accelerator:
+        """Return this accelerator run at ``power_limit_w`` (itself when None)."""
+        if power_limit_w is None:
+            return self
+        return self.model_copy(update={"power_limit_w": power_limit_w})
+
     @property
     def board_power_w(self) -> float | None:
         """Most power one device draws: its TDP, or the lower power limit it is run at [W]."""
@@ -371,6 +377,11 @@ class MoE(BaseModel):
     def group_limited(self) -> bool:
         """Whether routing limits each token to fewer expert groups than there are."""
         return self.topk_groups is not None and self.topk_groups < self.n_groups
+
+    @property
+    def routing_groups(self) -> tuple[int, int]:
+        """``(n_groups, topk_groups)`` of group-limited routing; ``(1, 0)`` without a limit."""
+        return (self.n_groups, self.topk_groups or 0) if self.group_limited else (1, 0)
 
 
 class MLA(BaseModel):

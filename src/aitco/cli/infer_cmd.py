@@ -117,15 +117,7 @@ def infer(
     acceptance_rate: Annotated[
         float, typer.Option("--acceptance-rate", help="Per-token draft acceptance.")
     ] = 0.7,
-    power_limit_w: Annotated[
-        float | None,
-        typer.Option(
-            "--power-limit-w",
-            help="Power limit the accelerators run at, below their TDP (nvidia-smi -pl): "
-            "compute clocks drop by (limit/TDP)^(1/3), energy is drawn up to it.",
-            min=1.0,
-        ),
-    ] = None,
+    power_limit_w: state.PowerLimitOpt = None,
     calibration: Annotated[
         str | None, typer.Option("--calibration", help="Calibration profile YAML.")
     ] = None,
@@ -181,8 +173,7 @@ def infer(
         return
     arch = cat.resolve_model(model, field="--model")
     acc, system = cat.hardware(hardware, field="--hardware")
-    if power_limit_w is not None:  # run below the TDP: slower compute, less power drawn
-        acc = acc.model_copy(update={"power_limit_w": power_limit_w})
+    acc = acc.with_power_limit(power_limit_w)  # below the TDP: slower compute, less power
     price, price_note = _gpu_price(cat, acc.id, usd_per_gpu_hour)
     hardware_id = acc.id
     if mig is not None:

@@ -6,10 +6,25 @@ Also resolves the other user-supplied model inputs every command reads the same 
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
 from aitco.catalog.loader import Catalog, load_catalog
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 
 _overlays: list[str] = []
+
+#: ``--power-limit-w`` of the commands that run an accelerator (train, infer).
+PowerLimitOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--power-limit-w",
+        help="Power limit the accelerators run at, below their TDP (nvidia-smi -pl): "
+        "compute clocks drop by (limit/TDP)^(1/3), energy is drawn up to it.",
+        min=1.0,
+    ),
+]
 
 
 def set_overlays(paths: list[str]) -> None:

@@ -171,15 +171,7 @@ def train(
         str | None,
         typer.Option("--plan", help="'auto': search the plan (given degrees are held)."),
     ] = None,
-    power_limit_w: Annotated[
-        float | None,
-        typer.Option(
-            "--power-limit-w",
-            help="Power limit the accelerators run at, below their TDP (nvidia-smi -pl): "
-            "compute clocks drop by (limit/TDP)^(1/3), energy is drawn up to it.",
-            min=1.0,
-        ),
-    ] = None,
+    power_limit_w: state.PowerLimitOpt = None,
     calibration: Annotated[
         str | None, typer.Option("--calibration", help="Calibration profile YAML.")
     ] = None,
@@ -208,8 +200,7 @@ def train(
     cat = state.catalog()
     arch = cat.resolve_model(model, field="--model")
     acc, system = cat.hardware(hardware, field="--hardware")
-    if power_limit_w is not None:  # run below the TDP: slower compute clocks (perf.power)
-        acc = acc.model_copy(update={"power_limit_w": power_limit_w})
+    acc = acc.with_power_limit(power_limit_w)  # below the TDP: slower compute (perf.power)
     batch_rule = "given"
     if global_batch is None:
         if global_batch_tokens is None:

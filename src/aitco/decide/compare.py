@@ -642,8 +642,7 @@ def _price(
     one_off: bool = True,
 ) -> Breakdown:
     acc, sysm = cat.hardware(opt.hardware, field=f"{where}.hardware")
-    if opt.power_limit_w is not None:  # run below the TDP: slower compute, less power drawn
-        acc = acc.model_copy(update={"power_limit_w": opt.power_limit_w})
+    acc = acc.with_power_limit(opt.power_limit_w)  # below the TDP: slower compute, less power
     model = cat.resolve_model(w.model, field="workload.model")
     # a training job is one network-joined unit; a service's unit is one replica (tp x pp)
     unit = opt.gpus

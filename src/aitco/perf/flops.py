@@ -106,8 +106,7 @@ def model_shape(m: ArchSpec, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
         ) / L
         experts = one * moe.n_experts * moe_layers / L
         n_exp, n_act = moe.n_experts, moe.n_active
-        limited = moe.group_limited
-        groups, topk_groups = (moe.n_groups, moe.topk_groups or 0) if limited else (1, 0)
+        groups, topk_groups = moe.routing_groups
         width = (
             moe.first_dense_layers * m.d_ff
             + moe_layers * moe.d_ff_expert * (moe.n_active + moe.n_shared)

@@ -985,11 +985,9 @@ def _a2a_fields(
 ) -> dict[str, float]:
     """Node split of the expert-parallel group (:func:`moe_alltoall_split`, consecutive ranks)."""
     moe = model.moe
-    limited = moe is not None and moe.group_limited
+    n_groups, topk_groups = moe.routing_groups if moe else (1, 0)
     g, (bw, lat, eff), _, remote = moe_alltoall_split(
-        system, ep, 1, moe.n_active if moe else 1,
-        n_groups=moe.n_groups if moe else 1,
-        topk_groups=(moe.topk_groups or 0) if limited and moe else 0,
+        system, ep, 1, moe.n_active if moe else 1, n_groups=n_groups, topk_groups=topk_groups,
         intra_efficiency=efficiency.intra_node_link, inter_efficiency=efficiency.scale_out_link,
     )  # fmt: skip
     return {

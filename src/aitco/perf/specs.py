@@ -46,6 +46,10 @@ class MoESpec(Protocol):
     def group_limited(self) -> bool:
         """Whether routing limits each token to fewer groups than there are."""
 
+    @property
+    def routing_groups(self) -> tuple[int, int]:
+        """``(n_groups, topk_groups)`` of group-limited routing; ``(1, 0)`` without a limit."""
+
 
 class MLASpec(Protocol):
     """Multi-head latent attention dimensions (see ``aitco.catalog.schema.MLA``)."""
