@@ -1682,7 +1682,8 @@ def _power_items(
     input_kwh, meter_kwh, kg = amt["input_kwh"], amt["meter_kwh"], amt["kg_co2e"]
     inputs = {
         "gpus": n,
-        "tdp_w": board_w,
+        "tdp_w": board_w,  # the board power drawn: the TDP, or the lower limit below
+        "power_limit_w": acc.power_limit_w,
         "active_fraction_of_tdp": fa,
         "idle_fraction_of_tdp": fi,
         "nodes": nodes,
