@@ -102,6 +102,28 @@ def test_mig_slices_are_priced_per_slice(cat) -> None:
     )
 
 
+def test_time_sliced_service_is_priced_per_share(cat) -> None:
+    full = _one(cat)
+    o = _one(cat, time_slice=2)
+    assert o.values["time_slice"] == 2
+    rent = o.item("rental_on_demand")
+    assert rent.inputs["shares_per_gpu"] == 2
+    assert "mig_slices_per_gpu" not in rent.inputs
+    assert rent.inputs["usd_per_gpu_hour"] == pytest.approx(
+        full.item("rental_on_demand").inputs["usd_per_gpu_hour"] / 2
+    )
+    # at a share's contended rates more shares carry the load than whole GPUs
+    assert o.gpus > full.gpus
+    scn = Scenario.model_validate({
+        "name": "tpu", "workload": {"kind": "inference", "model": "llama-3.2-1b", "qps": 1,
+                                    "time_slice": 2},
+        "options": [{"hardware": "tpu-v5e", "gpus": 1, "pricing": "on_demand",
+                     "usd_per_gpu_hour": 1.2}],
+    })  # fmt: skip
+    with pytest.raises(InputError, match=r"workload\.time_slice"):
+        compare(scn, cat)
+
+
 def test_bad_service_field_names_the_field(cat) -> None:
     with pytest.raises(InputError) as e:
         _one(cat, disaggregate="3by2")
@@ -236,6 +258,27 @@ def test_sweep_mig_is_priced_per_slice_and_needs_a_mig_gpu(cat) -> None:
     res = sweep(spec, cat).to_json()
     assert res["valid"] == 0
     assert any("mig" in k for k in res["invalid_reasons"])
+
+
+def test_sweep_time_slice_is_priced_per_share_and_needs_an_nvidia_gpu(cat) -> None:
+    rows = _by(_sweep(cat, {"time_slice": [None, 2]}), "time_slice")
+    full, half = rows[1], rows[2]
+    assert half["tpot_s"] > full["tpot_s"]
+    one = compare(_scn(provider="any", time_slice=2, qps=20), cat).options[0]
+    assert half["total_usd"] != pytest.approx(full["total_usd"], rel=1e-6)
+    assert one.values["time_slice"] == 2
+    spec = SweepSpec.from_dict({
+        "kind": "serving",
+        "workload": {"model": "llama-3.2-1b", "input_tokens": 512, "output_tokens": 128,
+                     "time_slice": 2},
+        "option": {"hardware": "tpu-v5e", "gpus": 1, "pricing": "on_demand"},
+        "grid": {"batch": [8]},
+    })  # fmt: skip
+    res = sweep(spec, cat).to_json()
+    assert res["valid"] == 0
+    assert any("time_slice" in k for k in res["invalid_reasons"])
+    with pytest.raises(InputError, match=r"workload\.time_slice"):
+        _sweep(cat, {"time_slice": [0]})
 
 
 @pytest.mark.parametrize(

@@ -88,6 +88,32 @@ def test_mig_profiles_follow_the_user_guide() -> None:
         service.mig_slice("9g.10gb", 80)
 
 
+def test_time_slice_share_divides_the_gpu_and_composes_with_mig() -> None:
+    from aitco.catalog.loader import load_catalog
+
+    cat = load_catalog(use_env=False)
+    h100 = cat.accelerators["h100-sxm5-80gb"]
+    ts = service.time_slice_accelerator(h100, 4)
+    assert ts.memory_gb == pytest.approx(h100.memory_gb / 4)
+    assert ts.hbm_bandwidth_gb_s == pytest.approx(h100.hbm_bandwidth_gb_s / 4)
+    assert ts.peak_tflops["bf16"] == pytest.approx(h100.peak_tflops["bf16"] / 4)
+    assert ts.tdp_w == pytest.approx(h100.tdp_w / 4)
+    # the measured matmul ceiling keeps its ratio to the peak
+    assert ts.matmul_ceiling("bf16") == pytest.approx(h100.matmul_ceiling("bf16"))
+    assert service.time_slice_accelerator(h100, 1) is h100
+    acc, shares = service.fractional_accelerator(h100, "3g.40gb", 2)
+    assert shares == 4  # 2 slices per GPU, each time-sliced by 2
+    assert acc.memory_gb == pytest.approx(20.0)
+    # a MIG slice keeps the GPU's matmul ceiling ratio too (its SMs and its ceiling scale)
+    mig, _ = service.mig_accelerator(h100, "3g.40gb")
+    assert mig.matmul_ceiling("bf16") == pytest.approx(h100.matmul_ceiling("bf16"))
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(InputError, match="--time-slice"):
+            service.time_slice_accelerator(h100, bad)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="NVIDIA GPU"):
+        service.time_slice_accelerator(cat.accelerators["tpu-v5e"], 2)
+
+
 def test_parse_autoscale() -> None:
     assert service.parse_autoscale("target-util=0.5,max=8") == {
         "target-util": 0.5, "min": 0.0, "max": 8.0

@@ -80,9 +80,27 @@ def test_mig_slice(capsys: pytest.CaptureFixture[str]) -> None:
     assert mig["gpu_usd_per_h"] == pytest.approx(full["gpu_usd_per_h"] / 2)
 
 
+def test_time_slice(capsys: pytest.CaptureFixture[str]) -> None:
+    """Two replicas time-slicing one GPU: each half the price, slower when both are busy,
+    and less room for the KV cache (each engine holds its own weights in half the memory)."""
+    full = _json(["--precision", "fp8"], capsys)
+    half = _json(["--precision", "fp8", "--time-slice", "2"], capsys)
+    assert half["time_slice"] == 2
+    assert half["hardware"] == "h100-sxm5-80gb"
+    assert half["gpu_usd_per_h"] == pytest.approx(full["gpu_usd_per_h"] / 2)
+    assert full["tpot_s"] < half["tpot_s"] <= 2 * full["tpot_s"]
+    assert half["kv_capacity_tokens"] < full["kv_capacity_tokens"] / 2
+    both = _json(["--precision", "fp8", "--mig", "3g.40gb", "--time-slice", "2"], capsys)
+    assert both["gpu_usd_per_h"] == pytest.approx(full["gpu_usd_per_h"] / 4)
+    assert "time-sliced by 2" in both["price_source"]
+
+
 @pytest.mark.parametrize(
     "args",
     [
+        ["--time-slice", "0"],
+        ["--time-slice", "2", "--gpus", "2"],
+        ["--time-slice", "2", "--hardware", "tpu-v5e"],
         ["--prefix-cache-hit-rate", "1.5"],
         ["--scheduler-steps", "0"],
         ["--disaggregate", "3y2"],

@@ -150,6 +150,14 @@ def infer(
     mig: Annotated[
         str | None, typer.Option("--mig", help="MIG slice per replica, e.g. 1g.10gb.")
     ] = None,
+    time_slice: Annotated[
+        int | None,
+        typer.Option(
+            "--time-slice",
+            help="Time-slicing: replicas sharing each GPU (or MIG slice); priced at 1/N, "
+            "contended rates and 1/N of the memory.",
+        ),
+    ] = None,
     usd_per_gpu_hour: Annotated[
         float | None,
         typer.Option("--usd-per-gpu-hour", help="GPU price (default: cheapest catalog offer)."),
@@ -176,9 +184,13 @@ def infer(
     acc = acc.with_power_limit(power_limit_w)  # below the TDP: slower compute, less power
     price, price_note = _gpu_price(cat, acc.id, usd_per_gpu_hour)
     hardware_id = acc.id
-    if mig is not None:
-        acc, price = _mig_accelerator(acc, mig, gpus, price)
-        price_note += f"; MIG {mig}: priced at 1/{_mig_instances(acc)} of the GPU"
+    if mig is not None or time_slice is not None:
+        acc, price, shares = _fractional_accelerator(acc, mig, time_slice, gpus, price)
+        what = " ".join(
+            x for x in (f"MIG {mig}" if mig else "",
+                        f"time-sliced by {time_slice}" if time_slice else "") if x
+        )  # fmt: skip
+        price_note += f"; {what}: priced at 1/{shares} of the GPU"
     eff = state.efficiency(calibration)
     draft = cat.resolve_model(draft_model, field="--draft-model") if draft_model else None
     trace_arrays, bad_lines = read_trace(trace) if trace else (None, [])
@@ -200,7 +212,8 @@ def infer(
     _add_service_plans(
         v, res, system, gpus, price, price_note, qps=qps, slo_ttft_ms=slo_ttft_ms,
         slo_tpot_ms=slo_tpot_ms, disaggregate=disaggregate, load_profile=load_profile,
-        autoscale=autoscale, prefix_cache_hit_rate=prefix_cache_hit_rate, mig=mig, efficiency=eff,
+        autoscale=autoscale, prefix_cache_hit_rate=prefix_cache_hit_rate, mig=mig,
+        time_slice=time_slice, efficiency=eff,
     )  # fmt: skip
     if json_out:
         out: dict[str, Any] = dict(v)
@@ -352,18 +365,20 @@ def _gpu_price(cat: Any, acc_id: str, override: float | None) -> tuple[float | N
     return (best[0], best[1]) if best else (None, "price: no catalog offer for this accelerator")
 
 
-def _mig_instances(acc: Any) -> int:
-    return int(acc.id.rsplit("@x", 1)[-1]) if "@x" in acc.id else 1
+def _fractional_accelerator(
+    acc: Any, mig: str | None, time_slice: int | None, gpus: int, price: float | None
+) -> tuple[Any, Any, int]:
+    """Return a replica's share of a GPU, its price and the shares one GPU holds.
 
+    :func:`aitco.perf.service.fractional_accelerator` (MIG slice and/or time-slicing).
+    """
+    from aitco.perf.service import fractional_accelerator
 
-def _mig_accelerator(acc: Any, profile: str, gpus: int, price: float | None) -> tuple[Any, Any]:
-    """Return a MIG slice as an accelerator and its price (:func:`perf.service.mig_accelerator`)."""
-    from aitco.perf.service import mig_accelerator
-
-    sliced, inst = mig_accelerator(acc, profile)
+    share, n = fractional_accelerator(acc, mig, time_slice)
     if gpus != 1:
-        raise InputError("--gpus", gpus, "1 with --mig (one slice per replica)")
-    return sliced, (None if price is None else price / inst)
+        flag = "--mig" if mig is not None else "--time-slice"
+        raise InputError("--gpus", gpus, f"1 with {flag} (one share of a GPU per replica)")
+    return share, (None if price is None else price / n), n
 
 
 def _add_service_plans(
@@ -382,6 +397,7 @@ def _add_service_plans(
                                     "usage_usd_per_million_output_tokens")})  # fmt: skip
     v["price_source"] = price_note
     v["mig_profile"] = kw.pop("mig")
+    v["time_slice"] = kw.pop("time_slice")
     v.update(
         service.service_plans(
             v, res.iteration, system, price, input_tokens=float(res.extra["input_tokens"]),

@@ -2032,9 +2032,8 @@ def _inference(
     one_off: bool = True,
 ) -> Breakdown:
     est = _engine("inference")
-    mig_instances = 1
-    if w.mig is not None:
-        acc, mig_instances = service_mod.mig_accelerator(acc, w.mig, "workload.mig")
+    # a MIG slice and/or a time-slicing share: n counts shares, priced per share
+    acc, shares = service_mod.fractional_accelerator(acc, w.mig, w.time_slice, "workload.")
 
     def run_engine(gpus: int, qps: float | None = None) -> Any:
         key = (
@@ -2086,7 +2085,7 @@ def _inference(
     scaled = ""
     per_replica = int(v.get("tp", 1) or 1) * int(v.get("pp", 1) or 1) * int(v.get("ep", 1) or 1)
     g_slo = v.get("gpus_for_slo")
-    plans = _service_plans(w, res, sysm, price.usd_per_gpu_h / mig_instances, eff)
+    plans = _service_plans(w, res, sysm, price.usd_per_gpu_h / shares, eff)
     pool = plans.get("disaggregation")
     day = plans.get("autoscale")
     if pool is not None:
@@ -2119,17 +2118,17 @@ def _inference(
         res = run_engine(n, max(float(q) for q in day["qps_by_hour"]) or None)
         v = res.values
     per_replica = int(v.get("tp", 1) or 1) * int(v.get("pp", 1) or 1) * int(v.get("ep", 1) or 1)
-    # a MIG service bills whole GPUs of mig_instances slices; n counts slices
-    whole = math.ceil(n / mig_instances)
+    # a MIG / time-sliced service bills whole GPUs of `shares` replicas; n counts shares
+    whole = math.ceil(n / shares)
     if price.reprice is not None:
         # the service rents whole instances for n accelerators in replicas of per_replica
-        price = price.reprice(whole, max(per_replica // mig_instances, 1))
+        price = price.reprice(whole, max(per_replica // shares, 1))
     elif opt.pricing in OWNED:
         price.instances, price.gpus_billed = math.ceil(whole / sysm.devices_per_node), whole
         # the capital of the accelerators priced (a scaled service owns them, not opt.gpus)
         price.capex = {k: x * whole / opt.gpus for k, x in price.capex.items()}
-    if mig_instances > 1:
-        price = _slice_price(price, mig_instances, w.mig or "")
+    if shares > 1:
+        price = _slice_price(price, shares, w.mig, w.time_slice)
     replicas = int(v.get("replicas", 1) or 1)
     hours = w.months * HOURS_PER_MONTH
     rps_capacity = _f(v.get("max_qps")) or _f(v.get("requests_per_s")) or 0.0
@@ -2245,7 +2244,7 @@ def _inference(
         run.busy_h = billed_h
     # power: the share of the node(s) used (a 1-GPU replica draws 1/8 of an 8-GPU node's host)
     # (MIG: n counts slices; the host is shared by the whole GPUs' slots)
-    host_nodes = float(power.host_share_nodes(n / mig_instances, sysm.devices_per_node))
+    host_nodes = float(power.host_share_nodes(n / shares, sysm.devices_per_node))
     kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, host_nodes, active)
     _people_items(
         b,
@@ -2300,6 +2299,8 @@ def _inference(
         b.values["billed_hours"] = billed_h
     if w.mig is not None:
         b.values["mig_profile"] = w.mig
+    if w.time_slice is not None:
+        b.values["time_slice"] = w.time_slice
     b.values.update(_instance_values(price, b))
     return b
 
@@ -2325,12 +2326,22 @@ def _service_plans(
     )  # fmt: skip
 
 
-def _slice_price(price: _Price, instances: int, profile: str) -> _Price:
-    """Price of one MIG slice: every part of the GPU-hour over the slices one GPU holds."""
+def _slice_price(
+    price: _Price, instances: int, profile: str | None, time_slice: int | None = None
+) -> _Price:
+    """Price of one share of a GPU: every part of the GPU-hour over the shares one GPU holds.
+
+    A share is a MIG slice, a time-slicing replica, or a time-sliced MIG slice.
+    """
+    share: dict[str, Any] = {}
+    if profile is not None:
+        share.update(mig_profile=profile, mig_slices_per_gpu=instances // (time_slice or 1))
+    if time_slice is not None:
+        share["time_slice"] = time_slice
     return _Price(
         price.usd_per_gpu_h / instances,
         {k: x / instances for k, x in price.parts.items()},
-        {**price.inputs, "mig_profile": profile, "mig_slices_per_gpu": instances},
+        {**price.inputs, **share, "shares_per_gpu": instances},
         price.sources,
         provider=price.provider,
         gpus_per_instance=price.gpus_per_instance * instances,

@@ -137,6 +137,7 @@ REASONS: dict[int, str] = {
     1024: "offload: the system gives no host memory figures (host_memory_gb, "
     "host_memory_bandwidth_gb_s) or the accelerator no PCIe generation",
     2048: "offload: ZeRO stage below the offload mode's (optimizer: >= 1, params: 3)",
+    4096: "time_slice: the accelerator is not a GPU the device plugin time-slices",
 }
 
 
@@ -526,7 +527,7 @@ class ItemPricing:
         """
         fac = self._fac()
         owned = mode == PRICING_MODES.index("owned")
-        tdp = self.hw.tdp_w[hw] / slices  # a MIG slice draws its share of the GPU
+        tdp = self.hw.tdp_w[hw] / slices  # a MIG slice / time-slicing share draws its share
         no_tdp = np.isnan(tdp)
         if np.any(owned & no_tdp):
             h = int(hw[np.flatnonzero(owned & no_tdp)[0]])
@@ -1082,6 +1083,7 @@ SERVICE_KEYS: dict[str, Any] = {
     "workload.max_batched_tokens": None,
     "workload.ep": 1,
     "workload.mig": None,
+    "workload.time_slice": 1,
     "workload.disaggregate": None,
     "workload.load_profile": None,
     "workload.autoscale": None,
@@ -1469,7 +1471,9 @@ class EngineServingEvaluator(ItemPricing):
     Service fields (:data:`SERVICE_KEYS`): ``prefix_cache_hit_rate`` (cached prompt tokens in
     the step and TTFT), ``scheduler_steps`` (admission wait), ``max_batched_tokens`` (prefill
     chunks), ``ep`` (expert parallel replica of ``gpus = ep`` accelerators), ``mig`` (a slice of
-    one GPU, priced per slice), and ``disaggregate`` / ``load_profile`` / ``autoscale``, planned
+    one GPU, priced per slice), ``time_slice`` (one of N time-slicing replicas of a GPU or MIG
+    slice, priced per replica: :func:`aitco.perf.service.fractional_accelerator`), and
+    ``disaggregate`` / ``load_profile`` / ``autoscale``, planned
     by :func:`aitco.perf.service.service_plans` on the engine's estimate (the function ``aitco
     infer`` and ``aitco compare`` call): a disaggregated row reports the chosen layout's
     latencies, replicas and price; an autoscaled row is billed for the mean running replicas
@@ -1544,13 +1548,23 @@ class EngineServingEvaluator(ItemPricing):
         text = {k: None if d[k] is None else self._text(k, int(d[k])) for k in SERVICE_TEXT_KEYS}
         acc, sysm, model = self.accelerators[hi], self.systems[hi], self.model_archs[mi]
         slices = 1
-        if text["workload.mig"] is not None:
+        ts = int(d["workload.time_slice"])
+        if text["workload.mig"] is not None or ts > 1:
             if g != 1:
                 return 1
             try:
-                acc, slices = service.mig_accelerator(acc, text["workload.mig"], "workload.mig")
+                acc, slices = service.fractional_accelerator(
+                    acc, text["workload.mig"], None, "workload."
+                )
             except InputError:
                 return 256
+            try:
+                acc, slices = (
+                    service.fractional_accelerator(acc, None, ts, "workload.")[0],
+                    (slices * ts),
+                )
+            except InputError:
+                return 4096
         kw: dict[str, Any] = {
             "precision": DTYPES[pi], "kv_precision": None if ki < 0 else DTYPES[ki],
             "input_tokens": i, "output_tokens": o, "batch": None, "concurrency": None,

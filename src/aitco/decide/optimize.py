@@ -119,6 +119,8 @@ def _verify_p99(spec: SweepSpec, catalog: Catalog, out: dict[str, Any]) -> None:
         layout = [k for k in P99_UNSIMULATED if row.get(k) not in (None, "none")]
         if int(row.get("ep", 1) or 1) > 1:
             layout.append("ep")
+        if int(row.get("time_slice", 1) or 1) > 1:
+            layout.append("time_slice")
         if layout:
             # the Poisson simulation runs one aggregated replica shape: these rows keep the
             # sweep's steady-state figures

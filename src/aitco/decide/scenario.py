@@ -159,6 +159,12 @@ class InferenceWorkload(BaseModel):
         description="Autoscaler 'target-util=0.7,min=0,max=64'; priced by replicas running.",
     )
     mig: str | None = Field(default=None, description="MIG slice per replica, e.g. 1g.10gb.")
+    time_slice: int | None = Field(
+        default=None,
+        ge=1,
+        description="Time-slicing: replicas sharing each GPU (or MIG slice); each is priced at "
+        "1/N of it and runs at 1/N of its rates and memory (all replicas busy).",
+    )
 
     @model_validator(mode="after")
     def _one_layout(self) -> InferenceWorkload:

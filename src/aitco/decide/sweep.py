@@ -568,6 +568,8 @@ def _dimension(
         )
     if key == "workload.max_batched_tokens":
         vals = [-1 if v is None else v for v in vals]
+    if key == "workload.time_slice":
+        vals = [1 if v is None else v for v in vals]  # none: the whole GPU
     if key == "workload.plan.recompute":
         for v in vals:
             if v not in ev.RECOMPUTE:
@@ -587,7 +589,12 @@ def _dimension(
                 raise InputError(key, v, "a fraction in [0, 1)")
         elif key == "workload.max_batched_tokens" and x == -1:
             pass
-        elif key in ("workload.scheduler_steps", "workload.ep", "workload.max_batched_tokens"):
+        elif key in (
+            "workload.scheduler_steps",
+            "workload.ep",
+            "workload.max_batched_tokens",
+            "workload.time_slice",
+        ):
             if not (math.isfinite(x) and x >= 1 and x == int(x)):
                 raise InputError(key, v, "an integer >= 1")
         elif not math.isfinite(x) or x <= 0:

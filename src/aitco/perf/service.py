@@ -1,4 +1,6 @@
-r"""Serving plans on top of the iteration model: cost per token, disaggregation, autoscaling, MIG.
+r"""Serving plans on the iteration model: cost per token, disaggregation, autoscaling, MIG.
+
+Time-slicing shares a GPU between replicas, as MIG splits it (:func:`fractional_accelerator`).
 
 Pure functions of numbers and an :class:`~aitco.perf.inference.IterationModel`; prices come in
 as ``usd_per_gpu_hour`` (the CLI resolves them from the catalog), so this module reads no catalog.
@@ -13,6 +15,11 @@ References
    https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html
    (retrieved 2026-12-02): 7 compute slices (1/7 of the SMs each) and 8 memory slices (1/8 of
    memory, L2 and memory controllers each); a ``Ng.Mgb`` profile takes ``N`` compute slices.
+.. [4] NVIDIA, "Time-Slicing GPUs in Kubernetes," GPU Operator documentation,
+   https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-sharing.html
+   (published 2025-09-10): a GPU is handed out as ``replicas`` that interleave in time, "unlike
+   MIG, there is no memory or fault-isolation between replicas"; the trade-off is "increased
+   latency, jitter, and potential out-of-memory (OOM) conditions".
 """
 
 from __future__ import annotations
@@ -512,7 +519,7 @@ def mig_supported(accelerator_id: str) -> bool:
     return accelerator_id.lower().startswith(MIG_GPU_PREFIXES)
 
 
-def mig_slice(profile: str, gpu_memory_gb: float) -> MigSlice:
+def mig_slice(profile: str, gpu_memory_gb: float, field: str = "--mig") -> MigSlice:
     r"""Resolve a MIG profile such as ``1g.10gb`` against a GPU's memory.
 
     Notes
@@ -523,12 +530,12 @@ def mig_slice(profile: str, gpu_memory_gb: float) -> MigSlice:
     """
     m = re.fullmatch(MIG_PROFILE_PATTERN, profile.strip().lower())
     if m is None:
-        raise InputError("--mig", profile, "a MIG profile like 1g.10gb, 2g.20gb, 3g.40gb")
+        raise InputError(field, profile, "a MIG profile like 1g.10gb, 2g.20gb, 3g.40gb")
     n, mem = int(m.group(1)), float(m.group(2))
     slices = round(MIG_MEMORY_SLICES * mem / gpu_memory_gb)
     if not 1 <= slices <= MIG_MEMORY_SLICES:
         raise InputError(
-            "--mig", profile, f"a memory size between 1/8 and all of the GPU's {gpu_memory_gb:g} GB"
+            field, profile, f"a memory size between 1/8 and all of the GPU's {gpu_memory_gb:g} GB"
         )
     inst = int(min(MIG_COMPUTE_SLICES / n, MIG_MEMORY_SLICES / slices) + 1e-9)
     return MigSlice(
@@ -542,6 +549,7 @@ __all__ = [
     "PoolPlan",
     "autoscale_day",
     "autoscaled_month_usd",
+    "fractional_accelerator",
     "hourly_load",
     "kv_transfer_s",
     "mig_accelerator",
@@ -552,6 +560,7 @@ __all__ = [
     "plan_pools",
     "read_load_profile",
     "service_plans",
+    "time_slice_accelerator",
     "usd_per_million_tokens",
 ]
 
@@ -590,18 +599,123 @@ def mig_accelerator(acc: Any, profile: str, field: str = "--mig") -> tuple[Any, 
         raise InputError(
             field, profile, f"a GPU with MIG (A100, A30, H100, H200, B200), not {acc.id}"
         )
-    sl = mig_slice(profile, float(acc.memory_gb))
+    sl = mig_slice(profile, float(acc.memory_gb), field)
     upd = {
         "id": f"{acc.id}-mig-{sl.profile}@x{sl.instances_per_gpu}",
         "memory_gb": sl.memory_gb,
         "hbm_bandwidth_gb_s": acc.hbm_bandwidth_gb_s * sl.memory_fraction,
         "peak_tflops": {k: x * sl.compute_fraction for k, x in acc.peak_tflops.items()},
+        # the measured matmul ceiling scales with the SMs too (its ratio to the peak is kept)
+        "matmul_tflops": {k: x * sl.compute_fraction for k, x in acc.matmul_tflops.items()},
         "tdp_w": None if acc.tdp_w is None else acc.tdp_w / sl.instances_per_gpu,
+        "idle_w": None if acc.idle_w is None else acc.idle_w / sl.instances_per_gpu,
         "power_limit_w": (
             None if acc.power_limit_w is None else acc.power_limit_w / sl.instances_per_gpu
         ),
     }
     return acc.model_copy(update=upd), sl.instances_per_gpu
+
+
+#: Accelerator vendors whose GPUs the Kubernetes device plugin time-slices (NVIDIA [4]_).
+TIME_SLICE_VENDORS = ("nvidia",)
+
+
+def time_slice_accelerator(acc: Any, replicas: int, field: str = "--time-slice") -> Any:
+    r"""Return one of ``replicas`` time-slicing shares of a GPU as an accelerator.
+
+    Notes
+    -----
+    Time-slicing [4]_ interleaves the replicas' contexts on the whole GPU: a context runs alone
+    in its slice, at the full peak rates and bandwidth, and waits while the others run. The
+    figures here are the *contended* ones, every replica busy: each progresses at
+    :math:`1/n` of the GPU's rates (peaks, matmul ceilings, HBM bandwidth), so an iteration takes
+    :math:`n` times as long. There is no memory isolation: each engine must be capped to its
+    :math:`1/n` of the memory (e.g. vLLM ``--gpu-memory-utilization``), and it draws (and is
+    billed) :math:`1/n` of the GPU's power and price. An uncontended replica runs faster, by up
+    to :math:`n` times, but nothing guarantees it. Context-switch time is not modelled (no
+    published figure; assumption).
+
+    Parameters
+    ----------
+    acc : Accelerator
+        A GPU (or a MIG slice of one, which can be time-sliced too).
+    replicas : int
+        Replicas sharing the GPU, :math:`n \ge 1` (1: the whole GPU).
+    field : str
+        Field named in errors.
+
+    Returns
+    -------
+    Accelerator
+        The share, with id ``<gpu>-ts<n>``.
+
+    Raises
+    ------
+    InputError
+        When ``replicas`` is not an integer >= 1, or the accelerator is not a GPU that the
+        device plugin time-slices.
+    """
+    if isinstance(replicas, bool) or not isinstance(replicas, (int, np.integer)) or replicas < 1:
+        raise InputError(field, replicas, "an integer >= 1: replicas sharing one GPU")
+    n = int(replicas)
+    if n == 1:
+        return acc
+    if acc.kind != "gpu" or acc.vendor.lower() not in TIME_SLICE_VENDORS:
+        raise InputError(
+            field, n, f"an NVIDIA GPU (Kubernetes device-plugin time-slicing), not {acc.id}"
+        )
+
+    def share(x: float | None) -> float | None:
+        return None if x is None else x / n
+
+    upd = {
+        "id": f"{acc.id}-ts{n}",
+        "memory_gb": acc.memory_gb / n,
+        "hbm_bandwidth_gb_s": acc.hbm_bandwidth_gb_s / n,
+        "peak_tflops": {k: x / n for k, x in acc.peak_tflops.items()},
+        "matmul_tflops": {k: x / n for k, x in acc.matmul_tflops.items()},
+        "tdp_w": share(acc.tdp_w),
+        "power_limit_w": share(acc.power_limit_w),
+        "idle_w": share(acc.idle_w),
+    }
+    return acc.model_copy(update=upd)
+
+
+def fractional_accelerator(
+    acc: Any, mig: str | None, time_slice: int | None, field_prefix: str = "--"
+) -> tuple[Any, int]:
+    """Return the share of a GPU one replica runs on and the shares one GPU holds.
+
+    A MIG slice (:func:`mig_accelerator`), time-sliced by ``time_slice`` replicas
+    (:func:`time_slice_accelerator`; the device plugin time-slices MIG devices too), or the
+    whole GPU. Every surface (``aitco infer``, ``compare``, the serving sweep) resolves a
+    fractional replica here; the price of a share is the GPU's over the shares it holds.
+
+    Parameters
+    ----------
+    acc : Accelerator
+        The GPU.
+    mig : str or None
+        MIG profile, e.g. ``1g.10gb``.
+    time_slice : int or None
+        Replicas sharing the GPU (or the MIG slice) by time-slicing.
+    field_prefix : str
+        ``--`` (CLI flags ``--mig``, ``--time-slice``) or ``workload.`` (scenario fields).
+
+    Returns
+    -------
+    tuple
+        ``(accelerator, shares_per_gpu)``.
+    """
+    cli = field_prefix == "--"
+    shares = 1
+    if mig is not None:
+        acc, shares = mig_accelerator(acc, mig, f"{field_prefix}mig")
+    if time_slice is not None:
+        ts_field = "--time-slice" if cli else f"{field_prefix}time_slice"
+        acc = time_slice_accelerator(acc, time_slice, ts_field)
+        shares *= int(time_slice)
+    return acc, shares
 
 
 def parse_layout(spec: str, field: str = "--disaggregate") -> tuple[int, int] | None:
