@@ -130,3 +130,18 @@ def test_an_unknown_offload_mode_is_an_error(tmp_path: Path, capsys) -> None:
     assert "workload.plan.offload = 'nvme'" in err
     assert "one of none, optimizer, params" in err
     assert "Traceback" not in err
+
+
+def test_nvme_offload_in_a_sweep_needs_the_nodes_nvme_figures(tmp_path: Path, capsys) -> None:
+    """ZeRO-Infinity to NVMe (ZeRO-3): the A100 node states its drives and prices; the L40S
+    node does not, and its configurations are marked, as `aitco train` refuses them."""
+    wl = WORKLOAD.replace("offload: optimizer", "offload: optimizer-nvme")
+    grid = {**BASE_GRID, "option.hardware": "a100-sxm4-80gb, l40s", "workload.plan.zero": "1, 3"}
+    sw = tmp_path / "sweep.yaml"
+    sw.write_text(_sweep(grid, workload=wl))
+    code, out, err = _run(["sweep", str(sw), "--json"], capsys)
+    assert code == 0, err
+    reasons = out["invalid_reasons"]
+    assert any("nvme_read_gb_s" in r for r in reasons)
+    assert any(r.startswith("offload: ZeRO stage below") for r in reasons)
+    assert {(r["hardware"], r["zero"]) for r in out["top"]} == {("a100-sxm4-80gb", 3)}

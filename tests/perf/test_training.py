@@ -463,6 +463,48 @@ def test_offload_time_grows_as_the_host_link_slows() -> None:
         estimate_training(M, gen5, SYS, 8, plan={**plan, "offload": "optimizer"}, **kw)
 
 
+def test_nvme_offload_moves_the_states_to_the_drives_and_swaps_them_each_step() -> None:
+    """ZeRO-Infinity's NVMe offload: the optimizer states (and weights) leave host memory for
+    the node's drives; each step reads and writes the optimizer states at the drives' rates
+    (shared by the node's devices), so slower drives cost more and the host holds only the
+    fp32 gradient buffer."""
+    fast_sys = SYS.model_copy(update={
+        "host_memory_gb": 2048.0, "host_memory_bandwidth_gb_s": 600.0,
+        "nvme_capacity_gb": 30720.0, "nvme_read_gb_s": 54.4, "nvme_write_gb_s": 32.0,
+    })  # fmt: skip
+    slow_sys = fast_sys.model_copy(update={"nvme_read_gb_s": 13.6, "nvme_write_gb_s": 8.0})
+    acc = ACC.model_copy(update={"pcie_gen": 5})
+    plan = {"tp": 1, "pp": 1, "dp": 8, "zero": 3, "micro_batch": 1, "recompute": "none"}
+    kw = dict(seq_len=2048, global_batch=64)
+    cpu = estimate_training(M, acc, fast_sys, 8, plan={**plan, "offload": "optimizer"}, **kw)
+    nv = estimate_training(M, acc, fast_sys, 8, plan={**plan, "offload": "optimizer-nvme"}, **kw)
+    slow = estimate_training(M, acc, slow_sys, 8, plan={**plan, "offload": "optimizer-nvme"}, **kw)
+    assert slow.time_terms_s["offload_s"] > nv.time_terms_s["offload_s"]
+    assert nv.term_inputs["offload_s"]["nvme_read_gb_s"] == 54.4  # --explain names the drives
+    # the 12 B/param of Adam states now sit on the drives, not in host memory
+    shard = cpu.values["host_memory_per_gpu_gb"] / 16.0  # 12 B states + 4 B fp32 gradients
+    assert nv.values["nvme_per_gpu_gb"] == pytest.approx(12.0 * shard, rel=1e-9)
+    assert nv.values["host_memory_per_gpu_gb"] == pytest.approx(4.0 * shard, rel=1e-9)
+    assert cpu.values["nvme_per_gpu_gb"] == 0.0
+    # the swap at the slow drives' rates bounds the step from below: 8 devices share them
+    gb = 12.0 * shard
+    swap_s = gb / (13.6 / 8) + gb / (8.0 / 8)
+    assert slow.time_terms_s["offload_s"] >= swap_s
+    par = estimate_training(M, acc, fast_sys, 8, plan={**plan, "offload": "params-nvme"}, **kw)
+    assert par.values["nvme_per_gpu_gb"] > nv.values["nvme_per_gpu_gb"]
+    assert par.memory_terms_gb["weights"] < nv.memory_terms_gb["weights"]
+    tiny = fast_sys.model_copy(update={"nvme_capacity_gb": 1.0})
+    assert not estimate_training(
+        M, acc, tiny, 8, plan={**plan, "offload": "optimizer-nvme"}, **kw
+    ).values["fits"]
+    with pytest.raises(InputError, match="nvme_read_gb_s"):
+        estimate_training(M, acc, fast_sys.model_copy(update={"nvme_read_gb_s": None}), 8,
+                          plan={**plan, "offload": "optimizer-nvme"}, **kw)  # fmt: skip
+    z1 = {**plan, "zero": 1, "offload": "optimizer-nvme"}
+    with pytest.raises(PlanError, match="ZeRO stage >= 3"):
+        estimate_training(M, acc, fast_sys, 8, plan=z1, **kw)
+
+
 def test_zero_offload_10b_on_one_v100_is_near_the_published_40_tflops(catalog) -> None:
     """Ren et al. 2021 (ZeRO-Offload, arXiv 2101.06840): a 10B GPT-2-style model trains on one
     V100 at 40 TFLOP/s with the optimizer on the CPU. An indicative check, not a validation

@@ -266,6 +266,29 @@ def test_train_offload_needs_host_figures(capsys: pytest.CaptureFixture[str]) ->
     assert "host_memory_gb" in err
 
 
+def test_train_nvme_offload_holds_a_70b_optimizer_on_the_drives(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Llama 3.1 70B on one 8x H100 node (ZeRO-3): with the optimizer states on the node's
+    NVMe, host memory keeps only the gradient buffer, and the step pays for the swaps."""
+    args = ["train", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--gpus", "8",
+            "--seq-len", "4096", "--global-batch", "64", "--zero", "3", "--json"]  # fmt: skip
+    _, cpu, _ = run([*args, "--offload", "optimizer"], capsys)
+    code, nv, err = run([*args, "--offload", "optimizer-nvme"], capsys)
+    assert code == 0, err
+    c, n = json.loads(cpu), json.loads(nv)
+    assert n["plan"]["offload"] == "optimizer-nvme"
+    assert n["nvme_per_gpu_gb"] > n["host_memory_per_gpu_gb"] > 0
+    assert n["host_memory_per_gpu_gb"] < c["host_memory_per_gpu_gb"]
+    assert n["time_split_s"]["offload_s"] > c["time_split_s"]["offload_s"]
+    assert sum(n["time_split_s"].values()) == pytest.approx(n["step_time_s"], rel=1e-9)
+    code, _, err = run(["train", "--model", "llama-3.1-8b", "--hardware", "dgx1-v100-8",
+                        "--gpus", "8", "--zero", "3", "--precision", "fp16", "--offload",
+                        "params-nvme"], capsys)  # fmt: skip
+    assert code == 2
+    assert "nvme_capacity_gb" in err
+
+
 def test_train_dualpipe_schedule(capsys: pytest.CaptureFixture[str]) -> None:
     """DeepSeek-V3's own layout (PP16, EP64, ZeRO-1 DP, FP8) on 2,048 H800: with DualPipe its
     EP all-to-alls hide under the paired chunks and the bubble shrinks, so it is faster than

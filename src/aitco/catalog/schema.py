@@ -281,6 +281,25 @@ class System(Entry):
         default=None,
         gt=0,
     )
+    nvme_capacity_gb: float | None = _f(
+        "Local NVMe capacity of one node (all drives), where ZeRO-Infinity's NVMe offload keeps "
+        "optimizer states and parameters.",
+        "GB",
+        default=None,
+        gt=0,
+    )
+    nvme_read_gb_s: float | None = _f(
+        "Sustained sequential read bandwidth of the node's NVMe drives together (RAID 0).",
+        "GB/s",
+        default=None,
+        gt=0,
+    )
+    nvme_write_gb_s: float | None = _f(
+        "Sustained sequential write bandwidth of the node's NVMe drives together (RAID 0).",
+        "GB/s",
+        default=None,
+        gt=0,
+    )
 
 
 # --------------------------------------------------------------------------- cloud offers

@@ -39,11 +39,13 @@ class Recompute(StrEnum):
 
 
 class Offload(StrEnum):
-    """ZeRO-Offload modes (DeepSpeed offload_optimizer / offload_param to the CPU)."""
+    """ZeRO-Offload modes (DeepSpeed offload_optimizer / offload_param to the CPU or NVMe)."""
 
     none = "none"
     optimizer = "optimizer"
     params = "params"
+    optimizer_nvme = "optimizer-nvme"
+    params_nvme = "params-nvme"
 
 
 class PipelineSchedule(StrEnum):
@@ -160,7 +162,8 @@ def train(
         typer.Option(
             "--offload",
             help="ZeRO-Offload to host memory: 'optimizer' (states, fp32 gradients and the "
-            "Adam step on the CPU; ZeRO >= 1) or 'params' (weights too, ZeRO-Infinity; ZeRO-3).",
+            "Adam step on the CPU; ZeRO >= 1) or 'params' (weights too, ZeRO-Infinity; ZeRO-3); "
+            "'optimizer-nvme' / 'params-nvme': those states on the node's NVMe (ZeRO-3).",
         ),
     ] = Offload.none,
     recompute: Annotated[Recompute | None, typer.Option("--recompute")] = None,
@@ -257,6 +260,8 @@ def train(
     ]
     if p.get("offload", "none") != "none":
         rows.append(("host memory per GPU (GB)", v["host_memory_per_gpu_gb"], "offloaded"))
+    if str(p.get("offload", "none")).endswith("-nvme"):
+        rows.append(("NVMe per GPU (GB)", v["nvme_per_gpu_gb"], "offloaded"))
     if "gpu_hours" in v:
         rows.append(("GPU-hours", v["gpu_hours"], _range(v, "gpu_hours")))
         rows.append(("wall clock (h)", v["wall_clock_h"], _range(v, "wall_clock_h")))

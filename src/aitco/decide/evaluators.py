@@ -135,8 +135,9 @@ REASONS: dict[int, str] = {
     256: "mig: the accelerator has no such MIG slice",
     512: "service: the disaggregated layout does not carry the load within the objectives",
     1024: "offload: the system gives no host memory figures (host_memory_gb, "
-    "host_memory_bandwidth_gb_s) or the accelerator no PCIe generation",
-    2048: "offload: ZeRO stage below the offload mode's (optimizer: >= 1, params: 3)",
+    "host_memory_bandwidth_gb_s; NVMe modes: nvme_capacity_gb, nvme_read_gb_s, nvme_write_gb_s) "
+    "or the accelerator no PCIe generation",
+    2048: "offload: ZeRO stage below the offload mode's (optimizer: >= 1, params and NVMe: 3)",
     4096: "time_slice: the accelerator is not a GPU the device plugin time-slices",
 }
 
@@ -1430,7 +1431,7 @@ class EngineTrainingEvaluator(ItemPricing):
             if dtype not in TRAIN_PRECISIONS or not self.accelerators[h].supports(dtype):
                 continue  # already excluded (reason 64)
             system = self.systems[h] if oc < 0 else self.offer_systems[oc]
-            if offload_missing(system, self._hw_shape(int(h), dtype)):
+            if offload_missing(system, self._hw_shape(int(h), dtype), self.offload):
                 bits = bits | np.where((hw == h) & (prec == p_) & (osys == oc), 1024, 0)
         return bits
 

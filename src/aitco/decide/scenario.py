@@ -59,8 +59,9 @@ class ParallelPlan(BaseModel):
     #: two parameter copies; even pp, no interleaving). ``1f1b`` unless given.
     pipeline_schedule: Literal["1f1b", "dualpipe"] | None = None
     #: ZeRO-Offload to host memory: ``optimizer`` (states, fp32 gradients, CPU Adam step) or
-    #: ``params`` (weights too, ZeRO-Infinity; ZeRO-3). ``none`` unless given.
-    offload: Literal["none", "optimizer", "params"] | None = None
+    #: ``params`` (weights too, ZeRO-Infinity; ZeRO-3); ``optimizer-nvme`` / ``params-nvme``
+    #: keep those states on the node's NVMe drives (ZeRO-3). ``none`` unless given.
+    offload: Literal["none", "optimizer", "params", "optimizer-nvme", "params-nvme"] | None = None
 
 
 class TrainingWorkload(BaseModel):

@@ -54,8 +54,12 @@ ZERO3_LIVE_LAYERS = 2.0
 #: CPU optimizer step reads it ([6], Sec. 4). [B/param]
 HOST_GRAD_BYTES = 4.0
 #: Offload modes of :func:`training_memory_bytes` (DeepSpeed ``offload_optimizer`` /
-#: ``offload_param`` to the CPU).
-OFFLOAD_MODES = ("none", "optimizer", "params")
+#: ``offload_param``, ``device: cpu`` or ``device: nvme`` [7]).
+OFFLOAD_MODES = ("none", "optimizer", "params", "optimizer-nvme", "params-nvme")
+#: Offload modes that move the weight shard off the device too (ZeRO-Infinity, ZeRO-3).
+OFFLOAD_PARAM_MODES = ("params", "params-nvme")
+#: Offload modes whose states live on the node's NVMe drives (ZeRO-Infinity [7]).
+OFFLOAD_NVME_MODES = ("optimizer-nvme", "params-nvme")
 
 
 def activation_elements_per_token_layer(ms: ModelShape, recompute: ArrayLike) -> F64:
@@ -193,18 +197,21 @@ def training_memory_bytes(
         Trainable parameters for LoRA (default: ``ms.lora_params``). [count]
     recompute_fraction : array_like
         Share of the layers fully recomputed when ``recompute`` is 2. [0-1]
-    offload : {"none", "optimizer", "params"}
+    offload : {"none", "optimizer", "params", "optimizer-nvme", "params-nvme"}
         ZeRO-Offload [6]: ``optimizer`` keeps the optimizer states and an fp32 gradient buffer
         of the device's ZeRO shard in host memory (the CPU runs the optimizer step; 16-bit
         gradients leave the device bucket by bucket as the backward pass makes them);
         ``params`` (ZeRO-Infinity [7], ZeRO-3 only) also keeps the weight shard there, the
-        device holding only the layers in flight.
+        device holding only the layers in flight. The ``-nvme`` modes (ZeRO-Infinity's
+        ``device: nvme``) keep those states on the node's NVMe drives instead; the fp32
+        gradient buffer stays in host memory.
 
     Returns
     -------
     dict of str to ndarray
-        ``weights``, ``gradients``, ``optimizer``, ``activations``, ``overhead``, ``total``
-        and ``host`` (host memory the device's offloaded shard takes). [B]
+        ``weights``, ``gradients``, ``optimizer``, ``activations``, ``overhead``, ``total``,
+        ``host`` (host memory the device's offloaded shard takes) and ``nvme`` (NVMe space it
+        takes). [B]
 
     Notes
     -----
@@ -250,14 +257,20 @@ def training_memory_bytes(
     grads = np.where(zero >= 2, trainable * grad_b / dp, trainable * grad_b)
     opt = np.where(zero >= 1, trainable * optimizer_bytes / dp, trainable * optimizer_bytes)
     host = np.zeros_like(opt)
-    if offload in ("optimizer", "params"):
+    nvme = np.zeros_like(opt)
+    if offload != "none":
+        on_nvme = offload in OFFLOAD_NVME_MODES
         shard = np.where(zero >= 1, trainable / dp, trainable)
-        host = opt + shard * HOST_GRAD_BYTES
+        host = shard * HOST_GRAD_BYTES + (0.0 if on_nvme else opt)
+        nvme = opt if on_nvme else nvme
         opt = np.zeros_like(opt)
         grads = np.zeros_like(grads)  # streamed to the host bucket by bucket as produced
-    if offload == "params":
-        host = host + weights - live
-        weights = live
+        if offload in OFFLOAD_PARAM_MODES:
+            if on_nvme:
+                nvme = nvme + weights - live
+            else:
+                host = host + weights - live
+            weights = live
     acts = activation_memory_bytes(
         ms, mb * seq_len / cp, tp, pp, m, vp, recompute, recompute_fraction, precision
     )
@@ -273,6 +286,7 @@ def training_memory_bytes(
         "params_per_device": params,
         "trainable_per_device": trainable,
         "host": host,
+        "nvme": nvme,
     }
 
 

@@ -47,7 +47,7 @@ from aitco.errors import InputError, PlanError
 from aitco.explain import Estimate, Term
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import DEFAULT_LORA_RANK, ModelShape, model_shape
-from aitco.perf.memory import ADAM_FP32_BYTES, OFFLOAD_MODES
+from aitco.perf.memory import ADAM_FP32_BYTES, OFFLOAD_MODES, OFFLOAD_NVME_MODES
 from aitco.perf.parallelism import RECOMPUTE_CODES, RECOMPUTE_NAMES
 from aitco.perf.plan_search import search_plans
 from aitco.perf.training_model import (
@@ -97,7 +97,8 @@ TIME_TERMS: dict[str, str] = {
     "pp_comm_s": "PP point-to-point activations/gradients",
     "bubble_s": "pipeline bubble (p-1)/(v m) of the micro-batch time",
     "optimizer_s": "Adam step, memory-bound",
-    "offload_s": "ZeRO-Offload: PCIe gradient/weight copies not hidden + the CPU optimizer step",
+    "offload_s": "ZeRO-Offload: PCIe gradient/weight copies not hidden + the CPU optimizer step "
+    "(NVMe: + optimizer-state swaps not under it)",
     "step_overhead_s": "fixed per-step host/launch/data-loader time (step_overhead_s)",
 }
 
@@ -325,6 +326,10 @@ def estimate_training(
     }
     term_inputs = _term_inputs(hw, efficiency, values, optimizer)
     term_inputs["compute_s"]["gemm_basis"] = inputs["gemm_efficiency_basis"]
+    if values["plan"]["offload"] in OFFLOAD_NVME_MODES:
+        term_inputs["offload_s"].update(
+            nvme_read_gb_s=system.nvme_read_gb_s, nvme_write_gb_s=system.nvme_write_gb_s
+        )
     return TrainingResult(values, interval, time_terms, mem_terms, inputs, n, term_inputs)
 
 
@@ -362,19 +367,25 @@ def _offload(p: dict[str, Any]) -> str:
 def offload_min_zero(offload: str) -> int:
     """Lowest ZeRO stage an offload mode runs with.
 
-    ``optimizer`` (ZeRO-Offload) shards from ZeRO-1 on; ``params`` (ZeRO-Infinity) needs ZeRO-3.
+    ``optimizer`` (ZeRO-Offload) shards from ZeRO-1 on; ``params`` (ZeRO-Infinity) needs ZeRO-3,
+    as does every NVMe offload (DeepSpeed's ``device: nvme`` is a ZeRO-3 feature).
     """
-    return {"none": 0, "optimizer": 1, "params": 3}[offload]
+    return {"none": 0, "optimizer": 1, "params": 3, "optimizer-nvme": 3, "params-nvme": 3}[offload]
 
 
-def offload_missing(system: System, hw: HardwareShape) -> list[str]:
+#: System figures every offload needs, and those an NVMe offload needs too.
+OFFLOAD_HOST_FIELDS = ("host_memory_gb", "host_memory_bandwidth_gb_s")
+OFFLOAD_NVME_FIELDS = ("nvme_capacity_gb", "nvme_read_gb_s", "nvme_write_gb_s")
+
+
+def offload_missing(system: System, hw: HardwareShape, offload: str = "optimizer") -> list[str]:
     """Catalog figures an offload needs that ``system`` / its accelerator do not give (empty: none).
 
-    The node must state its host memory and its bandwidth, the accelerator its PCIe generation.
+    The node must state its host memory and its bandwidth (and, for an NVMe offload, its NVMe
+    capacity and read/write bandwidths), the accelerator its PCIe generation.
     """
-    missing = [
-        f for f in ("host_memory_gb", "host_memory_bandwidth_gb_s") if getattr(system, f) is None
-    ]
+    fields = OFFLOAD_HOST_FIELDS + (OFFLOAD_NVME_FIELDS if offload in OFFLOAD_NVME_MODES else ())
+    missing = [f for f in fields if getattr(system, f) is None]
     return missing if missing or hw.pcie_gb_s > 0 else ["the accelerator's pcie_gen"]
 
 
@@ -390,13 +401,13 @@ def _check_offload(offload: str, fixed: dict[str, Any], system: System, hw: Hard
             hint="raise --zero or drop --offload",
         )  # fmt: skip
     fixed["min_zero"] = need
-    missing = offload_missing(system, hw)
+    missing = offload_missing(system, hw, offload)
     if missing:
         what = ", ".join(missing)
         raise InputError(
             "--offload", offload,
             f"a system whose catalog entry gives {what} ({system.id} does not)",
-            hint="choose a system with host memory figures, or override them in the catalog",
+            hint="choose a system with these figures, or set them in a catalog overlay",
         )  # fmt: skip
 
 
@@ -529,6 +540,7 @@ def _values(
         "memory_per_gpu_gb": mem_gb,
         "memory_capacity_gb": hw.memory_gb,
         "host_memory_per_gpu_gb": v("host_memory_per_gpu_bytes") / GIGA,
+        "nvme_per_gpu_gb": v("nvme_per_gpu_bytes") / GIGA,
         "fits": bool(res["fits"][i]),
         "over_by_gb": max(mem_gb - hw.memory_gb, 0.0),
         "gradient_accumulation": n_micro,

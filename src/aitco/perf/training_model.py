@@ -49,6 +49,8 @@ from aitco.perf.memory import (
     ADAM_8BIT_BYTES,
     ADAM_FP32_BYTES,
     LOGIT_BYTES,
+    OFFLOAD_NVME_MODES,
+    OFFLOAD_PARAM_MODES,
     grad_bytes_per_param,
     training_memory_bytes,
     weight_bytes_per_param,
@@ -208,7 +210,7 @@ class RunShape:
         Hybrid sharding [5]: ZeRO-3/FSDP state is sharded only inside groups of this many
         consecutive devices (a node, a TPU slice) and replicated across the groups, whose
         gradients are all-reduced once per step. ``None``: the whole DP group shards. [count]
-    offload : {"none", "optimizer", "params"}
+    offload : {"none", "optimizer", "params", "optimizer-nvme", "params-nvme"}
         ZeRO-Offload to host memory (:func:`aitco.perf.memory.training_memory_bytes`,
         :func:`offload_time_s`).
     """
@@ -612,6 +614,13 @@ def offload_time_s(
     - per step, the CPU optimizer streams :data:`ADAM_STEP_BYTES_PER_PARAM` per parameter of
       the shard at :math:`\eta_{cpu} B_{host}` and, with the weights on the device, the updated
       16-bit shard returns over PCIe; neither overlaps the next step (no delayed update).
+
+    NVMe offload (ZeRO-Infinity ``device: nvme``, modes ``*-nvme``), with the node's NVMe read
+    and write bandwidths :math:`R, W` shared by its training devices: the optimizer states
+    :math:`S K` are read in and written back each step, sub-group by sub-group, overlapped
+    with the CPU step, :math:`\max(S K/R + S K/W\,[+ S w/W], t_{cpu})` (the bracket: updated
+    weights written back when they live on NVMe too); weights on NVMe are fetched through
+    host bounce buffers at :math:`\min(B_{pcie}, R)` per pass.
     """
     zeros = np.zeros_like(pa.tp)
     if run.offload == "none":
@@ -632,12 +641,32 @@ def offload_time_s(
     d2h = shard * grad_b / pcie
     mb = np.maximum(d2h - BACKWARD_SHARE * work_s, 0.0)
     cpu_step = shard * ADAM_STEP_BYTES_PER_PARAM / (host_bw * GIGA * eff.host_memory)
-    if run.offload == "params":
+    params_off = run.offload in OFFLOAD_PARAM_MODES
+    fetch_rate: Any = pcie
+    if run.offload in OFFLOAD_NVME_MODES:
+        rd, wr = nvme_rates_b_s(system, run)
+        opt_b = ADAM_8BIT_BYTES if run.optimizer == "adam8bit" else ADAM_FP32_BYTES
+        swap = shard * opt_b / rd + shard * opt_b / wr + (shard * wb / wr if params_off else 0.0)
+        cpu_step = np.maximum(swap, cpu_step)  # sub-groups pipelined: I/O under the CPU step
+        fetch_rate = min(pcie, rd)
+    if params_off:
         passes = 2.0 + pa.full_rc
-        fetch = passes * (mem["params_per_device"] / pa.dp_shard) * wb / pcie
+        fetch = passes * (mem["params_per_device"] / pa.dp_shard) * wb / fetch_rate
         mb = mb + np.maximum(fetch - work_s, 0.0)
         return mb, cpu_step
     return mb, cpu_step + shard * wb / pcie
+
+
+def nvme_rates_b_s(system: System, run: RunShape) -> tuple[float, float]:
+    """Return one training device's share of its node's NVMe read and write rates [B/s]."""
+    rd, wr = system.nvme_read_gb_s, system.nvme_write_gb_s
+    if not rd or not wr:
+        raise InputError(
+            "offload", run.offload,
+            f"a system with nvme_read_gb_s and nvme_write_gb_s ({system.id})",
+        )  # fmt: skip
+    d = devices_per_host(run, system)
+    return float(rd) * GIGA / d, float(wr) * GIGA / d
 
 
 def dp_comm_times_s(
@@ -774,6 +803,7 @@ def _assemble(
         "memory_per_gpu_bytes": total_mem,
         "fits": (total_mem <= hw.memory_gb * GIGA) & host_fits,
         "host_memory_per_gpu_bytes": mem["host"],
+        "nvme_per_gpu_bytes": mem["nvme"],
         "n_micro": pa.n_micro,
         **terms,
         **{f"mem_{k}_bytes": mem[k] for k in MEMORY_TERMS},
@@ -909,4 +939,9 @@ def _step_terms(
         if run.offload != "none"
         else np.ones_like(m, dtype=bool)
     )
+    if run.offload in OFFLOAD_NVME_MODES:  # the node's drives hold its devices' shards
+        host_fits = host_fits & (
+            mem["nvme"] * devices_per_host(run, system)
+            <= float(system.nvme_capacity_gb or 0.0) * GIGA
+        )
     return _assemble(ms, hw, run, pa, terms, mem, host_fits)
