@@ -274,7 +274,7 @@ def test_train_nvme_offload_holds_a_70b_optimizer_on_the_drives(
     args = ["train", "--model", "llama-3.1-70b", "--hardware", "hgx-h100-8", "--gpus", "8",
             "--seq-len", "4096", "--global-batch", "64", "--zero", "3", "--json"]  # fmt: skip
     _, cpu, _ = run([*args, "--offload", "optimizer"], capsys)
-    code, nv, err = run([*args, "--offload", "optimizer-nvme"], capsys)
+    code, nv, err = run([*args, "--offload", "optimizer-nvme", "--explain"], capsys)
     assert code == 0, err
     c, n = json.loads(cpu), json.loads(nv)
     assert n["plan"]["offload"] == "optimizer-nvme"
@@ -282,6 +282,10 @@ def test_train_nvme_offload_holds_a_70b_optimizer_on_the_drives(
     assert n["host_memory_per_gpu_gb"] < c["host_memory_per_gpu_gb"]
     assert n["time_split_s"]["offload_s"] > c["time_split_s"]["offload_s"]
     assert sum(n["time_split_s"].values()) == pytest.approx(n["step_time_s"], rel=1e-9)
+    # --json --explain carries the terms with their inputs, as `aitco infer` does
+    terms = {t["name"]: t for t in n["explain"]["terms"]}
+    assert terms["offload_s"]["inputs"]["nvme_read_gb_s"] == 54.4
+    assert "explain" not in c
     code, _, err = run(["train", "--model", "llama-3.1-8b", "--hardware", "dgx1-v100-8",
                         "--gpus", "8", "--zero", "3", "--precision", "fp16", "--offload",
                         "params-nvme"], capsys)  # fmt: skip

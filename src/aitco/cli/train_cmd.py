@@ -236,6 +236,8 @@ def train(
         out["model"] = arch.id
         out["hardware"] = acc.id
         out["system"] = system.id
+        if explain:  # the terms with their formulas and inputs, as `aitco infer --explain`
+            out["explain"] = res.to_estimate().to_json()["explain"]
         print_json(out)
         return
     p = v["plan"]
