@@ -26,7 +26,7 @@ from scipy.optimize import least_squares
 from aitco.catalog.loader import Catalog, load_catalog
 from aitco.catalog.schema import ModelArch
 from aitco.decide.practice import PRACTICE_SIZE_FACTOR as PRACTICE_SIZE_FACTOR  # re-export
-from aitco.decide.practice import PublishedRun
+from aitco.decide.practice import PublishedRun, practice_for
 from aitco.decide.practice import published_practice as published_practice  # re-export
 from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams, share_of_ceiling
@@ -477,10 +477,18 @@ def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResu
     precision = case.precision
     if not acc.supports(precision) and acc.supports("fp16"):
         precision = "fp16"  # e.g. V100: mixed precision in fp16 (no bf16)
+    # a full run states no layout: it is priced with the plan `aitco train` and `compare` choose
+    # (within the interval of the fastest, nearest to published layouts of similar runs), so the
+    # full-run error is that of the figure a user gets; throughput rows keep their stated plans
+    practice = (
+        practice_for(param_counts(case.model).total, acc.family, precision)
+        if case.scope not in THROUGHPUT_SCOPES
+        else None
+    )
     res = estimate_training(
         case.model, acc, system, case.gpus, seq_len=case.seq_len, global_batch=case.global_batch,
         precision=precision, plan=case.plan, efficiency=eff, tokens=case.tokens,
-        attention_kernel=case.attention_kernel,
+        attention_kernel=case.attention_kernel, practice=practice,
     )  # fmt: skip
     tps = res.values["tokens_per_s_per_gpu"]
     if case.target == "tokens_per_s_per_gpu":
