@@ -1560,12 +1560,10 @@ class EngineServingEvaluator(ItemPricing):
             except InputError:
                 return 256
             try:
-                acc, slices = (
-                    service.fractional_accelerator(acc, None, ts, "workload.")[0],
-                    (slices * ts),
-                )
+                acc, ts_shares = service.fractional_accelerator(acc, None, ts, "workload.")
             except InputError:
                 return 4096
+            slices *= ts_shares
         kw: dict[str, Any] = {
             "precision": DTYPES[pi], "kv_precision": None if ki < 0 else DTYPES[ki],
             "input_tokens": i, "output_tokens": o, "batch": None, "concurrency": None,
