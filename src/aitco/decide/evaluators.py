@@ -139,6 +139,8 @@ REASONS: dict[int, str] = {
     "or the accelerator no PCIe generation",
     2048: "offload: ZeRO stage below the offload mode's (optimizer: >= 1, params and NVMe: 3)",
     4096: "time_slice: the accelerator is not a GPU the device plugin time-slices",
+    8192: "plan: cp must divide seq_len; ep must divide the model's experts and dp "
+    "(ep > 1 needs an MoE model)",
 }
 
 
@@ -833,6 +835,13 @@ TRAINING_KEYS: dict[str, list[Any]] = {
     "option.pricing": ["on_demand"],
     "option.region": [None],
 }
+#: Plan fields of the engine training evaluator beyond :data:`TRAINING_KEYS` (the same fields as
+#: ``aitco train --cp/--ep``): optional, a sweep adds one only when the spec names it, and a
+#: missing one takes the value listed here. The fast screen does not model them.
+TRAINING_ENGINE_PLAN_KEYS: dict[str, list[Any]] = {
+    "workload.plan.cp": [1],
+    "workload.plan.ep": [1],
+}
 TRAINING_METRICS: tuple[str, ...] = (
     "step_time_s",
     "tokens_per_s",
@@ -1316,15 +1325,25 @@ class EngineTrainingEvaluator(ItemPricing):
         hw, mdl, prec = full["option.hardware"], full["workload.model"], full["workload.precision"]
         g, tp, pp = full["option.gpus"], full["workload.plan.tp"], full["workload.plan.pp"]
         b, gb = full["workload.plan.micro_batch"], full["workload.global_batch"]
+        one = np.ones(n, dtype=np.int64)
+        cp = full.get("workload.plan.cp", one)
+        ep = full.get("workload.plan.ep", one)
         peak = h.peak_tflops[hw, prec]
         bl = h.bill(hw, full["option.pricing"], full["option.region"], g)
         price = bl["price"]
         train_ok = np.isin(prec, [DTYPES.index(p) for p in TRAIN_PRECISIONS])
-        mp = tp * pp
-        dpb = (g // mp) * b
+        mp = tp * pp * cp
+        dp = g // mp
+        dpb = dp * b
         reason = np.zeros(n, dtype=np.int64)
         reason |= np.where(np.isnan(peak) | ~train_ok, 64, 0)
         reason |= np.where(np.mod(g, mp) != 0, 1, 0)
+        # the checks `aitco train --cp/--ep` makes (cp splits the sequence; EP ranks come from DP)
+        n_exp = np.array([float(self._model_shape(i).n_experts) for i in range(len(m.ids))])
+        moe = np.array([self._model_shape(i).moe_layers > 0 for i in range(len(m.ids))])
+        bad_ep = (ep > 1) & ~moe[mdl] | (np.mod(n_exp[mdl], ep) != 0)
+        bad_ep |= np.mod(np.maximum(dp, 1), ep) != 0
+        reason |= np.where(bad_ep | (np.mod(full["workload.seq_len"], cp) != 0), 8192, 0)
         reason |= np.where(tp > h.scale_up_domain[hw], 2, 0)
         vp = full["workload.plan.vp"]
         reason |= np.where(pp * vp > m.n_layers[mdl], 4, 0)
@@ -1363,12 +1382,16 @@ class EngineTrainingEvaluator(ItemPricing):
                     + full["workload.plan.zero"][r_all].astype(np.int64)
                 ) * 3 + full["workload.plan.recompute"][r_all].astype(np.int64)
                 code = code * 64 + vp[r_all].astype(np.int64)
+                code = (code * 1024 + cp[r_all].astype(np.int64)) * 1024 + ep[r_all].astype(
+                    np.int64
+                )
                 _, first, inv = np.unique(code, return_index=True, return_inverse=True)
                 inv = inv.reshape(-1)
                 r = r_all[first]
                 hi, mi, pi = int(hw[r[0]]), int(mdl[r[0]]), int(prec[r[0]])
                 gpus, s_len, gbatch = float(g[r[0]]), float(seq[grp[0]]), float(gb[r[0]])
                 t, p_ = tp[r].astype(float), pp[r].astype(float)
+                c_, e_ = cp[r].astype(float), ep[r].astype(float)
                 oc = int(osys[r[0]])
                 res = evaluate_plans(
                     self._model_shape(mi),
@@ -1382,9 +1405,9 @@ class EngineTrainingEvaluator(ItemPricing):
                     eff=self.efficiency,
                     tp=t,
                     pp=p_,
-                    cp=1.0,
-                    ep=1.0,
-                    dp=gpus / (t * p_),
+                    cp=c_,
+                    ep=e_,
+                    dp=gpus / (t * p_ * c_),
                     zero=full["workload.plan.zero"][r],
                     micro_batch=b[r].astype(float),
                     recompute=full["workload.plan.recompute"][r],
@@ -1395,7 +1418,7 @@ class EngineTrainingEvaluator(ItemPricing):
                 out["tokens_per_s"][grp] = res["tokens_per_s"][inv]
                 out["mfu"][grp] = res["mfu"][inv]
                 out["memory_per_gpu_gb"][grp] = res["memory_per_gpu_bytes"][inv] / GIGA
-                out["dp"][grp] = (gpus / (t * p_))[inv]
+                out["dp"][grp] = (gpus / (t * p_ * c_))[inv]
                 fits[grp] = res["fits"][inv]
             gr = g[rows].astype(float)
             productive_h = self.tokens / out["tokens_per_s"] / SECONDS_PER_HOUR

@@ -347,11 +347,11 @@ def build_plan(
     """
     keys = dict(ev.TRAINING_KEYS if spec.kind == "training" else ev.SERVING_KEYS)
     # the service fields of aitco infer: engine serving sweeps only, added when named
-    optional: dict[str, list[Any]] = (
-        {k: [x] for k, x in ev.SERVICE_KEYS.items()}
-        if spec.kind == "serving" and spec.evaluator == "engine"
-        else {}
-    )
+    optional: dict[str, list[Any]] = {}
+    if spec.kind == "serving" and spec.evaluator == "engine":
+        optional = {k: [x] for k, x in ev.SERVICE_KEYS.items()}
+    elif spec.kind == "training" and spec.evaluator == "engine":
+        optional = {k: list(x) for k, x in ev.TRAINING_ENGINE_PLAN_KEYS.items()}
     valid = {**keys, **optional}
     base = {**_flatten(spec.workload, "workload"), **_flatten(spec.option, "option")}
     extra_base = {
@@ -594,6 +594,8 @@ def _dimension(
             "workload.ep",
             "workload.max_batched_tokens",
             "workload.time_slice",
+            "workload.plan.cp",
+            "workload.plan.ep",
         ):
             if not (math.isfinite(x) and x >= 1 and x == int(x)):
                 raise InputError(key, v, "an integer >= 1")
