@@ -40,6 +40,19 @@ def test_practice_lookup() -> None:
     assert practice_for(70e9, "no-such-family", "bf16") is None
 
 
+def test_a_moe_model_follows_moe_runs_only() -> None:
+    """Dense layouts (EP 1) are no practice for a MoE model: on Hopper, where the table has no
+    MoE run, a 671B MoE model gets no evidence; on Blackwell it follows the DeepSeek-V3 run."""
+    dense = practice_for(671e9, "nvidia-hopper", "fp8")
+    assert dense is not None
+    assert all(lay[3] == 1 for lay in dense.layouts)
+    assert practice_for(671e9, "nvidia-hopper", "fp8", moe=True) is None
+    moe = practice_for(671e9, "nvidia-blackwell", "fp8", moe=True)
+    assert moe is not None
+    assert any(lay[3] > 1 for lay in moe.layouts)
+    assert "DeepSeek" in moe.source
+
+
 def _json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
     capsys.readouterr()
     with pytest.raises(SystemExit) as exc:

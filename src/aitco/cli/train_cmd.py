@@ -218,7 +218,9 @@ def train(
         "ep_comm_overlap": ep_overlap, "offload": offload.value,
         "pipeline_schedule": pipeline_schedule.value,
     }  # fmt: skip
-    practice = practice_for(param_counts(arch).total, acc.family, precision.value)
+    practice = practice_for(
+        param_counts(arch).total, acc.family, precision.value, arch.moe is not None
+    )
     res = estimate_training(
         arch, acc, system, gpus, seq_len=seq_len, global_batch=global_batch, tokens=tokens,
         precision=precision.value, method=method.value, plan=plan_d,

@@ -730,7 +730,9 @@ def _training(
             lora_rank=w.lora_rank,
             # the plan `aitco train` chooses: within the interval of the fastest, nearest to
             # published layouts of similar runs (one plan, one GPU-hour figure in every command)
-            practice=practice_for(param_counts(model).total, acc.family, w.precision),
+            practice=practice_for(
+                param_counts(model).total, acc.family, w.precision, model.moe is not None
+            ),
         )
         fac.memo[key] = res
     v = res.values

@@ -25,7 +25,7 @@ PUBLISHED_RUNS_CSV = Path(__file__).parent / "data" / "published_runs.csv"
 #: theirs (a 70B model is judged by 18B-280B runs).
 PRACTICE_SIZE_FACTOR = 4.0
 #: Columns of :data:`PUBLISHED_RUNS_CSV`.
-COLUMNS = ("row_id", "label", "family", "low_precision", "total_params", "mfu", "layout")
+COLUMNS = ("row_id", "label", "family", "low_precision", "total_params", "mfu", "layout", "moe")
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class PublishedRun:
     total_params: float
     mfu: float  # aitco's MFU convention
     layout: tuple[int, int, int, int] | None  # (tp, pp, cp, ep) when published
+    moe: bool = False  # a mixture-of-experts model (its layouts and MFU are not a dense model's)
 
 
 def _row(run: PublishedRun) -> dict[str, str]:
@@ -46,7 +47,7 @@ def _row(run: PublishedRun) -> dict[str, str]:
     return {
         "row_id": run.row_id, "label": run.label, "family": run.family,
         "low_precision": str(int(run.low_precision)), "total_params": repr(run.total_params),
-        "mfu": repr(run.mfu), "layout": layout,
+        "mfu": repr(run.mfu), "layout": layout, "moe": str(int(run.moe)),
     }  # fmt: skip
 
 
@@ -67,6 +68,7 @@ def read_published_runs(path: Path = PUBLISHED_RUNS_CSV) -> tuple[PublishedRun, 
                 r["row_id"], r["label"], r["family"], r["low_precision"] == "1",
                 float(r["total_params"]), float(r["mfu"]),
                 tuple(int(x) for x in r["layout"].split("x")) if r["layout"] else None,  # type: ignore[arg-type]
+                r.get("moe") == "1",
             )
             for r in csv.DictReader(f)
         )  # fmt: skip
@@ -83,17 +85,20 @@ def published_practice(
     family: str,
     precision: str,
     runs: list[PublishedRun] | tuple[PublishedRun, ...],
+    moe: bool = False,
 ) -> PublishedPractice | None:
     """Best published MFU and layouts for a model size and accelerator generation.
 
-    Runs of the same accelerator family and precision class (fp8 or 16-bit) whose model has
-    between ``1/4`` and ``4`` times ``total_params`` count; ``None`` when there are none (the
-    search then has no evidence to stay within, and says so by leaving the keys out).
+    Runs of the same accelerator family, precision class (fp8 or 16-bit) and kind of model
+    (mixture-of-experts or dense: a dense run's layout has no expert parallelism to follow, and
+    its MFU is not a MoE model's) whose model has between ``1/4`` and ``4`` times
+    ``total_params`` count; ``None`` when there are none (the search then has no evidence to
+    stay within, and says so by leaving the keys out).
     """
     low = precision == "fp8"
     near = [
         r for r in runs
-        if r.family == family and r.low_precision == low
+        if r.family == family and r.low_precision == low and r.moe == moe
         and abs(math.log(r.total_params / total_params)) <= math.log(PRACTICE_SIZE_FACTOR)
     ]  # fmt: skip
     if not near:
@@ -103,6 +108,8 @@ def published_practice(
     return PublishedPractice(best.mfu, f"{best.row_id} {best.label}", layouts)
 
 
-def practice_for(total_params: float, family: str, precision: str) -> PublishedPractice | None:
+def practice_for(
+    total_params: float, family: str, precision: str, moe: bool = False
+) -> PublishedPractice | None:
     """:func:`published_practice` over the shipped table: what train and compare both use."""
-    return published_practice(total_params, family, precision, shipped_runs())
+    return published_practice(total_params, family, precision, shipped_runs(), moe)

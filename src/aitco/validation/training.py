@@ -481,7 +481,9 @@ def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResu
     # (within the interval of the fastest, nearest to published layouts of similar runs), so the
     # full-run error is that of the figure a user gets; throughput rows keep their stated plans
     practice = (
-        practice_for(param_counts(case.model).total, acc.family, precision)
+        practice_for(
+            param_counts(case.model).total, acc.family, precision, case.model.moe is not None
+        )
         if case.scope not in THROUGHPUT_SCOPES
         else None
     )
@@ -917,6 +919,6 @@ def published_runs(catalog: Catalog, path: str | Path | None = None) -> list[Pub
             layout = tuple(int(c.plan.get(k, 1)) for k in ("tp", "pp", "cp", "ep"))
         out.append(
             PublishedRun(c.row_id, c.label, acc.family, precision == "fp8", ms.total_params,
-                         float(mfu), layout)  # type: ignore[arg-type]
+                         float(mfu), layout, ms.moe_layers > 0)  # type: ignore[arg-type]
         )  # fmt: skip
     return out
