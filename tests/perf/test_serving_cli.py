@@ -93,6 +93,9 @@ def test_time_slice(capsys: pytest.CaptureFixture[str]) -> None:
     both = _json(["--precision", "fp8", "--mig", "3g.40gb", "--time-slice", "2"], capsys)
     assert both["gpu_usd_per_h"] == pytest.approx(full["gpu_usd_per_h"] / 4)
     assert "time-sliced by 2" in both["price_source"]
+    code, _, err = _run([*BASE, "--time-slice", "16"], capsys)  # 5 GB each: 8B weights do not fit
+    assert code == 2
+    assert "fewer --time-slice replicas" in err
 
 
 @pytest.mark.parametrize(

@@ -194,18 +194,35 @@ def infer(
     eff = state.efficiency(calibration)
     draft = cat.resolve_model(draft_model, field="--draft-model") if draft_model else None
     trace_arrays, bad_lines = read_trace(trace) if trace else (None, [])
-    res = estimate_inference(
-        arch, acc, system, gpus, precision=precision.value,
-        kv_precision=kv_precision.value if kv_precision else None,
-        input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
-        concurrency=concurrency, qps=qps, mode=mode.value, tp=tp, pp=pp,
-        slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, efficiency=eff,
-        engine=engine.value, allocation=allocation.value, input_cv=length_cv,
-        output_cv=length_cv, num_requests=num_requests, draft_model=draft,
-        spec_tokens=spec_tokens, acceptance_rate=acceptance_rate, trace=trace_arrays,
-        prefix_cache_hit_rate=prefix_cache_hit_rate, scheduler_steps=scheduler_steps,
-        max_batched_tokens=max_batched_tokens, ep=ep,
-    )  # fmt: skip
+    try:
+        res = estimate_inference(
+            arch, acc, system, gpus, precision=precision.value,
+            kv_precision=kv_precision.value if kv_precision else None,
+            input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
+            concurrency=concurrency, qps=qps, mode=mode.value, tp=tp, pp=pp,
+            slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, efficiency=eff,
+            engine=engine.value, allocation=allocation.value, input_cv=length_cv,
+            output_cv=length_cv, num_requests=num_requests, draft_model=draft,
+            spec_tokens=spec_tokens, acceptance_rate=acceptance_rate, trace=trace_arrays,
+            prefix_cache_hit_rate=prefix_cache_hit_rate, scheduler_steps=scheduler_steps,
+            max_batched_tokens=max_batched_tokens, ep=ep,
+        )  # fmt: skip
+    except InputError as e:
+        if (mig is None and time_slice is None) or e.field != "--model":
+            raise
+        # a share of a GPU serves one replica on one device: more GPUs or tp are no way out
+        raise InputError(
+            e.field,
+            e.value,
+            e.expected,
+            hint="; ".join(
+                [p for p in (e.hint or "").split("; ") if p and not p.startswith(TP_HINTS)]
+                + [
+                    "use a larger --mig slice or fewer --time-slice replicas: each replica holds "
+                    "its own weights and KV cache in its share of the memory"
+                ]
+            ),
+        ) from None
     v = res.values
     if trace:
         v["trace_malformed_lines"] = bad_lines
@@ -363,6 +380,10 @@ def _gpu_price(cat: Any, acc_id: str, override: float | None) -> tuple[float | N
         if p is not None and (best is None or p < best[0]):
             best = (p, f"price: cheapest on-demand catalog offer {o.id}")
     return (best[0], best[1]) if best else (None, "price: no catalog offer for this accelerator")
+
+
+#: Hints of a "does not fit" error that a share of one GPU cannot follow (more GPUs, tp).
+TP_HINTS = ("smallest tp", "no tp within")
 
 
 def _fractional_accelerator(
