@@ -90,6 +90,11 @@ def test_time_slice(capsys: pytest.CaptureFixture[str]) -> None:
     assert half["gpu_usd_per_h"] == pytest.approx(full["gpu_usd_per_h"] / 2)
     assert full["tpot_s"] < half["tpot_s"] <= 2 * full["tpot_s"]
     assert half["kv_capacity_tokens"] < full["kv_capacity_tokens"] / 2
+    # alone on the GPU the replica runs at full rates: faster than contended, and no faster
+    # than the whole GPU (it has only half the memory)
+    alone = half["uncontended"]
+    assert full["tpot_s"] <= alone["tpot_s"] * (1 + 1e-9) < half["tpot_s"]
+    assert "uncontended" not in full
     both = _json(["--precision", "fp8", "--mig", "3g.40gb", "--time-slice", "2"], capsys)
     assert both["gpu_usd_per_h"] == pytest.approx(full["gpu_usd_per_h"] / 4)
     assert "time-sliced by 2" in both["price_source"]

@@ -184,6 +184,7 @@ def infer(
     acc = acc.with_power_limit(power_limit_w)  # below the TDP: slower compute, less power
     price, price_note = _gpu_price(cat, acc.id, usd_per_gpu_hour)
     hardware_id = acc.id
+    whole_gpu = acc
     if mig is not None or time_slice is not None:
         acc, price, shares = _fractional_accelerator(acc, mig, time_slice, gpus, price)
         what = " ".join(
@@ -194,9 +195,10 @@ def infer(
     eff = state.efficiency(calibration)
     draft = cat.resolve_model(draft_model, field="--draft-model") if draft_model else None
     trace_arrays, bad_lines = read_trace(trace) if trace else (None, [])
-    try:
-        res = estimate_inference(
-            arch, acc, system, gpus, precision=precision.value,
+
+    def run(share: Any) -> Any:
+        return estimate_inference(
+            arch, share, system, gpus, precision=precision.value,
             kv_precision=kv_precision.value if kv_precision else None,
             input_tokens=input_tokens, output_tokens=output_tokens, batch=batch,
             concurrency=concurrency, qps=qps, mode=mode.value, tp=tp, pp=pp,
@@ -207,6 +209,9 @@ def infer(
             prefix_cache_hit_rate=prefix_cache_hit_rate, scheduler_steps=scheduler_steps,
             max_batched_tokens=max_batched_tokens, ep=ep,
         )  # fmt: skip
+
+    try:
+        res = run(acc)
     except InputError as e:
         if (mig is None and time_slice is None) or e.field != "--model":
             raise
@@ -226,6 +231,9 @@ def infer(
     v = res.values
     if trace:
         v["trace_malformed_lines"] = bad_lines
+    if time_slice is not None and time_slice > 1:
+        # the best case beside the guaranteed one: this replica alone on its share's GPU
+        v["uncontended"] = _uncontended(run, whole_gpu, mig, time_slice)
     _add_service_plans(
         v, res, system, gpus, price, price_note, qps=qps, slo_ttft_ms=slo_ttft_ms,
         slo_tpot_ms=slo_tpot_ms, disaggregate=disaggregate, load_profile=load_profile,
@@ -285,6 +293,15 @@ def infer(
             rows.append(
                 ("replicas for SLO", v["replicas_for_slo"], f"GPUs {fmt(v.get('gpus_for_slo'))}")
             )
+    if "uncontended" in v:  # time-slicing: the figures above assume every replica busy
+        u = v["uncontended"]
+        rows.append(
+            (
+                "TPOT alone (s)",
+                u["tpot_s"],
+                f"TTFT alone {fmt(u['ttft_s'])} s: no other replica busy",
+            )
+        )
     title = (
         f"Serving {arch.id} on {gpus} x {acc.id} ({v['precision']}, tp {v['tp']} pp {v['pp']}, "
         f"{v['replicas']} replica(s), {v['engine']})"
@@ -380,6 +397,20 @@ def _gpu_price(cat: Any, acc_id: str, override: float | None) -> tuple[float | N
         if p is not None and (best is None or p < best[0]):
             best = (p, f"price: cheapest on-demand catalog offer {o.id}")
     return (best[0], best[1]) if best else (None, "price: no catalog offer for this accelerator")
+
+
+#: Figures of a time-sliced replica also reported for the uncontended case.
+UNCONTENDED_KEYS = ("ttft_s", "tpot_s", "p50_ttft_s", "p50_tpot_s", "p99_ttft_s", "p99_tpot_s",
+                    "output_tokens_per_s", "max_qps")  # fmt: skip
+
+
+def _uncontended(run: Any, gpu: Any, mig: str | None, time_slice: int) -> dict[str, Any]:
+    """Figures of a time-sliced replica running alone (full rates, its share of the memory)."""
+    from aitco.perf.service import fractional_accelerator, time_slice_accelerator
+
+    share, _ = fractional_accelerator(gpu, mig, None)
+    alone = run(time_slice_accelerator(share, time_slice, contended=False)).values
+    return {k: alone.get(k) for k in UNCONTENDED_KEYS}
 
 
 #: Hints of a "does not fit" error that a share of one GPU cannot follow (more GPUs, tp).

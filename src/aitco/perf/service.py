@@ -620,7 +620,9 @@ def mig_accelerator(acc: Any, profile: str, field: str = "--mig") -> tuple[Any, 
 TIME_SLICE_VENDORS = ("nvidia",)
 
 
-def time_slice_accelerator(acc: Any, replicas: int, field: str = "--time-slice") -> Any:
+def time_slice_accelerator(
+    acc: Any, replicas: int, field: str = "--time-slice", contended: bool = True
+) -> Any:
     r"""Return one of ``replicas`` time-slicing shares of a GPU as an accelerator.
 
     Notes
@@ -643,6 +645,10 @@ def time_slice_accelerator(acc: Any, replicas: int, field: str = "--time-slice")
         Replicas sharing the GPU, :math:`n \ge 1` (1: the whole GPU).
     field : str
         Field named in errors.
+    contended : bool
+        ``True``: every replica busy, rates divided by :math:`n` (the guaranteed figure).
+        ``False``: this replica alone on the GPU, full rates, only the memory divided (the best
+        case; id ``<gpu>-ts<n>-alone``).
 
     Returns
     -------
@@ -668,6 +674,9 @@ def time_slice_accelerator(acc: Any, replicas: int, field: str = "--time-slice")
     def share(x: float | None) -> float | None:
         return None if x is None else x / n
 
+    if not contended:
+        upd_alone = {"id": f"{acc.id}-ts{n}-alone", "memory_gb": acc.memory_gb / n}
+        return acc.model_copy(update=upd_alone)
     upd = {
         "id": f"{acc.id}-ts{n}",
         "memory_gb": acc.memory_gb / n,
