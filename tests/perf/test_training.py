@@ -463,6 +463,32 @@ def test_offload_time_grows_as_the_host_link_slows() -> None:
         estimate_training(M, gen5, SYS, 8, plan={**plan, "offload": "optimizer"}, **kw)
 
 
+def test_fused_loss_and_native_loop_are_the_stack_properties_they_say() -> None:
+    """A fused loss kernel reads each 16-bit logit once and writes its gradient in place
+    (4 B instead of 3 passes over 4 B) and holds 16-bit logits; a native loop drops the fitted
+    per-step host time; nothing else moves."""
+    plan = {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "recompute": "none"}
+    kw = dict(seq_len=2048, global_batch=64)
+    base = estimate_training(M, ACC, SYS, 8, plan=plan, **kw)
+    fused = estimate_training(M, ACC, SYS, 8, plan={**plan, "loss_kernel": "fused"}, **kw)
+    native = estimate_training(M, ACC, SYS, 8, plan={**plan, "host_loop": "native"}, **kw)
+    hbm = ACC.hbm_bandwidth_gb_s * 1e9 * DEFAULT_EFFICIENCY.elementwise_hbm
+    tokens_per_device = 64 * 2048 / 8
+    saved_s = tokens_per_device * M.vocab_size * (3 * 4.0 - 4.0) / hbm
+    dt = base.time_terms_s["memory_bound_s"] - fused.time_terms_s["memory_bound_s"]
+    assert dt == pytest.approx(saved_s, rel=1e-9)
+    # one micro-batch's logits: fp32 -> 16-bit
+    dm = base.memory_terms_gb["activations"] - fused.memory_terms_gb["activations"]
+    assert dm == pytest.approx(2048 * M.vocab_size * 2.0 / 1e9, rel=1e-9)
+    assert native.time_terms_s["step_overhead_s"] == 0.0
+    assert base.time_terms_s["step_overhead_s"] == DEFAULT_EFFICIENCY.step_overhead_s
+    assert native.time_terms_s["compute_s"] == base.time_terms_s["compute_s"]
+    assert fused.values["plan"]["loss_kernel"] == "fused"
+    assert native.values["plan"]["host_loop"] == "native"
+    with pytest.raises(InputError, match="--loss-kernel"):
+        estimate_training(M, ACC, SYS, 8, plan={**plan, "loss_kernel": "chunked"}, **kw)
+
+
 def test_nvme_offload_moves_the_states_to_the_drives_and_swaps_them_each_step() -> None:
     """ZeRO-Infinity's NVMe offload: the optimizer states (and weights) leave host memory for
     the node's drives; each step reads and writes the optimizer states at the drives' rates

@@ -171,3 +171,19 @@ def test_a_family_without_fitted_rows_keeps_no_tp_overlap_of_its_own(catalog) ->
     assert tpu_cases
     kept = _drop_unseen_overlap(eff, cases + tpu_cases, catalog)
     assert kept.tp_overlap_by_family == {"google-tpu": 0.9}
+
+
+def test_stack_options_come_from_the_stated_framework(catalog) -> None:
+    """llm.c's fused loss kernel and C step loop are stated by its framework; rows of other
+    stacks keep the defaults (PyTorch cross-entropy, a Python loop)."""
+    from aitco.validation.training import run_case, stack_options_of
+
+    rows = load_rows()
+    llmc = rows[rows["framework"].astype(str).str.contains("llm.c", regex=False)]
+    assert len(llmc) >= 3
+    for _, r in llmc.iterrows():
+        assert stack_options_of(r) == {"loss_kernel": "fused", "host_loop": "native"}
+        case = run_case(r, catalog)
+        assert case.plan["loss_kernel"] == "fused"
+    other = rows[~rows["framework"].astype(str).str.contains("llm.c", regex=False)]
+    assert all(stack_options_of(r) == {} for _, r in other.iterrows())

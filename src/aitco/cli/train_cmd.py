@@ -48,6 +48,20 @@ class Offload(StrEnum):
     params_nvme = "params-nvme"
 
 
+class LossKernel(StrEnum):
+    """Cross-entropy implementations (aitco.perf.training_model.LOSS_KERNELS)."""
+
+    unfused = "unfused"
+    fused = "fused"
+
+
+class HostLoop(StrEnum):
+    """Step loops (aitco.perf.training_model.HOST_LOOPS)."""
+
+    python = "python"
+    native = "native"
+
+
 class PipelineSchedule(StrEnum):
     """Pipeline schedules (Megatron 1F1B/interleaved; DeepSeek DualPipe)."""
 
@@ -166,6 +180,23 @@ def train(
             "'optimizer-nvme' / 'params-nvme': those states on the node's NVMe (ZeRO-3).",
         ),
     ] = Offload.none,
+    loss_kernel: Annotated[
+        LossKernel,
+        typer.Option(
+            "--loss-kernel",
+            help="'unfused' (PyTorch cross-entropy over fp32 logits) or 'fused' (one kernel "
+            "over the 16-bit logits, gradient in place: llm.c, Liger Kernel, Megatron "
+            "--cross-entropy-loss-fusion).",
+        ),
+    ] = LossKernel.unfused,
+    host_loop: Annotated[
+        HostLoop,
+        typer.Option(
+            "--host-loop",
+            help="'python' (a PyTorch-style loop's fitted per-step host time) or 'native' "
+            "(none on the critical path: a C/CUDA loop such as llm.c, a step in CUDA graphs).",
+        ),
+    ] = HostLoop.python,
     recompute: Annotated[Recompute | None, typer.Option("--recompute")] = None,
     method: Annotated[Method, typer.Option("--method")] = Method.full,
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA/QLoRA rank.", min=1)] = 16,
@@ -216,7 +247,8 @@ def train(
         "micro_batch": micro_batch, "recompute": recompute.value if recompute else None,
         "auto": plan == "auto", "tp_comm_overlap": tp_overlap, "shard_devices": shard_devices,
         "ep_comm_overlap": ep_overlap, "offload": offload.value,
-        "pipeline_schedule": pipeline_schedule.value,
+        "pipeline_schedule": pipeline_schedule.value, "loss_kernel": loss_kernel.value,
+        "host_loop": host_loop.value,
     }  # fmt: skip
     practice = practice_for(
         param_counts(arch).total, acc.family, precision.value, arch.moe is not None

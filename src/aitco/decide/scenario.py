@@ -62,6 +62,13 @@ class ParallelPlan(BaseModel):
     #: ``params`` (weights too, ZeRO-Infinity; ZeRO-3); ``optimizer-nvme`` / ``params-nvme``
     #: keep those states on the node's NVMe drives (ZeRO-3). ``none`` unless given.
     offload: Literal["none", "optimizer", "params", "optimizer-nvme", "params-nvme"] | None = None
+    #: Cross-entropy kernel: ``unfused`` (PyTorch over fp32 logits) or ``fused`` (one kernel
+    #: over the 16-bit logits, gradient in place: llm.c, Liger Kernel, Megatron-LM
+    #: ``--cross-entropy-loss-fusion``). ``unfused`` unless given.
+    loss_kernel: Literal["unfused", "fused"] | None = None
+    #: Step loop: ``python`` (a PyTorch-style loop's per-step host time) or ``native`` (a C/CUDA
+    #: loop such as llm.c's, or a step captured whole in CUDA graphs). ``python`` unless given.
+    host_loop: Literal["python", "native"] | None = None
 
 
 class TrainingWorkload(BaseModel):

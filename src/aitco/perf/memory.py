@@ -165,6 +165,7 @@ def training_memory_bytes(
     trainable_params: float | None = None,
     recompute_fraction: ArrayLike = 1.0,
     offload: str = "none",
+    logit_bytes: float = LOGIT_BYTES,
 ) -> dict[str, F64]:
     r"""Peak memory per device of a training plan, by component [B].
 
@@ -205,6 +206,8 @@ def training_memory_bytes(
         device holding only the layers in flight. The ``-nvme`` modes (ZeRO-Infinity's
         ``device: nvme``) keep those states on the node's NVMe drives instead; the fp32
         gradient buffer stays in host memory.
+    logit_bytes : float
+        Bytes per logit held for the loss (:func:`activation_memory_bytes`). [B]
 
     Returns
     -------
@@ -272,7 +275,16 @@ def training_memory_bytes(
                 host = host + weights - live
             weights = live
     acts = activation_memory_bytes(
-        ms, mb * seq_len / cp, tp, pp, m, vp, recompute, recompute_fraction, precision
+        ms,
+        mb * seq_len / cp,
+        tp,
+        pp,
+        m,
+        vp,
+        recompute,
+        recompute_fraction,
+        precision,
+        logit_bytes,
     )
     overhead = np.full_like(acts, FRAMEWORK_OVERHEAD_GB * GIGA)
     total = weights + grads + opt + acts + overhead
@@ -300,6 +312,7 @@ def activation_memory_bytes(
     recompute: ArrayLike,
     recompute_fraction: ArrayLike,
     precision: str,
+    logit_bytes: float = LOGIT_BYTES,
 ) -> F64:
     r"""Activations a device of the critical pipeline stage holds at its peak [B].
 
@@ -315,13 +328,16 @@ def activation_memory_bytes(
         Recompute code (0 none, 1 selective, 2 full) and the share of layers fully recomputed.
     precision : str
         Training data type.
+    logit_bytes : float
+        Bytes per logit held for the loss (fp32 :data:`LOGIT_BYTES`; a fused loss kernel keeps
+        the 16-bit logits and writes their gradient in place). [B]
 
     Returns
     -------
     ndarray
         :math:`A\, T/t\, \lceil L/p \rceil \min(p, m)(1 + (p-1)/(p v))` with :math:`A` per
         token and layer (Korthikanti et al. 2022; full recompute keeps the layer input on its
-        share of the layers and re-materialises one layer), plus the fp32 logits. [B]
+        share of the layers and re-materialises one layer), plus the logits. [B]
     """
     tokens = np.asarray(tokens, dtype=float)
     tp = np.asarray(tp, dtype=float)
@@ -339,4 +355,4 @@ def activation_memory_bytes(
     # full recompute re-materialises one layer's full activations during its backward
     one_layer = activation_bytes_per_token_layer(ms, 0, precision) * tokens / tp
     acts = acts + np.where(rc == 2, one_layer, 0.0)
-    return acts + tokens * ms.vocab_size / tp * LOGIT_BYTES
+    return acts + tokens * ms.vocab_size / tp * logit_bytes

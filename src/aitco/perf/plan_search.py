@@ -236,6 +236,8 @@ def search_plans(
     attention_kernel: str = "flash",
     shard_devices: int | None = None,
     offload: str = "none",
+    loss_kernel: str = "unfused",
+    host_loop: str = "python",
 ) -> tuple[dict[str, Any], dict[str, NDArray[Any]], int, int]:
     """Fastest plan that fits (or the smallest-memory one when none fits).
 
@@ -308,6 +310,8 @@ def search_plans(
         attention_kernel=attention_kernel,
         shard_devices=shard_devices,
         offload=offload,
+        loss_kernel=loss_kernel,
+        host_loop=host_loop,
     )
     best = choose_plan(cands, res, eff, practice)
     plan: dict[str, Any] = {k: int(cands[k][best]) for k in PLAN_KEYS if k != "recompute_fraction"}

@@ -54,6 +54,8 @@ from aitco.perf.training_model import (
     ATTENTION_KERNELS,
     ELEMENTWISE_RW,
     FP8_CAST_BYTES,
+    HOST_LOOPS,
+    LOSS_KERNELS,
     MEMORY_TERMS,
     TRAIN_PRECISIONS,
     HardwareShape,
@@ -293,6 +295,8 @@ def estimate_training(
         attention_kernel=attention_kernel,
         shard_devices=shard_devices,
         offload=offload,
+        loss_kernel=_choice(p, "loss_kernel", LOSS_KERNELS),
+        host_loop=_choice(p, "host_loop", HOST_LOOPS),
     )
     values = _values(res, i, best, p, hw, n, gpus, seq_len, global_batch, precision, method)
     if tokens is not None:
@@ -354,6 +358,14 @@ def _check_inputs(
         raise InputError("--tokens", tokens, "a positive number of tokens")
     if attention_kernel not in ATTENTION_KERNELS:
         raise InputError("attention_kernel", attention_kernel, " or ".join(ATTENTION_KERNELS))
+
+
+def _choice(p: dict[str, Any], key: str, allowed: tuple[str, ...]) -> str:
+    """Return a plan dict's text option (the first allowed value when absent), checked."""
+    v = p.get(key) or allowed[0]
+    if v not in allowed:
+        raise InputError(f"--{key.replace('_', '-')}", v, f"one of {', '.join(allowed)}")
+    return str(v)
 
 
 def _offload(p: dict[str, Any]) -> str:
@@ -567,6 +579,8 @@ def _values(
             "pipeline_schedule": _schedule_name(best),
             "shard_devices": _shard_devices(p, gpus),
             "offload": _offload(p),
+            "loss_kernel": _choice(p, "loss_kernel", LOSS_KERNELS),
+            "host_loop": _choice(p, "host_loop", HOST_LOOPS),
             "searched": n > 1,
         },
     }
@@ -601,6 +615,7 @@ def _term_inputs(
         "memory_bound_s": {
             "hbm_bandwidth_gb_s": hw.hbm_bandwidth_gb_s,
             "elementwise_hbm": e.elementwise_hbm,
+            "loss_kernel": pl["loss_kernel"],
         },
         "tp_comm_s": {
             "tp": pl["tp"],
@@ -632,7 +647,7 @@ def _term_inputs(
             "host_link": e.host_link,
             "host_memory": e.host_memory,
         },
-        "step_overhead_s": {"step_overhead_s": e.step_overhead_s},
+        "step_overhead_s": {"step_overhead_s": e.step_overhead_s, "host_loop": pl["host_loop"]},
     }
 
 

@@ -81,6 +81,17 @@ BACKWARD_ELEMENTWISE_PASSES = 2.0
 ELEMENTWISE_RW = 2.0
 #: Passes over the fp32 logits in the loss (softmax forward, backward).
 LOSS_LOGIT_PASSES = 3.0
+#: Loss kernels: ``unfused`` (PyTorch cross-entropy over fp32 logits: :data:`LOSS_LOGIT_PASSES`
+#: passes of :data:`~aitco.perf.memory.LOGIT_BYTES`) or ``fused`` (one kernel reads each 16-bit
+#: logit once and writes its gradient in place: llm.c's ``fused_classifier``, Liger Kernel's
+#: fused linear cross-entropy, Megatron-LM ``--cross-entropy-loss-fusion``).
+LOSS_KERNELS = ("unfused", "fused")
+#: HBM bytes per logit of the fused loss: a 16-bit read and a 16-bit write.
+FUSED_LOSS_BYTES_PER_LOGIT = 4.0
+#: Step loops: ``python`` (a PyTorch-style loop: the fitted ``step_overhead_s`` of host,
+#: launch and data-loader time per step) or ``native`` (no per-step host time on the critical
+#: path: a C/CUDA loop such as llm.c's, or a step captured whole in CUDA graphs).
+HOST_LOOPS = ("python", "native")
 #: FlashAttention's backward runs 5 matmuls against the forward's 2 (it recomputes the scores;
 #: Dao 2023, FlashAttention-2, Sec. 3.1.2): 2.5 forwards of work.
 FLASH_BWD_MATMULS = 2.5
@@ -213,6 +224,10 @@ class RunShape:
     offload : {"none", "optimizer", "params", "optimizer-nvme", "params-nvme"}
         ZeRO-Offload to host memory (:func:`aitco.perf.memory.training_memory_bytes`,
         :func:`offload_time_s`).
+    loss_kernel : {"unfused", "fused"}
+        Cross-entropy implementation (:data:`LOSS_KERNELS`).
+    host_loop : {"python", "native"}
+        Step loop (:data:`HOST_LOOPS`).
     """
 
     seq_len: float
@@ -225,6 +240,13 @@ class RunShape:
     attention_kernel: str = "flash"
     shard_devices: float | None = None
     offload: str = "none"
+    loss_kernel: str = "unfused"
+    host_loop: str = "python"
+
+    @property
+    def logit_bytes(self) -> float:
+        """Bytes a logit holds in memory until its gradient is formed [B]."""
+        return self.act_bytes if self.loss_kernel == "fused" else LOGIT_BYTES
 
     @property
     def act_bytes(self) -> float:
@@ -423,13 +445,19 @@ def memory_bound_time_s(
     :math:`T L_s B_{el} n / (\eta B_{HBM}) + (T/tp) V \cdot 4 \cdot 3 / (\eta B_{HBM})
     + L_s k\, t_{launch} n` with :math:`n = 1 + 2 + r_{full}` passes,
     :math:`B_{el}` of :func:`elementwise_bytes_per_token_layer` (0 but the MoE permutation on
-    an accelerator whose compiler fuses elementwise work into matmuls), the fp32 loss over the
-    vocabulary, and a launch latency per kernel; unfused attention streams its
+    an accelerator whose compiler fuses elementwise work into matmuls), the loss over the
+    vocabulary (fp32, 3 passes; a fused loss kernel: one 16-bit read and write), and a launch
+    latency per kernel; unfused attention streams its
     :math:`n_h s` scores per token through HBM (6.5 forward, 8.5 backward passes).
     """
     passes = 1.0 + BACKWARD_ELEMENTWISE_PASSES + pa.full_rc
     hbm_rate = hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm
-    loss_s = ms.vocab_size * LOGIT_BYTES * LOSS_LOGIT_PASSES / hbm_rate
+    loss_b = (
+        FUSED_LOSS_BYTES_PER_LOGIT
+        if run.loss_kernel == "fused"
+        else LOGIT_BYTES * LOSS_LOGIT_PASSES
+    )
+    loss_s = ms.vocab_size * loss_b / hbm_rate
     layer_bytes = elementwise_bytes_per_token_layer(ms, run, hw.elementwise_fused)
     t = (
         pa.tok_layers * (layer_bytes / hbm_rate) * passes
@@ -567,6 +595,7 @@ def plan_memory_bytes(ms: ModelShape, run: RunShape, pa: PlanArrays) -> dict[str
         vp=pa.vp,
         trainable_params=run.lora_params,
         offload=run.offload,
+        logit_bytes=run.logit_bytes,
     )
     if not np.any(pa.dualpipe):
         return mem
@@ -848,6 +877,8 @@ def evaluate_plans(
     ep_comm_overlap: Any = False,
     offload: str = "none",
     dualpipe: Any = False,
+    loss_kernel: str = "unfused",
+    host_loop: str = "python",
 ) -> dict[str, NDArray[Any]]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -861,7 +892,8 @@ def evaluate_plans(
         Node/pod topology (links and their latencies).
     seq_len, global_batch, gpus : float
         Sequence length [tokens], sequences per step [count], devices [count].
-    precision, method, optimizer, lora_params, attention_kernel, shard_devices, offload
+    precision, method, optimizer, lora_params, attention_kernel, shard_devices, offload,
+    loss_kernel, host_loop
         As :class:`RunShape`.
     eff : EfficiencyParams
         Efficiency fractions.
@@ -886,7 +918,7 @@ def evaluate_plans(
     run = RunShape(
         float(seq_len), float(global_batch), float(gpus), precision, method, optimizer,
         lora_params, attention_kernel, None if shard_devices is None else float(shard_devices),
-        offload,
+        offload, loss_kernel, host_loop,
     )  # fmt: skip
     with np.errstate(divide="raise", invalid="raise", over="raise"):
         pa = plan_arrays(
@@ -932,7 +964,7 @@ def _step_terms(
         "optimizer_s": optimizer_time_s(hw, eff, pa, mem["trainable_per_device"])
         * (run.offload == "none"),
         "offload_s": m * off_mb + off_step,
-        "step_overhead_s": np.full_like(m, eff.step_overhead_s),
+        "step_overhead_s": np.full_like(m, eff.step_overhead_s * (run.host_loop == "python")),
     }
     host_fits = (
         mem["host"] * devices_per_host(run, system) <= float(system.host_memory_gb or 0.0) * GIGA

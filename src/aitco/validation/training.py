@@ -79,6 +79,24 @@ PRE_FLASH_ATTENTION_KERNEL = "unfused"
 FLASH_ATTENTION_ARXIV_ID = "2205.14135"
 
 
+#: Training stacks whose loss kernel and step loop the row's framework names: llm.c computes
+#: softmax, loss and the logits' gradient in one kernel over its 16-bit logits (``fused_classifier``
+#: in ``train_gpt2.cu``) and runs its step loop in C (no Python host time per step), a stated
+#: fact of the software, as the attention kernel above (not a per-row factor).
+STACK_OPTIONS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("llm.c", {"loss_kernel": "fused", "host_loop": "native"}),
+)
+
+
+def stack_options_of(row: pd.Series) -> dict[str, str]:
+    """Plan options (loss kernel, step loop) of the training stack a row's framework names."""
+    fw = str(row.get("framework", ""))
+    for name, opts in STACK_OPTIONS:
+        if name in fw:
+            return dict(opts)
+    return {}
+
+
 def attention_kernel_of(row: pd.Series) -> str:
     """Attention kernel of a row: unfused for runs described before FlashAttention existed.
 
@@ -397,6 +415,7 @@ def run_case(row: pd.Series, catalog: Catalog | None) -> Case:
     )
     plan = parse_plan(row.get("parallelism"), int(gpus))
     plan = {k: v for k, v in plan.items() if k in ("zero", "fsdp", "micro_batch", "recompute")}
+    plan.update(stack_options_of(row))
     target, obs = ("gpu_hours", gpu_h) if gpu_h else ("wall_clock_h", wall_h)
     return Case(
         rid, model, acc, int(gpus), seq, gb,
@@ -427,6 +446,7 @@ def row_case(row: pd.Series, catalog: Catalog | None) -> Case:
     shard = hybrid_shard_devices(row, int(gpus))
     if shard is not None:
         plan["shard_devices"] = shard
+    plan.update(stack_options_of(row))
     fw = str(row.get("framework", ""))
     basis = "mfu"
     label = str(row["model"])
