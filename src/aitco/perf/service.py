@@ -1,6 +1,6 @@
-r"""Serving plans on the iteration model: cost per token, disaggregation, autoscaling, MIG.
+r"""Serving plans on the iteration model: cost per token, disaggregation, autoscaling, GPU shares.
 
-Time-slicing shares a GPU between replicas, as MIG splits it (:func:`fractional_accelerator`).
+GPU shares: MIG slices and time-slicing replicas (:func:`fractional_accelerator`).
 
 Pure functions of numbers and an :class:`~aitco.perf.inference.IterationModel`; prices come in
 as ``usd_per_gpu_hour`` (the CLI resolves them from the catalog), so this module reads no catalog.
