@@ -92,3 +92,34 @@ def test_the_fast_screen_does_not_take_ep(tmp_path: Path, capsys) -> None:
     assert code == 2
     assert "workload.plan.ep" in err
     assert "Traceback" not in err
+
+
+def test_schedules_are_swept_and_priced_as_compare_prices_them(tmp_path: Path, capsys) -> None:
+    """DualPipe and Megatron's EP overlap as sweep keys: each plan priced as `compare` prices
+    it; the plans their constraints exclude (DualPipe at pp 1, EP overlap at ep 1) marked."""
+    grid = {**GRID, "workload.plan.tp": "1", "workload.plan.pp": "1, 2",
+            "workload.plan.ep": "1, 8", "workload.plan.zero": "1",
+            "workload.plan.micro_batch": "1",
+            "workload.plan.pipeline_schedule": "1f1b, dualpipe",
+            "workload.plan.ep_comm_overlap": "false, true"}  # fmt: skip
+    sw = tmp_path / "sweep.yaml"
+    sw.write_text(_sweep("mixtral-8x7b", grid))
+    code, out, err = _run(["sweep", str(sw), "--json"], capsys)
+    assert code == 0, err
+    assert any(r.startswith("plan: dualpipe needs") for r in out["invalid_reasons"])
+    rows = {(r["pp"], r["ep"], r["pipeline_schedule"], r["ep_comm_overlap"]): r for r in out["top"]}
+    assert (1, 1, "dualpipe", False) not in rows
+    assert (2, 8, "1f1b", True) not in rows  # EP overlap at pp 2 needs interleaving (vp > 1)
+    dual = rows[(2, 8, "dualpipe", False)]
+    assert dual["step_time_s"] < rows[(2, 8, "1f1b", False)]["step_time_s"]
+    scn = tmp_path / "scn.yaml"
+    scn.write_text(
+        "name: dual\nworkload:\n  kind: training\n  model: mixtral-8x7b\n  tokens: 1.0e+10\n"
+        "  seq_len: 4096\n  global_batch: 256\n"
+        "  plan: {tp: 1, pp: 2, cp: 1, ep: 8, micro_batch: 1, zero: 1, recompute: selective,\n"
+        "         pipeline_schedule: dualpipe}\n"
+        "options:\n  - {hardware: h100-sxm5-80gb, gpus: 64, pricing: on_demand, provider: any}\n"
+    )
+    code, comp, err = _run(["compare", str(scn), "--json"], capsys)
+    assert code == 0, err
+    assert dual["total_usd"] == pytest.approx(comp["options"][0]["total_usd"], rel=1e-9)

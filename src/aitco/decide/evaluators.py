@@ -63,6 +63,7 @@ from aitco.perf.inference import (
 from aitco.perf.kvcache import kv_capacity
 from aitco.perf.memory import OFFLOAD_MODES
 from aitco.perf.params import param_counts
+from aitco.perf.plan_search import dualpipe_allowed, ep_overlap_allowed
 from aitco.perf.power import compute_clock_ratio
 from aitco.perf.serving import idle_power_fraction, power_w
 from aitco.perf.training import (
@@ -141,6 +142,8 @@ REASONS: dict[int, str] = {
     4096: "time_slice: the accelerator is not a GPU the device plugin time-slices",
     8192: "plan: cp must divide seq_len; ep must divide the model's experts and dp "
     "(ep > 1 needs an MoE model)",
+    16384: "plan: dualpipe needs an even pp >= 2, vp 1 and at least pp micro-batches; "
+    "ep_comm_overlap needs ep > 1, no full recompute and, with pp > 1, vp > 1",
 }
 
 
@@ -841,7 +844,12 @@ TRAINING_KEYS: dict[str, list[Any]] = {
 TRAINING_ENGINE_PLAN_KEYS: dict[str, list[Any]] = {
     "workload.plan.cp": [1],
     "workload.plan.ep": [1],
+    "workload.plan.pipeline_schedule": ["1f1b"],
+    "workload.plan.ep_comm_overlap": [False],
 }
+#: Pipeline schedules of a training sweep, coded by index (as ``aitco train
+#: --pipeline-schedule``).
+PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
 TRAINING_METRICS: tuple[str, ...] = (
     "step_time_s",
     "tokens_per_s",
@@ -1344,6 +1352,15 @@ class EngineTrainingEvaluator(ItemPricing):
         bad_ep = (ep > 1) & ~moe[mdl] | (np.mod(n_exp[mdl], ep) != 0)
         bad_ep |= np.mod(np.maximum(dp, 1), ep) != 0
         reason |= np.where(bad_ep | (np.mod(full["workload.seq_len"], cp) != 0), 8192, 0)
+        # the schedule options `aitco train --pipeline-schedule/--ep-overlap` accept
+        zero_i = np.zeros(n, dtype=np.int64)
+        dual = full.get("workload.plan.pipeline_schedule", zero_i) == 1
+        epo = full.get("workload.plan.ep_comm_overlap", zero_i) == 1
+        vp_all = full["workload.plan.vp"]
+        n_micro = gb // np.maximum(dpb, 1)
+        bad_sched = dual & ~dualpipe_allowed(pp, vp_all, n_micro)
+        bad_sched |= epo & ~ep_overlap_allowed(ep, pp, vp_all, full["workload.plan.recompute"])
+        reason |= np.where(bad_sched, 16384, 0)
         reason |= np.where(tp > h.scale_up_domain[hw], 2, 0)
         vp = full["workload.plan.vp"]
         reason |= np.where(pp * vp > m.n_layers[mdl], 4, 0)
@@ -1385,6 +1402,7 @@ class EngineTrainingEvaluator(ItemPricing):
                 code = (code * 1024 + cp[r_all].astype(np.int64)) * 1024 + ep[r_all].astype(
                     np.int64
                 )
+                code = (code * 2 + dual[r_all]) * 2 + epo[r_all]
                 _, first, inv = np.unique(code, return_index=True, return_inverse=True)
                 inv = inv.reshape(-1)
                 r = r_all[first]
@@ -1413,6 +1431,8 @@ class EngineTrainingEvaluator(ItemPricing):
                     recompute=full["workload.plan.recompute"][r],
                     vp=vp[r].astype(float),
                     offload=self.offload,
+                    ep_comm_overlap=epo[r].astype(float),
+                    dualpipe=dual[r].astype(float),
                 )
                 out["step_time_s"][grp] = res["step_time_s"][inv]
                 out["tokens_per_s"][grp] = res["tokens_per_s"][inv]

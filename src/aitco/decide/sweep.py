@@ -575,6 +575,17 @@ def _dimension(
             if v not in ev.RECOMPUTE:
                 raise InputError(key, v, f"one of {', '.join(ev.RECOMPUTE)}")
         return Dimension(key, list(vals), np.array([ev.RECOMPUTE.index(v) for v in vals]))
+    if key == "workload.plan.pipeline_schedule":
+        for v in vals:
+            if v not in ev.PIPELINE_SCHEDULES:
+                raise InputError(key, v, f"one of {', '.join(ev.PIPELINE_SCHEDULES)}")
+        sched = np.array([ev.PIPELINE_SCHEDULES.index(v) for v in vals])
+        return Dimension(key, list(vals), sched)
+    if key == "workload.plan.ep_comm_overlap":
+        for v in vals:
+            if not isinstance(v, bool):
+                raise InputError(key, v, "true or false")
+        return Dimension(key, list(vals), np.array([int(v) for v in vals]))
     out = []
     for v in vals:
         try:
