@@ -36,6 +36,19 @@ def _sweep(model: str, grid: dict[str, str], evaluator: str = "engine") -> str:
 """
 
 
+def _compare(tmp_path: Path, capsys, plan: str) -> dict:
+    """`aitco compare` of the sweep's Mixtral workload on 64 H100 with ``plan`` (YAML flow)."""
+    scn = tmp_path / "scn.yaml"
+    scn.write_text(
+        "name: moe\nworkload:\n  kind: training\n  model: mixtral-8x7b\n  tokens: 1.0e+10\n"
+        f"  seq_len: 4096\n  global_batch: 256\n  plan: {plan}\n"
+        "options:\n  - {hardware: h100-sxm5-80gb, gpus: 64, pricing: on_demand, provider: any}\n"
+    )
+    code, comp, err = _run(["compare", str(scn), "--json"], capsys)
+    assert code == 0, err
+    return comp["options"][0]
+
+
 GRID = {
     "option.hardware": "h100-sxm5-80gb",
     "option.gpus": "64",
@@ -60,16 +73,11 @@ def test_expert_parallel_plans_are_priced_as_compare_prices_them(tmp_path: Path,
     # sharding the experts 8 ways instead of gathering them all (ZeRO-3) is much faster
     assert rows[(2, 8)]["step_time_s"] < 0.5 * rows[(2, 1)]["step_time_s"]
     best = rows[(1, 8)]
-    scn = tmp_path / "scn.yaml"
-    scn.write_text(
-        "name: moe\nworkload:\n  kind: training\n  model: mixtral-8x7b\n  tokens: 1.0e+10\n"
-        "  seq_len: 4096\n  global_batch: 256\n"
-        "  plan: {tp: 1, pp: 1, cp: 1, ep: 8, micro_batch: 2, zero: 3, recompute: selective}\n"
-        "options:\n  - {hardware: h100-sxm5-80gb, gpus: 64, pricing: on_demand, provider: any}\n"
+    c = _compare(
+        tmp_path,
+        capsys,
+        "{tp: 1, pp: 1, cp: 1, ep: 8, micro_batch: 2, zero: 3, recompute: selective}",
     )
-    code, comp, err = _run(["compare", str(scn), "--json"], capsys)
-    assert code == 0, err
-    c = comp["options"][0]
     assert best["total_usd"] == pytest.approx(c["total_usd"], rel=1e-9)
     assert best["offer_id"] == c["offer_id"]
 
@@ -112,14 +120,10 @@ def test_schedules_are_swept_and_priced_as_compare_prices_them(tmp_path: Path, c
     assert (2, 8, "1f1b", True) not in rows  # EP overlap at pp 2 needs interleaving (vp > 1)
     dual = rows[(2, 8, "dualpipe", False)]
     assert dual["step_time_s"] < rows[(2, 8, "1f1b", False)]["step_time_s"]
-    scn = tmp_path / "scn.yaml"
-    scn.write_text(
-        "name: dual\nworkload:\n  kind: training\n  model: mixtral-8x7b\n  tokens: 1.0e+10\n"
-        "  seq_len: 4096\n  global_batch: 256\n"
-        "  plan: {tp: 1, pp: 2, cp: 1, ep: 8, micro_batch: 1, zero: 1, recompute: selective,\n"
-        "         pipeline_schedule: dualpipe}\n"
-        "options:\n  - {hardware: h100-sxm5-80gb, gpus: 64, pricing: on_demand, provider: any}\n"
+    c = _compare(
+        tmp_path,
+        capsys,
+        "{tp: 1, pp: 2, cp: 1, ep: 8, micro_batch: 1, zero: 1, "
+        "recompute: selective, pipeline_schedule: dualpipe}",
     )
-    code, comp, err = _run(["compare", str(scn), "--json"], capsys)
-    assert code == 0, err
-    assert dual["total_usd"] == pytest.approx(comp["options"][0]["total_usd"], rel=1e-9)
+    assert dual["total_usd"] == pytest.approx(c["total_usd"], rel=1e-9)
