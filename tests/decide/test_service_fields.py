@@ -298,6 +298,25 @@ def test_sweep_service_plan_total_is_compares(cat, svc: dict[str, Any]) -> None:
     assert rows["replicas"].iloc[0] == one.values["replicas"]
 
 
+@pytest.mark.parametrize("svc", [{"time_slice": 2}, {"mig": "3g.40gb"}])
+def test_a_shared_gpu_service_at_a_fixed_batch_totals_as_compare(cat, svc: dict[str, Any]) -> None:
+    """The same plan (a GPU share at 16 sequences per replica) gives one total in compare and
+    in the sweep; one replica on a share still rents a whole GPU in both."""
+    wl = {"input_tokens": 2000, "output_tokens": 200, **svc}
+    one = compare(_scn(provider="any", qps=None, concurrency=16, **wl), cat).options[0]
+    whole = compare(_scn(provider="any", qps=None, concurrency=16, **{**wl, **dict.fromkeys(svc)}),
+                    cat).options[0]  # fmt: skip
+    spec = SweepSpec.from_dict({
+        "kind": "serving", "workload": {"model": "llama-3.1-8b", **wl},
+        "option": {"hardware": "h100-sxm5-80gb", "gpus": 1, "pricing": "on_demand",
+                   "provider": "any"},
+        "grid": {"batch": [16]},
+    })  # fmt: skip
+    rows = sweep(spec, cat).top
+    assert rows["total_usd"].iloc[0] == pytest.approx(one.total_usd, rel=1e-9)
+    assert one.total_usd == pytest.approx(whole.total_usd, rel=1e-9)
+
+
 def test_scenario_plan_shard_devices_reaches_the_engine(cat) -> None:
     def total(plan: dict[str, Any]) -> Any:
         scn = Scenario.model_validate({
