@@ -122,6 +122,11 @@ def test_time_sliced_service_is_priced_per_share(cat) -> None:
     })  # fmt: skip
     with pytest.raises(InputError, match=r"workload\.time_slice"):
         compare(scn, cat)
+    # a share too small for the model names the share, not more GPUs, as the way out
+    with pytest.raises(InputError) as e:
+        _one(cat, mig="3g.40gb", time_slice=2)
+    assert "fewer --time-slice replicas" in str(e.value)
+    assert "smallest tp" not in str(e.value)
 
 
 def test_bad_service_field_names_the_field(cat) -> None:

@@ -210,24 +210,7 @@ def infer(
             max_batched_tokens=max_batched_tokens, ep=ep,
         )  # fmt: skip
 
-    try:
-        res = run(acc)
-    except InputError as e:
-        if (mig is None and time_slice is None) or e.field != "--model":
-            raise
-        # a share of a GPU serves one replica on one device: more GPUs or tp are no way out
-        raise InputError(
-            e.field,
-            e.value,
-            e.expected,
-            hint="; ".join(
-                [p for p in (e.hint or "").split("; ") if p and not p.startswith(TP_HINTS)]
-                + [
-                    "use a larger --mig slice or fewer --time-slice replicas: each replica holds "
-                    "its own weights and KV cache in its share of the memory"
-                ]
-            ),
-        ) from None
+    res = run(acc)
     v = res.values
     if trace:
         v["trace_malformed_lines"] = bad_lines
@@ -411,10 +394,6 @@ def _uncontended(run: Any, gpu: Any, mig: str | None, time_slice: int) -> dict[s
     share, _ = fractional_accelerator(gpu, mig, None)
     alone = run(time_slice_accelerator(share, time_slice, contended=False)).values
     return {k: alone.get(k) for k in UNCONTENDED_KEYS}
-
-
-#: Hints of a "does not fit" error that a share of one GPU cannot follow (more GPUs, tp).
-TP_HINTS = ("smallest tp", "no tp within")
 
 
 def _fractional_accelerator(

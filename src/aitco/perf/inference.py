@@ -226,6 +226,12 @@ def smallest_fitting_tp(
     return None
 
 
+#: ``form_factor`` prefix of an accelerator that is a share of one GPU (a MIG slice or a
+#: time-slicing replica, :func:`aitco.perf.service.fractional_accelerator`): one replica on one
+#: share, so more GPUs or tensor parallelism are no way out when it does not fit.
+GPU_SHARE_FORM_FACTOR = "share of one GPU"
+
+
 def _not_fit_message(
     model: ModelArch,
     acc: Accelerator,
@@ -237,7 +243,8 @@ def _not_fit_message(
     pp: int,
 ) -> str:
     hint = []
-    t = smallest_fitting_tp(model, acc, system, precisions, engine, pp)
+    share = acc.form_factor.startswith(GPU_SHARE_FORM_FACTOR)
+    t = None if share else smallest_fitting_tp(model, acc, system, precisions, engine, pp)
     if t is not None and t > tp:
         hint.append(f"smallest tp that fits: {t} (x pp {pp} = {t * pp} GPUs per replica)")
     for p in ("fp8", "int8", "int4", "fp4"):
@@ -249,6 +256,11 @@ def _not_fit_message(
             if memory_plan(model, acc, tp=tp, pp=pp, precisions=pr, engine=engine).fits:
                 hint.append(f"or --precision {p} fits at tp {tp}")
                 break
+    if share:
+        hint.append(
+            "use a larger --mig slice or fewer --time-slice replicas: each replica holds its "
+            "own weights and KV cache in its share of the memory"
+        )
     return (
         f"weights need {mp.weights_gb:.1f} GB per GPU (+{mp.activations_gb:.1f} GB activations, "
         f"{mp.reserve_gb:.1f} GB reserve) but only {mp.usable_gb:.1f} GB of "

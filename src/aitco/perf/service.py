@@ -36,6 +36,7 @@ from aitco.errors import InputError
 from aitco.perf import comms, serving
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.inference import (
+    GPU_SHARE_FORM_FACTOR,
     IterationModel,
     cached_prompt_tokens,
     continuous_batching_step,
@@ -602,6 +603,7 @@ def mig_accelerator(acc: Any, profile: str, field: str = "--mig") -> tuple[Any, 
     sl = mig_slice(profile, float(acc.memory_gb), field)
     upd = {
         "id": f"{acc.id}-mig-{sl.profile}@x{sl.instances_per_gpu}",
+        "form_factor": f"{GPU_SHARE_FORM_FACTOR}: MIG {sl.profile} of {acc.id}",
         "memory_gb": sl.memory_gb,
         "hbm_bandwidth_gb_s": acc.hbm_bandwidth_gb_s * sl.memory_fraction,
         "peak_tflops": {k: x * sl.compute_fraction for k, x in acc.peak_tflops.items()},
@@ -674,11 +676,14 @@ def time_slice_accelerator(
     def share(x: float | None) -> float | None:
         return None if x is None else x / n
 
+    form = f"{GPU_SHARE_FORM_FACTOR}: time-slicing 1/{n} of {acc.id}"
     if not contended:
-        upd_alone = {"id": f"{acc.id}-ts{n}-alone", "memory_gb": acc.memory_gb / n}
+        upd_alone = {"id": f"{acc.id}-ts{n}-alone", "memory_gb": acc.memory_gb / n,
+                     "form_factor": form}  # fmt: skip
         return acc.model_copy(update=upd_alone)
     upd = {
         "id": f"{acc.id}-ts{n}",
+        "form_factor": form,
         "memory_gb": acc.memory_gb / n,
         "hbm_bandwidth_gb_s": acc.hbm_bandwidth_gb_s / n,
         "peak_tflops": {k: x / n for k, x in acc.peak_tflops.items()},
