@@ -222,6 +222,7 @@ JSON_COMMANDS: dict[str, list[str]] = {
     "validate training": ["validate", "training", "--json"],
     "validate inference": ["validate", "inference", "--json"],
     "validate tco": ["validate", "tco", "--json"],
+    "validate kernels": ["validate", "kernels", "--json"],
 }  # fmt: skip
 
 

@@ -252,3 +252,46 @@ def test_dualpipe_bubble_memory_and_hidden_all_to_all() -> None:
     ok = dualpipe_allowed(np.array([2, 3, 4, 16, 1]), np.array([1, 1, 2, 1, 1]),
                           np.array([8, 8, 8, 8, 8]))  # fmt: skip
     assert ok.tolist() == [True, False, False, False, False]
+
+
+def test_layer_gemms_follow_the_kernel_shape_laws() -> None:
+    """Shape factors are 1 for tile-aligned GEMMs without SM count or short-K time, and the
+    flop-weighted 1/e of gemm_shape_efficiency otherwise (hand-computed for the forward)."""
+    from aitco.perf.kernels import gemm_shape_efficiency
+    from aitco.perf.training_model import layer_gemm_time_factors
+
+    ms = model_shape(M)
+    for f in layer_gemm_time_factors(ms, 8192.0, 1.0, 0.0, 0.0):
+        assert float(f) == pytest.approx(1.0)
+    h, f_w = float(ms.d_model), float(ms.ffn_width_active)
+    q, kv = float(ms.n_heads * ms.head_dim), float(ms.kv_heads * ms.head_dim)
+    up = 2 * f_w if ms.gated else f_w
+    gemms = ((q + 2 * kv, h), (h, q), (up, h), (h, f_w))  # (N, K), TP 1
+    total = sum(n * k for n, k in gemms)
+    want = sum(
+        n * k / total / float(gemm_shape_efficiency(4096.0, n, k, 132, 127.0)) for n, k in gemms
+    )
+    fwd, _, _ = layer_gemm_time_factors(ms, 4096.0, 1.0, 132, 127.0)
+    assert float(fwd) == pytest.approx(want, rel=1e-12)
+    assert float(fwd) > 1.0
+
+
+def test_short_sequences_and_narrow_gemms_run_further_from_the_peak() -> None:
+    """Per FLOP, a narrow model at a short sequence is slower than a wide one at a long one."""
+    acc = ACC.model_copy(update={"compute_units": 132})
+    hw = hardware_shape(acc, "bf16", DEFAULT_EFFICIENCY)
+    assert hw.gemm_k_half == pytest.approx(
+        DEFAULT_EFFICIENCY.gemm_tile_fixed_s * 1e15 / 132 / (2 * 128 * 256)
+    )
+    no_laws = DEFAULT_EFFICIENCY.with_overrides(
+        {"gemm_tile_fixed_s": 0.0, "gemm_latency_s": 0.0,
+         "attention_block_fixed_s": {"fa2": 0.0, "fa3": 0.0}}
+    )  # fmt: skip
+    slowdown = {}
+    for seq in (512, 8192):
+        with_laws = estimate_training(M, acc, SYS, 8, seq_len=seq, global_batch=64, plan={"tp": 1})
+        without = estimate_training(
+            M, acc, SYS, 8, seq_len=seq, global_batch=64, plan={"tp": 1}, efficiency=no_laws
+        )
+        slowdown[seq] = with_laws.values["step_time_s"] / without.values["step_time_s"]
+    assert slowdown[512] > slowdown[8192] > 1.0

@@ -135,8 +135,14 @@ def test_invariant_to_the_unit_of_time(k: float, tp: int, recompute: int) -> Non
         "scale_out_latency_us": SYS.scale_out_latency_us / k,
     })  # fmt: skip
     a = _eval(m, tp=tp, dp=8 // tp, recompute=recompute)
-    eff_k = DEFAULT_EFFICIENCY.with_overrides(
-        {"step_overhead_s": DEFAULT_EFFICIENCY.step_overhead_s / k}
+    e = DEFAULT_EFFICIENCY
+    eff_k = e.with_overrides(
+        {
+            "step_overhead_s": e.step_overhead_s / k,
+            "gemm_latency_s": e.gemm_latency_s / k,
+            "gemm_tile_fixed_s": e.gemm_tile_fixed_s / k,
+            "attention_block_fixed_s": {n: v / k for n, v in e.attention_block_fixed_s.items()},
+        }
     )
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(training_model, "KERNEL_OVERHEAD_S", training_model.KERNEL_OVERHEAD_S / k)

@@ -1,4 +1,4 @@
-"""``aitco train`` (training estimate and plan search) and ``aitco validate training``.
+"""``aitco train`` (training estimate and plan search), ``aitco validate training|kernels``.
 
 Thin: parse the flags, resolve the catalog entries, call
 :func:`aitco.perf.training.estimate_training` or
@@ -477,7 +477,46 @@ def validate_training_cmd(
         )
 
 
+def validate_kernels_cmd(
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Kernel shape laws refitted to the bundled GEMM and attention benchmarks: fit errors."""
+    from aitco.validation.kernels import validate_kernels
+
+    res = validate_kernels()
+    if json_out:
+        print_json(res)
+        return
+    rows = [["GEMM (OpenXLA H100/B200 tables)", res["gemm"]]] + [
+        [f"attention {r['kernel']} (FlashAttention-3 paper, H100)", r] for r in res["attention"]
+    ]
+    console.print(
+        table(
+            "Kernel laws against published kernel benchmarks",
+            ["law", "rows fitted", "left out", "median APE", "p90 APE"],
+            [
+                [
+                    name,
+                    str(r["rows"]),
+                    str(r["excluded"]),
+                    f"{r['median_ape']:.1%}",
+                    f"{r['p90_ape']:.1%}",
+                ]
+                for name, r in rows
+            ],
+        )
+    )
+    console.print(
+        table(
+            "Shipped constants (aitco.perf.efficiency.KERNEL_FIT_DEFAULTS)",
+            ["constant", "shipped", "refit"],
+            [[c["name"], f"{c['shipped']:.4g}", f"{c['refit']:.4g}"] for c in res["constants"]],
+        )
+    )
+
+
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add ``aitco train`` and ``aitco validate training``."""
+    """Add ``aitco train``, ``aitco validate training`` and ``aitco validate kernels``."""
     app.command("train")(train)
     groups["validate"].command("training")(validate_training_cmd)
+    groups["validate"].command("kernels")(validate_kernels_cmd)

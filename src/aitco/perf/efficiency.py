@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aitco.perf.kernels import flash_kernel_for
+
 #: Accelerator families (``Accelerator.family`` in the catalog).
 FAMILIES: tuple[str, ...] = (
     "nvidia-volta",
@@ -32,6 +34,20 @@ FAMILIES: tuple[str, ...] = (
     "google-tpu",
     "aws-neuron",
 )
+
+
+#: Kernel shape constants fitted to published kernel benchmarks by
+#: :func:`aitco.validation.kernels.fit_kernel_defaults` (a test refits them and compares):
+#: fixed time of a GEMM output tile [s] and of a GEMM kernel [s] on OpenXLA's H100/B200 matmul
+#: tables; fixed time of a FlashAttention query block [s] on the FlashAttention-3 paper's H100
+#: figures (FA2 and FA3 kernels).
+KERNEL_FIT_DEFAULTS: dict[str, float] = {
+    "gemm_tile_fixed_s": 1.108e-6,
+    "gemm_latency_s": 5.545e-6,
+    "attention_block_fixed_s.fa2": 1.326e-6,
+    "attention_block_fixed_s.fa3": 2.070e-6,
+    "attention_block_fixed_s.cudnn": 1.481e-6,
+}
 
 
 def _frac(default: float, description: str) -> Any:
@@ -92,9 +108,9 @@ class EfficiencyParams(BaseModel):
     )
     training_gemm: dict[str, float] = Field(
         default_factory=lambda: {
-            "nvidia-ampere": 0.6573,
-            "nvidia-hopper": 0.6714,
-            "nvidia-blackwell": 0.7904,  # only 3 GB200 FP8 rows: weakly constrained
+            "nvidia-ampere": 0.6739,
+            "nvidia-hopper": 0.7041,
+            "nvidia-blackwell": 0.7714,  # only 3 GB200 FP8 rows: weakly constrained
         },
         description="GEMM fraction of the dense peak in training, per family (fitted with the "
         "other training fields); families absent use `gemm`. A calibration of `gemm` for a "
@@ -108,7 +124,7 @@ class EfficiencyParams(BaseModel):
         "(derived, not a free parameter).",
     )
     training_gemm_share_of_ceiling: float = _frac(
-        0.844,
+        0.876,
         "Training GEMM efficiency as a share of the accelerator's measured matmul ceiling "
         "(`Accelerator.matmul_ceiling`, a published GEMM microbenchmark over the dense peak), for "
         "families without a fitted `training_gemm` value: the row-weighted geometric mean of "
@@ -135,22 +151,22 @@ class EfficiencyParams(BaseModel):
         "(DeepSpeed CPU-Adam) streams at. Not fitted (no offload row); an assumption.",
     )
     attention: float = _frac(
-        0.2581,
+        0.2928,
         "Fraction of the bf16 dense peak reached by FlashAttention kernels (training) on families "
         "without a fitted `attention_by_family` value (the mean of the fitted ones, not fitted).",
     )
     attention_by_family: dict[str, float] = Field(
         default_factory=lambda: {
-            "nvidia-ampere": 0.3834,
-            "nvidia-hopper": 0.1932,
-            "nvidia-blackwell": 0.2095,  # only 3 GB200 FP8 rows: weakly constrained
+            "nvidia-ampere": 0.3982,
+            "nvidia-hopper": 0.1961,
+            "nvidia-blackwell": 0.2842,  # only 3 GB200 FP8 rows: weakly constrained
         },
         description="FlashAttention fraction of the bf16 dense peak per accelerator family "
         "(kernel generation differs: FlashAttention-2 reaches a larger share of A100's peak than "
         "of H100's); families absent use `attention`.",
     )
     tp_overlap: float = Field(
-        default=0.4092,
+        default=0.3809,
         ge=0.0,
         le=1.0,
         description="Share of TP collectives hidden behind GEMMs when TP comm overlap is on.",
@@ -163,11 +179,41 @@ class EfficiencyParams(BaseModel):
         "has rows in the fit, families absent use `tp_overlap`.",
     )
     step_overhead_s: float = Field(
-        default=0.0387,
+        default=0.0090,
         ge=0.0,
         le=2.0,
         description="Fixed time per optimizer step outside the micro-batches (kernel launches "
         "of the optimizer and gradient clipping, data-loader hand-off, host synchronisation). [s]",
+    )
+    # Kernel shape laws (aitco.perf.kernels), fitted ONCE to published kernel benchmarks by
+    # aitco.validation.kernels (not to end-to-end rows; the end-to-end fit never moves them).
+    gemm_tile_fixed_s: float = Field(
+        default=KERNEL_FIT_DEFAULTS["gemm_tile_fixed_s"],
+        ge=0.0,
+        le=1e-4,
+        description="Fixed time of one GEMM output tile outside its K loop (pipeline fill, "
+        "epilogue, write-back): short-K GEMMs reach `K / (K + K_half)` of a long one, with "
+        "`K_half` from this time and the SM's rate (aitco.perf.kernels.gemm_k_half); fitted to "
+        "OpenXLA's measured H100 and B200 matmul tables (aitco.validation.kernels). [s]",
+    )
+    gemm_latency_s: float = Field(
+        default=KERNEL_FIT_DEFAULTS["gemm_latency_s"],
+        ge=0.0,
+        le=1e-3,
+        description="Fixed time of one GEMM kernel (launch, the last wave's drain); fitted with "
+        "`gemm_tile_fixed_s`. [s]",
+    )
+    attention_block_fixed_s: dict[str, float] = Field(
+        default_factory=lambda: {
+            "fa2": KERNEL_FIT_DEFAULTS["attention_block_fixed_s.fa2"],
+            "fa3": KERNEL_FIT_DEFAULTS["attention_block_fixed_s.fa3"],
+            "cudnn": KERNEL_FIT_DEFAULTS["attention_block_fixed_s.cudnn"],
+        },
+        description="Fixed time of one FlashAttention query block (load Q, softmax bookkeeping, "
+        "write O) per kernel generation (fa2, fa3, cudnn): short sequences reach "
+        "`s_k / (s_k + s_half)` of a long one, with `s_half` from this time, the SM's rate and "
+        "the head dim (aitco.perf.kernels.attention_seq_half); fitted to the FlashAttention-3 "
+        "paper's H100 kernel figures (aitco.validation.kernels). [s]",
     )
     elementwise_hbm: float = _frac(
         0.4991,
@@ -295,6 +341,11 @@ class EfficiencyParams(BaseModel):
     def attention_for(self, family: str) -> float:
         """Training FlashAttention fraction of an accelerator family."""
         return self.attention_by_family.get(family, self.attention)
+
+    def attention_block_fixed_for(self, family: str) -> float:
+        """``attention_block_fixed_s`` of the FlashAttention kernel ``family`` runs [s]."""
+        kernel = flash_kernel_for(family)
+        return self.attention_block_fixed_s.get(kernel, self.attention_block_fixed_s["fa2"])
 
     def tp_overlap_for(self, family: str) -> float:
         """Share of TP collectives hidden when TP comm overlap is on, for an accelerator family."""

@@ -89,7 +89,7 @@ __all__ = [
 # =============================================================================== single plan
 #: Names of the time terms, as shown by ``--explain``.
 TIME_TERMS: dict[str, str] = {
-    "compute_s": "GEMMs and FlashAttention at gemm x dtype peak (incl. recompute)",
+    "compute_s": "GEMMs and FlashAttention at gemm x dtype peak x kernel shape (incl. recompute)",
     "memory_bound_s": "norms, activations, residuals, rotary, loss at hbm x bandwidth",
     "tp_comm_s": "TP/SP all-gather + reduce-scatter per layer (exposed)",
     "cp_comm_s": "CP ring-attention K/V exchange beyond attention time",
@@ -609,6 +609,10 @@ def _term_inputs(
             "power_limit_clock_ratio": hw.clock_ratio,
             "gemm_efficiency": hw.gemm_efficiency,
             "attention_efficiency": hw.attention_efficiency,
+            "compute_units": hw.compute_units,
+            "gemm_k_half": hw.gemm_k_half,
+            "gemm_latency_s": hw.gemm_latency_s,
+            "attention_block_fixed_s": hw.attention_block_fixed_s,
             "recompute": pl["recompute"],
             "recompute_fraction": pl["recompute_fraction"],
         },

@@ -45,6 +45,12 @@ from aitco.perf.flops import (
     routed_expert_flops_per_token,
     training_flops_per_token,
 )
+from aitco.perf.kernels import (
+    attention_seq_efficiency,
+    attention_seq_half,
+    gemm_k_half,
+    gemm_shape_efficiency,
+)
 from aitco.perf.memory import (
     ADAM_8BIT_BYTES,
     ADAM_FP32_BYTES,
@@ -139,6 +145,10 @@ class HardwareShape:
     pcie_gb_s: float = 0.0
     tp_overlap: float = DEFAULT_EFFICIENCY.tp_overlap
     clock_ratio: float = 1.0  # compute clock under a power limit (perf.power); 1 at the TDP
+    compute_units: float = 0.0  # SMs / CUs for wave quantization (0: unknown, tiles only)
+    gemm_k_half: float = 0.0  # short-K half length of this part and precision [elements]
+    gemm_latency_s: float = DEFAULT_EFFICIENCY.gemm_latency_s
+    attention_block_fixed_s: float = 0.0  # FlashAttention fixed time per query block [s]
 
 
 @dataclass(frozen=True)
@@ -191,6 +201,12 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         pcie_gb_s=PCIE_X16_GB_S.get(acc.pcie_gen or 0, 0.0),
         tp_overlap=float(eff.tp_overlap_for(acc.family)),
         clock_ratio=clock,
+        compute_units=float(acc.compute_units or 0),
+        gemm_k_half=gemm_k_half(
+            eff.gemm_tile_fixed_s, float(lin) * clock * TERA, float(acc.compute_units or 0)
+        ),
+        gemm_latency_s=float(eff.gemm_latency_s),
+        attention_block_fixed_s=float(eff.attention_block_fixed_for(acc.family)),
     )
 
 
@@ -357,6 +373,16 @@ def plan_arrays(ms: ModelShape, run: RunShape, **plan: Any) -> PlanArrays:
 
 
 # =============================================================================== model
+def attention_seq_half_for(ms: ModelShape, hw: HardwareShape) -> float:
+    """Keys per query at which this part's FlashAttention reaches half its long-run rate."""
+    return attention_seq_half(
+        hw.attention_block_fixed_s,
+        hw.peak_attention_tflops * TERA,
+        hw.compute_units,
+        float(ms.head_dim),
+    )
+
+
 def attention_time_s(
     ms: ModelShape, hw: HardwareShape, eff: EfficiencyParams, run: RunShape, pa: PlanArrays
 ) -> F64:
@@ -366,7 +392,9 @@ def attention_time_s(
     -----
     FlashAttention: :math:`T L_s F_{att} (1 + 2.5 + r_{any}) / (P_{16} a)`
     (forward, the 5-matmul backward of FlashAttention-2 [3], a recomputed forward), with
-    :math:`a` the family's ``attention`` fraction.
+    :math:`a` the family's ``attention`` fraction times the kernel's sequence-length law
+    (:func:`aitco.perf.kernels.attention_seq_efficiency`, causal, fitted to published kernel
+    figures).
     Unfused (pre-2022 Megatron-LM): the full :math:`s \times s` products as batched GEMMs at the
     GEMM fraction, 2 backward GEMMs per forward GEMM.
     """
@@ -375,9 +403,72 @@ def attention_time_s(
         att_full_tok = float(attention_flops_per_token(ms, s, causal=False))
         rate = hw.peak_attention_tflops * TERA * hw.gemm_efficiency
         return pa.tok_layers * (att_full_tok / rate) * (1.0 + UNFUSED_BWD_MATMULS + pa.any_rc)
-    rate = hw.peak_attention_tflops * TERA * hw.attention_efficiency
+    rate = (
+        hw.peak_attention_tflops
+        * TERA
+        * hw.attention_efficiency
+        * float(attention_seq_efficiency(s, True, attention_seq_half_for(ms, hw)))
+    )
     att_fwd_tok = float(attention_flops_per_token(ms, s))
     return pa.tok_layers * (att_fwd_tok / rate) * (1.0 + FLASH_BWD_MATMULS + pa.any_rc)
+
+
+#: GEMM launches of one layer per pass (QKV, attention output, FFN up(+gate), FFN down; MoE
+#: experts as one grouped GEMM).
+LAYER_GEMMS = 4.0
+
+
+def layer_gemm_time_factors(
+    ms: ModelShape, tokens: Any, tp: Any, compute_units: float, k_half: float
+) -> tuple[F64, F64, F64]:
+    r"""Flop-weighted mean of :math:`1/e` over a layer's GEMMs, per pass.
+
+    Parameters
+    ----------
+    ms : ModelShape
+        Model.
+    tokens : array_like
+        Rows of the activations a device multiplies in one micro-batch (sequence parallel
+        gathers the sequence before the column-parallel GEMMs): ``micro_batch x s / cp``.
+    tp : array_like
+        Tensor-parallel degree (divides the GEMMs' N or K). [count]
+    compute_units : float
+        SMs / CUs. [count]
+    k_half : float
+        ``gemm_k_half``. [elements]
+
+    Returns
+    -------
+    fwd, dgrad, wgrad : ndarray
+        :math:`\sum_g w_g / e(M_g, N_g, K_g)` for the forward :math:`(M, N, K)`, the data
+        gradient :math:`(M, K, N)` and the weight gradient :math:`(K, N, M)` GEMMs, with
+        :math:`w_g` the FLOP share of GEMM :math:`g` (QKV, attention output, FFN up(+gate),
+        FFN down; MoE experts as one grouped GEMM of the active width) and :math:`e` =
+        :func:`aitco.perf.kernels.gemm_shape_efficiency`. 1 = a large GEMM.
+    """
+    tokens = np.asarray(tokens, dtype=float)
+    tp = np.asarray(tp, dtype=float)
+    key = tokens * 1024.0 + tp
+    uniq, inv = np.unique(key, return_inverse=True)
+    t_u = np.floor(uniq / 1024.0)
+    tp_u = uniq - t_u * 1024.0
+    h = float(ms.d_model)
+    q = float(ms.n_heads * ms.head_dim)
+    kv = float(ms.kv_heads * ms.head_dim)
+    f = float(ms.ffn_width_active)
+    up = 2.0 * f if ms.gated else f
+    gemms = ((q + 2.0 * kv, h, True), (h, q, False), (up, h, True), (h, f, False))
+    total = sum(n * k for n, k, _ in gemms)
+    out = [np.zeros_like(t_u) for _ in range(3)]
+    for n_full, k_full, column in gemms:
+        n = n_full / tp_u if column else np.full_like(t_u, n_full)
+        k = np.full_like(t_u, k_full) if column else k_full / tp_u
+        w = n_full * k_full / total
+        for i, (a, b, c) in enumerate(((t_u, n, k), (t_u, k, n), (k, n, t_u))):
+            out[i] = out[i] + w / gemm_shape_efficiency(a, b, c, compute_units, k_half)
+    shape = np.broadcast(tokens, tp).shape
+    fwd, dgrad, wgrad = (o[inv].reshape(shape) for o in out)
+    return fwd, dgrad, wgrad
 
 
 def linear_time_s(
@@ -387,22 +478,31 @@ def linear_time_s(
 
     Notes
     -----
-    :math:`T L_s F_{lin} (n_p + r_{full}) / (P g) + (T/tp) F_{head} n_p / (P_{16} g)` with
-    :math:`n_p` = 3 passes (forward, data and weight gradients; 2 for LoRA/QLoRA, whose frozen
-    weights get no weight gradient), :math:`r_{full}` the recomputed share and :math:`g` the
-    family's GEMM fraction; adapters add :math:`3 \times 2 P_{lora}`.
+    :math:`T L_s F_{lin} \phi / (P g) + L_s n_g t_0 + (T/tp) F_{head} n_p / (P_{16} g)`, with
+    :math:`\phi` the shape factors of :func:`layer_gemm_time_factors` (forward x (1 +
+    recomputed share) + data gradient + weight gradient; frozen weights, LoRA/QLoRA, have no
+    weight gradient), :math:`g` the family's GEMM fraction, :math:`n_g` the layer's GEMM
+    launches (:data:`LAYER_GEMMS` per pass) of fixed time :math:`t_0` (``gemm_latency_s``) and
+    :math:`n_p` = 3 (full) or 2 (adapters) passes; adapters add :math:`3 \times 2 P_{lora}`.
     """
     g = hw.gemm_efficiency
     lin_rate = hw.peak_linear_tflops * TERA * g
     full = run.method == "full"
+    f_fwd, f_dgrad, f_wgrad = layer_gemm_time_factors(
+        ms, pa.tokens, pa.tp, hw.compute_units, hw.gemm_k_half
+    )
+    lin_factor = f_fwd * (1.0 + pa.full_rc) + f_dgrad + (f_wgrad if full else 0.0)
     passes = 3.0 if full else 2.0
     layer_flops: Any = layer_matmul_flops_per_token(ms)
     if ms.moe_layers:  # the busiest GPU of an EP group runs (imbalance - 1) more routed tokens
         layer_flops = layer_flops + routed_expert_flops_per_token(ms) * (
             expert_imbalance(ms, pa) - 1.0
         )
-    t = pa.tok_layers * (layer_flops / lin_rate) * (passes + pa.full_rc) + pa.tok_tp * (
-        lm_head_flops_per_token(ms) * passes / (hw.peak_attention_tflops * TERA * g)
+    launches = pa.layers * LAYER_GEMMS * (passes + pa.full_rc)
+    t = (
+        pa.tok_layers * (layer_flops / lin_rate) * lin_factor
+        + launches * hw.gemm_latency_s
+        + pa.tok_tp * (lm_head_flops_per_token(ms) * passes / (hw.peak_attention_tflops * TERA * g))
     )
     if not full:
         lp = ms.lora_params if run.lora_params is None else run.lora_params

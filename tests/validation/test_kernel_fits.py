@@ -1,0 +1,68 @@
+"""The kernel shape constants are fitted to the bundled published kernel benchmarks."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, KERNEL_FIT_DEFAULTS
+from aitco.validation.kernels import (
+    GEMM_FIT_MIN_FLOPS,
+    _data,
+    fit_attention_seq,
+    fit_gemm_shape,
+    fit_kernel_defaults,
+    gemm_rows,
+)
+
+
+def test_defaults_are_the_fit_of_the_bundled_tables() -> None:
+    refit = fit_kernel_defaults()
+    assert set(refit) == set(KERNEL_FIT_DEFAULTS)
+    for key, value in refit.items():
+        assert KERNEL_FIT_DEFAULTS[key] == pytest.approx(value, rel=0.01), key
+    e = DEFAULT_EFFICIENCY
+    assert e.gemm_tile_fixed_s == KERNEL_FIT_DEFAULTS["gemm_tile_fixed_s"]
+    assert (
+        e.attention_block_fixed_for("nvidia-blackwell")
+        == (KERNEL_FIT_DEFAULTS["attention_block_fixed_s.cudnn"])
+    )
+    assert (
+        e.attention_block_fixed_for("nvidia-ampere")
+        == (KERNEL_FIT_DEFAULTS["attention_block_fixed_s.fa2"])
+    )
+
+
+def test_gemm_law_fits_training_sized_gemms() -> None:
+    fit = fit_gemm_shape()
+    assert fit.n_rows >= 100
+    assert fit.median_ape < 0.03
+    assert fit.p90_ape < 0.07
+    # every fitted table reaches a physical share of its dense peak
+    fractions = [v for k, v in fit.params.items() if k.startswith("fraction.")]
+    assert len(fractions) == 3
+    assert all(0.5 < f <= 1.0 for f in fractions)
+    assert fit.excluded > 0  # small, latency-bound GEMMs and the sm_90 FP8 table are left out
+
+
+def test_attention_law_fits_each_kernel() -> None:
+    fits = fit_attention_seq()
+    for kernel in ("fa2", "fa3", "cudnn"):
+        assert fits[kernel].median_ape < 0.07, kernel
+        assert 10.0 < fits[kernel].params["attention_seq_half"] < 1000.0
+        assert 0.1e-6 < fits[kernel].params["attention_block_fixed_s"] < 10e-6
+        assert 0.1e-6 < fits[kernel].params["attention_block_fixed_s"] < 10e-6
+        # backward kernels reach less of the peak than forward ones (FA3 paper, Figs. 5-6)
+        assert fits[kernel].params["fraction.bwd"] < fits[kernel].params["fraction.fwd"]
+
+
+def test_benchmark_rows_carry_their_source() -> None:
+    g = _data("gemm_benchmarks_raw.csv")
+    assert {"repo", "path", "commit"} <= set(g.columns)
+    assert g[["repo", "path", "commit"]].notna().all().all()
+    assert (g["commit"].str.len() == 40).all()
+    a = _data("attention_kernels.csv")
+    assert a[["source", "locator"]].notna().all().all()
+    rows = gemm_rows()
+    assert (2 * rows.b * rows.m * rows.n * rows.k >= GEMM_FIT_MIN_FLOPS).sum() >= 100
+    assert isinstance(rows, pd.DataFrame)
