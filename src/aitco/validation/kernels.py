@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 from scipy.optimize import least_squares
 
 from aitco.catalog.loader import load_catalog
+from aitco.perf.efficiency import KERNEL_FIT_DEFAULTS
 from aitco.perf.kernels import (
     attention_seq_efficiency,
     attention_seq_half,
@@ -255,8 +256,6 @@ def validate_kernels() -> dict[str, Any]:
         ``constants``: each constant the model uses
         (:data:`aitco.perf.efficiency.KERNEL_FIT_DEFAULTS`), shipped beside refitted.
     """
-    from aitco.perf.efficiency import KERNEL_FIT_DEFAULTS
-
     def row(fit: KernelFit) -> dict[str, Any]:
         return {
             "rows": fit.n_rows,
