@@ -256,6 +256,7 @@ def validate_kernels() -> dict[str, Any]:
         ``constants``: each constant the model uses
         (:data:`aitco.perf.efficiency.KERNEL_FIT_DEFAULTS`), shipped beside refitted.
     """
+
     def row(fit: KernelFit) -> dict[str, Any]:
         return {
             "rows": fit.n_rows,
