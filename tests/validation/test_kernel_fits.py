@@ -66,3 +66,15 @@ def test_benchmark_rows_carry_their_source() -> None:
     rows = gemm_rows()
     assert (2 * rows.b * rows.m * rows.n * rows.k >= GEMM_FIT_MIN_FLOPS).sum() >= 100
     assert isinstance(rows, pd.DataFrame)
+
+
+def test_gemm_law_carries_to_mi300x_held_out() -> None:
+    """OpenXLA's MI300X rows, never fitted: the NVIDIA-fitted law with one level fitted."""
+    from aitco.validation.kernels import check_gemm_held_out
+
+    fit = check_gemm_held_out()
+    assert fit is not None
+    assert fit.n_rows >= 20
+    assert fit.median_ape < 0.15  # 11.8% when written (2026-12-03)
+    assert 0.2 < fit.params["fraction.gfx942:bf16"] <= 1.0
+    assert fit_gemm_shape().n_rows == 148  # the MI300X rows do not enter the shared fit

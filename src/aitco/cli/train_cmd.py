@@ -487,7 +487,10 @@ def validate_kernels_cmd(
     if json_out:
         print_json(res)
         return
-    rows = [["GEMM (OpenXLA H100/B200 tables)", res["gemm"]]] + [
+    rows = [["GEMM (OpenXLA H100/B200 tables)", res["gemm"]]]
+    if res["gemm_held_out"] is not None:
+        rows.append(["GEMM held out: MI300X (NVIDIA-fitted law, level only)", res["gemm_held_out"]])
+    rows += [
         [f"attention {r['kernel']} (FlashAttention-3 paper, H100)", r] for r in res["attention"]
     ]
     console.print(
