@@ -47,6 +47,10 @@ def test_partial_efficiency_takes_defaults(tmp_path: Path) -> None:
         ("efficiency: {hbm: [\n", "profile"),
         ("efficiency:\n  no_such_param: 0.5\n", "no_such_param"),
         ("efficiency:\n  request_path_by_engine: {vllm: 3.0}\n", "request_path_by_engine.vllm"),
+        ("efficiency:\n  training_gemm: {nvidia-ampere: 7.0}\n", "training_gemm.nvidia-ampere"),
+        ("efficiency:\n  attention_by_family: {nvidia-hopper: 0}\n", "attention_by_family"),
+        ("efficiency:\n  attention_block_fixed_s: {fa2: 0.5}\n", "attention_block_fixed_s.fa2"),
+        ("efficiency:\n  gemm_tile_fixed_s: 0.5\n", "gemm_tile_fixed_s"),
     ],
 )
 def test_bad_profiles_raise_input_error(tmp_path: Path, text: str, field: str) -> None:

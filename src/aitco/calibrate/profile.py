@@ -38,6 +38,9 @@ GEMM_FRACTION_RANGE = (0.01, 1.0)
 MAX_SERVING_OVERHEAD_S = 1.0
 #: Upper bound of a per-engine request path (the bound of the global ``request_path_s``). [s]
 MAX_REQUEST_PATH_S = 0.5
+#: Upper bound of a FlashAttention query block's fixed time per kernel (the bound of
+#: ``gemm_tile_fixed_s``; the fitted values are 1.3-2.1 us). [s]
+MAX_ATTENTION_BLOCK_FIXED_S = 1e-4
 
 
 class ParamFit(BaseModel):
@@ -190,12 +193,21 @@ def _check_ranges(eff: EfficiencyParams, file: str | None) -> None:
     refused with the field, the value and the range.
     """
     lo, hi = GEMM_FRACTION_RANGE
-    for family, v in eff.gemm.items():
-        if not lo <= v <= hi:
+    for name in ("gemm", "training_gemm", "attention_by_family"):
+        for family, v in getattr(eff, name).items():
+            if not lo <= v <= hi:
+                raise InputError(
+                    f"efficiency.{name}.{family}",
+                    v,
+                    f"a fraction of the dense peak in [{lo}, {hi}]",
+                    file=file,
+                )
+    for kernel, v in eff.attention_block_fixed_s.items():
+        if not 0.0 <= v <= MAX_ATTENTION_BLOCK_FIXED_S:
             raise InputError(
-                f"efficiency.gemm.{family}",
+                f"efficiency.attention_block_fixed_s.{kernel}",
                 v,
-                f"a fraction of the dense peak in [{lo}, {hi}]",
+                f"seconds in [0, {MAX_ATTENTION_BLOCK_FIXED_S}]",
                 file=file,
             )
     for engine, v in eff.serving_overhead_by_engine.items():
