@@ -61,10 +61,10 @@ GEMM_FIT_MIN_FLOPS = 2.0 * 2048.0**3
 #: peak (no native FP8 matrix path in that build): neither measures a dense FP8 GEMM as the
 #: catalog defines it.
 GEMM_TABLES_EXCLUDED: tuple[str, ...] = ("sm_90:fp8", "gfx942:fp8")
-#: Tables kept out of the fit of the shared constants and used as an independent check of the
-#: law on another vendor (:func:`check_gemm_held_out`): OpenXLA's MI300X (gfx942) rows, with
-#: the CU count of the catalog and only the large-GEMM level fitted.
-GEMM_TABLES_HELD_OUT: tuple[str, ...] = ("gfx942:bf16",)
+#: Parts (table keys) kept out of the fit of the shared constants and used as an independent
+#: check of the law on another vendor (:func:`check_gemm_held_out`): OpenXLA's MI300X (gfx942)
+#: rows, with the CU count of the catalog and only the large-GEMM level fitted.
+GEMM_KEYS_HELD_OUT: tuple[str, ...] = ("gfx942",)
 #: Kernels whose sequence law is fitted.
 ATTENTION_KERNELS: tuple[str, ...] = ("fa2", "fa3", "cudnn")
 
@@ -131,6 +131,7 @@ def _stats(log_res: NDArray[np.float64]) -> tuple[float, float]:
     return float(np.median(ape)), float(np.percentile(ape, 90))
 
 
+@cache
 def fit_gemm_shape() -> KernelFit:
     """Fit ``gemm_tile_fixed_s``, ``gemm_latency_s`` and one large-GEMM fraction per table.
 
@@ -139,9 +140,7 @@ def fit_gemm_shape() -> KernelFit:
     """
     d = gemm_rows()
     size = 2.0 * d["b"] * d["m"] * d["n"] * d["k"]
-    held_out = d["table"].isin(GEMM_TABLES_HELD_OUT) | d["table_key"].isin(
-        {t.split(":")[0] for t in GEMM_TABLES_HELD_OUT}
-    )
+    held_out = d["table_key"].isin(GEMM_KEYS_HELD_OUT)
     keep = (size >= GEMM_FIT_MIN_FLOPS) & ~d["table"].isin(GEMM_TABLES_EXCLUDED) & ~held_out
     above = ~keep & ~held_out  # left out (held-out tables are counted by their own check)
     d = d[keep].reset_index(drop=True)
@@ -179,7 +178,7 @@ def fit_gemm_shape() -> KernelFit:
 
 
 def check_gemm_held_out() -> KernelFit | None:
-    """Predict the held-out tables (:data:`GEMM_TABLES_HELD_OUT`) with the shipped law.
+    """Predict the held-out parts (:data:`GEMM_KEYS_HELD_OUT`) with the shipped law.
 
     ``gemm_tile_fixed_s`` and ``gemm_latency_s`` are those fitted on the NVIDIA tables
     (:func:`fit_gemm_shape`); only one large-GEMM level per table is fitted here (what the
@@ -190,7 +189,7 @@ def check_gemm_held_out() -> KernelFit | None:
     size = 2.0 * d["b"] * d["m"] * d["n"] * d["k"]
     d = d[
         (size >= GEMM_FIT_MIN_FLOPS)
-        & d["table"].isin(GEMM_TABLES_HELD_OUT)
+        & d["table_key"].isin(GEMM_KEYS_HELD_OUT)
         & ~d["table"].isin(GEMM_TABLES_EXCLUDED)
     ]
     d = d.reset_index(drop=True)
@@ -236,6 +235,7 @@ def attention_rows() -> pd.DataFrame:
 HEAD_DIM = 128.0
 
 
+@cache
 def fit_attention_seq() -> dict[str, KernelFit]:
     """Fit ``attention_block_fixed_s`` (and a forward and backward fraction) per kernel."""
     d = attention_rows()
