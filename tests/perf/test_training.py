@@ -489,6 +489,34 @@ def test_fused_loss_and_native_loop_are_the_stack_properties_they_say() -> None:
         estimate_training(M, ACC, SYS, 8, plan={**plan, "loss_kernel": "chunked"}, **kw)
 
 
+def test_elementwise_kernel_style_sets_the_memory_bound_rate_alone() -> None:
+    """``fused`` and ``eager`` elementwise kernels change only the memory-bound term, by the
+    ratio of their fitted HBM fractions to the end-to-end ``elementwise_hbm`` (the per-kernel
+    launch time aside); explain shows the fraction used."""
+    plan = {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "recompute": "none"}
+    kw = dict(seq_len=2048, global_batch=64)
+    e = DEFAULT_EFFICIENCY
+    base = estimate_training(M, ACC, SYS, 8, plan=plan, **kw)
+    launch_s = estimate_training(  # bytes at an unbounded rate: the kernel launches alone
+        M, ACC, SYS, 8, plan=plan, efficiency=e.model_copy(update={"elementwise_hbm": 1e9}), **kw
+    ).time_terms_s["memory_bound_s"]
+    assert 0 < launch_s < base.time_terms_s["memory_bound_s"]
+    for style in ("fused", "eager"):
+        r = estimate_training(M, ACC, SYS, 8, plan={**plan, "elementwise_kernels": style}, **kw)
+        bytes_s = base.time_terms_s["memory_bound_s"] - launch_s
+        want = launch_s + bytes_s * e.elementwise_hbm / e.elementwise_hbm_by_kernels[style]
+        assert r.time_terms_s["memory_bound_s"] == pytest.approx(want, rel=1e-9), style
+        assert r.time_terms_s["compute_s"] == base.time_terms_s["compute_s"]
+        assert r.values["plan"]["elementwise_kernels"] == style
+        assert r.term_inputs["memory_bound_s"]["elementwise_hbm"] == e.elementwise_hbm_for(style)
+    fused = estimate_training(M, ACC, SYS, 8, plan={**plan, "elementwise_kernels": "fused"}, **kw)
+    eager = estimate_training(M, ACC, SYS, 8, plan={**plan, "elementwise_kernels": "eager"}, **kw)
+    assert fused.values["step_time_s"] < base.values["step_time_s"] < eager.values["step_time_s"]
+    assert base.values["plan"]["elementwise_kernels"] == "framework"
+    with pytest.raises(InputError, match="--elementwise-kernels"):
+        estimate_training(M, ACC, SYS, 8, plan={**plan, "elementwise_kernels": "compiled"}, **kw)
+
+
 def test_nvme_offload_moves_the_states_to_the_drives_and_swaps_them_each_step() -> None:
     """ZeRO-Infinity's NVMe offload: the optimizer states (and weights) leave host memory for
     the node's drives; each step reads and writes the optimizer states at the drives' rates

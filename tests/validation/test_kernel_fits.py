@@ -9,7 +9,9 @@ from aitco.perf.efficiency import DEFAULT_EFFICIENCY, KERNEL_FIT_DEFAULTS
 from aitco.validation.kernels import (
     GEMM_FIT_MIN_FLOPS,
     _data,
+    elementwise_rows,
     fit_attention_seq,
+    fit_elementwise,
     fit_gemm_shape,
     fit_kernel_defaults,
     gemm_rows,
@@ -31,6 +33,9 @@ def test_defaults_are_the_fit_of_the_bundled_tables() -> None:
         e.attention_block_fixed_for("nvidia-ampere")
         == (KERNEL_FIT_DEFAULTS["attention_block_fixed_s.fa2"])
     )
+    assert e.elementwise_hbm_for("fused") == KERNEL_FIT_DEFAULTS["elementwise_hbm.fused"]
+    assert e.elementwise_hbm_for("eager") == KERNEL_FIT_DEFAULTS["elementwise_hbm.eager"]
+    assert e.elementwise_hbm_for("framework") == e.elementwise_hbm
 
 
 def test_gemm_law_fits_training_sized_gemms() -> None:
@@ -78,3 +83,36 @@ def test_gemm_law_carries_to_mi300x_held_out() -> None:
     assert fit.median_ape < 0.15  # 11.8% when written (2026-12-03)
     assert 0.2 < fit.params["fraction.gfx942:bf16"] <= 1.0
     assert fit_gemm_shape().n_rows == 148  # the MI300X rows do not enter the shared fit
+
+
+def test_elementwise_fraction_of_one_row_by_hand() -> None:
+    """Liger's RMSNorm forward on A100 SXM4 80GB, 2,048 x 32,768 bf16: read and write the
+    tensor once (268 MB) in 0.1822 ms against the catalog's 2,039 GB/s."""
+    d = elementwise_rows()
+    r = d[
+        (d.kernel_name == "rms_norm") & (d.kernel_provider == "liger") & (d.x_value == 32768)
+    ].iloc[0]
+    ideal = 2 * 2048 * 32768 * 2
+    assert r.ideal_bytes == ideal
+    assert r.hbm_fraction == pytest.approx(ideal / (r.time_ms_p50 * 1e-3) / 2039e9, rel=1e-9)
+    assert r.hbm_fraction == pytest.approx(0.722, abs=0.002)
+    assert (d.ideal_bytes >= 128e6).all()  # well above L2: HBM-bound, not launch-bound
+    assert d[["repo", "path", "commit"]].notna().all().all()
+    assert (d["commit"].str.len() == 40).all()
+
+
+def test_elementwise_styles_fit_and_check_the_end_to_end_level() -> None:
+    """Fused one-pass kernels reach a stable, high share of HBM bandwidth; eager modules a
+    lower, scattered one; Megatron-Core's own modules land near the end-to-end fitted
+    ``elementwise_hbm`` (an independent check of that fit, which never saw these rows)."""
+    fits = fit_elementwise()
+    fused, eager, framework = fits["fused"], fits["eager"], fits["framework"]
+    assert fused.n_rows >= 20
+    assert eager.n_rows >= 15
+    assert framework.n_rows >= 4
+    assert fused.median_ape < 0.10
+    assert 0.7 < fused.params["elementwise_hbm"] < 0.95
+    assert eager.params["elementwise_hbm"] < framework.params["elementwise_hbm"]
+    assert framework.params["elementwise_hbm"] < fused.params["elementwise_hbm"]
+    e2e = DEFAULT_EFFICIENCY.elementwise_hbm
+    assert framework.params["elementwise_hbm"] == pytest.approx(e2e, rel=0.15)

@@ -174,16 +174,27 @@ def test_a_family_without_fitted_rows_keeps_no_tp_overlap_of_its_own(catalog) ->
 
 
 def test_stack_options_come_from_the_stated_framework(catalog) -> None:
-    """llm.c's fused loss kernel and C step loop are stated by its framework; rows of other
-    stacks keep the defaults (PyTorch cross-entropy, a Python loop)."""
+    """llm.c's fused loss kernel, C step loop and hand-fused elementwise kernels, and
+    TinyLlama's fused kernels (its README lists fused norms, SwiGLU, rotary and cross-entropy),
+    are stated by their frameworks; rows of other stacks keep the defaults."""
     from aitco.validation.training import run_case, stack_options_of
 
     rows = load_rows()
-    llmc = rows[rows["framework"].astype(str).str.contains("llm.c", regex=False)]
+    fw = rows["framework"].astype(str)
+    llmc = rows[fw.str.contains("llm.c", regex=False)]
     assert len(llmc) >= 3
     for _, r in llmc.iterrows():
-        assert stack_options_of(r) == {"loss_kernel": "fused", "host_loop": "native"}
+        assert stack_options_of(r) == {
+            "loss_kernel": "fused", "host_loop": "native", "elementwise_kernels": "fused"
+        }  # fmt: skip
         case = run_case(r, catalog)
         assert case.plan["loss_kernel"] == "fused"
-    other = rows[~rows["framework"].astype(str).str.contains("llm.c", regex=False)]
+        assert case.plan["elementwise_kernels"] == "fused"
+    tiny = rows[rows["model"].astype(str).str.contains("TinyLlama", regex=False)]
+    assert len(tiny) == 1
+    assert stack_options_of(tiny.iloc[0]) == {
+        "loss_kernel": "fused",
+        "elementwise_kernels": "fused",
+    }
+    other = rows[~fw.str.contains("llm.c", regex=False) & ~fw.str.contains("fused kernels")]
     assert all(stack_options_of(r) == {} for _, r in other.iterrows())

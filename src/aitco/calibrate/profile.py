@@ -210,6 +210,14 @@ def _check_ranges(eff: EfficiencyParams, file: str | None) -> None:
                 f"seconds in [0, {MAX_ATTENTION_BLOCK_FIXED_S}]",
                 file=file,
             )
+    for style, v in eff.elementwise_hbm_by_kernels.items():
+        if not lo <= v <= hi:
+            raise InputError(
+                f"efficiency.elementwise_hbm_by_kernels.{style}",
+                v,
+                f"a fraction of the HBM bandwidth in [{lo}, {hi}]",
+                file=file,
+            )
     for engine, v in eff.serving_overhead_by_engine.items():
         if not 0.0 <= v <= MAX_SERVING_OVERHEAD_S:
             raise InputError(

@@ -62,6 +62,14 @@ class HostLoop(StrEnum):
     native = "native"
 
 
+class ElementwiseKernels(StrEnum):
+    """Elementwise kernel styles (aitco.perf.efficiency.ELEMENTWISE_KERNELS)."""
+
+    framework = "framework"
+    fused = "fused"
+    eager = "eager"
+
+
 class PipelineSchedule(StrEnum):
     """Pipeline schedules (Megatron 1F1B/interleaved; DeepSeek DualPipe)."""
 
@@ -197,6 +205,16 @@ def train(
             "(none on the critical path: a C/CUDA loop such as llm.c, a step in CUDA graphs).",
         ),
     ] = HostLoop.python,
+    elementwise_kernels: Annotated[
+        ElementwiseKernels,
+        typer.Option(
+            "--elementwise-kernels",
+            help="Norm/activation/residual kernels: 'framework' (the fitted end-to-end level of "
+            "Megatron-style frameworks), 'fused' (hand-written one-pass kernels: llm.c, Liger "
+            "Kernel) or 'eager' (PyTorch / Hugging Face modules op by op); levels in "
+            "docs/efficiency.md.",
+        ),
+    ] = ElementwiseKernels.framework,
     recompute: Annotated[Recompute | None, typer.Option("--recompute")] = None,
     method: Annotated[Method, typer.Option("--method")] = Method.full,
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA/QLoRA rank.", min=1)] = 16,
@@ -248,7 +266,7 @@ def train(
         "auto": plan == "auto", "tp_comm_overlap": tp_overlap, "shard_devices": shard_devices,
         "ep_comm_overlap": ep_overlap, "offload": offload.value,
         "pipeline_schedule": pipeline_schedule.value, "loss_kernel": loss_kernel.value,
-        "host_loop": host_loop.value,
+        "host_loop": host_loop.value, "elementwise_kernels": elementwise_kernels.value,
     }  # fmt: skip
     practice = practice_for(
         param_counts(arch).total, acc.family, precision.value, arch.moe is not None
@@ -480,7 +498,7 @@ def validate_training_cmd(
 def validate_kernels_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Kernel shape laws refitted to the bundled GEMM and attention benchmarks: fit errors."""
+    """Kernel laws refitted to the bundled GEMM, attention and elementwise benchmarks."""
     from aitco.validation.kernels import validate_kernels
 
     res = validate_kernels()
@@ -492,6 +510,14 @@ def validate_kernels_cmd(
         rows.append(["GEMM held out: MI300X (NVIDIA-fitted law, level only)", res["gemm_held_out"]])
     rows += [
         [f"attention {r['kernel']} (FlashAttention-3 paper, H100)", r] for r in res["attention"]
+    ]
+    rows += [
+        [
+            f"elementwise {r['style']} (Liger-Kernel benchmarks): "
+            f"{r['params']['elementwise_hbm']:.2f} of HBM",
+            r,
+        ]
+        for r in res["elementwise"]
     ]
     console.print(
         table(

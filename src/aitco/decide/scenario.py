@@ -69,6 +69,10 @@ class ParallelPlan(BaseModel):
     #: Step loop: ``python`` (a PyTorch-style loop's per-step host time) or ``native`` (a C/CUDA
     #: loop such as llm.c's, or a step captured whole in CUDA graphs). ``python`` unless given.
     host_loop: Literal["python", "native"] | None = None
+    #: Elementwise kernels: ``framework`` (the end-to-end fitted level), ``fused`` (hand-written
+    #: one-pass kernels: llm.c, Liger Kernel) or ``eager`` (PyTorch / Hugging Face modules op by
+    #: op). ``framework`` unless given.
+    elementwise_kernels: Literal["framework", "fused", "eager"] | None = None
 
 
 class TrainingWorkload(BaseModel):

@@ -40,14 +40,23 @@ FAMILIES: tuple[str, ...] = (
 #: :func:`aitco.validation.kernels.fit_kernel_defaults` (a test refits them and compares):
 #: fixed time of a GEMM output tile [s] and of a GEMM kernel [s] on OpenXLA's H100/B200 matmul
 #: tables; fixed time of a FlashAttention query block [s] on the FlashAttention-3 paper's H100
-#: figures (FA2 and FA3 kernels).
+#: figures (FA2 and FA3 kernels); fraction of HBM bandwidth reached by fused (Triton) and eager
+#: (PyTorch / Hugging Face) normalisation and activation kernels on Liger-Kernel's published
+#: A100/H100 benchmark data (``elementwise_kernels.csv``).
 KERNEL_FIT_DEFAULTS: dict[str, float] = {
     "gemm_tile_fixed_s": 1.108e-6,
     "gemm_latency_s": 5.545e-6,
     "attention_block_fixed_s.fa2": 1.326e-6,
     "attention_block_fixed_s.fa3": 2.070e-6,
     "attention_block_fixed_s.cudnn": 1.481e-6,
+    "elementwise_hbm.fused": 0.8249,
+    "elementwise_hbm.eager": 0.3408,
 }
+#: Elementwise kernel styles of a training stack: ``framework`` (the end-to-end fitted
+#: ``elementwise_hbm`` of the frameworks the throughput rows ran), ``fused`` (one hand-written
+#: kernel per fused op: llm.c, Liger Kernel, TinyLlama's fused norms and SwiGLU) or ``eager``
+#: (PyTorch / Hugging Face modules op by op, no compiler).
+ELEMENTWISE_KERNELS: tuple[str, ...] = ("framework", "fused", "eager")
 
 
 def _frac(default: float, description: str) -> Any:
@@ -220,6 +229,17 @@ class EfficiencyParams(BaseModel):
         "Fraction of HBM bandwidth reached by training's elementwise, normalisation, loss and "
         "optimizer kernels (many small, partly unfused kernels; weight streaming uses `hbm`).",
     )
+    elementwise_hbm_by_kernels: dict[str, float] = Field(
+        default_factory=lambda: {
+            "fused": KERNEL_FIT_DEFAULTS["elementwise_hbm.fused"],
+            "eager": KERNEL_FIT_DEFAULTS["elementwise_hbm.eager"],
+        },
+        description="Fraction of HBM bandwidth reached on the ideal bytes by training's "
+        "elementwise kernels of another style than the frameworks `elementwise_hbm` was fitted "
+        "on: `fused` (hand-written one-pass kernels) and `eager` (PyTorch / Hugging Face "
+        "modules op by op); geometric means over Liger-Kernel's published A100/H100 "
+        "normalisation and activation benchmarks (aitco.validation.kernels.fit_elementwise).",
+    )
     training_log_ratio_q10: float = Field(
         default=-0.1234,
         description="10th percentile of ln(observed/predicted) tokens/s/GPU, leave-one-source-out "
@@ -346,6 +366,14 @@ class EfficiencyParams(BaseModel):
         """``attention_block_fixed_s`` of the FlashAttention kernel ``family`` runs [s]."""
         kernel = flash_kernel_for(family)
         return self.attention_block_fixed_s.get(kernel, self.attention_block_fixed_s["fa2"])
+
+    def elementwise_hbm_for(self, kernels: str) -> float:
+        """Fraction of HBM bandwidth of training's elementwise kernels of a style.
+
+        ``kernels`` is one of :data:`ELEMENTWISE_KERNELS`; ``framework`` (or any other) gives
+        ``elementwise_hbm``.
+        """
+        return self.elementwise_hbm_by_kernels.get(kernels, self.elementwise_hbm)
 
     def tp_overlap_for(self, family: str) -> float:
         """Share of TP collectives hidden when TP comm overlap is on, for an accelerator family."""

@@ -238,6 +238,7 @@ def search_plans(
     offload: str = "none",
     loss_kernel: str = "unfused",
     host_loop: str = "python",
+    elementwise_kernels: str = "framework",
 ) -> tuple[dict[str, Any], dict[str, NDArray[Any]], int, int]:
     """Fastest plan that fits (or the smallest-memory one when none fits).
 
@@ -312,6 +313,7 @@ def search_plans(
         offload=offload,
         loss_kernel=loss_kernel,
         host_loop=host_loop,
+        elementwise_kernels=elementwise_kernels,
     )
     best = choose_plan(cands, res, eff, practice)
     plan: dict[str, Any] = {k: int(cands[k][best]) for k in PLAN_KEYS if k != "recompute_fraction"}

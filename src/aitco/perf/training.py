@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.errors import InputError, PlanError
 from aitco.explain import Estimate, Term
-from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, ELEMENTWISE_KERNELS, EfficiencyParams
 from aitco.perf.flops import DEFAULT_LORA_RANK, ModelShape, model_shape
 from aitco.perf.memory import ADAM_FP32_BYTES, OFFLOAD_MODES, OFFLOAD_NVME_MODES
 from aitco.perf.parallelism import RECOMPUTE_CODES, RECOMPUTE_NAMES
@@ -297,6 +297,7 @@ def estimate_training(
         offload=offload,
         loss_kernel=_choice(p, "loss_kernel", LOSS_KERNELS),
         host_loop=_choice(p, "host_loop", HOST_LOOPS),
+        elementwise_kernels=_choice(p, "elementwise_kernels", ELEMENTWISE_KERNELS),
     )
     values = _values(res, i, best, p, hw, n, gpus, seq_len, global_batch, precision, method)
     if tokens is not None:
@@ -325,7 +326,9 @@ def estimate_training(
         "gemm_efficiency_basis": efficiency.training_gemm_basis(
             acc.family, acc.matmul_ceiling(precision)
         ),
-        "elementwise_hbm_efficiency": efficiency.elementwise_hbm,
+        "elementwise_hbm_efficiency": efficiency.elementwise_hbm_for(
+            values["plan"]["elementwise_kernels"]
+        ),
         "peak_tflops": hw.peak_linear_tflops,
     }
     term_inputs = _term_inputs(hw, efficiency, values, optimizer)
@@ -581,6 +584,7 @@ def _values(
             "offload": _offload(p),
             "loss_kernel": _choice(p, "loss_kernel", LOSS_KERNELS),
             "host_loop": _choice(p, "host_loop", HOST_LOOPS),
+            "elementwise_kernels": _choice(p, "elementwise_kernels", ELEMENTWISE_KERNELS),
             "searched": n > 1,
         },
     }
@@ -618,7 +622,8 @@ def _term_inputs(
         },
         "memory_bound_s": {
             "hbm_bandwidth_gb_s": hw.hbm_bandwidth_gb_s,
-            "elementwise_hbm": e.elementwise_hbm,
+            "elementwise_hbm": e.elementwise_hbm_for(pl["elementwise_kernels"]),
+            "elementwise_kernels": pl["elementwise_kernels"],
             "loss_kernel": pl["loss_kernel"],
         },
         "tp_comm_s": {

@@ -244,6 +244,10 @@ class RunShape:
         Cross-entropy implementation (:data:`LOSS_KERNELS`).
     host_loop : {"python", "native"}
         Step loop (:data:`HOST_LOOPS`).
+    elementwise_kernels : {"framework", "fused", "eager"}
+        Style of the memory-bound kernels
+        (:data:`aitco.perf.efficiency.ELEMENTWISE_KERNELS`): sets their fraction of HBM
+        bandwidth (:meth:`~aitco.perf.efficiency.EfficiencyParams.elementwise_hbm_for`).
     """
 
     seq_len: float
@@ -258,6 +262,7 @@ class RunShape:
     offload: str = "none"
     loss_kernel: str = "unfused"
     host_loop: str = "python"
+    elementwise_kernels: str = "framework"
 
     @property
     def logit_bytes(self) -> float:
@@ -551,7 +556,7 @@ def memory_bound_time_s(
     :math:`n_h s` scores per token through HBM (6.5 forward, 8.5 backward passes).
     """
     passes = 1.0 + BACKWARD_ELEMENTWISE_PASSES + pa.full_rc
-    hbm_rate = hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm
+    hbm_rate = hw.hbm_bandwidth_gb_s * GIGA * eff.elementwise_hbm_for(run.elementwise_kernels)
     loss_b = (
         FUSED_LOSS_BYTES_PER_LOGIT
         if run.loss_kernel == "fused"
@@ -979,6 +984,7 @@ def evaluate_plans(
     dualpipe: Any = False,
     loss_kernel: str = "unfused",
     host_loop: str = "python",
+    elementwise_kernels: str = "framework",
 ) -> dict[str, NDArray[Any]]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -993,7 +999,7 @@ def evaluate_plans(
     seq_len, global_batch, gpus : float
         Sequence length [tokens], sequences per step [count], devices [count].
     precision, method, optimizer, lora_params, attention_kernel, shard_devices, offload,
-    loss_kernel, host_loop
+    loss_kernel, host_loop, elementwise_kernels
         As :class:`RunShape`.
     eff : EfficiencyParams
         Efficiency fractions.
@@ -1018,7 +1024,7 @@ def evaluate_plans(
     run = RunShape(
         float(seq_len), float(global_batch), float(gpus), precision, method, optimizer,
         lora_params, attention_kernel, None if shard_devices is None else float(shard_devices),
-        offload, loss_kernel, host_loop,
+        offload, loss_kernel, host_loop, elementwise_kernels,
     )  # fmt: skip
     with np.errstate(divide="raise", invalid="raise", over="raise"):
         pa = plan_arrays(

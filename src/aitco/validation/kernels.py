@@ -38,6 +38,7 @@ from aitco.perf.kernels import (
     gemm_k_half,
     gemm_time_s,
 )
+from aitco.units import GIGA
 
 #: OpenXLA table keys -> (catalog accelerator, its SM count, from the catalog's sources).
 GEMM_TABLE_HARDWARE: dict[str, str] = {
@@ -67,6 +68,13 @@ GEMM_TABLES_EXCLUDED: tuple[str, ...] = ("sm_90:fp8", "gfx942:fp8")
 GEMM_KEYS_HELD_OUT: tuple[str, ...] = ("gfx942",)
 #: Kernels whose sequence law is fitted.
 ATTENTION_KERNELS: tuple[str, ...] = ("fa2", "fa3", "cudnn")
+#: Milliseconds per second (Liger-Kernel reports times in ms).
+MS_PER_S = 1000.0
+#: Elementwise kernel styles of ``elementwise_kernels.csv``: ``fused`` (hand-written Triton
+#: kernels, one pass: Liger-Kernel), ``eager`` (PyTorch / Hugging Face modules op by op) and
+#: ``framework`` (Megatron-Core's own modules; a check of the end-to-end ``elementwise_hbm``,
+#: not a constant the model takes from here).
+ELEMENTWISE_STYLES: tuple[str, ...] = ("fused", "eager", "framework")
 
 
 @dataclass(frozen=True)
@@ -286,6 +294,41 @@ def fit_attention_seq() -> dict[str, KernelFit]:
     return out
 
 
+def elementwise_rows() -> pd.DataFrame:
+    """Return the elementwise benchmark rows with the fraction of HBM bandwidth each reaches.
+
+    ``hbm_fraction`` is the row's ideal bytes (each input read once, each output written once,
+    from the benchmark's stated shapes: ``scripts/extract_liger_elementwise.py``) over its
+    median time and the catalog's HBM bandwidth of the part. [0-1]
+    """
+    d = _data("elementwise_kernels.csv")
+    cat = load_catalog()
+    bw = {a: float(cat.accelerators[a].hbm_bandwidth_gb_s) for a in d["accelerator"].unique()}
+    d["hbm_bandwidth_gb_s"] = d["accelerator"].map(bw)
+    time_s = d["time_ms_p50"] / MS_PER_S
+    d["hbm_fraction"] = d["ideal_bytes"] / time_s / (d["hbm_bandwidth_gb_s"] * GIGA)
+    return d
+
+
+@cache
+def fit_elementwise() -> dict[str, KernelFit]:
+    """Fit one fraction of HBM bandwidth per elementwise kernel style.
+
+    The level minimising the squared log error of the rows of a style (their geometric mean);
+    the errors are those of each row against it (kernels and parts pooled).
+    """
+    d = elementwise_rows()
+    out = {}
+    for style in ELEMENTWISE_STYLES:
+        f = d.loc[d["style"] == style, "hbm_fraction"].to_numpy(dtype=float)
+        if f.size == 0:
+            continue
+        level = float(np.exp(np.mean(np.log(f))))
+        med, p90 = _stats(np.log(f / level))
+        out[style] = KernelFit({"elementwise_hbm": level}, int(f.size), med, p90)
+    return out
+
+
 @cache
 def fit_kernel_defaults() -> dict[str, float]:
     """Refit the constants of :data:`aitco.perf.efficiency.KERNEL_FIT_DEFAULTS`, refitted."""
@@ -297,6 +340,11 @@ def fit_kernel_defaults() -> dict[str, float]:
         "attention_block_fixed_s.fa2": a["fa2"].params["attention_block_fixed_s"],
         "attention_block_fixed_s.fa3": a["fa3"].params["attention_block_fixed_s"],
         "attention_block_fixed_s.cudnn": a["cudnn"].params["attention_block_fixed_s"],
+        **{
+            f"elementwise_hbm.{k}": v.params["elementwise_hbm"]
+            for k, v in fit_elementwise().items()
+            if k != "framework"
+        },
     }
 
 
@@ -329,6 +377,7 @@ def validate_kernels() -> dict[str, Any]:
         "gemm": row(fit_gemm_shape()),
         "gemm_held_out": None if held_out is None else row(held_out),
         "attention": [{"kernel": k, **row(v)} for k, v in fit_attention_seq().items()],
+        "elementwise": [{"style": k, **row(v)} for k, v in fit_elementwise().items()],
         "constants": [
             {"name": k, "shipped": v, "refit": refit[k]} for k, v in KERNEL_FIT_DEFAULTS.items()
         ],

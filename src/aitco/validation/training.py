@@ -79,17 +79,24 @@ PRE_FLASH_ATTENTION_KERNEL = "unfused"
 FLASH_ATTENTION_ARXIV_ID = "2205.14135"
 
 
-#: Training stacks whose loss kernel and step loop the row's framework names: llm.c computes
-#: softmax, loss and the logits' gradient in one kernel over its 16-bit logits (``fused_classifier``
-#: in ``train_gpt2.cu``) and runs its step loop in C (no Python host time per step), a stated
-#: fact of the software, as the attention kernel above (not a per-row factor).
+#: Training stacks whose loss kernel, step loop and elementwise kernels the row's framework
+#: names, as stated facts of the software (as the attention kernel above; not per-row factors):
+#:
+#: - llm.c computes softmax, loss and the logits' gradient in one kernel over its 16-bit logits
+#:   (``fused_classifier`` in ``train_gpt2.cu``), runs its step loop in C (no Python host time
+#:   per step) and writes its layernorm, residual and GELU as hand-fused CUDA kernels;
+#: - TinyLlama ("lit-gpt based (flash-attn 2, fused kernels)"): its README, the row's source,
+#:   lists "fused layernorm, fused swiglu, fused cross entropy loss, fused rotary positional
+#:   embedding" (``jzhang38/TinyLlama`` README, "Blazingly Fast"); its loop is Python
+#:   (Lightning Fabric).
 STACK_OPTIONS: tuple[tuple[str, dict[str, str]], ...] = (
-    ("llm.c", {"loss_kernel": "fused", "host_loop": "native"}),
+    ("llm.c", {"loss_kernel": "fused", "host_loop": "native", "elementwise_kernels": "fused"}),
+    ("fused kernels", {"loss_kernel": "fused", "elementwise_kernels": "fused"}),
 )
 
 
 def stack_options_of(row: pd.Series) -> dict[str, str]:
-    """Plan options (loss kernel, step loop) of the training stack a row's framework names."""
+    """Plan options (loss kernel, step loop, elementwise kernels) of a row's named stack."""
     fw = str(row.get("framework", ""))
     for name, opts in STACK_OPTIONS:
         if name in fw:
