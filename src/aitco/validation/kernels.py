@@ -1,6 +1,6 @@
 """Fit and check the kernel shape laws of :mod:`aitco.perf.kernels` on published benchmarks.
 
-Two tables in ``aitco/validation/data`` (sources in its README):
+Three tables in ``aitco/validation/data`` (sources in its README):
 
 - ``gemm_benchmarks_raw.csv``: OpenXLA's measured GEMM throughput by (b, m, n, k) and data
   type on H100 (``sm_90``) and B200 (``sm_100_B200``), transcribed from the two OpenXLA files
@@ -8,6 +8,10 @@ Two tables in ``aitco/validation/data`` (sources in its README):
 - ``attention_kernels.csv``: FlashAttention-2, FlashAttention-3 and cuDNN attention
   throughput on H100 by sequence length (FlashAttention-3 paper, Figs. 5-6; pytorch/benchmark
   PR 2391).
+- ``elementwise_kernels.csv``: forward timings of norm and activation kernels on A100 and H100
+  by kernel style (fused Triton, eager PyTorch / Hugging Face, Megatron-Core modules) from
+  Liger-Kernel's published benchmark data; :func:`fit_elementwise` fits one fraction of HBM
+  bandwidth per style.
 
 :func:`fit_gemm_shape` fits ``gemm_tile_fixed_s`` and ``gemm_latency_s`` (shared by every
 table: the short-K half length of each part follows from the fixed tile time and its SM rate)
