@@ -51,7 +51,10 @@ def test_partial_efficiency_takes_defaults(tmp_path: Path) -> None:
         ("efficiency:\n  attention_by_family: {nvidia-hopper: 0}\n", "attention_by_family"),
         ("efficiency:\n  attention_block_fixed_s: {fa2: 0.5}\n", "attention_block_fixed_s.fa2"),
         ("efficiency:\n  gemm_tile_fixed_s: 0.5\n", "gemm_tile_fixed_s"),
-        ("efficiency:\n  elementwise_hbm_by_kernels: {fused: 1.5}\n", "elementwise_hbm_by_kernels.fused"),
+        (
+            "efficiency:\n  elementwise_hbm_by_kernels: {fused: 1.5}\n",
+            "elementwise_hbm_by_kernels.fused",
+        ),
     ],
 )
 def test_bad_profiles_raise_input_error(tmp_path: Path, text: str, field: str) -> None:
