@@ -15,115 +15,55 @@ per-GPU power, location-based emissions), not as metered truth.
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from typing import Any
 
 import numpy as np
 
 from aitco.catalog.loader import Catalog
-from aitco.catalog.schema import ModelArch
 from aitco.cost import carbon, power
 from aitco.decide.compare import Factors, training_goodput
 from aitco.decide.scenario import OpsAssumptions, TrainingWorkload
 from aitco.errors import AitcoError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
-from aitco.perf.training import estimate_training
 from aitco.units import KG_PER_TONNE, KWH_PER_MWH, WH_PER_MWH
-from aitco.validation.training import SkipRow, _num, load_rows, map_hardware, parse_plan, row_model
+from aitco.validation.training import SkipRow, _num, estimate_case, load_rows, run_case
 
 #: Cluster size used when a row does not state it (LLaMA-1 65B's 2,048 A100s, Touvron et al.
 #: 2023, the one size the Meta cards' family states). Per-GPU throughput barely depends on it;
 #: the goodput does, weakly (failures scale with the cluster).
 ASSUMED_GPUS = 2048
-#: Global batch used when not stated: 4M tokens (Llama 2 card; LLaMA-1 paper Table 2). [tokens]
-ASSUMED_BATCH_TOKENS = 4_194_304
-#: Sequence length used when not stated and the model has none. [tokens]
-ASSUMED_SEQ_LEN = 2048
-
-#: Row model name patterns -> catalog ids (catalog/data/models/*.yaml, sourced).
-FULL_RUN_MODELS: tuple[tuple[str, str], ...] = (
-    (r"^llama-1 7b", "llama-1-7b"),
-    (r"^llama-1 13b", "llama-1-13b"),
-    (r"^llama-1 65b", "llama-1-65b"),
-    (r"^llama 2 7b", "llama-2-7b"),
-    (r"^llama 2 13b", "llama-2-13b"),
-    (r"^llama 3(\.1)? 8b", "llama-3-8b"),
-    (r"^llama 3\.2 1b", "llama-3.2-1b"),
-    (r"^llama 3\.2 3b", "llama-3.2-3b"),
-    (r"^opt-175b", "opt-175b"),
-    (r"^palm 540b", "palm-540b"),
-    (r"^tinyllama", "tinyllama-1.1b"),
-    (r"^falcon-40b", "falcon-40b"),
-    (r"^mpt-1\.3b", "mpt-1.3b"),
-    (r"gpt-2 124m", "gpt2-124m"),
-    (r"gpt-2 350m", "gpt2-350m"),
-    (r"gpt-2 1558m", "gpt2-1.5b"),
-    (r"^gpt-3 175b", "gpt3-175b"),
-)
-
-
-def full_run_model(row: Any, catalog: Catalog) -> tuple[ModelArch, str]:
-    """Return the architecture of a full-run row and where it came from."""
-    low = str(row["model"]).lower()
-    for pat, key in FULL_RUN_MODELS:
-        if re.search(pat, low) and key in catalog.models:
-            return catalog.models[key], f"catalog:{key}"
-    return row_model(row, catalog)
 
 
 def predict_full_run(
     row: Any, catalog: Catalog, eff: EfficiencyParams, fac: Factors
 ) -> dict[str, Any]:
-    """Predict one full-run row's GPU-hours (and energy on the card's basis)."""
+    """Predict one full-run row's GPU-hours (and energy on the card's basis).
+
+    The throughput part is ``aitco validate training``'s own prediction of the row
+    (:func:`~aitco.validation.training.run_case`, :func:`~aitco.validation.training.estimate_case`:
+    the architecture, precision, default batch rule, stack options and the plan `aitco train`
+    reports), so the two commands give one ideal figure; here a row without its cluster size is
+    predicted on :data:`ASSUMED_GPUS` devices, and the goodput model adds the losses.
+    """
     rid, label = str(row["id"]), str(row["model"])
-    out: dict[str, Any] = {"id": rid, "model": label, "notes": []}
     observed = _num(row.get("gpu_hours"))
     wall_obs = _num(row.get("wall_clock_hours"))
     if not observed and not (wall_obs and _num(row.get("num_accelerators"))):
         raise SkipRow("no published gpu_hours (nor wall_clock_hours with num_accelerators)")
-    tokens = _num(row.get("training_tokens"))
-    if not tokens:
-        raise SkipRow("no training_tokens")
-    acc_id = map_hardware(row["hardware"])
-    acc, sysm = catalog.hardware(acc_id)
-    model, src = full_run_model(row, catalog)
-    out["notes"].append(f"arch {src}")
-    gpus = _num(row.get("num_accelerators"))
-    if not gpus:
-        gpus = ASSUMED_GPUS
-        out["notes"].append(f"gpus assumed {ASSUMED_GPUS}")
-    seq = _num(row.get("seq_len")) or float(min(model.max_seq_len, 8192) or ASSUMED_SEQ_LEN)
-    if not _num(row.get("seq_len")):
-        out["notes"].append(f"seq_len assumed {seq:.0f}")
-    gbt = _num(row.get("global_batch_tokens"))
-    if not gbt:
-        gbt = ASSUMED_BATCH_TOKENS
-        out["notes"].append("batch assumed 4M tokens")
-    n = int(gpus)
-    gb = max(1, round(gbt / seq))
-    plan = parse_plan(row.get("parallelism"), n) or None
-    prec = "fp16" if acc.family == "nvidia-volta" else "bf16"
+    case = run_case(row, catalog, assumed_gpus=ASSUMED_GPUS)
+    out: dict[str, Any] = {"id": rid, "model": label, "notes": list(case.notes)}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = estimate_training(
-            model,
-            acc,
-            sysm,
-            n,
-            seq_len=int(seq),
-            global_batch=gb,
-            tokens=tokens,
-            precision=prec,
-            plan=plan,
-            efficiency=eff,
-        )
+        res = estimate_case(case, catalog, eff)
     for wmsg in {str(c.message) for c in caught}:
         out["notes"].append(f"training-engine warning: {wmsg}")
+    acc, sysm = catalog.hardware(case.accelerator)
+    n, tokens, seq, gb = case.gpus, float(case.tokens or 0.0), case.seq_len, case.global_batch
     productive_h = float(res.values["wall_clock_h"])
     nodes = math.ceil(n / sysm.devices_per_node)
     w = TrainingWorkload(model="validation", tokens=tokens, seq_len=int(seq), global_batch=gb)
-    g = training_goodput(model, w, OpsAssumptions(), fac, n, nodes, productive_h)
+    g = training_goodput(case.model, w, OpsAssumptions(), fac, n, nodes, productive_h)
     wall_h = float(g["overheads"]["wall_clock_h"])
     pred = n * wall_h
     target = "gpu_hours"

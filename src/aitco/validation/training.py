@@ -32,7 +32,7 @@ from aitco.errors import AitcoError, InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams, share_of_ceiling
 from aitco.perf.flops import model_shape, training_flops_per_token
 from aitco.perf.params import param_counts
-from aitco.perf.training import default_global_batch, estimate_training
+from aitco.perf.training import TrainingResult, default_global_batch, estimate_training
 from aitco.units import TERA
 
 DATA_CSV = Path(__file__).parent / "data" / "training.csv"
@@ -392,17 +392,22 @@ def run_model(row: pd.Series, catalog: Catalog | None) -> tuple[ModelArch, str]:
     return row_model(row, catalog)
 
 
-def run_case(row: pd.Series, catalog: Catalog | None) -> Case:
+def run_case(row: pd.Series, catalog: Catalog | None, assumed_gpus: int | None = None) -> Case:
     """Case of a full run: ideal GPU-hours (or wall clock) for the published token count.
 
     The prediction is the throughput model alone (no failures, restarts, evaluation or
     checkpoint stalls), so it should come out *below* the published GPU-hours; the ratio is
-    the run's implied goodput.
+    the run's implied goodput. A row without its cluster size is skipped, or, with
+    ``assumed_gpus`` (``aitco validate tco``), predicted on that many devices (a note says so).
     """
     rid = str(row["id"])
     gpus = _num(row.get("num_accelerators"))
+    notes = []
     if not gpus:
-        raise SkipRow("num_accelerators not given")
+        if assumed_gpus is None:
+            raise SkipRow("num_accelerators not given")
+        gpus = float(assumed_gpus)
+        notes.append(f"gpus assumed {assumed_gpus}")
     tokens = _num(row.get("training_tokens"))
     if not tokens:
         raise SkipRow("training_tokens not given")
@@ -413,7 +418,11 @@ def run_case(row: pd.Series, catalog: Catalog | None) -> Case:
     acc = map_hardware(row["hardware"])
     model, src = run_model(row, catalog)
     seq = int(_num(row.get("seq_len")) or min(model.max_seq_len, DEFAULT_RUN_SEQ_LEN))
+    if not _num(row.get("seq_len")):
+        notes.append(f"seq_len assumed {seq}")
     gbt = _num(row.get("global_batch_tokens"))
+    if not gbt:
+        notes.append("batch: the `aitco train` default rule")
     # without a published batch: the one `aitco train` uses (published practice by size and GPUs)
     gb = (
         max(1, round(gbt / seq))
@@ -427,7 +436,7 @@ def run_case(row: pd.Series, catalog: Catalog | None) -> Case:
     return Case(
         rid, model, acc, int(gpus), seq, gb,
         parse_precision(row.get("precision")), plan, target, float(obs or 0.0), "mfu",
-        str(row["run_scope"]), str(row["model"]), [f"arch: {src}"], tokens,
+        str(row["run_scope"]), str(row["model"]), [f"arch: {src}", *notes], tokens,
         source_group(row.get("source")), attention_kernel_of(row),
     )  # fmt: skip
 
@@ -498,8 +507,11 @@ class RowResult:
     source_group: str = ""
 
 
-def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResult:
-    """Predict a case and compare it with the published figure."""
+def estimate_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> TrainingResult:
+    """Estimate a case: the one prediction `validate training` and `validate tco` compare.
+
+    Full runs (no stated layout) get the plan `aitco train` reports for them.
+    """
     acc, system = catalog.hardware(case.accelerator)
     precision = case.precision
     if not acc.supports(precision) and acc.supports("fp16"):
@@ -514,11 +526,16 @@ def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResu
         if case.scope not in THROUGHPUT_SCOPES
         else None
     )
-    res = estimate_training(
+    return estimate_training(
         case.model, acc, system, case.gpus, seq_len=case.seq_len, global_batch=case.global_batch,
         precision=precision, plan=case.plan, efficiency=eff, tokens=case.tokens,
         attention_kernel=case.attention_kernel, practice=practice,
     )  # fmt: skip
+
+
+def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResult:
+    """Predict a case and compare it with the published figure."""
+    res = estimate_case(case, catalog, eff)
     tps = res.values["tokens_per_s_per_gpu"]
     if case.target == "tokens_per_s_per_gpu":
         pred = tps
