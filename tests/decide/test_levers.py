@@ -35,6 +35,7 @@ def test_all_training_levers_reported_and_ranked(train_levers):
     assert names == {
         "fp8",
         "parallel_plan",
+        "fused_kernels",
         "recompute_zero",
         "spot_checkpointing",
         "fine_tune_open_model",
@@ -59,6 +60,23 @@ def test_spot_lever_equals_compare_of_the_variant(catalog, train_levers):
     if spot["applicable"]:
         assert spot["result"]["total_usd"] == pytest.approx(direct)
         assert spot["usd_saved"] == pytest.approx(train_levers["base"]["total_usd"] - direct)
+
+
+def test_fused_kernels_lever_equals_compare_of_the_variant(catalog, train_levers):
+    """The lever is the plan with fused elementwise and loss kernels, priced by compare; a plan
+    that already runs them has no such lever."""
+    lv = next(r for r in train_levers["levers"] if r["lever"] == "fused_kernels")
+    data = json.loads(json.dumps(TRAIN))
+    data["workload"]["plan"].update(elementwise_kernels="fused", loss_kernel="fused")
+    direct = compare(Scenario.from_dict(data), catalog).options[0].total_usd
+    assert lv["applicable"]
+    assert lv["result"]["total_usd"] == pytest.approx(direct)
+    assert lv["usd_saved"] == pytest.approx(train_levers["base"]["total_usd"] - direct)
+    assert lv["usd_saved"] > 0
+    done = levers(Scenario.from_dict(data), catalog)
+    again = next(r for r in done["levers"] if r["lever"] == "fused_kernels")
+    assert not again["applicable"]
+    assert "already runs fused" in again["reason"]
 
 
 def test_searched_plan_is_not_a_lever(catalog):

@@ -30,6 +30,11 @@ FINE_TUNE_TOKENS = 2.0e9
 RISKS: dict[str, tuple[str, str]] = {
     "fp8": ("medium", "fp8 training needs per-tensor scaling recipes; watch loss spikes"),
     "parallel_plan": ("low", "same math, another split of the work"),
+    "fused_kernels": (
+        "low",
+        "same math in fewer kernels (Liger Kernel or the framework's fused ops); check that "
+        "they support the model",
+    ),
     "recompute_zero": ("low", "same result on half the GPUs; slower"),
     "spot_checkpointing": ("medium", "preemptions: needs frequent checkpoints and a restart loop"),
     "fine_tune_open_model": (
@@ -167,6 +172,24 @@ def levers(
                 "workload.plan: searched",
                 None,
                 "the plan is already searched by the engine",
+            )
+        if w.plan.elementwise_kernels == "fused" and w.plan.loss_kernel == "fused":
+            add(
+                "fused_kernels",
+                "fused elementwise and loss kernels",
+                None,
+                "the plan already runs fused elementwise and loss kernels",
+            )
+        else:
+            fused_plan = {
+                **w.plan.model_dump(exclude_none=True),
+                "elementwise_kernels": "fused",
+                "loss_kernel": "fused",
+            }
+            add(
+                "fused_kernels",
+                "workload.plan: elementwise_kernels fused, loss_kernel fused",
+                lambda: _variant(scn, workload={"plan": fused_plan}),
             )
         if opt.gpus >= 2:
             half = opt.gpus // 2
