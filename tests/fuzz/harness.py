@@ -206,7 +206,8 @@ def build_args(slot: Slot, value: str, tmp: Path) -> list[str]:
     return [*base, slot.flag, value]
 
 
-_NON_FINITE = re.compile(r"(?<![A-Za-z_])(nan|NaN|-?inf|-?Infinity|\$inf)(?![A-Za-z_])")
+#: A printed NaN or infinity: a whole token, not part of a name (``aws-inf2.xlarge``, ``nano``).
+_NON_FINITE = re.compile(r"(?<![A-Za-z0-9_-])(nan|NaN|-?inf|-?Infinity|\$inf)(?![A-Za-z0-9_])")
 
 
 @dataclass
