@@ -1069,7 +1069,7 @@ def levers_cmd(
     ] = 2.0e9,
     json_out: JsonOpt = False,
 ) -> None:
-    """Rank savings levers: fp8, plan, recompute/ZeRO, spot, fine-tune, quantise, region."""
+    """Rank savings levers: fp8, plan, fused kernels, recompute, spot, LoRA, quantise, region."""
     from aitco.cli import state
     from aitco.decide.levers import levers, time_added
     from aitco.decide.scenario import Scenario
