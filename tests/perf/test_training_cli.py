@@ -331,3 +331,21 @@ def test_train_power_limit_flag(capsys: pytest.CaptureFixture[str]) -> None:
     ratio = capped["tokens_per_s_per_gpu"] / free["tokens_per_s_per_gpu"]
     assert (5 / 7) ** (1 / 3) < ratio < 1.0
     assert capped["mfu"] / free["mfu"] == pytest.approx(ratio)
+
+
+def test_train_names_stack_options_away_from_the_defaults(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The text output says which stack options differ from the fitted defaults (and says
+    nothing when none does); the JSON plan carries them; a bad style exits 2."""
+    code, out, _ = run([*BASE, "--elementwise-kernels", "fused", "--host-loop", "native"], capsys)
+    assert code == 0
+    assert "stack: elementwise kernels fused, step loop native" in out
+    code, out, _ = run(BASE, capsys)
+    assert code == 0
+    assert "stack:" not in out
+    code, out, _ = run([*BASE, "--elementwise-kernels", "eager", "--json"], capsys)
+    assert json.loads(out)["plan"]["elementwise_kernels"] == "eager"
+    code, _, err = run([*BASE, "--elementwise-kernels", "compiled"], capsys)
+    assert code == 2
+    assert "--elementwise-kernels" in err

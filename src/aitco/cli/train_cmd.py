@@ -62,6 +62,15 @@ class HostLoop(StrEnum):
     native = "native"
 
 
+#: Stack options a plan reports (JSON ``plan`` key, wording, default): the text output names
+#: those away from their default.
+STACK_DEFAULTS: tuple[tuple[str, str, str], ...] = (
+    ("elementwise_kernels", "elementwise kernels", "framework"),
+    ("loss_kernel", "loss kernel", "unfused"),
+    ("host_loop", "step loop", "python"),
+)
+
+
 class ElementwiseKernels(StrEnum):
     """Elementwise kernel styles (aitco.perf.efficiency.ELEMENTWISE_KERNELS)."""
 
@@ -345,6 +354,13 @@ def train(
                 "[yellow]beyond published evidence:[/yellow] the whole 80% range of the MFU is "
                 "above the best published run; treat this plan's speed as optimistic"
             )
+    stack = [
+        f"{name} {p[key]}"
+        for key, name, default in STACK_DEFAULTS
+        if p.get(key, default) != default
+    ]
+    if stack:  # stack options away from the defaults the efficiencies were fitted on
+        console.print("stack: " + ", ".join(stack))
     if res.candidates > 1:
         console.print(f"plan searched over {res.candidates:,} candidates")
     if not v["fits"]:
