@@ -145,3 +145,73 @@ def test_nvme_offload_in_a_sweep_needs_the_nodes_nvme_figures(tmp_path: Path, ca
     assert any("nvme_read_gb_s" in r for r in reasons)
     assert any(r.startswith("offload: ZeRO stage below") for r in reasons)
     assert {(r["hardware"], r["zero"]) for r in out["top"]} == {("a100-sxm4-80gb", 3)}
+
+
+STACK_PLAN = {**PLAN, "elementwise_kernels": "fused", "loss_kernel": "fused"}
+STACK_WORKLOAD = (
+    "{model: llama-3.2-1b, tokens: 1.0e+9, seq_len: 4096, global_batch: 64, "
+    "plan: {elementwise_kernels: fused, loss_kernel: fused}}"
+)
+STACK_GRID = {
+    "option.hardware": "h100-sxm5-80gb",
+    "option.gpus": "8",
+    "option.pricing": "on_demand",
+    **{f"workload.plan.{k}": str(v) for k, v in PLAN.items()},
+}
+
+
+def test_sweep_prices_stack_options_as_compare_does(tmp_path: Path, capsys) -> None:
+    """Fused elementwise and loss kernels as sweep base values: the same total as `compare`
+    of the scenario with that plan, and cheaper than the default stack."""
+    plan = ", ".join(f"{k}: {v}" for k, v in STACK_PLAN.items())
+    scn = tmp_path / "scn.yaml"
+    scn.write_text(
+        "name: stack\nworkload:\n  kind: training\n  model: llama-3.2-1b\n  tokens: 1.0e+9\n"
+        f"  seq_len: 4096\n  global_batch: 64\n  plan: {{{plan}}}\n"
+        "options:\n  - {hardware: h100-sxm5-80gb, gpus: 8, pricing: on_demand, provider: any}\n"
+    )
+    sw = tmp_path / "sweep.yaml"
+    sw.write_text(_sweep(STACK_GRID, workload=STACK_WORKLOAD))
+    code, comp, err = _run(["compare", str(scn), "--json"], capsys)
+    assert code == 0, err
+    code, swept, err = _run(["sweep", str(sw), "--json"], capsys)
+    assert code == 0, err
+    assert swept["stack"] == {"elementwise_kernels": "fused", "loss_kernel": "fused"}
+    assert swept["top"][0]["total_usd"] == pytest.approx(comp["options"][0]["total_usd"], rel=1e-9)
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(_sweep(STACK_GRID, workload=STACK_WORKLOAD.replace(
+        ", plan: {elementwise_kernels: fused, loss_kernel: fused}", ""
+    )))  # fmt: skip
+    code, base, err = _run(["sweep", str(plain), "--json"], capsys)
+    assert code == 0, err
+    assert base["stack"] == {}
+    assert swept["top"][0]["total_usd"] < base["top"][0]["total_usd"]
+
+
+@pytest.mark.parametrize(
+    ("evaluator", "grid_extra", "workload", "field"),
+    [
+        ("fast", {}, STACK_WORKLOAD, "workload.plan.elementwise_kernels"),
+        (
+            "engine",
+            {"workload.plan.loss_kernel": "fused, unfused"},
+            STACK_WORKLOAD,
+            "grid.workload.plan.loss_kernel",
+        ),
+        (
+            "engine",
+            {},
+            STACK_WORKLOAD.replace("elementwise_kernels: fused", "elementwise_kernels: compiled"),
+            "workload.plan.elementwise_kernels = 'compiled'",
+        ),
+    ],
+)
+def test_stack_options_where_not_modelled_are_errors(
+    tmp_path: Path, capsys, evaluator: str, grid_extra: dict[str, str], workload: str, field: str
+) -> None:
+    sw = tmp_path / "sweep.yaml"
+    sw.write_text(_sweep({**STACK_GRID, **grid_extra}, evaluator=evaluator, workload=workload))
+    code, _, err = _run(["sweep", str(sw)], capsys)
+    assert code == 2
+    assert field in err
+    assert "Traceback" not in err

@@ -452,6 +452,9 @@ def sweep_cmd(
     )
     if out.get("offload", "none") != "none":
         console.print(f"every configuration with ZeRO-Offload: {out['offload']}", highlight=False)
+    if out.get("stack"):
+        stack = ", ".join(f"{k} {v}" for k, v in out["stack"].items())
+        console.print(f"every configuration with {stack}", highlight=False)
     for reason, n in out["invalid_reasons"].items():
         console.print(f"  [dim]{n:,} × {reason}[/dim]", highlight=False)
     _show_rows(f"Top {len(out['top'])} by {out['objective']}", out["top"], swept, metric_cols)

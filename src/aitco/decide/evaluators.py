@@ -47,7 +47,7 @@ from aitco.decide.compare import (
 from aitco.decide.scenario import DataCosts, InferenceWorkload, OpsAssumptions, TrainingWorkload
 from aitco.errors import CatalogError, InputError, PlanError
 from aitco.perf import service
-from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, ELEMENTWISE_KERNELS, EfficiencyParams
 from aitco.perf.flops import model_shape
 from aitco.perf.inference import (
     busy_share,
@@ -73,6 +73,7 @@ from aitco.perf.training import (
     offload_min_zero,
     offload_missing,
 )
+from aitco.perf.training_model import HOST_LOOPS, LOSS_KERNELS
 from aitco.units import (
     BYTES_PER_DTYPE,
     DTYPES,
@@ -847,6 +848,13 @@ TRAINING_ENGINE_PLAN_KEYS: dict[str, list[Any]] = {
     "workload.plan.pipeline_schedule": ["1f1b"],
     "workload.plan.ep_comm_overlap": [False],
 }
+#: Stack options a training sweep takes as base values (one per sweep, as ``aitco train
+#: --elementwise-kernels/--loss-kernel/--host-loop``) and their allowed values.
+TRAINING_STACK_OPTIONS: dict[str, tuple[str, ...]] = {
+    "elementwise_kernels": ELEMENTWISE_KERNELS,
+    "loss_kernel": LOSS_KERNELS,
+    "host_loop": HOST_LOOPS,
+}
 #: Pipeline schedules of a training sweep, coded by index (as ``aitco train
 #: --pipeline-schedule``).
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
@@ -1305,6 +1313,9 @@ class EngineTrainingEvaluator(ItemPricing):
     committed_reuse_fraction: float = 0.0
     #: ZeRO-Offload mode of every configuration (the sweep's base ``workload.plan.offload``).
     offload: str = "none"
+    #: Stack options of every configuration (the sweep's base ``workload.plan.<key>`` for the
+    #: keys of :data:`TRAINING_STACK_OPTIONS`; absent: the engine's default).
+    stack: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._shapes: dict[Any, Any] = {}
@@ -1312,6 +1323,14 @@ class EngineTrainingEvaluator(ItemPricing):
             raise InputError(
                 "workload.plan.offload", self.offload, f"one of {', '.join(OFFLOAD_MODES)}"
             )
+        for key, v in self.stack.items():
+            allowed = TRAINING_STACK_OPTIONS.get(key)
+            if allowed is None:
+                raise InputError(
+                    f"workload.plan.{key}", v, f"one of {', '.join(TRAINING_STACK_OPTIONS)}"
+                )
+            if v not in allowed:
+                raise InputError(f"workload.plan.{key}", v, f"one of {', '.join(allowed)}")
 
     def _model_shape(self, i: int) -> Any:
         key = ("m", i)
@@ -1431,6 +1450,9 @@ class EngineTrainingEvaluator(ItemPricing):
                     recompute=full["workload.plan.recompute"][r],
                     vp=vp[r].astype(float),
                     offload=self.offload,
+                    elementwise_kernels=self.stack.get("elementwise_kernels", "framework"),
+                    loss_kernel=self.stack.get("loss_kernel", "unfused"),
+                    host_loop=self.stack.get("host_loop", "python"),
                     ep_comm_overlap=epo[r].astype(float),
                     dualpipe=dual[r].astype(float),
                 )

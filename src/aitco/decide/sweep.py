@@ -257,6 +257,35 @@ def _base_offload(spec: SweepSpec, base: dict[str, Any]) -> str:
     return str(mode)  # the mode itself is checked by the evaluator (one check)
 
 
+def _base_stack(spec: SweepSpec, base: dict[str, Any]) -> dict[str, str]:
+    """Take the stack options out of the base values: one choice per sweep, as ``offload``.
+
+    The keys are ``workload.plan.elementwise_kernels``, ``loss_kernel`` and ``host_loop``.
+    Only the engine evaluator of a training sweep models them; they are not grid keys. The
+    values are checked by the evaluator (one check).
+    """
+    for k in spec.grid:
+        if k.rsplit(".", 1)[-1] in ev.TRAINING_STACK_OPTIONS:
+            raise InputError(
+                f"grid.{k}", spec.grid[k],
+                f"workload.plan.{k.rsplit('.', 1)[-1]} as a base value (one per sweep), "
+                "not a grid key",
+                hint="run one sweep per kernel stack",
+            )  # fmt: skip
+    out = {}
+    for key in ev.TRAINING_STACK_OPTIONS:
+        v = base.pop(f"workload.plan.{key}", None)
+        if v is None:
+            continue
+        if spec.kind != "training" or spec.evaluator != "engine":
+            raise InputError(
+                f"workload.plan.{key}", v,
+                "a training sweep with evaluator: engine (the fast screen does not model it)",
+            )  # fmt: skip
+        out[key] = str(v)
+    return out
+
+
 def canonical_key(key: str, valid: Iterable[str], *, field_name: str = "grid") -> str:
     """Resolve a dotted or short key to a canonical one; unknown keys suggest the closest.
 
@@ -364,6 +393,7 @@ def build_plan(
         "option.provider",
     }
     offload = _base_offload(spec, base)
+    stack = _base_stack(spec, base)
     values: dict[str, list[Any]] = {}
     for k, v in base.items():
         if k in extra_base:
@@ -456,7 +486,7 @@ def build_plan(
             else:
                 evaluator = ev.EngineTrainingEvaluator(
                     hw=hw_table, models=mt, tokens=float(tokens), model_archs=models,
-                    offload=offload, **cost,
+                    offload=offload, stack=stack, **cost,
                 )  # fmt: skip
         else:
             qps = spec.workload.get("qps")
@@ -988,6 +1018,8 @@ class SweepResult:
             "swept_keys": [d.key for d in self.plan.swept()],
             # ZeRO-Offload mode of every configuration (a base value; "none" when not asked)
             "offload": getattr(self.plan.evaluator, "offload", "none"),
+            # stack options of every configuration (base values; {} when none was given)
+            "stack": dict(getattr(self.plan.evaluator, "stack", {})),
             "invalid_reasons": ev.describe_reasons(p.reasons),
             "top": _records(self.top),
             "pareto": _records(self.pareto),
