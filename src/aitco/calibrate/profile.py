@@ -193,47 +193,21 @@ def _check_ranges(eff: EfficiencyParams, file: str | None) -> None:
     refused with the field, the value and the range.
     """
     lo, hi = GEMM_FRACTION_RANGE
-    for name in ("gemm", "training_gemm", "attention_by_family"):
-        for family, v in getattr(eff, name).items():
-            if not lo <= v <= hi:
+    bounds = (  # field, lowest, highest, what the values are
+        ("gemm", lo, hi, "a fraction of the dense peak"),
+        ("training_gemm", lo, hi, "a fraction of the dense peak"),
+        ("attention_by_family", lo, hi, "a fraction of the dense peak"),
+        ("attention_block_fixed_s", 0, MAX_ATTENTION_BLOCK_FIXED_S, "seconds"),
+        ("elementwise_hbm_by_kernels", lo, hi, "a fraction of the HBM bandwidth"),
+        ("serving_overhead_by_engine", 0, MAX_SERVING_OVERHEAD_S, "seconds"),
+        ("request_path_by_engine", 0, MAX_REQUEST_PATH_S, "seconds"),
+    )
+    for name, low, high, what in bounds:
+        for key, v in getattr(eff, name).items():
+            if not low <= v <= high:
                 raise InputError(
-                    f"efficiency.{name}.{family}",
-                    v,
-                    f"a fraction of the dense peak in [{lo}, {hi}]",
-                    file=file,
+                    f"efficiency.{name}.{key}", v, f"{what} in [{low}, {high}]", file=file
                 )
-    for kernel, v in eff.attention_block_fixed_s.items():
-        if not 0.0 <= v <= MAX_ATTENTION_BLOCK_FIXED_S:
-            raise InputError(
-                f"efficiency.attention_block_fixed_s.{kernel}",
-                v,
-                f"seconds in [0, {MAX_ATTENTION_BLOCK_FIXED_S}]",
-                file=file,
-            )
-    for style, v in eff.elementwise_hbm_by_kernels.items():
-        if not lo <= v <= hi:
-            raise InputError(
-                f"efficiency.elementwise_hbm_by_kernels.{style}",
-                v,
-                f"a fraction of the HBM bandwidth in [{lo}, {hi}]",
-                file=file,
-            )
-    for engine, v in eff.serving_overhead_by_engine.items():
-        if not 0.0 <= v <= MAX_SERVING_OVERHEAD_S:
-            raise InputError(
-                f"efficiency.serving_overhead_by_engine.{engine}",
-                v,
-                f"seconds in [0, {MAX_SERVING_OVERHEAD_S}]",
-                file=file,
-            )
-    for engine, v in eff.request_path_by_engine.items():
-        if not 0.0 <= v <= MAX_REQUEST_PATH_S:
-            raise InputError(
-                f"efficiency.request_path_by_engine.{engine}",
-                v,
-                f"seconds in [0, {MAX_REQUEST_PATH_S}]",
-                file=file,
-            )
 
 
 def load_profile(path: str | Path) -> CalibrationProfile:

@@ -1430,6 +1430,7 @@ class EngineTrainingEvaluator(ItemPricing):
                 t, p_ = tp[r].astype(float), pp[r].astype(float)
                 c_, e_ = cp[r].astype(float), ep[r].astype(float)
                 oc = int(osys[r[0]])
+                st = self.stack
                 res = evaluate_plans(
                     self._model_shape(mi),
                     self._hw_shape(hi, DTYPES[pi]),
@@ -1450,9 +1451,9 @@ class EngineTrainingEvaluator(ItemPricing):
                     recompute=full["workload.plan.recompute"][r],
                     vp=vp[r].astype(float),
                     offload=self.offload,
-                    elementwise_kernels=self.stack.get("elementwise_kernels", "framework"),
-                    loss_kernel=self.stack.get("loss_kernel", "unfused"),
-                    host_loop=self.stack.get("host_loop", "python"),
+                    elementwise_kernels=st.get("elementwise_kernels", ELEMENTWISE_KERNELS[0]),
+                    loss_kernel=st.get("loss_kernel", LOSS_KERNELS[0]),
+                    host_loop=st.get("host_loop", HOST_LOOPS[0]),
                     ep_comm_overlap=epo[r].astype(float),
                     dualpipe=dual[r].astype(float),
                 )

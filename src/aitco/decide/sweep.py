@@ -234,55 +234,61 @@ def _flatten(d: dict[str, Any], prefix: str) -> dict[str, Any]:
     return out
 
 
-def _base_offload(spec: SweepSpec, base: dict[str, Any]) -> str:
-    """Take ``workload.plan.offload`` out of the base values (one mode for the whole sweep).
+def _base_only(
+    spec: SweepSpec,
+    base: dict[str, Any],
+    key: str,
+    *,
+    noun: str,
+    hint: str,
+    what: str,
+    default: str | None = None,
+) -> str | None:
+    """Take a base-only plan value ``workload.plan.<key>`` out of the base values.
 
-    Only the engine evaluator of a training sweep models ZeRO-Offload; it is not a grid key.
+    One value for the whole sweep: it is not a grid key, and only the engine evaluator of a
+    training sweep models it. Returns None when absent (or equal to ``default``); the value
+    itself is checked by the evaluator (one check).
     """
     for k in spec.grid:
-        if k.rsplit(".", 1)[-1] == "offload":
+        if k.rsplit(".", 1)[-1] == key:
             raise InputError(
                 f"grid.{k}", spec.grid[k],
-                "workload.plan.offload as a base value (one mode per sweep), not a grid key",
-                hint="run one sweep per offload mode",
+                f"workload.plan.{key} as a base value (one {noun} per sweep), not a grid key",
+                hint=hint,
             )  # fmt: skip
-    mode = base.pop("workload.plan.offload", None)
-    if mode is None or mode == "none":
-        return "none"
+    v = base.pop(f"workload.plan.{key}", None)
+    if v is None or v == default:
+        return None
     if spec.kind != "training" or spec.evaluator != "engine":
         raise InputError(
-            "workload.plan.offload", mode,
-            "a training sweep with evaluator: engine (the fast screen does not model offload)",
+            f"workload.plan.{key}", v,
+            f"a training sweep with evaluator: engine (the fast screen does not model {what})",
         )  # fmt: skip
-    return str(mode)  # the mode itself is checked by the evaluator (one check)
+    return str(v)
+
+
+def _base_offload(spec: SweepSpec, base: dict[str, Any]) -> str:
+    """ZeRO-Offload mode of the whole sweep (``workload.plan.offload``; ``none`` when absent)."""
+    mode = _base_only(
+        spec, base, "offload", noun="mode", hint="run one sweep per offload mode",
+        what="offload", default="none",
+    )  # fmt: skip
+    return mode or "none"
 
 
 def _base_stack(spec: SweepSpec, base: dict[str, Any]) -> dict[str, str]:
-    """Take the stack options out of the base values: one choice per sweep, as ``offload``.
+    """Stack options given for the whole sweep, as ``offload``.
 
     The keys are ``workload.plan.elementwise_kernels``, ``loss_kernel`` and ``host_loop``.
-    Only the engine evaluator of a training sweep models them; they are not grid keys. The
-    values are checked by the evaluator (one check).
     """
-    for k in spec.grid:
-        if k.rsplit(".", 1)[-1] in ev.TRAINING_STACK_OPTIONS:
-            raise InputError(
-                f"grid.{k}", spec.grid[k],
-                f"workload.plan.{k.rsplit('.', 1)[-1]} as a base value (one per sweep), "
-                "not a grid key",
-                hint="run one sweep per kernel stack",
-            )  # fmt: skip
     out = {}
     for key in ev.TRAINING_STACK_OPTIONS:
-        v = base.pop(f"workload.plan.{key}", None)
-        if v is None:
-            continue
-        if spec.kind != "training" or spec.evaluator != "engine":
-            raise InputError(
-                f"workload.plan.{key}", v,
-                "a training sweep with evaluator: engine (the fast screen does not model it)",
-            )  # fmt: skip
-        out[key] = str(v)
+        v = _base_only(
+            spec, base, key, noun="choice", hint="run one sweep per kernel stack", what="it"
+        )
+        if v is not None:
+            out[key] = v
     return out
 
 
