@@ -147,10 +147,15 @@ def test_nvme_offload_in_a_sweep_needs_the_nodes_nvme_figures(tmp_path: Path, ca
     assert {(r["hardware"], r["zero"]) for r in out["top"]} == {("a100-sxm4-80gb", 3)}
 
 
-STACK_PLAN = {**PLAN, "elementwise_kernels": "fused", "loss_kernel": "fused"}
+STACK_PLAN = {
+    **PLAN,
+    "elementwise_kernels": "fused",
+    "loss_kernel": "fused",
+    "gemm_level": "ceiling",
+}
 STACK_WORKLOAD = (
     "{model: llama-3.2-1b, tokens: 1.0e+9, seq_len: 4096, global_batch: 64, "
-    "plan: {elementwise_kernels: fused, loss_kernel: fused}}"
+    "plan: {elementwise_kernels: fused, loss_kernel: fused, gemm_level: ceiling}}"
 )
 STACK_GRID = {
     "option.hardware": "h100-sxm5-80gb",
@@ -161,8 +166,8 @@ STACK_GRID = {
 
 
 def test_sweep_prices_stack_options_as_compare_does(tmp_path: Path, capsys) -> None:
-    """Fused elementwise and loss kernels as sweep base values: the same total as `compare`
-    of the scenario with that plan, and cheaper than the default stack."""
+    """Fused elementwise and loss kernels and GEMMs at the matmul ceiling as sweep base values:
+    the same total as `compare` of the scenario with that plan, cheaper than the default."""
     plan = ", ".join(f"{k}: {v}" for k, v in STACK_PLAN.items())
     scn = tmp_path / "scn.yaml"
     scn.write_text(
@@ -176,11 +181,13 @@ def test_sweep_prices_stack_options_as_compare_does(tmp_path: Path, capsys) -> N
     assert code == 0, err
     code, swept, err = _run(["sweep", str(sw), "--json"], capsys)
     assert code == 0, err
-    assert swept["stack"] == {"elementwise_kernels": "fused", "loss_kernel": "fused"}
+    assert swept["stack"] == {
+        "elementwise_kernels": "fused", "loss_kernel": "fused", "gemm_level": "ceiling"
+    }  # fmt: skip
     assert swept["top"][0]["total_usd"] == pytest.approx(comp["options"][0]["total_usd"], rel=1e-9)
     plain = tmp_path / "plain.yaml"
     plain.write_text(_sweep(STACK_GRID, workload=STACK_WORKLOAD.replace(
-        ", plan: {elementwise_kernels: fused, loss_kernel: fused}", ""
+        ", plan: {elementwise_kernels: fused, loss_kernel: fused, gemm_level: ceiling}", ""
     )))  # fmt: skip
     code, base, err = _run(["sweep", str(plain), "--json"], capsys)
     assert code == 0, err

@@ -517,6 +517,49 @@ def test_elementwise_kernel_style_sets_the_memory_bound_rate_alone() -> None:
         estimate_training(M, ACC, SYS, 8, plan={**plan, "elementwise_kernels": "compiled"}, **kw)
 
 
+def test_gemm_level_ceiling_prices_the_gemms_at_the_measured_matmul_ceiling() -> None:
+    """``gemm_level`` ``ceiling`` (a native loop calling cuBLAS back to back) puts the GEMMs at
+    the accelerator's measured matmul ceiling instead of the fitted framework level: only the
+    GEMM part of the compute term moves, by the ratio of the two levels; explain names the
+    level and its basis. Without a measured ceiling (or one below the framework level) the
+    framework level stays, and says so."""
+    plan = {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "recompute": "none"}
+    kw = dict(seq_len=2048, global_batch=64)
+    e = DEFAULT_EFFICIENCY
+    framework = e.training_gemm_for(ACC.family)
+    measured = ACC.model_copy(update={"matmul_tflops": {"bf16": 900.0}})  # 0.9 of the peak
+    base = estimate_training(M, measured, SYS, 8, plan=plan, **kw)
+    top = estimate_training(M, measured, SYS, 8, plan={**plan, "gemm_level": "ceiling"}, **kw)
+    no_gemm = e.model_copy(update={"training_gemm": {ACC.family: 1e9}})  # GEMMs take no time
+    att_s = estimate_training(M, measured, SYS, 8, plan=plan, efficiency=no_gemm, **kw)
+    att_s_top = estimate_training(
+        M, measured, SYS, 8, plan={**plan, "gemm_level": "ceiling"}, efficiency=no_gemm, **kw
+    )
+    assert att_s.time_terms_s["compute_s"] > 0.0
+    gemm_base = base.time_terms_s["compute_s"] - att_s.time_terms_s["compute_s"]
+    gemm_top = top.time_terms_s["compute_s"] - att_s_top.time_terms_s["compute_s"]
+    assert gemm_top == pytest.approx(gemm_base * framework / 0.9, rel=1e-9)
+    assert top.time_terms_s["memory_bound_s"] == base.time_terms_s["memory_bound_s"]
+    assert top.values["plan"]["gemm_level"] == "ceiling"
+    assert base.values["plan"]["gemm_level"] == "framework"
+    assert top.term_inputs["compute_s"]["gemm_efficiency"] == pytest.approx(0.9)
+    assert "measured matmul ceiling 0.900" in top.term_inputs["compute_s"]["gemm_basis"]
+    # no measured ceiling: the framework level, said in the basis
+    none = estimate_training(M, ACC, SYS, 8, plan={**plan, "gemm_level": "ceiling"}, **kw)
+    plain = estimate_training(M, ACC, SYS, 8, plan=plan, **kw)
+    assert none.values["step_time_s"] == plain.values["step_time_s"]
+    assert "no measured matmul ceiling" in none.term_inputs["compute_s"]["gemm_basis"]
+    # a ceiling below the fitted level never slows the stack down
+    low = ACC.model_copy(update={"matmul_tflops": {"bf16": 100.0}})
+    slow = estimate_training(M, low, SYS, 8, plan={**plan, "gemm_level": "ceiling"}, **kw)
+    assert (
+        slow.values["step_time_s"]
+        == estimate_training(M, low, SYS, 8, plan=plan, **kw).values["step_time_s"]
+    )
+    with pytest.raises(InputError, match="--gemm-level"):
+        estimate_training(M, ACC, SYS, 8, plan={**plan, "gemm_level": "peak"}, **kw)
+
+
 def test_nvme_offload_moves_the_states_to_the_drives_and_swaps_them_each_step() -> None:
     """ZeRO-Infinity's NVMe offload: the optimizer states (and weights) leave host memory for
     the node's drives; each step reads and writes the optimizer states at the drives' rates

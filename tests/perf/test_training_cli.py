@@ -349,3 +349,11 @@ def test_train_names_stack_options_away_from_the_defaults(
     code, _, err = run([*BASE, "--elementwise-kernels", "compiled"], capsys)
     assert code == 2
     assert "--elementwise-kernels" in err
+    code, out, _ = run([*BASE, "--gemm-level", "ceiling", "--json"], capsys)
+    assert code == 0
+    assert json.loads(out)["plan"]["gemm_level"] == "ceiling"
+    code, out, _ = run([*BASE, "--gemm-level", "ceiling"], capsys)
+    assert "stack: GEMM level ceiling" in out
+    code, _, err = run([*BASE, "--gemm-level", "peak"], capsys)
+    assert code == 2
+    assert "--gemm-level" in err

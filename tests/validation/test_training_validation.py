@@ -174,7 +174,8 @@ def test_a_family_without_fitted_rows_keeps_no_tp_overlap_of_its_own(catalog) ->
 
 
 def test_stack_options_come_from_the_stated_framework(catalog) -> None:
-    """llm.c's fused loss kernel, C step loop and hand-fused elementwise kernels, and
+    """llm.c's fused loss kernel, C step loop, hand-fused elementwise kernels and cuBLASLt
+    GEMMs (priced at the measured matmul ceiling), and
     TinyLlama's fused kernels (its README lists fused norms, SwiGLU, rotary and cross-entropy),
     are stated by their frameworks; rows of other stacks keep the defaults."""
     from aitco.validation.training import run_case, stack_options_of
@@ -185,11 +186,13 @@ def test_stack_options_come_from_the_stated_framework(catalog) -> None:
     assert len(llmc) >= 3
     for _, r in llmc.iterrows():
         assert stack_options_of(r) == {
-            "loss_kernel": "fused", "host_loop": "native", "elementwise_kernels": "fused"
+            "loss_kernel": "fused", "host_loop": "native", "elementwise_kernels": "fused",
+            "gemm_level": "ceiling",
         }  # fmt: skip
         case = run_case(r, catalog)
         assert case.plan["loss_kernel"] == "fused"
         assert case.plan["elementwise_kernels"] == "fused"
+        assert case.plan["gemm_level"] == "ceiling"
     tiny = rows[rows["model"].astype(str).str.contains("TinyLlama", regex=False)]
     assert len(tiny) == 1
     assert stack_options_of(tiny.iloc[0]) == {

@@ -68,6 +68,7 @@ STACK_DEFAULTS: tuple[tuple[str, str, str], ...] = (
     ("elementwise_kernels", "elementwise kernels", "framework"),
     ("loss_kernel", "loss kernel", "unfused"),
     ("host_loop", "step loop", "python"),
+    ("gemm_level", "GEMM level", "framework"),
 )
 
 
@@ -77,6 +78,13 @@ class ElementwiseKernels(StrEnum):
     framework = "framework"
     fused = "fused"
     eager = "eager"
+
+
+class GemmLevel(StrEnum):
+    """GEMM levels of a training stack (aitco.perf.efficiency.GEMM_LEVELS)."""
+
+    framework = "framework"
+    ceiling = "ceiling"
 
 
 class PipelineSchedule(StrEnum):
@@ -224,6 +232,16 @@ def train(
             "docs/efficiency.md.",
         ),
     ] = ElementwiseKernels.framework,
+    gemm_level: Annotated[
+        GemmLevel,
+        typer.Option(
+            "--gemm-level",
+            help="GEMM rate: 'framework' (the fitted end-to-end level a GEMM reaches inside a "
+            "PyTorch/Megatron-style step) or 'ceiling' (the accelerator's measured matmul "
+            "ceiling: a native C/CUDA loop calling cuBLAS back to back, such as llm.c); the "
+            "kernel shape laws apply to both.",
+        ),
+    ] = GemmLevel.framework,
     recompute: Annotated[Recompute | None, typer.Option("--recompute")] = None,
     method: Annotated[Method, typer.Option("--method")] = Method.full,
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA/QLoRA rank.", min=1)] = 16,
@@ -276,6 +294,7 @@ def train(
         "ep_comm_overlap": ep_overlap, "offload": offload.value,
         "pipeline_schedule": pipeline_schedule.value, "loss_kernel": loss_kernel.value,
         "host_loop": host_loop.value, "elementwise_kernels": elementwise_kernels.value,
+        "gemm_level": gemm_level.value,
     }  # fmt: skip
     practice = practice_for(
         param_counts(arch).total, acc.family, precision.value, arch.moe is not None

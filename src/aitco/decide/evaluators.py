@@ -47,7 +47,12 @@ from aitco.decide.compare import (
 from aitco.decide.scenario import DataCosts, InferenceWorkload, OpsAssumptions, TrainingWorkload
 from aitco.errors import CatalogError, InputError, PlanError
 from aitco.perf import service
-from aitco.perf.efficiency import DEFAULT_EFFICIENCY, ELEMENTWISE_KERNELS, EfficiencyParams
+from aitco.perf.efficiency import (
+    DEFAULT_EFFICIENCY,
+    ELEMENTWISE_KERNELS,
+    GEMM_LEVELS,
+    EfficiencyParams,
+)
 from aitco.perf.flops import model_shape
 from aitco.perf.inference import (
     busy_share,
@@ -849,11 +854,12 @@ TRAINING_ENGINE_PLAN_KEYS: dict[str, list[Any]] = {
     "workload.plan.ep_comm_overlap": [False],
 }
 #: Stack options a training sweep takes as base values (one per sweep, as ``aitco train
-#: --elementwise-kernels/--loss-kernel/--host-loop``) and their allowed values.
+#: --elementwise-kernels/--loss-kernel/--host-loop/--gemm-level``) and their allowed values.
 TRAINING_STACK_OPTIONS: dict[str, tuple[str, ...]] = {
     "elementwise_kernels": ELEMENTWISE_KERNELS,
     "loss_kernel": LOSS_KERNELS,
     "host_loop": HOST_LOOPS,
+    "gemm_level": GEMM_LEVELS,
 }
 #: Pipeline schedules of a training sweep, coded by index (as ``aitco train
 #: --pipeline-schedule``).
@@ -1454,6 +1460,7 @@ class EngineTrainingEvaluator(ItemPricing):
                     elementwise_kernels=st.get("elementwise_kernels", ELEMENTWISE_KERNELS[0]),
                     loss_kernel=st.get("loss_kernel", LOSS_KERNELS[0]),
                     host_loop=st.get("host_loop", HOST_LOOPS[0]),
+                    gemm_level=st.get("gemm_level", GEMM_LEVELS[0]),
                     ep_comm_overlap=epo[r].astype(float),
                     dualpipe=dual[r].astype(float),
                 )

@@ -73,6 +73,10 @@ class ParallelPlan(BaseModel):
     #: one-pass kernels: llm.c, Liger Kernel) or ``eager`` (PyTorch / Hugging Face modules op by
     #: op). ``framework`` unless given.
     elementwise_kernels: Literal["framework", "fused", "eager"] | None = None
+    #: GEMM level: ``framework`` (the fitted end-to-end level inside a Python framework's step)
+    #: or ``ceiling`` (the accelerator's measured matmul ceiling: a native C/CUDA loop such as
+    #: llm.c). ``framework`` unless given.
+    gemm_level: Literal["framework", "ceiling"] | None = None
 
 
 class TrainingWorkload(BaseModel):

@@ -280,7 +280,8 @@ def _base_offload(spec: SweepSpec, base: dict[str, Any]) -> str:
 def _base_stack(spec: SweepSpec, base: dict[str, Any]) -> dict[str, str]:
     """Stack options given for the whole sweep, as ``offload``.
 
-    The keys are ``workload.plan.elementwise_kernels``, ``loss_kernel`` and ``host_loop``.
+    The keys are ``workload.plan.elementwise_kernels``, ``loss_kernel``, ``host_loop`` and
+    ``gemm_level``.
     """
     out = {}
     for key in ev.TRAINING_STACK_OPTIONS:

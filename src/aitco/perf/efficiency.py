@@ -57,6 +57,12 @@ KERNEL_FIT_DEFAULTS: dict[str, float] = {
 #: kernel per fused op: llm.c, Liger Kernel, TinyLlama's fused norms and SwiGLU) or ``eager``
 #: (PyTorch / Hugging Face modules op by op, no compiler).
 ELEMENTWISE_KERNELS: tuple[str, ...] = ("framework", "fused", "eager")
+#: GEMM level of a training stack: ``framework`` (the end-to-end fitted ``training_gemm`` of the
+#: frameworks the throughput rows ran: what a GEMM reaches inside a Python framework's step) or
+#: ``ceiling`` (the accelerator's measured matmul ceiling, ``matmul_tflops`` of the catalog: a
+#: native C/CUDA loop calling cuBLAS(Lt) back to back, such as llm.c). Both are multiplied by the
+#: kernel shape laws.
+GEMM_LEVELS: tuple[str, ...] = ("framework", "ceiling")
 
 
 def _frac(default: float, description: str) -> Any:
@@ -405,6 +411,23 @@ class EfficiencyParams(BaseModel):
                 f"training_gemm_share_of_ceiling {share:.3f}"
             )
         return self.gemm_default, "gemm_default (no fitted value, no measured matmul rate)"
+
+    def training_gemm_at(
+        self, level: str, family: str, matmul_ceiling: float | None = None
+    ) -> tuple[float, str]:
+        """GEMM fraction of a training stack at a :data:`GEMM_LEVELS` level, and its basis.
+
+        ``framework``: :meth:`training_gemm_for`. ``ceiling``: the measured matmul ceiling
+        (never below the framework level); without a measured ceiling, the framework level.
+        """
+        value, basis = self._training_gemm(family, matmul_ceiling)
+        if level != "ceiling":
+            return value, basis
+        if matmul_ceiling is None:
+            return value, f"{basis} (no measured matmul ceiling for gemm_level ceiling)"
+        if matmul_ceiling < value:
+            return value, f"{basis} (above the measured matmul ceiling {matmul_ceiling:.3f})"
+        return matmul_ceiling, f"measured matmul ceiling {matmul_ceiling:.3f} (gemm_level ceiling)"
 
     def gemm_for(self, family: str, matmul_ceiling: float | None = None) -> float:
         """GEMM efficiency (fraction of the dense peak) of an accelerator family.

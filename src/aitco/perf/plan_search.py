@@ -239,6 +239,7 @@ def search_plans(
     loss_kernel: str = "unfused",
     host_loop: str = "python",
     elementwise_kernels: str = "framework",
+    gemm_level: str = "framework",
 ) -> tuple[dict[str, Any], dict[str, NDArray[Any]], int, int]:
     """Fastest plan that fits (or the smallest-memory one when none fits).
 
@@ -314,6 +315,7 @@ def search_plans(
         loss_kernel=loss_kernel,
         host_loop=host_loop,
         elementwise_kernels=elementwise_kernels,
+        gemm_level=gemm_level,
     )
     best = choose_plan(cands, res, eff, practice)
     plan: dict[str, Any] = {k: int(cands[k][best]) for k in PLAN_KEYS if k != "recompute_fraction"}

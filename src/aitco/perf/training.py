@@ -45,7 +45,12 @@ from numpy.typing import NDArray
 from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.errors import InputError, PlanError
 from aitco.explain import Estimate, Term
-from aitco.perf.efficiency import DEFAULT_EFFICIENCY, ELEMENTWISE_KERNELS, EfficiencyParams
+from aitco.perf.efficiency import (
+    DEFAULT_EFFICIENCY,
+    ELEMENTWISE_KERNELS,
+    GEMM_LEVELS,
+    EfficiencyParams,
+)
 from aitco.perf.flops import DEFAULT_LORA_RANK, ModelShape, model_shape
 from aitco.perf.memory import ADAM_FP32_BYTES, OFFLOAD_MODES, OFFLOAD_NVME_MODES
 from aitco.perf.parallelism import RECOMPUTE_CODES, RECOMPUTE_NAMES
@@ -61,6 +66,7 @@ from aitco.perf.training_model import (
     HardwareShape,
     PublishedPractice,
     evaluate_plans,
+    gemm_fraction,
     hardware_shape,
 )
 from aitco.units import GIGA, SECONDS_PER_HOUR
@@ -298,6 +304,7 @@ def estimate_training(
         loss_kernel=_choice(p, "loss_kernel", LOSS_KERNELS),
         host_loop=_choice(p, "host_loop", HOST_LOOPS),
         elementwise_kernels=_choice(p, "elementwise_kernels", ELEMENTWISE_KERNELS),
+        gemm_level=_choice(p, "gemm_level", GEMM_LEVELS),
     )
     values = _values(res, i, best, p, hw, n, gpus, seq_len, global_batch, precision, method)
     if tokens is not None:
@@ -322,10 +329,10 @@ def estimate_training(
         "global_batch": global_batch,
         "precision": precision,
         "method": method,
-        "gemm_efficiency": hw.gemm_efficiency,
-        "gemm_efficiency_basis": efficiency.training_gemm_basis(
-            acc.family, acc.matmul_ceiling(precision)
-        ),
+        "gemm_efficiency": gemm_fraction(hw, values["plan"]["gemm_level"]),
+        "gemm_efficiency_basis": efficiency.training_gemm_at(
+            values["plan"]["gemm_level"], acc.family, acc.matmul_ceiling(precision)
+        )[1],
         "elementwise_hbm_efficiency": efficiency.elementwise_hbm_for(
             values["plan"]["elementwise_kernels"]
         ),
@@ -585,6 +592,7 @@ def _values(
             "loss_kernel": _choice(p, "loss_kernel", LOSS_KERNELS),
             "host_loop": _choice(p, "host_loop", HOST_LOOPS),
             "elementwise_kernels": _choice(p, "elementwise_kernels", ELEMENTWISE_KERNELS),
+            "gemm_level": _choice(p, "gemm_level", GEMM_LEVELS),
             "searched": n > 1,
         },
     }
@@ -611,7 +619,8 @@ def _term_inputs(
         "compute_s": {
             "peak_tflops": hw.peak_linear_tflops,
             "power_limit_clock_ratio": hw.clock_ratio,
-            "gemm_efficiency": hw.gemm_efficiency,
+            "gemm_efficiency": gemm_fraction(hw, pl["gemm_level"]),
+            "gemm_level": pl["gemm_level"],
             "attention_efficiency": hw.attention_efficiency,
             "compute_units": hw.compute_units,
             "gemm_k_half": hw.gemm_k_half,

@@ -141,6 +141,7 @@ class HardwareShape:
     memory_gb: float
     gemm_efficiency: float
     attention_efficiency: float = DEFAULT_EFFICIENCY.attention
+    gemm_ceiling: float = 0.0  # GEMM fraction at gemm_level "ceiling" (0: gemm_efficiency)
     elementwise_fused: bool = False
     pcie_gb_s: float = 0.0
     tp_overlap: float = DEFAULT_EFFICIENCY.tp_overlap
@@ -196,6 +197,9 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
         memory_gb=float(acc.memory_gb),
         gemm_efficiency=float(eff.training_gemm_for(acc.family, acc.matmul_ceiling(precision))),
+        gemm_ceiling=float(
+            eff.training_gemm_at("ceiling", acc.family, acc.matmul_ceiling(precision))[0]
+        ),
         attention_efficiency=float(eff.attention_for(acc.family)),
         elementwise_fused=acc.elementwise_fused_into_matmul,
         pcie_gb_s=PCIE_X16_GB_S.get(acc.pcie_gen or 0, 0.0),
@@ -248,6 +252,9 @@ class RunShape:
         Style of the memory-bound kernels
         (:data:`aitco.perf.efficiency.ELEMENTWISE_KERNELS`): sets their fraction of HBM
         bandwidth (:meth:`~aitco.perf.efficiency.EfficiencyParams.elementwise_hbm_for`).
+    gemm_level : {"framework", "ceiling"}
+        GEMM level of the stack (:data:`aitco.perf.efficiency.GEMM_LEVELS`): the fitted
+        framework level or the measured matmul ceiling (:func:`gemm_fraction`).
     """
 
     seq_len: float
@@ -263,6 +270,7 @@ class RunShape:
     loss_kernel: str = "unfused"
     host_loop: str = "python"
     elementwise_kernels: str = "framework"
+    gemm_level: str = "framework"
 
     @property
     def logit_bytes(self) -> float:
@@ -378,6 +386,20 @@ def plan_arrays(ms: ModelShape, run: RunShape, **plan: Any) -> PlanArrays:
 
 
 # =============================================================================== model
+def gemm_fraction(hw: HardwareShape, gemm_level: str) -> float:
+    """GEMM fraction of the dense peak a run's stack reaches on large GEMMs.
+
+    ``gemm_level`` (:data:`aitco.perf.efficiency.GEMM_LEVELS`) ``framework``: the fitted
+    end-to-end ``training_gemm`` of the part's family; ``ceiling``: the part's measured
+    matmul ceiling (``HardwareShape.gemm_ceiling``, from
+    :meth:`aitco.perf.efficiency.EfficiencyParams.training_gemm_at`). The kernel shape laws
+    multiply either.
+    """
+    if gemm_level == "ceiling" and hw.gemm_ceiling > 0.0:
+        return hw.gemm_ceiling
+    return hw.gemm_efficiency
+
+
 def attention_seq_half_for(ms: ModelShape, hw: HardwareShape) -> float:
     """Keys per query at which this part's FlashAttention reaches half its long-run rate."""
     return attention_seq_half(
@@ -406,7 +428,7 @@ def attention_time_s(
     s = run.seq_len
     if run.attention_kernel == "unfused":
         att_full_tok = float(attention_flops_per_token(ms, s, causal=False))
-        rate = hw.peak_attention_tflops * TERA * hw.gemm_efficiency
+        rate = hw.peak_attention_tflops * TERA * gemm_fraction(hw, run.gemm_level)
         return pa.tok_layers * (att_full_tok / rate) * (1.0 + UNFUSED_BWD_MATMULS + pa.any_rc)
     rate = (
         hw.peak_attention_tflops
@@ -490,7 +512,7 @@ def linear_time_s(
     launches (:data:`LAYER_GEMMS` per pass) of fixed time :math:`t_0` (``gemm_latency_s``) and
     :math:`n_p` = 3 (full) or 2 (adapters) passes; adapters add :math:`3 \times 2 P_{lora}`.
     """
-    g = hw.gemm_efficiency
+    g = gemm_fraction(hw, run.gemm_level)
     lin_rate = hw.peak_linear_tflops * TERA * g
     full = run.method == "full"
     f_fwd, f_dgrad, f_wgrad = layer_gemm_time_factors(
@@ -985,6 +1007,7 @@ def evaluate_plans(
     loss_kernel: str = "unfused",
     host_loop: str = "python",
     elementwise_kernels: str = "framework",
+    gemm_level: str = "framework",
 ) -> dict[str, NDArray[Any]]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -999,7 +1022,7 @@ def evaluate_plans(
     seq_len, global_batch, gpus : float
         Sequence length [tokens], sequences per step [count], devices [count].
     precision, method, optimizer, lora_params, attention_kernel, shard_devices, offload,
-    loss_kernel, host_loop, elementwise_kernels
+    loss_kernel, host_loop, elementwise_kernels, gemm_level
         As :class:`RunShape`.
     eff : EfficiencyParams
         Efficiency fractions.
@@ -1024,7 +1047,7 @@ def evaluate_plans(
     run = RunShape(
         float(seq_len), float(global_batch), float(gpus), precision, method, optimizer,
         lora_params, attention_kernel, None if shard_devices is None else float(shard_devices),
-        offload, loss_kernel, host_loop, elementwise_kernels,
+        offload, loss_kernel, host_loop, elementwise_kernels, gemm_level,
     )  # fmt: skip
     with np.errstate(divide="raise", invalid="raise", over="raise"):
         pa = plan_arrays(
