@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import math
 import os
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, model_validator
 
 from aitco.errors import InputError
 
@@ -45,10 +49,49 @@ MAX_HOURS = 100 * 365.25 * 24
 #: Smallest non-zero magnitude accepted: below it a number is a denormal or a typo (1e-320
 #: requests per second overflows to an infinite gap between requests).
 MIN_MAGNITUDE = 1e-12
-#: Largest generic count (batch sizes, steps, repeats, workers, rows kept).
+#: Largest generic count (batch sizes, steps, workers, rows kept).
 MAX_COUNT = 10**12
 #: Largest value of any other non-negative number (a generous guard against 1e308).
 MAX_GENERIC = 1e15
+#: Largest price of one accelerator-hour. [USD/GPU-h] Rental prices are 0.1-15 USD (2025); a
+#: thousand times the dearest still passes, while 1e300 stops here instead of in a total.
+MAX_USD_PER_GPU_HOUR = 1e4
+#: Smallest and largest dense peak of one accelerator. [TFLOP/s] An edge module does about 1
+#: TFLOP/s, a 2025 rack-scale GPU about 20,000 at fp4; both ends leave three decades.
+MIN_TFLOPS = 1e-3
+MAX_TFLOPS = 1e7
+#: Largest power of one accelerator (TDP, limit, idle). [W] Today's largest modules draw
+#: about 1.4 kW (B300); a hundred times that is no single device.
+MAX_DEVICE_W = 1e5
+#: Largest arrival rate. [requests/s] Ten times the largest public API traffic figures
+#: (about 1e6 requests/s for a whole search engine).
+MAX_QPS = 1e7
+#: Largest number of timed repetitions of a measurement loop (``probe --repeats``): each
+#: repetition of the default probe takes about 0.1 s, so 10,000 is already hours.
+MAX_REPEATS = 10_000
+#: Largest number of plans a sweep (or ``report --sweep``) evaluates unless ``--max-points``
+#: raises it: about a minute at the engine evaluators' rate on one core (see benchmarks/).
+DEFAULT_MAX_SWEEP_POINTS = 20_000_000
+#: Largest nesting depth of a JSON request body or document (lists and objects): a scenario
+#: nests about 5 deep; 30,000 ``[`` under the body limit would exhaust Python's recursion limit.
+MAX_JSON_DEPTH = 64
+#: Largest number of YAML aliases (``*name``) in one document: a hand-written file uses a few;
+#: an alias-expansion ("billion laughs") bomb uses many.
+MAX_YAML_ALIASES = 1_000
+#: Largest number of nodes aliases may add to a YAML document once expanded (counted on the
+#: composed graph, before anything is expanded).
+MAX_YAML_ALIAS_NODES = 100_000
+#: Longest run a plan may take and still count as feasible. [days] Ten years: beyond it the
+#: hardware is obsolete long before the run ends (a typo in tokens or GPUs, not a plan).
+MAX_RUN_DAYS = 3650.0
+#: Largest total an option may cost and still count as feasible. [USD] (:data:`MAX_USD`)
+MAX_TOTAL_USD = MAX_USD
+#: Earliest and latest calendar year accepted in a date or a ``--usd-year``: prices are not
+#: restated beyond the CPI table, and a date after today is not a retrieval date.
+MIN_YEAR = 1900
+#: Largest integer magnitude in a document (what a float holds without overflow; a 400-digit
+#: integer in a ``config.json`` stops here instead of in a conversion to float).
+MAX_INT = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -98,10 +141,32 @@ RANGES: dict[str, Range] = {
     "period_days": Range(0.0, 36525.0, "days"),
     "deadline_h": Range(0.0, MAX_HOURS, "h"),
     "restart_h": Range(0.0, MAX_HOURS, "h"),
+    # catalog physics: a peak of 1e-9 TFLOP/s or a 1e9 W accelerator is a typo
+    "peak_tflops": Range(MIN_TFLOPS, MAX_TFLOPS, "TFLOP/s"),
+    "matmul_tflops": Range(MIN_TFLOPS, MAX_TFLOPS, "TFLOP/s"),
+    "tdp_w": Range(1.0, MAX_DEVICE_W, "W"),
+    "idle_w": Range(0.0, MAX_DEVICE_W, "W"),
+    "power_limit_w": Range(1.0, MAX_DEVICE_W, "W"),
+    "usd_per_gpu_hour": Range(0.0, MAX_USD_PER_GPU_HOUR, "USD/GPU-h"),
+    "usd_per_gpu_h": Range(0.0, MAX_USD_PER_GPU_HOUR, "USD/GPU-h"),
+    "qps": Range(0.0, MAX_QPS, "requests/s"),
+    "repeats": Range(1, MAX_REPEATS, "repetitions"),
+    "max_points": Range(1, 2**62, "plans"),
+}
+
+#: Physical ranges of catalog factors by id prefix (a ``--catalog`` overlay or a scenario's
+#: ``assumptions`` setting one); other factors are only finite and below :data:`MAX_GENERIC`.
+FACTOR_RANGES: dict[str, Range] = {
+    # power usage effectiveness: 1.0 is a perfect facility; the worst surveyed data centres are
+    # near 2.5 (Uptime Institute Global Data Center Survey 2024: average 1.56)
+    "pue.": Range(1.0, 5.0, "(power usage effectiveness)"),
+    "electricity.usd-per-kwh.": Range(0.0, 10.0, "USD/kWh"),
+    "carbon.kg-per-kwh.": Range(0.0, 5.0, "kg CO2e/kWh"),
 }
 
 #: Name suffixes / fragments and their range, tried in order when a name is not in RANGES.
 _PATTERNS: tuple[tuple[str, Range], ...] = (
+    ("usd_per_gpu_h", RANGES["usd_per_gpu_hour"]),
     ("usd", MONEY),
     ("price", MONEY),
     ("tokens", Range(0.0, MAX_TOKENS, "tokens")),
@@ -113,7 +178,6 @@ _PATTERNS: tuple[tuple[str, Range], ...] = (
     ("batch", COUNT),
     ("size", COUNT),
     ("steps", COUNT),
-    ("repeats", COUNT),
     ("workers", COUNT),
     ("concurrency", COUNT),
 )
@@ -166,12 +230,13 @@ def check_value(
     >>> check_value("--usd-per-gpu-hour", float("nan"))
     Traceback (most recent call last):
     ...
-    aitco.errors.InputError: --usd-per-gpu-hour = nan: expected a finite number in [0, 1e+12] USD
+    aitco.errors.InputError: --usd-per-gpu-hour = nan: expected a finite number in [0, 10000] USD/GPU-h
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value
     r = rng or range_for(field)
-    if not math.isfinite(value) or not r.lo <= value <= r.hi:
+    finite = isinstance(value, int) or math.isfinite(value)  # an int of any size is finite
+    if not finite or not r.lo <= value <= r.hi:
         raise error(field, value, r.describe(), file=file)
     if 0 < abs(value) < MIN_MAGNITUDE:
         raise error(field, value, f"0 or a magnitude of at least {MIN_MAGNITUDE:g}", file=file)
@@ -193,6 +258,32 @@ def check_file_size(path: str | Path, *, field: str = "file") -> None:
         )
 
 
+def factor_range(factor_id: str) -> Range | None:
+    """Physical range of a catalog factor's value (``pue.air``), or None for a generic one."""
+    for prefix, rng in FACTOR_RANGES.items():
+        if factor_id.startswith(prefix):
+            return rng
+    return None
+
+
+def _tree_range(prefix: str) -> Range:
+    """Range of the number at dotted path ``prefix`` (``options[0].usd_per_gpu_hour``).
+
+    The last key names it; a ``{value: ...}`` wrapper takes its parent's name, and a mapping
+    keyed by precision or mode (``peak_tflops.bf16``, ``prices.on_demand``) its parent's too.
+    A factor override (``assumptions.pue.air``) takes the factor's range.
+    """
+    parts = [q.split("[")[0] for q in prefix.split(".")]
+    if parts[0] == "assumptions" and len(parts) > 1:
+        return factor_range(".".join(parts[1:])) or GENERIC
+    if parts[-1] == "value" and len(parts) > 1:
+        parts = parts[:-1]
+    rng = range_for(parts[-1])
+    if rng is GENERIC and len(parts) > 1:
+        rng = range_for(parts[-2])
+    return rng
+
+
 def check_tree(
     data: Any,
     *,
@@ -202,9 +293,10 @@ def check_tree(
 ) -> Any:
     """Check every number of a parsed YAML/JSON document (see :func:`check_value`).
 
-    Only non-finite numbers and numbers outside the range their key names (RANGES and the
-    ``usd``/``tokens``/... patterns) are rejected; keys without a known range only need to be
-    finite, because catalog and scenario fields carry their own schema bounds.
+    A number under a key that names a range (:data:`RANGES`, the ``usd``/``tokens``/...
+    patterns, the parent key of a ``{value: ...}`` wrapper or of a mapping keyed by precision)
+    must lie in it; any other number must be finite and of magnitude at most
+    :data:`MAX_GENERIC` (schemas add their own bounds).
     """
     if isinstance(data, Mapping):
         for k, v in data.items():
@@ -213,13 +305,9 @@ def check_tree(
         for i, v in enumerate(data):
             check_tree(v, file=file, prefix=f"{prefix}[{i}]", error=error)
     elif isinstance(data, float | int) and not isinstance(data, bool):
-        parts = [q.split("[")[0] for q in prefix.split(".")]
-        key = parts[-2] if parts[-1] == "value" and len(parts) > 1 else parts[-1]
-        rng = range_for(key)
-        if rng is GENERIC:  # unknown key: only finiteness is an edge rule
-            if not math.isfinite(data):
-                raise error(prefix or "value", data, "a finite number", file=file)
-            return data
+        rng = _tree_range(prefix)
+        if rng is GENERIC:  # unknown key: finite and not absurdly large, of either sign
+            rng = Range(-MAX_GENERIC, MAX_GENERIC)
         check_value(prefix or "value", data, rng=rng, file=file, error=error)
     return data
 
@@ -243,3 +331,121 @@ def first_non_finite(obj: Any, path: str = "") -> tuple[str, float] | None:
             if hit:
                 return hit
     return None
+
+
+def implausible_reasons(total_usd: Any, wall_clock_days: Any) -> list[str]:
+    """Why a priced plan cannot be meant as a plan: it costs or lasts implausibly much.
+
+    Every surface (``compare``, ``tco``, the sweeps, the web page) marks a plan with one of these
+    reasons as not feasible, so no absurd total (a run of 136,000 years, $1e15) is reported as
+    the answer.
+
+    Parameters
+    ----------
+    total_usd : float or None
+        Total of the plan. [USD]
+    wall_clock_days : float or None
+        Duration of the run (None for a service). [days]
+
+    Returns
+    -------
+    list of str
+        Empty when the plan is plausible.
+
+    Examples
+    --------
+    >>> implausible_reasons(2e6, 30.0)
+    []
+    >>> implausible_reasons(2e15, None)
+    ['it would cost $2e+15 (more than $1e+12): check the tokens, GPUs and prices']
+    """
+    reasons = []
+    if isinstance(total_usd, int | float) and not (
+        math.isfinite(total_usd) and total_usd <= MAX_TOTAL_USD
+    ):
+        reasons.append(
+            f"it would cost ${total_usd:.3g} (more than ${MAX_TOTAL_USD:g}): "
+            "check the tokens, GPUs and prices"
+        )
+    if isinstance(wall_clock_days, int | float) and not (
+        math.isfinite(wall_clock_days) and wall_clock_days <= MAX_RUN_DAYS
+    ):
+        reasons.append(
+            f"it would take {wall_clock_days / 365.25:.3g} years (more than "
+            f"{MAX_RUN_DAYS / 365.25:.0f}): add GPUs or train on fewer tokens"
+        )
+    return reasons
+
+
+def check_json_depth(raw: bytes | str, *, field: str = "body", limit: int = MAX_JSON_DEPTH) -> None:
+    """Refuse a JSON text nested deeper than ``limit`` before it is parsed.
+
+    Brackets inside strings do not count. Parsing (and every recursive walk after it) is then
+    safe from Python's recursion limit.
+
+    Raises
+    ------
+    aitco.errors.InputError
+        Naming the depth reached and the limit.
+    """
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes | bytearray) else raw
+    depth = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                raise InputError(
+                    field, f"more than {limit} nested lists/objects", f"at most {limit} levels"
+                )
+        elif ch in "]}":
+            depth -= 1
+
+
+def _is_numeric(annotation: Any) -> bool:
+    """Whether a field annotation takes a number (``int``, ``float | None``, ``Literal[0, 1]``)."""
+    if annotation in (int, float):
+        return True
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return any(isinstance(a, int | float) and not isinstance(a, bool) for a in args)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return bool(args) and all(a is type(None) or _is_numeric(a) for a in args)
+    return False
+
+
+class _Boolean:
+    """Stand-in for a boolean given to a number field: no number validator accepts it."""
+
+    def __repr__(self) -> str:
+        return "true/false"
+
+
+class StrictNumbers(BaseModel):
+    """Pydantic base whose number fields refuse ``true``/``false`` (``gpus: true`` is not 1 GPU).
+
+    Pydantic's lax mode reads a boolean as 0 or 1; a YAML or JSON input that writes ``true``
+    where a count belongs is a mistake, not a count. The boolean is swapped for a value no
+    number validator accepts, so the error names the field as any other type error does.
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        bad = [
+            k
+            for k, fld in cls.model_fields.items()
+            if isinstance(data.get(k), bool) and _is_numeric(fld.annotation)
+        ]
+        return {**data, **dict.fromkeys(bad, _Boolean())} if bad else data

@@ -41,6 +41,7 @@ from aitco.decide.scenario import (
     TrainingWorkload,
 )
 from aitco.errors import AitcoError, CatalogError, InputError, UnknownIdError
+from aitco.limits import implausible_reasons
 from aitco.perf import service as service_mod
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape
@@ -284,6 +285,7 @@ def compare(
             name=scenario.name, kind=scenario.workload.kind, options=opts, preset=preset_id
         )
     comp.assumptions = _assumption_lines(fac)
+    _mark_implausible(comp)
     _mark(comp)
     comp.stale_inputs = stale_price_inputs(
         catalog,
@@ -323,6 +325,16 @@ def is_feasible(o: Breakdown) -> bool:
     if o.stages:
         return all(is_feasible(s) for s in o.stages)
     return bool(o.values.get("feasible", True))
+
+
+def _mark_implausible(comp: Comparison) -> None:
+    """Mark as not feasible what costs or lasts implausibly much (:mod:`aitco.limits`)."""
+    for o in comp.options:
+        for b in o.stages or [o]:
+            why = implausible_reasons(b.total_usd, b.values.get("wall_clock_days"))
+            if why:
+                b.values["feasible"] = False
+                b.values["infeasible_reasons"] = [*b.values.get("infeasible_reasons", []), *why]
 
 
 def _mark(comp: Comparison) -> None:

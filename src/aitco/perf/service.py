@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -773,7 +774,7 @@ def service_plans(
     slo_ttft_ms: float | None = None,
     slo_tpot_ms: float | None = None,
     disaggregate: str | None = None,
-    load_profile: str | None = None,
+    load_profile: str | Sequence[float] | None = None,
     autoscale: str | None = None,
     prefix_cache_hit_rate: float = 0.0,
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
@@ -796,8 +797,10 @@ def service_plans(
         Price of one GPU (None: plans are not priced). [USD/h]
     disaggregate : str, optional
         ``auto`` or ``PxD`` (:func:`plan_pools`).
-    load_profile, autoscale : str, optional
-        ``diurnal`` or a CSV of 24 hourly rates; ``target-util=..,min=..,max=..``
+    load_profile : str or sequence of float, optional
+        ``diurnal``, a CSV of 24 hourly rates, or the 24 rates themselves. [requests/s]
+    autoscale : str, optional
+        ``target-util=..,min=..,max=..``
         (:func:`autoscale_day`). With ``diurnal``, ``qps`` is the day's mean rate.
     efficiency : EfficiencyParams
         Link efficiencies of the KV transfer between pools.
@@ -836,13 +839,12 @@ def service_plans(
             prefix_cache_hit_rate=prefix_cache_hit_rate, layout=layout,
         )  # fmt: skip
     if load_profile is not None or autoscale is not None:
-        prof = load_profile or "diurnal"
-        if prof == "diurnal" and qps is None:
+        prof = "diurnal" if load_profile is None else load_profile
+        if isinstance(prof, str) and prof == "diurnal" and qps is None:
             raise InputError(name("load_profile"), prof, f"{name('qps')} as the day's mean rate")
-        hourly = hourly_load(
-            prof if prof == "diurnal" else read_load_profile(prof, name("load_profile")),
-            qps or 0.0,
-        )
+        if isinstance(prof, str) and prof != "diurnal":  # a CSV path (the CLI's doors only)
+            prof = read_load_profile(prof, name("load_profile"))
+        hourly = hourly_load(prof, qps or 0.0)
         a = parse_autoscale(autoscale or "")
         cached = float(cached_prompt_tokens(i, prefix_cache_hit_rate))
         cap = serving.max_request_rate(it, i, o, int(values["max_batch_per_replica"]), cached)

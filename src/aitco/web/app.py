@@ -29,15 +29,14 @@ from fastapi.staticfiles import StaticFiles
 
 from aitco import __version__
 from aitco.catalog.loader import Catalog, load_catalog
-from aitco.decide.scenario import Precision, PricingMode, Scenario
+from aitco.decide.scenario import NAMED_LOAD_PROFILES, Precision, PricingMode, Scenario
 from aitco.errors import AitcoError, InputError, UnknownIdError
-from aitco.formatting import duration_h
+from aitco.limits import MAX_JSON_DEPTH, check_json_depth, implausible_reasons
 from aitco.report.html import environment, headline_keys, render_html, summary_cards
 from aitco.report.model import ReportData, build_report
 from aitco.report.plots import report_figures
 from aitco.report.xlsx import WorkbookInputs, fill_from_option, roi_workbook_bytes
 from aitco.web.forms import (
-    MAX_PLAUSIBLE_DAYS,
     check_plausible,
     form_field,
     form_message,
@@ -233,9 +232,9 @@ class _Engine:
         return data
 
     def report(self, body: Any) -> tuple[str, ReportData]:
-        scen = Scenario.from_dict(body, file=None)  # the CLI's validation first
-        check_plausible(body)  # then what only a web form needs: no NaN, sane ranges
-        check_web_scenario(scen, self.catalog)
+        scen = Scenario.from_dict(body, file=None)  # the CLI's validation (limits.py ranges)
+        check_plausible(body)  # then what only a web form needs: the form's narrower ranges
+        check_web_scenario(scen, self.catalog)  # no file path: the server reads no files
         key = json.dumps(scen.to_dict(), sort_keys=True)
         with self._key_lock("report:" + key):
             with self._lock:
@@ -270,18 +269,23 @@ class _Engine:
 
 
 def mark_implausible(data: ReportData) -> ReportData:
-    """Mark options that would run longer than :data:`MAX_PLAUSIBLE_DAYS` as not feasible."""
+    """Mark options that cost or last implausibly much as not feasible.
+
+    The reasons are :func:`aitco.limits.implausible_reasons` (more than ten years, more than
+    $1e12), the rule ``compare`` applies too; a custom engine's result passes it as well.
+    """
     import dataclasses
 
     for k, o in enumerate(data.options):
         d = o.values.get("wall_clock_days")
-        if isinstance(d, int | float) and d > MAX_PLAUSIBLE_DAYS:
-            why = (
-                f"it would take {duration_h(24 * d)} (more than {MAX_PLAUSIBLE_DAYS / 365.25:.0f}"
-                " years): add GPUs or train on fewer tokens"
-            )
+        why = [
+            r
+            for r in implausible_reasons(o.total_usd, d if isinstance(d, int | float) else None)
+            if r not in o.infeasible_reasons
+        ]
+        if why:
             data.options[k] = dataclasses.replace(
-                o, feasible=False, infeasible_reasons=(*o.infeasible_reasons, why)
+                o, feasible=False, infeasible_reasons=(*o.infeasible_reasons, *why)
             )
     return data
 
@@ -289,26 +293,26 @@ def mark_implausible(data: ReportData) -> ReportData:
 def check_web_scenario(scen: Scenario, catalog: Catalog) -> None:
     """Refuse what a web request may not ask of the server: reading files.
 
-    The CLI accepts a model as a ``config.json``/YAML path and a calibration profile path; a web
-    request may only name catalog ids, so that no request makes the server read its own files.
+    The CLI accepts a model as a ``config.json``/YAML path, a calibration profile path and a
+    load profile CSV path; a web request may only name catalog ids and send a load profile as
+    its 24 hourly rates, so that no request makes the server open its own files. The fields
+    are those of :meth:`Scenario.file_references` (the one list of path-like fields).
 
     Raises
     ------
     InputError
-        ``calibration`` is set, or a model is not a catalog id (with the closest ids).
+        A path-like field is set (a model that is not a catalog id: with the closest ids).
     """
-    if scen.calibration is not None:
+    for where, value in scen.file_references(catalog.models):
+        if where.endswith(".model"):
+            raise UnknownIdError("model", value, catalog.models, field=where)
+        what = "a load profile as 24 hourly rates or 'diurnal'" if "load_profile" in where else ""
         raise InputError(
-            "calibration",
-            scen.calibration,
-            "no calibration path in a web request (the server reads no files)",
-            hint="use the CLI: aitco compare SCENARIO --calibration FILE",
+            where,
+            value,
+            f"{what or 'no file path'} in a web request (the server reads no files)",
+            hint=f"use the CLI: aitco compare SCENARIO (with {where.rsplit('.', 1)[-1]}: FILE)",
         )
-    workloads = [("workload.model", scen.workload)] if scen.workload is not None else []
-    workloads += [(f"stages[{i}].workload.model", st.workload) for i, st in enumerate(scen.stages)]
-    for where, wl in workloads:
-        if wl is not None and wl.model not in catalog.models:
-            raise UnknownIdError("model", wl.model, catalog.models, field=where)
 
 
 def _scenario_schema(catalog: Catalog) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -326,6 +330,12 @@ def _scenario_schema(catalog: Catalog) -> tuple[dict[str, Any], dict[str, Any]]:
     for name in ("TrainingWorkload", "InferenceWorkload"):
         if name in defs:
             defs[name]["properties"]["model"]["enum"] = sorted(catalog.models)
+    prof = defs.get("InferenceWorkload", {}).get("properties", {}).get("load_profile", {})
+    for alt in prof.get("anyOf", []):
+        if alt.get("type") == "string":  # a named profile, never a file path
+            alt["enum"] = list(NAMED_LOAD_PROFILES)
+    if prof:
+        prof["description"] = "'diurnal' (qps = the day's mean) or the 24 hourly rates. [requests/s]"
     return s, defs
 
 
@@ -343,9 +353,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 async def _json_body(request: Request) -> Any:
     raw = await request.body()
+    check_json_depth(raw)  # before parsing: 30,000 "[" must not reach the recursion limit
     try:
         return json.loads(raw or b"null")
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InputError(
             "body", raw[:40].decode("utf-8", "replace"), "a JSON scenario object"
         ) from exc
@@ -407,6 +418,11 @@ def create_app(
     async def _aitco_error(request: Request, exc: AitcoError) -> Response:
         # JSON for htmx too: the page puts the message next to the field and keeps the result
         return JSONResponse(error_json(exc), status_code=422)
+
+    @app.exception_handler(RecursionError)
+    async def _too_deep(request: Request, exc: RecursionError) -> Response:
+        err = InputError("body", "...", f"at most {MAX_JSON_DEPTH} nested lists/objects")
+        return JSONResponse(error_json(err), status_code=422)
 
     @app.exception_handler(Exception)
     async def _internal_error(request: Request, exc: Exception) -> Response:

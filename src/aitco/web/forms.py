@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitco.errors import InputError
+from aitco.limits import MAX_RUN_DAYS
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,8 @@ PLAUSIBLE: dict[str, Range] = {
     "options[].gpus": Range(1, 1e6, "GPUs", "about 10x the largest announced cluster"),
 }
 
-#: Longest run an option may take before it is marked not feasible. [days]
-MAX_PLAUSIBLE_DAYS = 3650.0
+#: Longest run an option may take before it is marked not feasible. [days] (limits.py)
+MAX_PLAUSIBLE_DAYS = MAX_RUN_DAYS
 
 #: (form input name, label) of each scenario field the form edits.
 FORM_FIELDS: dict[str, tuple[str, str]] = {
