@@ -14,12 +14,10 @@ what is unusual. Each bound is a named constant with the reason for its size; ``
 from __future__ import annotations
 
 import math
-import os
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, model_validator
@@ -56,9 +54,10 @@ MAX_GENERIC = 1e15
 #: Largest price of one accelerator-hour. [USD/GPU-h] Rental prices are 0.1-15 USD (2025); a
 #: thousand times the dearest still passes, while 1e300 stops here instead of in a total.
 MAX_USD_PER_GPU_HOUR = 1e4
-#: Smallest and largest dense peak of one accelerator. [TFLOP/s] An edge module does about 1
-#: TFLOP/s, a 2025 rack-scale GPU about 20,000 at fp4; both ends leave three decades.
-MIN_TFLOPS = 1e-3
+#: Smallest and largest matmul rate of one accelerator (a catalog peak, a probe measurement).
+#: [TFLOP/s] A small matmul timed by ``aitco probe`` on a busy CPU measures about 1e-4; a 2025
+#: rack-scale GPU peaks near 2e4 at fp4: both ends leave two decades or more.
+MIN_TFLOPS = 1e-6
 MAX_TFLOPS = 1e7
 #: Largest power of one accelerator (TDP, limit, idle). [W] Today's largest modules draw
 #: about 1.4 kW (B300); a hundred times that is no single device.
@@ -150,6 +149,8 @@ RANGES: dict[str, Range] = {
     "usd_per_gpu_hour": Range(0.0, MAX_USD_PER_GPU_HOUR, "USD/GPU-h"),
     "usd_per_gpu_h": Range(0.0, MAX_USD_PER_GPU_HOUR, "USD/GPU-h"),
     "qps": Range(0.0, MAX_QPS, "requests/s"),
+    # rental prices keyed by pricing mode (buy-vs-rent, sweep ``prices``) are per GPU-hour
+    "prices": Range(0.0, MAX_USD_PER_GPU_HOUR, "USD/GPU-h"),
     "repeats": Range(1, MAX_REPEATS, "repetitions"),
     "max_points": Range(1, 2**62, "plans"),
 }
@@ -227,10 +228,10 @@ def check_value(
     --------
     >>> check_value("--gpus", 8)
     8
-    >>> check_value("--usd-per-gpu-hour", float("nan"))
+    >>> check_value("--monthly-cost-usd", float("nan"))
     Traceback (most recent call last):
     ...
-    aitco.errors.InputError: --usd-per-gpu-hour = nan: expected a finite number in [0, 10000] USD/GPU-h
+    aitco.errors.InputError: --monthly-cost-usd = nan: expected a finite number in [0, 1e+12] USD
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value
@@ -241,21 +242,6 @@ def check_value(
     if 0 < abs(value) < MIN_MAGNITUDE:
         raise error(field, value, f"0 or a magnitude of at least {MIN_MAGNITUDE:g}", file=file)
     return value
-
-
-def check_file_size(path: str | Path, *, field: str = "file") -> None:
-    """Refuse a file larger than :data:`MAX_FILE_BYTES` before it is read whole into memory."""
-    try:
-        size = os.stat(path).st_size
-    except OSError:
-        return  # the read that follows reports the error with its own message
-    if size > MAX_FILE_BYTES:
-        raise InputError(
-            field,
-            str(path),
-            f"a file of at most {MAX_FILE_BYTES / 2**20:g} MiB "
-            f"(it has {size / 2**20:.0f} MiB; this format is read whole)",
-        )
 
 
 def factor_range(factor_id: str) -> Range | None:
@@ -270,7 +256,8 @@ def _tree_range(prefix: str) -> Range:
     """Range of the number at dotted path ``prefix`` (``options[0].usd_per_gpu_hour``).
 
     The last key names it; a ``{value: ...}`` wrapper takes its parent's name, and a mapping
-    keyed by precision or mode (``peak_tflops.bf16``, ``prices.on_demand``) its parent's too.
+    keyed by precision, mode or id (``peak_tflops.bf16``, ``prices.h100.on_demand``) the name
+    of its parent or grandparent.
     A factor override (``assumptions.pue.air``) takes the factor's range.
     """
     parts = [q.split("[")[0] for q in prefix.split(".")]
@@ -278,10 +265,11 @@ def _tree_range(prefix: str) -> Range:
         return factor_range(".".join(parts[1:])) or GENERIC
     if parts[-1] == "value" and len(parts) > 1:
         parts = parts[:-1]
-    rng = range_for(parts[-1])
-    if rng is GENERIC and len(parts) > 1:
-        rng = range_for(parts[-2])
-    return rng
+    for key in reversed(parts[-3:]):  # the key, else its parent, else its grandparent
+        rng = range_for(key)
+        if rng is not GENERIC:
+            return rng
+    return GENERIC
 
 
 def check_tree(

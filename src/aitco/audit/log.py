@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aitco.errors import InputError, ParseError
+from aitco.errors import ParseError
+from aitco.fileio import open_input
 
 try:  # orjson is optional: several times faster on large logs
     import orjson
@@ -323,11 +324,10 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
     A ``.gz`` file is decompressed on the fly.
     """
     p = Path(path)
-    if not p.is_file():
-        raise InputError("LOG", str(path), "an existing JSONL file")
-    opener = gzip.open if p.suffix == ".gz" else open
+    raw = open_input(p, field="LOG", binary=True)  # a regular file only (no FIFO, no device)
+    fh: Any = gzip.GzipFile(fileobj=raw, mode="rb") if p.suffix == ".gz" else raw
     try:
-        with opener(p, "rb") as fh:
+        with fh, raw:
             yield from enumerate(fh, start=1)
     except (OSError, EOFError) as exc:  # a corrupt or truncated .gz
         raise ParseError(str(p), f"cannot read the file ({exc})") from exc

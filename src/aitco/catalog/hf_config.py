@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from aitco.catalog.provenance import file_source
 from aitco.catalog.schema import MLA, ModelArch, MoE, Provenance, Source
 from aitco.errors import InputError
+from aitco.fileio import read_text
 
 #: GPT-2/BLOOM/Falcon-style FFN width when the config leaves it implicit (d_ff = 4 d_model).
 FFN_EXPANSION_DEFAULT = 4
@@ -420,7 +421,7 @@ def model_from_hf_config(path: str | Path, *, model_id: str | None = None) -> Mo
     """
     p = Path(path).expanduser()
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p, field="model")  # a regular file, bounded
     except OSError as exc:
         raise InputError("model", str(p), "a readable config.json file") from exc
     try:

@@ -36,7 +36,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import ValidationError
 
 from aitco.catalog.hf_config import model_from_hf_config
@@ -56,7 +55,8 @@ from aitco.catalog.schema import (
     System,
 )
 from aitco.errors import CatalogError, InputError, UnknownIdError
-from aitco.limits import check_file_size, check_tree
+from aitco.fileio import check_dates, check_input_file, load_yaml
+from aitco.limits import check_tree, check_value, factor_range
 
 ENV_VAR = "AITCO_CATALOG"
 #: Environment variable naming a folder that replaces the built-in ``catalog/data`` folder.
@@ -64,25 +64,10 @@ DATA_ENV_VAR = "AITCO_CATALOG_DATA"
 _LEAF_KEYS = {"value", "source", "note", "unit"}
 E = TypeVar("E", bound=Entry)
 
-try:  # the C loader is several times faster; fall back to the pure-Python one
-    _YamlLoader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _YamlLoader = yaml.SafeLoader
 
-
-def read_yaml(path: Path) -> Any:
-    """Read a YAML file, turning syntax errors into a :class:`CatalogError` naming the file."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return yaml.load(fh, Loader=_YamlLoader)
-    except FileNotFoundError as exc:
-        raise CatalogError("path", str(path), "an existing YAML file") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 1}" if mark is not None else "?"
-        raise CatalogError(
-            "yaml", line, f"valid YAML ({getattr(exc, 'problem', exc)})", file=str(path)
-        ) from exc
+def read_yaml(path: Path, *, field: str = "path") -> Any:
+    """Read a catalog YAML file (:func:`aitco.fileio.load_yaml`); errors are CatalogErrors."""
+    return load_yaml(path, field=field, error=CatalogError)
 
 
 @dataclass
@@ -409,6 +394,8 @@ def load_catalog(
         A file, field path, value and expectation for the first invalid value found.
     """
     paths = [resolve_overlay(p) for p in [*(env_paths() if use_env else []), *extra_paths]]
+    for p in paths:  # a regular file (no FIFO, device or folder), recorded as an input
+        check_input_file(p, field="--catalog")
     stamps = tuple((p, _mtime(p)) for p in paths)
     return _load_cached(str(builtin_data_dir(data_dir)), stamps)
 
@@ -469,13 +456,12 @@ def _read_file(
     path: Path, raws: dict[str, dict[str, _Raw]], sources: dict[str, Source], *, overlay: bool
 ) -> None:
     where = str(path)
-    if overlay:
-        check_file_size(path, field="--catalog")  # an InputError (exit 2) like CatalogError
-    doc = read_yaml(path)
+    doc = read_yaml(path, field="--catalog" if overlay else "path")
     if doc is None:
         return
-    if overlay:
+    if overlay:  # a user's file: the ranges of limits.py, and no date after today
         check_tree(doc, file=where, error=CatalogError)  # NaN/inf, negative or absurd numbers
+        check_dates(doc, file=where, error=CatalogError)
     if not isinstance(doc, dict):
         raise CatalogError("document", type(doc).__name__, "a mapping", file=where)
     for key, raw in (doc.get("sources") or {}).items():
@@ -504,6 +490,12 @@ def _read_file(
                 if k not in ("id", "source")
             }
             data["id"] = eid
+            rng = factor_range(eid) if kind == "factors" and overlay else None
+            if rng is not None:  # a factor's physical range (a PUE of 1e6 is a typo)
+                for x in (
+                    data["value"] if isinstance(data.get("value"), list) else [data.get("value")]
+                ):
+                    check_value(f"{kind}.{eid}.value", x, rng=rng, file=where, error=CatalogError)
             if eid in raws[kind]:
                 if not overlay:
                     raise CatalogError(

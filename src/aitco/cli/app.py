@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import functools
 import importlib
+import os
 import sys
 import typing
 from collections.abc import Callable, Sequence
@@ -28,7 +29,8 @@ import typer.core
 from pydantic import ValidationError
 from typer.models import ArgumentInfo, OptionInfo
 
-from aitco import __version__
+from aitco import __version__, fileio
+from aitco.catalog.loader import env_paths
 from aitco.cli import state
 from aitco.cli.render import err_console
 from aitco.errors import AitcoError
@@ -146,11 +148,14 @@ class AitcoGroup(typer.core.TyperGroup):
         state.set_overlays(paths)
 
         def run() -> Any:
+            for p in [*env_paths(), *paths]:  # overlays are inputs of every command
+                fileio.note_input(p)
             return super(AitcoGroup, self).main(
                 argv, prog_name or "aitco", complete_var, standalone_mode=False, **extra
             )
 
-        code = handle_errors(run)
+        with fileio.command_scope():  # the files this command reads: no output replaces one
+            code = handle_errors(run)
         if standalone_mode:
             sys.exit(code)
         return code
@@ -235,8 +240,17 @@ def _flag_of(name: str, hint: Any) -> str:
     return "--" + name.replace("_", "-")
 
 
+#: Parameters that name a file or folder a command writes (never one of its inputs).
+OUTPUT_PARAMS = frozenset({"output", "out", "csv", "parquet"})
+
+
 def _checked(callback: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a command so every numeric option passes :func:`aitco.limits.check_value` first."""
+    """Wrap a command: every numeric option passes :func:`aitco.limits.check_value` first.
+
+    Every other argument that names an existing regular file is noted as an input of the
+    command (:func:`aitco.fileio.note_input`), so that an output path can be refused before any
+    work is done when it is one of them.
+    """
     hints = typing.get_type_hints(callback, include_extras=True)
     flags = {n: _flag_of(n, h) for n, h in hints.items() if n != "return"}
 
@@ -246,6 +260,8 @@ def _checked(callback: Callable[..., Any]) -> Callable[..., Any]:
             items = value if isinstance(value, list | tuple) else [value]
             for v in items:
                 check_value(flags.get(name, name), v)
+                if name not in OUTPUT_PARAMS and isinstance(v, str | os.PathLike) and v:
+                    fileio.note_input(v)
         return callback(*args, **kwargs)
 
     wrapper.__aitco_checked__ = True  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ from aitco.catalog.staleness import (
 from aitco.cli import state
 from aitco.cli.render import console, print_json, table
 from aitco.errors import InputError, UnknownIdError
-from aitco.fileio import write_atomic
+from aitco.fileio import check_output, write_atomic
 
 catalog_app = typer.Typer(
     help="Browse the catalog: every value with its source and date.", no_args_is_help=True
@@ -271,6 +271,7 @@ def import_skypilot_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Read SkyPilot catalog CSVs into an overlay of instance offers, zones collapsed per region."""
+    check_output(out, field="-o")  # never one of the CSVs or overlays read, never a device
     paths = [Path(f) for f in files]
     when = _date(as_of)
     doc, res = overlay_document(
@@ -286,7 +287,7 @@ def import_skypilot_cmd(
         + "\n"
         + yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True, width=110)
     )
-    write_atomic(Path(out), text)
+    write_atomic(Path(out), text, field="-o")
     load_catalog([*state.overlays(), out])  # the overlay validates (one-line error otherwise)
     skipped = [
         {"reason": why, "rows": n}

@@ -416,6 +416,12 @@ def sweep_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Sweep a grid (or a random sample) of plans with the vectorised models; top-K and Pareto."""
+    from aitco.fileio import check_output, check_output_dir
+
+    if csv:  # before any work: never an input of this command, never a device or a folder
+        check_output(csv, field="--csv")
+    if parquet:
+        check_output_dir(parquet, field="--parquet")
     spec = _load_spec(
         spec_file,
         grid,
@@ -433,9 +439,9 @@ def sweep_cmd(
     if csv:
         from pathlib import Path
 
-        from aitco.decide.scenario import write_atomic
+        from aitco.fileio import write_atomic
 
-        write_atomic(Path(csv), res.top.to_csv(index=False))
+        write_atomic(Path(csv), res.top.to_csv(index=False), field="--csv")
     out = res.to_json()
     if json_out:
         print_json(out)
@@ -567,15 +573,11 @@ def _yaml_args(path: str | None, section: str) -> dict[str, Any]:
     """Keyword arguments from a YAML file (top level or under ``section:``)."""
     if path is None:
         return {}
-    import yaml
+    from aitco.fileio import load_yaml
+    from aitco.limits import check_tree
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except FileNotFoundError as exc:
-        raise InputError("FILE", path, "an existing YAML file") from exc
-    except yaml.YAMLError as exc:
-        raise InputError("yaml", path, f"valid YAML ({exc})", file=path) from exc
+    data = load_yaml(path, field="FILE")
+    check_tree(data, file=path)  # the ranges of the flags of the same name (limits.py)
     if isinstance(data, dict) and isinstance(data.get(section), dict):
         data = data[section]
     if not isinstance(data, dict):

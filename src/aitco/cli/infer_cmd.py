@@ -463,14 +463,14 @@ def read_trace(path: str) -> tuple[tuple[list[float], list[int], list[int]], lis
     import csv
     from pathlib import Path
 
+    from aitco.fileio import open_input
+
     p = Path(path)
-    if not p.is_file():
-        raise InputError("--trace", path, "an existing CSV file")
     arr: list[float] = []
     ins: list[int] = []
     outs: list[int] = []
     bad: list[int] = []
-    with open(p, encoding="utf-8", newline="") as fh:
+    with open_input(p, field="--trace", newline="") as fh:
         reader = csv.DictReader(fh)
         missing = [c for c in TRACE_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:

@@ -16,6 +16,7 @@ import typer
 from aitco.cli import state
 from aitco.cli.render import console
 from aitco.errors import AitcoError, EnvironmentFailure, InputError
+from aitco.fileio import check_output, write_atomic
 
 #: Default address of ``aitco web``: localhost only.
 DEFAULT_HOST = "127.0.0.1"
@@ -98,12 +99,12 @@ def report_cmd(
     suffix = out.suffix.lower()
     if suffix not in (".html", ".htm", ".md", ".markdown"):
         raise InputError("-o", output, "a path ending in .html or .md")
+    check_output(out, field="-o")  # never an input (the scenario), never a device
     data = _build(scenario, roi, telemetry, sweep)
     if suffix in (".html", ".htm"):
-        from aitco.decide.scenario import write_atomic
         from aitco.report.html import render_html
 
-        write_atomic(out, render_html(data))
+        write_atomic(out, render_html(data), field="-o")
         written = [out]
     else:
         from aitco.report.markdown import write_markdown
@@ -134,6 +135,7 @@ def roi_template_cmd(
         write_roi_workbook,
     )
 
+    check_output(output, field="-o")
     inputs = example_inputs()
     roi_in = _roi_inputs(roi)
     if roi_in is not None:

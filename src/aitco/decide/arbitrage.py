@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from aitco.errors import InputError, ParseError, UnknownIdError
+from aitco.fileio import read_text
 from aitco.units import MEGA, SECONDS_PER_HOUR
 
 REQUIRED_COLUMNS = ("timestamp", "offer", "usd_per_hour")
@@ -86,10 +87,8 @@ def read_price_trace(path: str | Path) -> PriceTrace:
     Lines starting with ``#`` and blank lines are skipped.
     """
     p = Path(path)
-    if not p.is_file():
-        raise InputError("PRICE_TRACE", str(path), "an existing CSV file")
-    with open(p, encoding="utf-8", newline="") as fh:
-        lines = [(i + 1, ln) for i, ln in enumerate(fh.read().splitlines())]
+    text = read_text(p, field="PRICE_TRACE")  # a regular file, at most MAX_FILE_BYTES
+    lines = [(i + 1, ln) for i, ln in enumerate(text.splitlines())]
     body = [(n, ln) for n, ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
     if not body:
         raise ParseError(str(p), "empty price trace (no header)")

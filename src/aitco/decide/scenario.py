@@ -14,8 +14,9 @@ import yaml
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from aitco.errors import InputError
-from aitco.fileio import write_atomic
-from aitco.limits import MAX_QPS, StrictNumbers, check_file_size, check_tree
+from aitco.fileio import load_yaml, write_atomic
+from aitco.limits import MAX_QPS, StrictNumbers, check_tree
+from aitco.perf.service import LOAD_PROFILE_HOURS
 from aitco.perf.training import default_global_batch
 from aitco.units import optional_ms_to_s
 
@@ -30,8 +31,6 @@ __all__ = [
     "write_atomic",
 ]
 
-#: Hours of a load profile: one arrival rate per hour of the day.
-HOURS_PER_DAY = 24
 #: Load profiles named rather than read from a file.
 NAMED_LOAD_PROFILES = ("diurnal",)
 
@@ -175,7 +174,7 @@ class InferenceWorkload(StrictNumbers):
         str
         | Annotated[
             list[Annotated[float, Field(ge=0, le=MAX_QPS)]],
-            Field(min_length=HOURS_PER_DAY, max_length=HOURS_PER_DAY),
+            Field(min_length=LOAD_PROFILE_HOURS, max_length=LOAD_PROFILE_HOURS),
         ]
         | None
     ) = Field(
@@ -441,13 +440,7 @@ class Scenario(StrictNumbers):
     def from_yaml(cls, path: str | Path) -> Scenario:
         """Read a scenario YAML file."""
         p = Path(path)
-        if not p.is_file():
-            raise InputError("SCENARIO", str(path), "an existing scenario YAML file")
-        check_file_size(p, field="SCENARIO")
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise InputError("yaml", str(path), f"valid YAML ({exc})", file=str(path)) from exc
+        data = load_yaml(p, field="SCENARIO")
         check_tree(data, file=str(p))  # NaN/inf, negative or absurd numbers stop at the edge
         return cls.from_dict(data, file=str(p))
 

@@ -26,14 +26,14 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aitco.catalog.loader import Catalog
 from aitco.decide import evaluators as ev
 from aitco.decide.compare import Factors, offer_system
 from aitco.errors import EnvironmentFailure, InputError, UnknownIdError
-from aitco.limits import check_file_size, check_tree
+from aitco.fileio import load_yaml
+from aitco.limits import check_tree
 from aitco.perf import service
 from aitco.units import DTYPES
 
@@ -186,13 +186,7 @@ class SweepSpec(BaseModel):
     def from_yaml(cls, path: str | Path) -> SweepSpec:
         """Read a sweep YAML file."""
         p = Path(path)
-        if not p.is_file():
-            raise InputError("SWEEP_FILE", str(path), "an existing sweep YAML file")
-        check_file_size(p, field="SWEEP_FILE")
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise InputError("yaml", str(path), f"valid YAML ({exc})", file=str(path)) from exc
+        data = load_yaml(p, field="SWEEP_FILE")
         check_tree(data, file=str(p))  # NaN/inf, negative or absurd numbers stop at the edge
         return cls.from_dict(data, file=str(p))
 

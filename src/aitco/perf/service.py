@@ -24,7 +24,10 @@ References
 
 from __future__ import annotations
 
+import csv
+import itertools
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aitco.errors import InputError
+from aitco.fileio import open_input
 from aitco.perf import comms, serving
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.inference import (
@@ -44,9 +48,17 @@ from aitco.perf.inference import (
     prefill_pairs,
 )
 from aitco.perf.queueing import md1_mean_wait_s
-from aitco.units import DAYS_PER_MONTH, SECONDS_PER_DAY, SECONDS_PER_HOUR, optional_ms_to_s
+from aitco.units import (
+    DAYS_PER_MONTH,
+    HOURS_PER_DAY,
+    SECONDS_PER_DAY,
+    SECONDS_PER_HOUR,
+    optional_ms_to_s,
+)
 
 F64 = NDArray[np.float64]
+#: Rates of a load profile: one per hour of the day.
+LOAD_PROFILE_HOURS = int(HOURS_PER_DAY)
 
 TOKENS_PER_MILLION = 1e6
 #: MIG slices of one GPU (NVIDIA MIG user guide [3]_).
@@ -745,20 +757,20 @@ def parse_layout(spec: str, field: str = "--disaggregate") -> tuple[int, int] | 
 
 def read_load_profile(path: str, field: str = "--load-profile") -> list[float]:
     """Read 24 hourly rates from a CSV with a ``qps`` column (an ``hour`` column is optional)."""
-    import csv
     from pathlib import Path
 
     p = Path(path)
-    if not p.is_file():
+    if not os.path.lexists(p):
         raise InputError(field, path, "diurnal or an existing CSV file")
-    with open(p, encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    with open_input(p, field=field, newline="") as fh:  # a regular file only
+        rows = list(itertools.islice(csv.DictReader(fh), LOAD_PROFILE_HOURS + 1))
     try:
         q = [float(r["qps"]) for r in rows]
     except (KeyError, TypeError, ValueError):
         raise InputError(field, path, "a CSV with a numeric 'qps' column", file=path) from None
     if len(q) != 24:
-        raise InputError(field, path, f"24 hourly rows (found {len(q)})", file=path)
+        found = f"{len(q)}" if len(q) <= LOAD_PROFILE_HOURS else f"more than {LOAD_PROFILE_HOURS}"
+        raise InputError(field, path, f"24 hourly rows (found {found})", file=path)
     return q
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aitco import __version__
-from aitco.fileio import write_atomic
+from aitco.fileio import check_output, write_atomic
 from aitco.formatting import pct, usd, value
 from aitco.labels import category_label, label
 from aitco.report.html import URL_RE, headline_keys, roi_rows, summary_cards
@@ -150,6 +150,7 @@ def render_markdown(data: ReportData, figure_links: list[tuple[str, str]]) -> st
 
 def write_markdown(data: ReportData, path: Path) -> list[Path]:
     """Write ``path`` and its plots (in ``<stem>_files/``) atomically; return the files written."""
+    check_output(path, field="-o")  # before any plot is written
     folder = path.parent / f"{path.stem}_files"
     written: list[Path] = []
     links: list[tuple[str, str]] = []
@@ -158,6 +159,6 @@ def write_markdown(data: ReportData, path: Path) -> list[Path]:
         write_atomic(p, png, make_parent=True)
         written.append(p)
         links.append((f"{folder.name}/{p.name}", caption))
-    write_atomic(path, render_markdown(data, links))
+    write_atomic(path, render_markdown(data, links), field="-o")
     written.insert(0, path)
     return written

@@ -335,7 +335,9 @@ def _scenario_schema(catalog: Catalog) -> tuple[dict[str, Any], dict[str, Any]]:
         if alt.get("type") == "string":  # a named profile, never a file path
             alt["enum"] = list(NAMED_LOAD_PROFILES)
     if prof:
-        prof["description"] = "'diurnal' (qps = the day's mean) or the 24 hourly rates. [requests/s]"
+        prof["description"] = (
+            "'diurnal' (qps = the day's mean) or the 24 hourly rates. [requests/s]"
+        )
     return s, defs
 
 
