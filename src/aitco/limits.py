@@ -13,6 +13,7 @@ what is unusual. Each bound is a named constant with the reason for its size; ``
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import types
 import typing
@@ -38,6 +39,14 @@ MAX_TOKENS = 1e18
 MAX_SEQ_LEN = 100_000_000
 #: Largest number of requests the serving simulation holds in memory (about 1 kB each).
 MAX_SIMULATED_REQUESTS = 1_000_000
+#: Largest side of the square matmul ``aitco probe`` times: three fp32 matrices of 16,384^2
+#: hold 3 GiB, and one product is already 9 TFLOP (minutes on a CPU).
+MAX_PROBE_MATMUL_SIZE = 16_384
+#: Largest buffer ``aitco probe`` copies to measure bandwidth. [MiB] Two 16 GiB buffers.
+MAX_PROBE_COPY_MB = 16_384
+#: Largest number of steps a multi-step scheduler runs per admission (vLLM's
+#: ``num_scheduler_steps`` is typically 8-16).
+MAX_SCHEDULER_STEPS = 1_024
 #: Largest number of plans a sweep evaluates in memory (about 2 kB of columns each).
 MAX_SWEEP_POINTS = 5_000_000
 #: Largest file read whole into memory (overlays, scenarios, profiles, JSON exports). [B]
@@ -62,6 +71,18 @@ MAX_TFLOPS = 1e7
 #: Largest power of one accelerator (TDP, limit, idle). [W] Today's largest modules draw
 #: about 1.4 kW (B300); a hundred times that is no single device.
 MAX_DEVICE_W = 1e5
+#: Lowest power limit, as a fraction of the TDP, a driver accepts (``nvidia-smi -pl``): the
+#: A100 SXM's minimum is 100 W of 400 W, the H100 SXM's 200 W of 700 W (NVIDIA data sheets).
+MIN_POWER_LIMIT_FRACTION = 0.25
+#: Largest number of replicas of one service (prefill/decode pools, autoscaler bounds).
+MAX_REPLICAS = 100_000
+#: Largest number of draft tokens proposed per speculative-decoding step: published schemes
+#: propose 1-8 (Medusa, EAGLE chains); tree drafts reach about 60.
+MAX_SPEC_TOKENS = 128
+#: Shortest period a log may cover. [days] One minute (a period of 0 days divides by zero).
+MIN_PERIOD_DAYS = 1 / 1440
+#: Shortest horizon of a buy-vs-rent or ROI comparison. [years] One month.
+MIN_HORIZON_YEARS = 1 / 12
 #: Largest arrival rate. [requests/s] Ten times the largest public API traffic figures
 #: (about 1e6 requests/s for a whole search engine).
 MAX_QPS = 1e7
@@ -69,8 +90,9 @@ MAX_QPS = 1e7
 #: repetition of the default probe takes about 0.1 s, so 10,000 is already hours.
 MAX_REPEATS = 10_000
 #: Largest number of plans a sweep (or ``report --sweep``) evaluates unless ``--max-points``
-#: raises it: about a minute at the engine evaluators' rate on one core (see benchmarks/).
-DEFAULT_MAX_SWEEP_POINTS = 20_000_000
+#: raises it: about 40 s at the engine evaluators' 50,000 plans/s measured on one busy core
+#: (``aitco sweep examples/sweep_training.yaml --sample 500000 --json``: ``configs_per_s``).
+DEFAULT_MAX_SWEEP_POINTS = 2_000_000
 #: Largest nesting depth of a JSON request body or document (lists and objects): a scenario
 #: nests about 5 deep; 30,000 ``[`` under the body limit would exhaust Python's recursion limit.
 MAX_JSON_DEPTH = 64
@@ -87,7 +109,8 @@ MAX_RUN_DAYS = 3650.0
 MAX_TOTAL_USD = MAX_USD
 #: Earliest and latest calendar year accepted in a date or a ``--usd-year``: prices are not
 #: restated beyond the CPI table, and a date after today is not a retrieval date.
-MIN_YEAR = 1900
+MIN_YEAR = 1913  # the first year of the CPI-U (BLS)
+MAX_YEAR = dt.date.today().year
 #: Largest integer magnitude in a document (what a float holds without overflow; a 400-digit
 #: integer in a ``config.json`` stops here instead of in a conversion to float).
 MAX_INT = 2**63 - 1
@@ -135,9 +158,11 @@ RANGES: dict[str, Range] = {
     "tornado_swing": Range(0.0, 10.0, "(relative swing)"),
     "discount_rate": Range(-0.5, 10.0, "per year"),
     "days_per_month": Range(1.0, 31.0, "days"),
-    "horizon_years": Range(0.0, 100.0, "years"),
-    "horizon_months": Range(0.0, 1200.0, "months"),
-    "period_days": Range(0.0, 36525.0, "days"),
+    "horizon_years": Range(MIN_HORIZON_YEARS, 100.0, "years"),
+    "horizon_months": Range(1.0, 1200.0, "months"),
+    "period_days": Range(MIN_PERIOD_DAYS, 36525.0, "days"),
+    "spec_tokens": Range(1, MAX_SPEC_TOKENS, "draft tokens per step"),
+    "usd_year": Range(MIN_YEAR, MAX_YEAR, "(a year of the CPI table: no later than this year)"),
     "deadline_h": Range(0.0, MAX_HOURS, "h"),
     "restart_h": Range(0.0, MAX_HOURS, "h"),
     # catalog physics: a peak of 1e-9 TFLOP/s or a 1e9 W accelerator is a typo
@@ -152,6 +177,9 @@ RANGES: dict[str, Range] = {
     # rental prices keyed by pricing mode (buy-vs-rent, sweep ``prices``) are per GPU-hour
     "prices": Range(0.0, MAX_USD_PER_GPU_HOUR, "USD/GPU-h"),
     "repeats": Range(1, MAX_REPEATS, "repetitions"),
+    "size": Range(1, MAX_PROBE_MATMUL_SIZE, "(square matmul side)"),
+    "copy_mb": Range(1, MAX_PROBE_COPY_MB, "MiB"),
+    "scheduler_steps": Range(1, MAX_SCHEDULER_STEPS, "steps per admission"),
     "max_points": Range(1, 2**62, "plans"),
 }
 
@@ -363,6 +391,24 @@ def implausible_reasons(total_usd: Any, wall_clock_days: Any) -> list[str]:
             f"{MAX_RUN_DAYS / 365.25:.0f}): add GPUs or train on fewer tokens"
         )
     return reasons
+
+
+def plausible_mask(total_usd: Any = None, wall_clock_days: Any = None) -> Any:
+    """Vectorised :func:`implausible_reasons`: True where a plan is plausible (sweeps).
+
+    Examples
+    --------
+    >>> plausible_mask([1e6, 2e15], [30.0, 30.0]).tolist()
+    [True, False]
+    """
+    import numpy as np
+
+    ok: Any = True
+    if total_usd is not None:
+        ok = ok & ~(np.asarray(total_usd, dtype=float) > MAX_TOTAL_USD)
+    if wall_clock_days is not None:
+        ok = ok & ~(np.asarray(wall_clock_days, dtype=float) > MAX_RUN_DAYS)
+    return np.asarray(ok, dtype=bool)
 
 
 def check_json_depth(raw: bytes | str, *, field: str = "body", limit: int = MAX_JSON_DEPTH) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from aitco.errors import ParseError
 from aitco.fileio import open_input
+from aitco.limits import MAX_TOKENS
 
 try:  # orjson is optional: several times faster on large logs
     import orjson
@@ -171,8 +172,11 @@ def _int(d: dict[str, Any], key: str, where: str) -> int:
     v = d.get(key)
     if v is None:
         return 0
-    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != int(v):
-        raise MalformedLine(f"{where}.{key} = {v!r} is not a non-negative integer")
+    ok = isinstance(v, int | float) and not isinstance(v, bool)
+    if not (ok and 0 <= v <= MAX_TOKENS and float(v).is_integer()):  # NaN and inf fail too
+        raise MalformedLine(
+            f"{where}.{key} = {v!r} is not a non-negative integer of at most {MAX_TOKENS:g}"
+        )
     return int(v)
 
 

@@ -34,6 +34,7 @@ from aitco.catalog.provenance import file_source
 from aitco.catalog.schema import MLA, ModelArch, MoE, Provenance, Source
 from aitco.errors import InputError
 from aitco.fileio import read_text
+from aitco.limits import check_tree
 
 #: GPT-2/BLOOM/Falcon-style FFN width when the config leaves it implicit (d_ff = 4 d_model).
 FFN_EXPANSION_DEFAULT = 4
@@ -430,8 +431,12 @@ def model_from_hf_config(path: str | Path, *, model_id: str | None = None) -> Mo
         raise InputError(
             "config.json", f"line {exc.lineno}", f"valid JSON ({exc.msg})", file=str(p)
         ) from exc
+    except RecursionError:
+        raise InputError("config.json", str(p), "JSON nested less deeply", file=str(p)) from None
     if not isinstance(data, dict):
         raise InputError("config.json", type(data).__name__, "a JSON object", file=str(p))
+    # NaN, Infinity and integers too large for a float stop here, naming the field
+    check_tree(data, file=str(p))
     mtype = data.get("model_type")
     if mtype not in READERS:
         raise InputError("model_type", mtype, f"one of {', '.join(SUPPORTED)}", file=str(p))

@@ -256,6 +256,18 @@ class Catalog:
             raise CatalogError(field, hw_id, "an accelerator with a system (node) in the catalog")
         raise UnknownIdError("hardware", hw_id, [*self.accelerators, *self.systems], field=field)
 
+    def check_provider(self, name: str | None, *, field: str = "--provider") -> None:
+        """Refuse a cloud provider no offer names (``any`` is every provider); did-you-mean."""
+        known = {o.provider for o in self.offers.values()}
+        if name is not None and name != "any" and name not in known:
+            raise UnknownIdError("provider", name, [*known, "any"], field=field)
+
+    def check_price_region(self, name: str | None, *, field: str = "--price-region") -> None:
+        """Refuse a cloud region no offer is priced in; did-you-mean."""
+        known = {p.region for o in self.offers.values() for p in o.prices if p.region}
+        if name is not None and name not in known:
+            raise UnknownIdError("region", name, known, field=field)
+
     def offers_for(self, accelerator_id: str) -> list[CloudOffer]:
         """Cloud offers of an accelerator."""
         return [o for o in self.offers.values() if o.accelerator == accelerator_id]

@@ -78,16 +78,96 @@ def _os_error_line(exc: OSError) -> tuple[str, int]:
     return (f"{where}: {what}" if where else what), code
 
 
+#: Import names whose distribution is spelled otherwise (``pip install scikit-learn``).
+_DIST_OF_MODULE = {
+    "sklearn": "scikit-learn",
+    "multipart": "python-multipart",
+    "distributed": "dask",
+}
+
+
+def optional_extra(module: str) -> str | None:
+    """Return the ``aitco[extra]`` that installs ``module`` (from the package metadata), or None.
+
+    Examples
+    --------
+    >>> optional_extra("duckdb")
+    'calibrate'
+    """
+    import re
+    from importlib import metadata
+
+    want = re.sub(r"[-_.]+", "-", _DIST_OF_MODULE.get(module, module)).lower()
+    try:
+        reqs = metadata.requires("aitco") or []
+    except metadata.PackageNotFoundError:  # pragma: no cover (a source checkout)
+        return None
+    for req in reqs:
+        m = re.match(r"\s*([A-Za-z0-9_.-]+).*extra\s*==\s*['\"]([\w-]+)['\"]", req)
+        if (
+            m
+            and re.sub(r"[-_.]+", "-", m.group(1)).lower() == want
+            and m.group(2) not in ("all", "test")
+        ):
+            return m.group(2)
+    return None
+
+
+def _silence_stdout() -> None:
+    """Point a broken standard output at /dev/null, so the flush at exit raises nothing."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, AttributeError, ValueError):  # no real file descriptor (a test runner)
+        pass
+
+
+def _stdout_is_devnull() -> bool:
+    """Whether standard output is /dev/null (rich points a broken pipe there)."""
+    try:
+        st, null = os.fstat(sys.stdout.fileno()), os.stat(os.devnull)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (st.st_dev, st.st_ino, st.st_rdev) == (null.st_dev, null.st_ino, null.st_rdev)
+
+
+def _closed_stream() -> str | None:
+    """Name of a closed standard stream (``aitco compare --json >&-``), else None."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            return name
+        try:
+            fd = stream.fileno()
+        except (OSError, ValueError, AttributeError):  # io.StringIO in a test runner: open
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:
+            return name
+    return None
+
+
 def handle_errors(fn: Callable[[], Any]) -> int:
     """Run ``fn`` and turn every expected failure into one ``error:`` line and an exit status."""
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
     from typer.exceptions import Abort, Exit
 
+    was_devnull = _stdout_is_devnull()
     try:
         rv = fn()
         return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
     except Exit as exc:
         return int(exc.exit_code)
+    except SystemExit:
+        # click and rich answer a broken pipe with a silent exit 1 (click wraps the streams,
+        # rich points stdout at /dev/null): say it in one line
+        pacified = type(sys.stdout).__name__ == "PacifyFlushWrapper"
+        if pacified or (_stdout_is_devnull() and not was_devnull):
+            _say("standard output was closed by its reader (broken pipe); output cut short")
+            return EXIT_ENVIRONMENT
+        raise
     except NoArgsIsHelpError as exc:
         exc.show()
         return EXIT_USER
@@ -118,11 +198,21 @@ def handle_errors(fn: Callable[[], Any]) -> int:
         _say(f"input is not a readable CSV table ({exc})")
         return EXIT_USER
     except OSError as exc:
-        if exc.errno == errno.EPIPE:
+        if exc.errno == errno.EPIPE:  # the reader went away (``| head``)
+            _silence_stdout()
+            _say("standard output was closed by its reader (broken pipe); output cut short")
             return EXIT_ENVIRONMENT
         line, code = _os_error_line(exc)
         _say(line)
         return code
+    except ImportError as exc:
+        top = (exc.name or "").split(".")[0]
+        if not top or top == "aitco":
+            raise
+        extra = optional_extra(top)
+        how = f": pip install 'aitco[{extra}]'" if extra else ""
+        _say(f"the optional package {top!r} this command needs is not installed{how}")
+        return EXIT_ENVIRONMENT
     except MemoryError:
         _say("out of memory; use a smaller input (see the input ranges in docs/cli.md)")
         return EXIT_ENVIRONMENT
@@ -143,6 +233,13 @@ class AitcoGroup(typer.core.TyperGroup):
         **extra: Any,
     ) -> Any:
         """Run the command line; exit (or return, when not standalone) with its status."""
+        closed = _closed_stream()
+        if closed is not None:  # one line (when stderr is open) and a non-zero exit
+            if closed == "stdout" and sys.stderr is not None:
+                sys.stderr.write("error: standard output is closed: nothing can be printed\n")
+            if standalone_mode:
+                sys.exit(EXIT_ENVIRONMENT)
+            return EXIT_ENVIRONMENT
         argv = list(sys.argv[1:] if args is None else args)
         argv, paths = _extract_catalog_flags(argv)
         state.set_overlays(paths)

@@ -15,6 +15,7 @@ import typer
 
 from aitco.cli.render import console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
+from aitco.limits import DEFAULT_MAX_SWEEP_POINTS
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 ExplainOpt = Annotated[bool, typer.Option("--explain", help="Show how the numbers were reached.")]
@@ -327,6 +328,7 @@ def _run_sweep(
     parquet: str | None,
     show_progress: bool,
     optimize: bool,
+    max_points: int = DEFAULT_MAX_SWEEP_POINTS,
 ) -> Any:
     from aitco.cli import state
     from aitco.decide import optimize as opt
@@ -348,6 +350,7 @@ def _run_sweep(
             "scheduler": scheduler,
             "workers": workers,
             "progress": cb,
+            "max_points": max_points,
         }
         if optimize:
             return opt.optimize(spec, cat, **kw)
@@ -393,6 +396,13 @@ WorkersOpt = Annotated[
     int | None, typer.Option("--workers", help="Dask LocalCluster workers (default 2).")
 ]
 ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")]
+MaxPointsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-points",
+        help="Most plans evaluated: a larger grid is refused up front (use sample: or raise it).",
+    ),
+]
 
 
 def sweep_cmd(
@@ -413,6 +423,7 @@ def sweep_cmd(
     ] = None,
     csv: Annotated[str | None, typer.Option(help="Write the top-K table to a CSV file.")] = None,
     show_progress: ProgressOpt = True,
+    max_points: MaxPointsOpt = DEFAULT_MAX_SWEEP_POINTS,
     json_out: JsonOpt = False,
 ) -> None:
     """Sweep a grid (or a random sample) of plans with the vectorised models; top-K and Pareto."""
@@ -434,8 +445,9 @@ def sweep_cmd(
         },
     )
     res = _run_sweep(
-        spec, backend, scheduler, workers, parquet, show_progress and not json_out, False
-    )
+        spec, backend, scheduler, workers, parquet, show_progress and not json_out, False,
+        max_points,
+    )  # fmt: skip
     if csv:
         from pathlib import Path
 
@@ -495,6 +507,7 @@ def optimize_cmd(
     scheduler: SchedOpt = None,
     workers: WorkersOpt = None,
     show_progress: ProgressOpt = True,
+    max_points: MaxPointsOpt = DEFAULT_MAX_SWEEP_POINTS,
     json_out: JsonOpt = False,
 ) -> None:
     """Cheapest plan meeting the constraints, and the cost-vs-time (or cost-vs-latency) front."""
@@ -517,7 +530,9 @@ def optimize_cmd(
         allowed_regions=split(allowed_regions),
         allowed_pricing=split(allowed_pricing),
     )
-    out = _run_sweep(spec, backend, scheduler, workers, None, show_progress and not json_out, True)
+    out = _run_sweep(
+        spec, backend, scheduler, workers, None, show_progress and not json_out, True, max_points
+    )
     if json_out:
         print_json(out)
         if out["status"] != "optimal":
@@ -693,7 +708,12 @@ def buy_vs_rent_cmd(
         args["modes"] = tuple(args["modes"])
     args.setdefault("hardware", "h100-sxm5-80gb")
     args.setdefault("gpus", 64)
-    res = buy_vs_rent(state.catalog(), **args)
+    cat = state.catalog()  # a flag, else the file's key: an unknown one is an error (did you mean)
+    cat.check_provider(args.get("provider"), field="--provider" if provider else "provider")
+    cat.check_price_region(
+        args.get("price_region"), field="--price-region" if price_region else "price_region"
+    )
+    res = buy_vs_rent(cat, **args)
     if json_out:
         print_json(res)
         return

@@ -17,6 +17,7 @@ from aitco.cli import state
 from aitco.cli.render import console
 from aitco.errors import AitcoError, EnvironmentFailure, InputError
 from aitco.fileio import check_output, write_atomic
+from aitco.limits import DEFAULT_MAX_SWEEP_POINTS
 
 #: Default address of ``aitco web``: localhost only.
 DEFAULT_HOST = "127.0.0.1"
@@ -40,6 +41,7 @@ def _build(
     roi_file: str | None,
     telemetry: list[str] | None = None,
     sweep_file: str | None = None,
+    max_points: int = DEFAULT_MAX_SWEEP_POINTS,
 ) -> Any:
     from aitco.decide.scenario import Scenario
 
@@ -60,8 +62,9 @@ def _build(
             from aitco.report.model import add_sweep_front
 
             add_sweep_front(
-                data, SweepSpec.from_yaml(sweep_file), cat, source=Path(sweep_file).name
-            )
+                data, SweepSpec.from_yaml(sweep_file), cat, source=Path(sweep_file).name,
+                max_points=max_points,
+            )  # fmt: skip
         return data
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("aitco."):
@@ -93,6 +96,12 @@ def report_cmd(
             help="Sweep YAML (aitco sweep): add the Pareto front of its plans.",
         ),
     ] = None,
+    max_points: Annotated[
+        int,
+        typer.Option(
+            "--max-points", help="Most plans the --sweep evaluates (a larger grid is refused)."
+        ),
+    ] = DEFAULT_MAX_SWEEP_POINTS,
 ) -> None:
     """Write a report: comparison, itemised breakdown and plots (HTML or Markdown)."""
     out = Path(output)
@@ -100,7 +109,7 @@ def report_cmd(
     if suffix not in (".html", ".htm", ".md", ".markdown"):
         raise InputError("-o", output, "a path ending in .html or .md")
     check_output(out, field="-o")  # never an input (the scenario), never a device
-    data = _build(scenario, roi, telemetry, sweep)
+    data = _build(scenario, roi, telemetry, sweep, max_points)
     if suffix in (".html", ".htm"):
         from aitco.report.html import render_html
 

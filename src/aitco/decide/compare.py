@@ -654,7 +654,7 @@ def _price(
     one_off: bool = True,
 ) -> Breakdown:
     acc, sysm = cat.hardware(opt.hardware, field=f"{where}.hardware")
-    acc = acc.with_power_limit(opt.power_limit_w)  # below the TDP: slower compute, less power
+    acc = acc.with_power_limit(opt.power_limit_w, field=f"{where}.power_limit_w")
     model = cat.resolve_model(w.model, field="workload.model")
     # a training job is one network-joined unit; a service's unit is one replica (tp x pp)
     unit = opt.gpus

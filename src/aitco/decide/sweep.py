@@ -33,9 +33,15 @@ from aitco.decide import evaluators as ev
 from aitco.decide.compare import Factors, offer_system
 from aitco.errors import EnvironmentFailure, InputError, UnknownIdError
 from aitco.fileio import load_yaml
-from aitco.limits import check_tree
+from aitco.limits import (
+    DEFAULT_MAX_SWEEP_POINTS,
+    StrictNumbers,
+    check_tree,
+    check_value,
+    plausible_mask,
+)
 from aitco.perf import service
-from aitco.units import DTYPES
+from aitco.units import DTYPES, HOURS_PER_DAY
 
 #: Configurations evaluated per chunk (a few tens of MB of float64 temporaries).
 DEFAULT_CHUNK_SIZE = 1 << 18
@@ -56,7 +62,7 @@ CONSTRAINT_METRICS: dict[str, str] = {
 }
 
 
-class Constraints(BaseModel):
+class Constraints(StrictNumbers):
     """Upper bounds a plan must meet (``None`` = unconstrained).
 
     Attributes
@@ -104,7 +110,7 @@ class Constraints(BaseModel):
         return out
 
 
-class SweepSpec(BaseModel):
+class SweepSpec(StrictNumbers):
     """A sweep: a base workload and option, the grid, the objective and the reductions.
 
     Attributes
@@ -367,13 +373,17 @@ def build_plan(
     *,
     parquet_dir: str | None = None,
     evaluator: Any | None = None,
+    max_points: int = DEFAULT_MAX_SWEEP_POINTS,
 ) -> SweepPlan:
     """Resolve a :class:`SweepSpec` against the catalog into a :class:`SweepPlan`.
+
+    ``max_points`` bounds the plans evaluated (:func:`check_point_count`).
 
     Raises
     ------
     InputError
-        Unknown keys (with did-you-mean), empty value lists, unknown ids, missing base values.
+        Unknown keys (with did-you-mean), empty value lists, unknown ids, missing base values,
+        out-of-range values, more plans than ``max_points``.
     """
     keys = dict(ev.TRAINING_KEYS if spec.kind == "training" else ev.SERVING_KEYS)
     # the service fields of aitco infer: engine serving sweeps only, added when named
@@ -522,6 +532,7 @@ def build_plan(
         raise InputError("grid", spec.grid, "a non-empty grid")
     if n_configs >= 2**62:
         raise InputError("grid", n_configs, "fewer than 2**62 configurations; use sample:")
+    check_point_count(spec.sample if spec.sample is not None else n_configs, max_points)
     objective = spec.objective or (
         "total_usd" if spec.kind == "training" else "usd_per_million_output_tokens"
     )
@@ -562,6 +573,54 @@ def build_plan(
         parquet_dir=parquet_dir,
         strides=strides,
     )
+
+
+#: Address schemes a Dask client connects with (``distributed.comm.registry``).
+DASK_SCHEMES = ("tcp", "tls", "ws", "wss", "inproc", "ucx")
+
+
+def check_scheduler_address(address: str, field: str = "--scheduler") -> None:
+    """Refuse a Dask scheduler address that cannot be parsed, before any connection is tried.
+
+    Raises
+    ------
+    InputError
+        A malformed address (``http://[::1``), an unknown scheme, or a bad port.
+    """
+    from urllib.parse import urlsplit
+
+    expected = f"a Dask scheduler address SCHEME://HOST:PORT (scheme {', '.join(DASK_SCHEMES)})"
+    text = address if "://" in address else f"tcp://{address}"
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise InputError(field, address, expected, hint=str(exc)) from None
+    if parts.scheme not in DASK_SCHEMES or (parts.scheme != "inproc" and not parts.hostname):
+        raise InputError(field, address, expected)
+    if parts.scheme in ("tcp", "tls") and port is None:
+        raise InputError(field, address, expected, hint="give the port (Dask's default: 8786)")
+
+
+def check_point_count(n_points: int, max_points: int = DEFAULT_MAX_SWEEP_POINTS) -> None:
+    """Refuse a sweep of more than ``max_points`` plans before any is evaluated.
+
+    The engine evaluators price about 5x10^4 plans per second on one busy core, so the default
+    bound (:data:`aitco.limits.DEFAULT_MAX_SWEEP_POINTS`) is a run of under a minute; a larger
+    sweep is allowed with ``--max-points`` (it streams with a progress bar) or ``sample:``.
+
+    Raises
+    ------
+    InputError
+        Stating the number of plans and the bound.
+    """
+    if n_points > max_points:
+        raise InputError(
+            "grid",
+            f"{n_points:,} configurations",
+            f"at most {max_points:,} plans per sweep",
+            hint="use sample: N, narrow the grid, or raise the bound with --max-points",
+        )
 
 
 def _dimension(
@@ -619,10 +678,13 @@ def _dimension(
         return Dimension(key, list(vals), np.array([int(v) for v in vals]))
     out = []
     for v in vals:
+        if isinstance(v, bool):  # float(True) is 1.0: a boolean is not a count
+            raise InputError(key, v, "a number, not true/false")
         try:
             x = float(v)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise InputError(key, v, "a number") from exc
+        check_value(key, x)  # the range of the flag of the same name (limits.py)
         if key == "workload.plan.zero":
             if x not in (0, 1, 2, 3):
                 raise InputError(key, v, "a ZeRO stage 0, 1, 2 or 3")
@@ -813,6 +875,11 @@ def evaluate_chunk(plan: SweepPlan, chunk: int) -> Partial:
     fails: dict[str, int] = {}
     only: dict[str, int] = {}
     feasible = valid.copy()
+    # an absurd total or duration is not a plan (limits.py: the rule compare applies too)
+    wall_h = metrics.get("wall_clock_h")
+    feasible &= plausible_mask(
+        metrics.get("total_usd"), None if wall_h is None else wall_h / HOURS_PER_DAY
+    )
     violation = np.zeros(idx.shape)
     if plan.bounds:
         fail_mat = []
@@ -1091,6 +1158,8 @@ def run_dask(
             "--backend", "dask", "dask[distributed] installed (pip install aitco[dask])"
         ) from exc
     cluster = None
+    if scheduler:
+        check_scheduler_address(scheduler)
     scratch = tempfile.TemporaryDirectory(prefix="aitco-dask-")  # removed in ``finally``
     if scheduler:
         try:
@@ -1141,6 +1210,7 @@ def sweep(
     parquet_dir: str | None = None,
     progress: ProgressFn | None = None,
     evaluator: Any | None = None,
+    max_points: int = DEFAULT_MAX_SWEEP_POINTS,
 ) -> SweepResult:
     """Run a sweep and return its tidy top-K and Pareto tables.
 
@@ -1160,6 +1230,8 @@ def sweep(
         ``progress(done, total)`` after each chunk.
     evaluator : Evaluator, optional
         Replace the built-in evaluator of ``spec.kind``.
+    max_points : int
+        Most plans evaluated (:func:`check_point_count`); ``--max-points`` on the CLI.
 
     Returns
     -------
@@ -1167,7 +1239,9 @@ def sweep(
     """
     import time
 
-    plan = build_plan(spec, catalog, parquet_dir=parquet_dir, evaluator=evaluator)
+    plan = build_plan(
+        spec, catalog, parquet_dir=parquet_dir, evaluator=evaluator, max_points=max_points
+    )
     t0 = time.perf_counter()
     if backend == "local":
         part = run_local(plan, progress)

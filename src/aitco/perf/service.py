@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from aitco.errors import InputError
 from aitco.fileio import open_input
+from aitco.limits import MAX_REPLICAS
 from aitco.perf import comms, serving
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.inference import (
@@ -488,8 +489,8 @@ def parse_autoscale(spec: str) -> dict[str, float]:
             raise InputError("--autoscale", part, f"a number for {key}") from None
     if not 0 < out["target-util"] <= 1:
         raise InputError("--autoscale", out["target-util"], "target-util in (0, 1]")
-    if not (0 <= out["min"] <= out["max"]) or out["max"] < 1:
-        raise InputError("--autoscale", spec, "0 <= min <= max and max >= 1")
+    if not (0 <= out["min"] <= out["max"] <= MAX_REPLICAS) or out["max"] < 1:
+        raise InputError("--autoscale", spec, f"0 <= min <= max <= {MAX_REPLICAS:,} and max >= 1")
     return out
 
 
@@ -750,8 +751,10 @@ def parse_layout(spec: str, field: str = "--disaggregate") -> tuple[int, int] | 
     if spec == "auto":
         return None
     p, sep, d = spec.lower().partition("x")
-    if not (sep and p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
-        raise InputError(field, spec, "auto, or PxD with P, D >= 1 (e.g. 2x1)")
+    if not (sep and p.isdigit() and d.isdigit() and 1 <= int(p) <= MAX_REPLICAS >= int(d) >= 1):
+        raise InputError(
+            field, spec, f"auto, or PxD with 1 <= P, D <= {MAX_REPLICAS:,} replicas (e.g. 2x1)"
+        )
     return int(p), int(d)
 
 

@@ -347,7 +347,9 @@ def add_roi(data: ReportData, roi_inputs: Any, *, metric: str = "npv_usd") -> No
     data.tornado_metric = metric
 
 
-def add_sweep_front(data: ReportData, spec: Any, catalog: Any, *, source: str = "") -> None:
+def add_sweep_front(
+    data: ReportData, spec: Any, catalog: Any, *, source: str = "", **sweep_kw: Any
+) -> None:
     """Attach the Pareto front of a sweep (:func:`aitco.decide.sweep.sweep`) to ``data``.
 
     Parameters
@@ -361,8 +363,10 @@ def add_sweep_front(data: ReportData, spec: Any, catalog: Any, *, source: str = 
         The catalog.
     source : str
         Where the sweep came from (shown in the caption).
+    **sweep_kw
+        Passed to :func:`aitco.decide.sweep.sweep` (``max_points``, ``progress``).
     """
-    res = sweep(spec, catalog).to_json()
+    res = sweep(spec, catalog, **sweep_kw).to_json()
     data.sweep_front = {
         "metrics": list(res.get("pareto_metrics") or spec.pareto),
         "rows": res["pareto"],
