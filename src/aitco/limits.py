@@ -18,7 +18,7 @@ import math
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, model_validator
@@ -123,6 +123,8 @@ class Range:
     lo: float
     hi: float
     unit: str = ""
+    #: Why the bound is where it is (shown in docs/cli.md, "Input ranges").
+    why: str = field(default="", compare=False)
 
     def describe(self) -> str:
         """Describe the range: ``"a finite number in [0, 1e+12] USD"``."""
@@ -130,57 +132,70 @@ class Range:
         return f"a finite number in [{self.lo:g}, {self.hi:g}]{unit}"
 
 
-FRACTION = Range(0.0, 1.0, "(fraction)")
-MONEY = Range(0.0, MAX_USD, "USD")
-COUNT = Range(0.0, MAX_COUNT)
+FRACTION = Range(0.0, 1.0, "(fraction)", "a share")
+MONEY = Range(0.0, MAX_USD, "USD", "above the yearly capex of all hyperscalers together")
+COUNT = Range(0.0, MAX_COUNT, "", "a generic count (batch, steps, workers)")
 GENERIC = Range(0.0, MAX_GENERIC)
+
+_GPUS = Range(1, MAX_GPUS, "GPUs", "10x the largest announced cluster")
+_HOURS = Range(0.0, MAX_HOURS, "h", "one hundred years")
+_TFLOPS = Range(MIN_TFLOPS, MAX_TFLOPS, "TFLOP/s", "a tiny probe on a busy CPU to 500x a rack GPU")
+_USD_GPU_H = Range(
+    0.0, MAX_USD_PER_GPU_HOUR, "USD/GPU-h", "1,000x the dearest rental (0.1-15 USD in 2025)"
+)
 
 #: Ranges by field name (the CLI option's Python name, the scenario/overlay key).
 RANGES: dict[str, Range] = {
-    "gpus": Range(1, MAX_GPUS, "GPUs"),
-    "max_gpus": Range(1, MAX_GPUS, "GPUs"),
-    "tp": Range(1, MAX_GPUS),
-    "pp": Range(1, MAX_GPUS),
-    "dp": Range(1, MAX_GPUS),
-    "cp": Range(1, MAX_GPUS),
-    "ep": Range(1, MAX_GPUS),
-    "zero": Range(0, 3, "(ZeRO stage)"),
-    "seq_len": Range(1, MAX_SEQ_LEN, "tokens"),
-    "num_requests": Range(1, MAX_SIMULATED_REQUESTS, "requests (simulated in memory)"),
-    "sample": Range(1, MAX_SWEEP_POINTS, "plans (held in memory)"),
-    "top_k": Range(1, MAX_SWEEP_POINTS, "rows"),
+    "gpus": _GPUS,
+    "max_gpus": _GPUS,
+    "tp": _GPUS,
+    "pp": _GPUS,
+    "dp": _GPUS,
+    "cp": _GPUS,
+    "ep": _GPUS,
+    "zero": Range(0, 3, "(ZeRO stage)", "ZeRO stages"),
+    "seq_len": Range(1, MAX_SEQ_LEN, "tokens", "published context windows reach 1e7"),
+    "num_requests": Range(
+        1, MAX_SIMULATED_REQUESTS, "requests (simulated in memory)", "held in memory"
+    ),
+    "sample": Range(1, MAX_SWEEP_POINTS, "plans (held in memory)", "held in memory"),
+    "top_k": Range(1, MAX_SWEEP_POINTS, "rows", "held in memory"),
     "port": Range(0, 65535),
     "seed": Range(0, 2**32 - 1),
     "acceptance_rate": FRACTION,
     "cached_fraction": FRACTION,
     "utilization": FRACTION,
     "idle_threshold": FRACTION,
-    "tornado_swing": Range(0.0, 10.0, "(relative swing)"),
-    "discount_rate": Range(-0.5, 10.0, "per year"),
+    "tornado_swing": Range(0.0, 10.0, "(relative swing)", "a tenfold swing"),
+    "discount_rate": Range(-0.5, 10.0, "per year", "a yearly rate"),
     "days_per_month": Range(1.0, 31.0, "days"),
-    "horizon_years": Range(MIN_HORIZON_YEARS, 100.0, "years"),
-    "horizon_months": Range(1.0, 1200.0, "months"),
-    "period_days": Range(MIN_PERIOD_DAYS, 36525.0, "days"),
-    "spec_tokens": Range(1, MAX_SPEC_TOKENS, "draft tokens per step"),
-    "usd_year": Range(MIN_YEAR, MAX_YEAR, "(a year of the CPI table: no later than this year)"),
-    "deadline_h": Range(0.0, MAX_HOURS, "h"),
-    "restart_h": Range(0.0, MAX_HOURS, "h"),
+    "horizon_years": Range(MIN_HORIZON_YEARS, 100.0, "years", "one month to a century"),
+    "horizon_months": Range(1.0, 1200.0, "months", "one month to a century"),
+    "period_days": Range(MIN_PERIOD_DAYS, 36525.0, "days", "a minute (0 divides by zero)"),
+    "spec_tokens": Range(
+        1, MAX_SPEC_TOKENS, "draft tokens per step", "tree drafts propose about 60"
+    ),
+    "usd_year": Range(
+        MIN_YEAR, MAX_YEAR, "(a year of the CPI table: no later than this year)", "CPI-U years"
+    ),
+    "deadline_h": _HOURS,
+    "restart_h": _HOURS,
     # catalog physics: a peak of 1e-9 TFLOP/s or a 1e9 W accelerator is a typo
-    "peak_tflops": Range(MIN_TFLOPS, MAX_TFLOPS, "TFLOP/s"),
-    "matmul_tflops": Range(MIN_TFLOPS, MAX_TFLOPS, "TFLOP/s"),
-    "tdp_w": Range(1.0, MAX_DEVICE_W, "W"),
-    "idle_w": Range(0.0, MAX_DEVICE_W, "W"),
-    "power_limit_w": Range(1.0, MAX_DEVICE_W, "W"),
-    "usd_per_gpu_hour": Range(0.0, MAX_USD_PER_GPU_HOUR, "USD/GPU-h"),
-    "usd_per_gpu_h": Range(0.0, MAX_USD_PER_GPU_HOUR, "USD/GPU-h"),
-    "qps": Range(0.0, MAX_QPS, "requests/s"),
+    "peak_tflops": _TFLOPS,
+    "matmul_tflops": _TFLOPS,
+    "tdp_w": Range(1.0, MAX_DEVICE_W, "W", "the largest modules draw about 1.4 kW"),
+    "idle_w": Range(0.0, MAX_DEVICE_W, "W", "the largest modules draw about 1.4 kW"),
+    "power_limit_w": Range(1.0, MAX_DEVICE_W, "W"),  # and relative to the TDP (see below)
+    "usd_per_gpu_hour": _USD_GPU_H,
+    "usd_per_gpu_h": _USD_GPU_H,
+    "qps": Range(0.0, MAX_QPS, "requests/s", "10x the largest public API traffic"),
     # rental prices keyed by pricing mode (buy-vs-rent, sweep ``prices``) are per GPU-hour
-    "prices": Range(0.0, MAX_USD_PER_GPU_HOUR, "USD/GPU-h"),
-    "repeats": Range(1, MAX_REPEATS, "repetitions"),
-    "size": Range(1, MAX_PROBE_MATMUL_SIZE, "(square matmul side)"),
-    "copy_mb": Range(1, MAX_PROBE_COPY_MB, "MiB"),
-    "scheduler_steps": Range(1, MAX_SCHEDULER_STEPS, "steps per admission"),
-    "max_points": Range(1, 2**62, "plans"),
+    "prices": _USD_GPU_H,
+    "repeats": Range(1, MAX_REPEATS, "repetitions", "each repetition takes up to seconds"),
+    "size": Range(1, MAX_PROBE_MATMUL_SIZE, "(square matmul side)", "3 GiB of matrices"),
+    "copy_mb": Range(1, MAX_PROBE_COPY_MB, "MiB", "two 16 GiB buffers"),
+    "scheduler_steps": Range(1, MAX_SCHEDULER_STEPS, "steps per admission", "vLLM uses 8-16"),
+    "max_points": Range(1, 2**62, "plans", "raises the sweep bound below"),
 }
 
 #: Physical ranges of catalog factors by id prefix (a ``--catalog`` overlay or a scenario's
@@ -188,9 +203,9 @@ RANGES: dict[str, Range] = {
 FACTOR_RANGES: dict[str, Range] = {
     # power usage effectiveness: 1.0 is a perfect facility; the worst surveyed data centres are
     # near 2.5 (Uptime Institute Global Data Center Survey 2024: average 1.56)
-    "pue.": Range(1.0, 5.0, "(power usage effectiveness)"),
-    "electricity.usd-per-kwh.": Range(0.0, 10.0, "USD/kWh"),
-    "carbon.kg-per-kwh.": Range(0.0, 5.0, "kg CO2e/kWh"),
+    "pue.": Range(1.0, 5.0, "(power usage effectiveness)", "surveyed average 1.56, worst near 2.5"),
+    "electricity.usd-per-kwh.": Range(0.0, 10.0, "USD/kWh", "industrial prices are 0.05-0.3"),
+    "carbon.kg-per-kwh.": Range(0.0, 5.0, "kg CO2e/kWh", "coal is about 1"),
 }
 
 #: Name suffixes / fragments and their range, tried in order when a name is not in RANGES.
@@ -198,12 +213,12 @@ _PATTERNS: tuple[tuple[str, Range], ...] = (
     ("usd_per_gpu_h", RANGES["usd_per_gpu_hour"]),
     ("usd", MONEY),
     ("price", MONEY),
-    ("tokens", Range(0.0, MAX_TOKENS, "tokens")),
+    ("tokens", Range(0.0, MAX_TOKENS, "tokens", "frontier runs use ~1e13 tokens")),
     ("_fraction", FRACTION),
     ("_frac", FRACTION),
-    ("_h", Range(0.0, MAX_HOURS, "h")),
-    ("_s", Range(0.0, MAX_HOURS * 3600.0, "s")),
-    ("_ms", Range(0.0, MAX_HOURS * 3.6e6, "ms")),
+    ("_h", _HOURS),
+    ("_s", Range(0.0, MAX_HOURS * 3600.0, "s", "one hundred years")),
+    ("_ms", Range(0.0, MAX_HOURS * 3.6e6, "ms", "one hundred years")),
     ("batch", COUNT),
     ("size", COUNT),
     ("steps", COUNT),
@@ -483,3 +498,57 @@ class StrictNumbers(BaseModel):
             if isinstance(data.get(k), bool) and _is_numeric(fld.annotation)
         ]
         return {**data, **dict.fromkeys(bad, _Boolean())} if bad else data
+
+
+def _span(rng: Range) -> str:
+    unit = f" {rng.unit}" if rng.unit else ""
+    return f"{rng.lo:g} to {rng.hi:g}{unit}"
+
+
+def bounds_markdown() -> str:
+    """Return the bounds of every input as the Markdown tables of ``docs/cli.md``.
+
+    Generated from the constants of this module by ``scripts/gen_cli_examples.py``, so the page
+    states each bound once and cannot drift from the code.
+    """
+    groups: dict[Range, list[str]] = {}
+    for name, rng in RANGES.items():
+        groups.setdefault(rng, []).append(f"`{name}`")
+    rows = ["| Field (flag or YAML key) | Range | Why this bound |", "|---|---|---|"]
+    rows += [f"| {', '.join(names)} | {_span(r)} | {r.why} |" for r, names in groups.items()]
+    for frag, rng in _PATTERNS:
+        where = "ending in" if frag.startswith("_") else "containing"
+        rows.append(f"| other names {where} `{frag}` | {_span(rng)} | {rng.why} |")
+    for prefix, rng in FACTOR_RANGES.items():
+        rows.append(f"| catalog factor `{prefix}*` (overlay, `assumptions`) | {_span(rng)} | "
+                    f"{rng.why} |")  # fmt: skip
+    rows.append(
+        f"| any other number | finite, magnitude at most {MAX_GENERIC:g} | guards against 1e308 |"
+    )
+    rows.append(
+        f"| any non-zero number | magnitude at least {MIN_MAGNITUDE:g} | a denormal is a typo |"
+    )
+    other = [
+        ("", "Bound", "Value"),
+        ("---", "---", "---"),
+        ("files", "a file read whole (scenario, sweep, overlay, profile, config.json, trace)",
+         f"at most {MAX_FILE_BYTES / 2**20:g} MiB"),
+        ("files", "any input (logs are streamed)",
+         "a regular file: a FIFO, device or folder is refused before it is opened for reading"),
+        ("files", "an output path", "a regular file or a new path, never an input of the "
+         "same command (after links); `--force` does not override this"),
+        ("YAML", "aliases in one document", f"at most {MAX_YAML_ALIASES:,}, adding at most "
+         f"{MAX_YAML_ALIAS_NODES:,} nodes (counted before expansion); no duplicate keys"),
+        ("JSON", "nesting depth of a web request", f"at most {MAX_JSON_DEPTH}"),
+        ("sweep", "plans per sweep or `report --sweep`",
+         f"at most {DEFAULT_MAX_SWEEP_POINTS:,} unless `--max-points` raises it"),
+        ("plans", "a plan still counted as feasible",
+         f"costs at most ${MAX_TOTAL_USD:g} and runs at most {MAX_RUN_DAYS:g} days"),
+        ("power", "`--power-limit-w`, `power_limit_w`",
+         f"{MIN_POWER_LIMIT_FRACTION:.0%} of the part's TDP up to its TDP"),
+        ("serving", "replicas (`--disaggregate PxD`, `--autoscale max=`)",
+         f"at most {MAX_REPLICAS:,}"),
+        ("integers", "an integer anywhere", f"magnitude at most {MAX_INT:,}"),
+    ]  # fmt: skip
+    table2 = [f"| {a} | {b} | {c} |" for a, b, c in other]
+    return "\n".join(rows) + "\n\n" + "\n".join(table2)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -180,6 +181,17 @@ def _int(d: dict[str, Any], key: str, where: str) -> int:
     return int(v)
 
 
+def _seconds(v: Any) -> float | None:
+    """Return a finite timestamp [s], else None (NaN, infinity, a 400-digit integer, text)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    try:
+        x = float(v)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
+
+
 def _sub(d: dict[str, Any], key: str) -> dict[str, Any]:
     v = d.get(key)
     return v if isinstance(v, dict) else {}
@@ -224,7 +236,7 @@ def parse_response(obj: Any, line_no: int) -> UsageRecord:
         api="unknown",
         http_status=_status(obj),
         retry_of=str(retry_of) if retry_of is not None else None,
-        created_s=float(created) if isinstance(created, int | float) else None,
+        created_s=_seconds(created),
         request=request,
     )
     # --- failure and timeout

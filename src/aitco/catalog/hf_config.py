@@ -48,11 +48,14 @@ class _Cfg:
     def __init__(self, data: dict[str, Any], path: Path) -> None:
         self.data = data
         self.path = path
+        #: The field read last: the one a failed number conversion was reading.
+        self.last: str | None = None
 
     def req(self, *names: str) -> Any:
         """First present of ``names`` (aliases); raise naming the first if none is present."""
         for n in names:
             if self.data.get(n) is not None:
+                self.last = n
                 return self.data[n]
         raise InputError(
             names[0],
@@ -65,6 +68,7 @@ class _Cfg:
     def get(self, name: str, default: Any = None) -> Any:
         """Return an optional field (``None`` counts as absent)."""
         v = self.data.get(name)
+        self.last = name
         return default if v is None else v
 
 
@@ -441,7 +445,11 @@ def model_from_hf_config(path: str | Path, *, model_id: str | None = None) -> Mo
     if mtype not in READERS:
         raise InputError("model_type", mtype, f"one of {', '.join(SUPPORTED)}", file=str(p))
     cfg = _Cfg(data, p)
-    fields = READERS[str(mtype)](cfg)
+    try:
+        fields = READERS[str(mtype)](cfg)
+    except (TypeError, ValueError, OverflowError) as exc:  # "x", [], {} where a number belongs
+        field = cfg.last or "config.json"
+        raise InputError(field, cfg.data.get(field), f"a number ({exc})", file=str(p)) from None
     eid = model_id or _default_id(p)
     src = config_source(p)
     prov = {k: Provenance(source=src) for k in [*fields, "name", "family"]}

@@ -279,12 +279,14 @@ class Catalog:
             return self.models[s]
         p = Path(s).expanduser()
         if p.suffix.lower() == ".json" or p.name == "config.json":
-            if not p.is_file():
+            if not os.path.exists(p):
                 raise InputError(field, s, "a catalog model id or an existing config.json path")
+            check_input_file(p, field=field)  # a regular file: no FIFO, device or folder
             return model_from_hf_config(p)
         if p.suffix.lower() in (".yaml", ".yml"):
-            if not p.is_file():
+            if not os.path.exists(p):
                 raise InputError(field, s, "a catalog model id or an existing model YAML path")
+            check_input_file(p, field=field)
             return _model_from_yaml(p)
         raise UnknownIdError("model", s, self.models, field=field)
 
@@ -295,7 +297,7 @@ class Catalog:
 
 
 def _model_from_yaml(path: Path) -> ModelArch:
-    doc = read_yaml(path)
+    doc = read_yaml(path, field="model")
     if isinstance(doc, dict) and "entries" in doc:
         entries = doc["entries"]
         if not entries:

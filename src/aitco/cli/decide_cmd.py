@@ -604,8 +604,10 @@ def _coerce(args: dict[str, Any], kinds: dict[str, type], file: str | None) -> N
     """Convert YAML scalars to numbers in place (YAML 1.1 reads ``5.0e9`` as a string)."""
     for k, typ in kinds.items():
         v = args.get(k)
-        if v is None or isinstance(v, bool):
+        if v is None:
             continue
+        if isinstance(v, bool):  # ``gpus: true`` is not one GPU
+            raise InputError(k, v, "a number, not true/false", file=file)
         try:
             num = float(v)
         except (TypeError, ValueError) as exc:
