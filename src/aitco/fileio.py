@@ -239,7 +239,7 @@ except AttributeError:  # pragma: no cover
     _BaseLoader = yaml.SafeLoader
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
+class _Loader(_BaseLoader):
     """Safe loader: YAML 1.2 floats, no duplicate keys, no impossible dates."""
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
