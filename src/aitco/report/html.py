@@ -25,6 +25,7 @@ from aitco.labels import category_label, label, short_label
 from aitco.report import plots
 from aitco.report.model import HEADLINE_KEYS, ReportData
 from aitco.report.plots import report_figures
+from aitco.report.reconcile import section_context
 
 if TYPE_CHECKING:  # pragma: no cover
     import jinja2
@@ -239,4 +240,5 @@ def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None =
         cards=summary_cards(data),
         figures=[(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs],
         scenario_yaml=yaml.safe_dump(data.scenario, sort_keys=False) if data.scenario else "",
+        r=section_context(data.reconcile) if data.reconcile else None,
     )
