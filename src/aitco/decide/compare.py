@@ -29,6 +29,7 @@ from aitco.catalog.staleness import stale_price_inputs
 from aitco.cost import capex as capex_mod
 from aitco.cost import carbon, cloud, data, finance, people, power, reliability
 from aitco.cost import offers as offers_mod
+from aitco.cost.factors import CostFactors
 from aitco.cost.tco import Breakdown, add_stages
 from aitco.decide.practice import practice_for
 from aitco.decide.scenario import (
@@ -122,111 +123,6 @@ class Comparison(BaseModel):
         }
 
 
-# --------------------------------------------------------------------------- factors
-@dataclass
-class Factors:
-    """Factor values: catalog, then preset overrides, then scenario overrides.
-
-    Parameters
-    ----------
-    catalog : Catalog
-        The catalog.
-    preset : str, optional
-        Preset id (its ``overrides`` apply on top of the catalog).
-    overrides : dict
-        Scenario ``assumptions`` (factor id -> value), applied last.
-    """
-
-    catalog: Catalog
-    preset: str | None = None
-    overrides: dict[str, float | list[float]] = field(default_factory=dict)
-    used: dict[str, str] = field(default_factory=dict)
-    #: Engine results memoised within one :func:`compare` call (same hardware, other pricing).
-    memo: dict[Any, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self._preset_over: dict[str, float | list[float]] = {}
-        if self.preset:
-            if self.preset not in self.catalog.presets:
-                raise UnknownIdError("preset", self.preset, self.catalog.presets, field="preset")
-            self._preset_over = dict(self.catalog.presets[self.preset].overrides)
-        for fid, v in self._preset_over.items():
-            self._check_override(fid, v, f"presets.{self.preset}.overrides.{fid}")
-        for fid, v in self.overrides.items():
-            self._check_override(fid, v, f"assumptions.{fid}")
-
-    def _check_override(self, fid: str, v: float | list[float], where: str) -> None:
-        """Reject overrides that cannot be right for the factor they replace.
-
-        Unknown factor ids, non-finite or negative values, fractions outside [0, 1] and a PUE
-        below 1 (facility power can never be below IT power) are errors naming the field.
-        """
-        fac = self.catalog.factors.get(fid)
-        if fac is None:
-            # ids looked up with a fallback (e.g. residual-value.<accelerator>) are accepted when
-            # a catalog factor of the same family (the text before the last dot) exists
-            family = fid.rsplit(".", 1)[0] + "."
-            fac = next((f for k, f in self.catalog.factors.items() if k.startswith(family)), None)
-            if fac is None:
-                raise UnknownIdError("factor", fid, self.catalog.factors, field=where)
-        for x in v if isinstance(v, list) else [v]:
-            if not math.isfinite(float(x)) or float(x) < 0:
-                raise InputError(where, v, f"a finite, non-negative value in {fac.unit}")
-            if fac.category == "pue" and float(x) < 1.0:
-                raise InputError(where, v, "a PUE >= 1 (facility power >= IT power)")
-            if fac.unit.startswith("fraction") and fac.category != "finance" and float(x) > 1.0:
-                raise InputError(where, v, f"a fraction in [0, 1] ({fac.unit})")
-
-    def has(self, fid: str) -> bool:
-        """Whether ``fid`` has a value anywhere."""
-        return fid in self.overrides or fid in self._preset_over or fid in self.catalog.factors
-
-    def raw(self, fid: str, field_name: str | None = None) -> float | list[float]:
-        """Value of ``fid`` (scalar or curve) and remember where it came from."""
-        if fid in self.overrides:
-            self.used[fid] = "scenario assumptions"
-            return self.overrides[fid]
-        if fid in self._preset_over:
-            self.used[fid] = f"preset {self.preset}"
-            return self._preset_over[fid]
-        if fid in self.catalog.factors:
-            f = self.catalog.factors[fid]
-            prov = f.provenance.get("value")
-            self.used[fid] = prov.source.cite() if prov else "catalog"
-            return f.value
-        raise UnknownIdError("factor", fid, self.catalog.factors, field=field_name or fid)
-
-    def value(self, fid: str, field_name: str | None = None) -> float:
-        """Scalar value of ``fid``."""
-        v = self.raw(fid, field_name)
-        if isinstance(v, list):
-            raise CatalogError(fid, v, "a scalar factor value")
-        return float(v)
-
-    def curve(self, fid: str) -> list[float]:
-        """Curve value of ``fid`` (a scalar becomes a one-point curve)."""
-        v = self.raw(fid)
-        return [float(x) for x in v] if isinstance(v, list) else [float(v)]
-
-    def first(self, fids: list[str], field_name: str) -> tuple[str, float]:
-        """Return the first of ``fids`` that has a value, as ``(id, value)``."""
-        for fid in fids:
-            if self.has(fid):
-                return fid, self.value(fid)
-        raise CatalogError(
-            field_name, fids[0], f"one of the factors {', '.join(fids)} in the catalog"
-        )
-
-    def region_value(self, prefix: str, region: str, field_name: str) -> tuple[str, float]:
-        """Return ``<prefix>.<region>``, else the region's first part (``us-east-1`` -> ``us``)."""
-        cands = [f"{prefix}.{region}", f"{prefix}.{region.split('-')[0]}"]
-        return self.first(cands, field_name)
-
-    def sources(self, *fids: str) -> list[str]:
-        """Citations of the factors ``fids`` as used."""
-        return [f"{f}: {self.used[f]}" for f in fids if f in self.used]
-
-
 # --------------------------------------------------------------------------- public API
 def compare(
     scenario: Scenario,
@@ -256,12 +152,13 @@ def compare(
     """
     preset_id = preset or scenario.preset
     eff = efficiency or _efficiency(scenario)
-    fac = Factors(catalog, preset_id, dict(scenario.assumptions))
+    fac = CostFactors(catalog, preset_id, dict(scenario.assumptions))
+    memo: dict[Any, Any] = {}  # engine results of this call (same hardware, other pricing)
     if scenario.stages:
         parts = []
         for i, st in enumerate(scenario.stages):
             b = _price(
-                scenario, st.workload, st.option, catalog, fac, eff, where=f"stages[{i}]",
+                scenario, st.workload, st.option, catalog, fac, eff, memo, where=f"stages[{i}]",
                 one_off=i == 0,
             )  # fmt: skip
             b.name = st.name
@@ -276,7 +173,7 @@ def compare(
     else:
         assert scenario.workload is not None  # guaranteed by Scenario validation
         opts = [
-            _price(scenario, scenario.workload, opt, catalog, fac, eff, where=f"options[{i}]")
+            _price(scenario, scenario.workload, opt, catalog, fac, eff, memo, where=f"options[{i}]")
             for i, opt in enumerate(scenario.options)
         ]
         _unique_names(opts)
@@ -341,8 +238,8 @@ def _mark(comp: Comparison) -> None:
         ).name
 
 
-def _assumption_lines(fac: Factors) -> list[str]:
-    return [f"{fid} = {fac.raw(fid)!r} ({src})" for fid, src in sorted(fac.used.items())]
+def _assumption_lines(fac: CostFactors) -> list[str]:
+    return fac.assumption_lines()
 
 
 def _option_name(opt: HardwareOption) -> str:
@@ -487,7 +384,7 @@ def _has_term(o: CloudOffer, term: str) -> bool:
 
 
 def owned_price(
-    acc: Accelerator, sysm: System, fac: Factors, method: str = "straight_line", gpus: int = 1
+    acc: Accelerator, sysm: System, fac: CostFactors, method: str = "straight_line", gpus: int = 1
 ) -> _Price:
     """Capital cost of one owned accelerator-hour (the one owned price of compare and sweep)."""
     if acc.price is None:
@@ -564,7 +461,7 @@ def _price_per_gpu_h(
     acc: Accelerator,
     sysm: System,
     opt: HardwareOption,
-    fac: Factors,
+    fac: CostFactors,
     scn: Scenario,
     where: str,
     unit_gpus: int | None = None,
@@ -635,8 +532,9 @@ def _price(
     w: TrainingWorkload | InferenceWorkload,
     opt: HardwareOption,
     cat: Catalog,
-    fac: Factors,
+    fac: CostFactors,
     eff: EfficiencyParams,
+    memo: dict[Any, Any],
     *,
     where: str,
     one_off: bool = True,
@@ -660,8 +558,8 @@ def _price(
             sysm = osys
             price.inputs["system"] = osys.id
     if isinstance(w, TrainingWorkload):
-        return _training(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
-    return _inference(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
+        return _training(scn, w, opt, acc, sysm, model, price, fac, eff, memo, where, one_off)
+    return _inference(scn, w, opt, acc, sysm, model, price, fac, eff, memo, where, one_off)
 
 
 @dataclass
@@ -678,7 +576,9 @@ class _Run:
     busy_h: float = 0.0
 
 
-def _spot_rate(fac: Factors, price: _Price, opt: HardwareOption, where: str) -> tuple[str, float]:
+def _spot_rate(
+    fac: CostFactors, price: _Price, opt: HardwareOption, where: str
+) -> tuple[str, float]:
     prov = price.provider or opt.provider or "default"
     return fac.first(
         [f"spot-interruption.per-hour.{prov.lower()}", "spot-interruption.per-hour.default"],
@@ -694,8 +594,9 @@ def _training(
     sysm: System,
     model: ModelArch,
     price: _Price,
-    fac: Factors,
+    fac: CostFactors,
     eff: EfficiencyParams,
+    memo: dict[Any, Any],
     where: str,
     one_off: bool = True,
 ) -> Breakdown:
@@ -711,7 +612,7 @@ def _training(
         w.model_dump_json(),
         eff.model_dump_json(),
     )
-    res = fac.memo.get(key)
+    res = memo.get(key)
     if res is None:  # the same hardware under several pricing modes runs the engine once
         res = _plan_guarded(
             est,
@@ -734,7 +635,7 @@ def _training(
                 param_counts(model).total, acc.family, w.precision, model.moe is not None
             ),
         )
-        fac.memo[key] = res
+        memo[key] = res
     v = res.values
     productive_h = float(v["wall_clock_h"])
     n = opt.gpus
@@ -844,7 +745,7 @@ def training_goodput(
     model: ModelArch,
     w: TrainingWorkload,
     ops: OpsAssumptions,
-    fac: Factors,
+    fac: CostFactors,
     gpus: Any,
     nodes: Any,
     productive_h: Any,
@@ -867,7 +768,7 @@ def training_goodput(
         Workload (method, LoRA rank, fixed checkpoint interval).
     ops : OpsAssumptions
         Checkpointing choices.
-    fac : Factors
+    fac : CostFactors
         Factor values.
     gpus, nodes : int
         Accelerators and nodes of the job. [count]
@@ -988,26 +889,26 @@ def rework_usd(
 OPS_ROLE_ID = "labour.usd-per-hour.sre"
 #: Employer cost of compensation over wages (wage -> loaded labour rate).
 EMPLOYER_COST_ID = "labour.employer-cost-factor"
-#: Factors of the on-call minimum team of an owned cluster.
+#: CostFactors of the on-call minimum team of an owned cluster.
 ON_CALL_IDS = ("ops.on-call-seats.owned", "labour.productive-hours-per-fte-year")
 #: Repair-labour models: per-incident staff hours, or scaled by the job's node count.
 REPAIR_SCALE_ID = "ops.repair-scale-per-node-doubling"
 
 
-def loaded_labour_rate(fac: Factors, role_id: str = OPS_ROLE_ID) -> tuple[float, list[str]]:
+def loaded_labour_rate(fac: CostFactors, role_id: str = OPS_ROLE_ID) -> tuple[float, list[str]]:
     """Return the loaded hourly rate of ``role_id`` (wage x employer-cost factor) and its ids."""
     w = people.loaded_rate_usd_per_h(fac.value(role_id), fac.value(EMPLOYER_COST_ID))
     return float(w), [role_id, EMPLOYER_COST_ID]
 
 
-def on_call_min_fte(fac: Factors) -> float:
+def on_call_min_fte(fac: CostFactors) -> float:
     """Return the minimum operations team of an owned cluster (24x7 on-call seats) [FTE]."""
     seats, hours = (fac.value(i) for i in ON_CALL_IDS)
     return float(people.on_call_fte(seats, hours))
 
 
 def support_schedule(
-    fac: Factors, provider: str | None
+    fac: CostFactors, provider: str | None
 ) -> tuple[Any, Any, float, list[str]] | None:
     """Return a provider's support fee brackets (breaks, rates, monthly minimum, ids), or None.
 
@@ -1040,7 +941,7 @@ def support_billed_months(wall_h: Any, term_h: Any) -> np.ndarray:
     return np.asarray(np.maximum(billed / HOURS_PER_MONTH, 1.0), dtype=float)
 
 
-def support_fee_usd(fac: Factors, providers: Any, spend_usd: Any, months: Any) -> np.ndarray:
+def support_fee_usd(fac: CostFactors, providers: Any, spend_usd: Any, months: Any) -> np.ndarray:
     """Tiered support fee of each row's provider on its spend (0 where no plan is tabled)."""
     prov = np.asarray(providers, dtype=object)
     spend = np.asarray(spend_usd, dtype=float)
@@ -1064,7 +965,7 @@ def labour_items_usd(
     interruptions: Any,
     owned: Any,
     nodes: Any,
-    fac: Factors,
+    fac: CostFactors,
     repair_model: str = "per_incident",
 ) -> dict[str, np.ndarray]:
     """Return ``ops_staff`` and the incident or repair labour of runs, as arrays [USD].
@@ -1106,7 +1007,7 @@ def held_items_usd(
     held: Any,
     owned: Any,
     term_h: Any,
-    fac: Factors,
+    fac: CostFactors,
     reuse_fraction: float,
 ) -> dict[str, np.ndarray]:
     """Items of holding ``gpus`` accelerators for ``wall_h`` hours, as arrays [USD].
@@ -1140,7 +1041,7 @@ def held_items_usd(
 
 
 def cloud_support_usd(
-    items: dict[str, Any], rented: Any, fac: Factors, providers: Any, wall_h: Any, term_h: Any
+    items: dict[str, Any], rented: Any, fac: CostFactors, providers: Any, wall_h: Any, term_h: Any
 ) -> np.ndarray:
     """``cloud_support`` of rented rows: each provider's tiered fee on the supported spend.
 
@@ -1165,7 +1066,7 @@ def training_run_items_usd(
     held: Any,
     owned: Any,
     term_h: Any,
-    fac: Factors,
+    fac: CostFactors,
     reuse_fraction: float,
     support_provider: Any,
     nodes: Any = None,
@@ -1311,7 +1212,7 @@ def serving_run_items_usd(
     held: Any,
     owned: Any,
     term_h: Any,
-    fac: Factors,
+    fac: CostFactors,
     reuse_fraction: float,
     support_provider: Any,
     nodes: Any = None,
@@ -1522,7 +1423,7 @@ def _reliability_items(
     run: _Run,
     price: _Price,
     opt: HardwareOption,
-    fac: Factors,
+    fac: CostFactors,
     *,
     spot_id: str | None,
     restart_h: float,
@@ -1602,7 +1503,9 @@ def _reliability_items(
         )
 
 
-def _spares_item(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption, fac: Factors) -> None:
+def _spares_item(
+    b: Breakdown, run: _Run, price: _Price, opt: HardwareOption, fac: CostFactors
+) -> None:
     """Owned clusters keep spare accelerators to swap in for failed ones: their capital cost."""
     sid = "spares.fraction"
     if opt.pricing not in OWNED:
@@ -1634,7 +1537,7 @@ def _power_items(
     sysm: System,
     price: _Price,
     opt: HardwareOption,
-    fac: Factors,
+    fac: CostFactors,
     nodes: float,
     active_fraction: float | None = None,
 ) -> tuple[float, float]:
@@ -1764,7 +1667,7 @@ def _people_items(
     run: _Run,
     price: _Price,
     opt: HardwareOption,
-    fac: Factors,
+    fac: CostFactors,
     *,
     nodes: float = 1.0,
     repair_model: str = "per_incident",
@@ -1856,7 +1759,7 @@ def _people_items(
 
 
 def training_storage_gb(
-    d: DataCosts, ops: OpsAssumptions, fac: Factors, tokens: Any, checkpoint_bytes: Any
+    d: DataCosts, ops: OpsAssumptions, fac: CostFactors, tokens: Any, checkpoint_bytes: Any
 ) -> tuple[Any, Any]:
     """Return the dataset and kept-checkpoint volumes of a training run [GB].
 
@@ -1869,7 +1772,7 @@ def training_storage_gb(
 
 
 def storage_items_usd(
-    d: DataCosts, fac: Factors, months: Any, dataset_gb: Any, checkpoint_gb: Any
+    d: DataCosts, fac: CostFactors, months: Any, dataset_gb: Any, checkpoint_gb: Any
 ) -> dict[str, np.ndarray]:
     """Return the dataset and checkpoint storage items for the months held [USD]."""
     tier_id = f"storage.usd-per-gb-month.{d.storage_tier}"
@@ -1886,7 +1789,7 @@ def storage_items_usd(
 def _data_items(
     b: Breakdown,
     scn: Scenario,
-    fac: Factors,
+    fac: CostFactors,
     months: float,
     dataset_gb: float,
     checkpoint_gb: float,
@@ -1964,7 +1867,7 @@ def _data_items(
             )
 
 
-def _compliance_items(b: Breakdown, scn: Scenario, fac: Factors, period_days: float) -> None:
+def _compliance_items(b: Breakdown, scn: Scenario, fac: CostFactors, period_days: float) -> None:
     """Retention for the whole period the run's records are kept, and the audit labour."""
     c = scn.compliance
     if c.gb_per_day and c.retention_days:
@@ -2003,7 +1906,7 @@ def _per_token_j(kwh: float, tokens: float) -> float | None:
     return float(carbon.energy_per_token_j(kwh, tokens))
 
 
-def _carbon_items(b: Breakdown, fac: Factors, kg: float) -> None:
+def _carbon_items(b: Breakdown, fac: CostFactors, kg: float) -> None:
     cid = "carbon.usd-per-tonne"
     if fac.has(cid):
         p = fac.value(cid)
@@ -2028,8 +1931,9 @@ def _inference(
     sysm: System,
     model: ModelArch,
     price: _Price,
-    fac: Factors,
+    fac: CostFactors,
     eff: EfficiencyParams,
+    memo: dict[Any, Any],
     where: str,
     one_off: bool = True,
 ) -> Breakdown:
@@ -2049,9 +1953,9 @@ def _inference(
             eff.model_dump_json(),
             qps,
         )
-        if key not in fac.memo:
-            fac.memo[key] = _run_inference(gpus, qps)
-        return fac.memo[key]
+        if key not in memo:
+            memo[key] = _run_inference(gpus, qps)
+        return memo[key]
 
     def _run_inference(gpus: int, qps: float | None) -> Any:
         return _guarded(

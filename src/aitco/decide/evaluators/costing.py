@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 
 from aitco.cost import reliability
+from aitco.cost.factors import CostFactors
 from aitco.decide.compare import (
     COMMITTED_TERM_YEARS,
     DEFAULT_REGION,
     HELD,
     POWER_ITEMS,
     SERVING_RUN_VALUES,
-    Factors,
     carbon_price_usd,
     power_items_usd,
     serving_run_items_usd,
@@ -60,7 +60,7 @@ class ItemPricing:
     """
 
     hw: HardwareTable
-    factors: Factors | None
+    factors: CostFactors | None
     ops: OpsAssumptions
     data: DataCosts
     accelerators: list[Any]
@@ -74,10 +74,12 @@ class ItemPricing:
     qps: float | None
     months: float
 
-    def _fac(self) -> Factors:
+    def _fac(self) -> CostFactors:
         if self.factors is None:
             raise InputError(
-                "factors", None, "catalog factors to price the sweep's items (compare.Factors)"
+                "factors",
+                None,
+                "catalog factors to price the sweep's items (aitco.cost.factors.CostFactors)",
             )
         return self.factors
 

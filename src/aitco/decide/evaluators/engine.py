@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from aitco.cost.factors import CostFactors
 from aitco.decide.compare import (
     PAY_AS_USED,
-    Factors,
 )
 from aitco.decide.evaluators.base import (
     DEFAULT_SERVICE_MONTHS,
@@ -104,7 +104,7 @@ class EngineTrainingEvaluator(ItemPricing):
     keys: dict[str, list[Any]] = field(default_factory=lambda: dict(TRAINING_KEYS))
     metrics: tuple[str, ...] = TRAINING_METRICS
     #: Catalog factors of compare's items; required to evaluate (a missing one is an error).
-    factors: Factors | None = None
+    factors: CostFactors | None = None
     #: Operations choices (checkpointing) as in a scenario's ``ops``.
     ops: OpsAssumptions = field(default_factory=OpsAssumptions)
     #: Data costs as in a scenario's ``data`` (storage tier, stored dataset volume).
@@ -374,7 +374,7 @@ class EngineServingEvaluator(ItemPricing):
     #: Service period priced. [months]
     months: float = DEFAULT_SERVICE_MONTHS
     #: Catalog factors of compare's items; required to evaluate (a missing one is an error).
-    factors: Factors | None = None
+    factors: CostFactors | None = None
     #: Operations choices as in a scenario's ``ops``.
     ops: OpsAssumptions = field(default_factory=OpsAssumptions)
     #: Data costs as in a scenario's ``data`` (stored dataset volume).

@@ -8,9 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from aitco.decide.compare import (
-    Factors,
-)
+from aitco.cost.factors import CostFactors
 from aitco.decide.evaluators.base import (
     DEFAULT_SERVICE_MONTHS,
     SERVING_KEYS,
@@ -146,7 +144,7 @@ class TrainingEvaluator(ItemPricing):
     systems: list[Any] = field(default_factory=list)
     model_archs: list[Any] = field(default_factory=list)
     #: Catalog factors of compare's items; required to evaluate (a missing one is an error).
-    factors: Factors | None = None
+    factors: CostFactors | None = None
     #: Operations choices (checkpointing) as in a scenario's ``ops``.
     ops: OpsAssumptions = field(default_factory=OpsAssumptions)
     #: Data costs as in a scenario's ``data`` (storage tier, stored dataset volume).
@@ -337,7 +335,7 @@ class ServingEvaluator(ItemPricing):
     #: Service period priced. [months]
     months: float = DEFAULT_SERVICE_MONTHS
     #: Catalog factors of compare's items; required to evaluate (a missing one is an error).
-    factors: Factors | None = None
+    factors: CostFactors | None = None
     #: Operations choices (checkpointing) as in a scenario's ``ops``.
     ops: OpsAssumptions = field(default_factory=OpsAssumptions)
     #: Data costs as in a scenario's ``data`` (storage tier, stored dataset volume).

@@ -9,9 +9,9 @@ import numpy as np
 
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import CloudOffer, ModelArch
+from aitco.cost.factors import CostFactors
 from aitco.cost.offers import select_offer
 from aitco.decide.compare import (
-    Factors,
     owned_price,
 )
 from aitco.decide.evaluators.base import (
@@ -184,7 +184,7 @@ def hardware_table(
     price = np.full((n, len(PRICING_MODES), len(regions)), np.nan)
     src: dict[str, str] = {}
     offer_lists: list[list[CloudOffer]] = []
-    fac = Factors(cat)
+    fac = CostFactors(cat)
     for h, hw in enumerate(hw_ids):
         acc, sysm = cat.hardware(hw, field=field_name)
         for j, dt in enumerate(DTYPES):
