@@ -16,7 +16,7 @@ into depreciation, technology-iteration risk and financing, plus electricity at 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,12 +24,23 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aitco.calibrate.profile import load_profile
 from aitco.catalog.loader import Catalog
-from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System
+from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.catalog.staleness import stale_price_inputs
-from aitco.cost import capex as capex_mod
-from aitco.cost import carbon, cloud, data, finance, people, power, reliability
-from aitco.cost import offers as offers_mod
+from aitco.cost import carbon, cloud, data, people, power, reliability
 from aitco.cost.factors import CostFactors
+from aitco.cost.pricing import (
+    COMMITTED_TERM_YEARS,
+    DEFAULT_REGION,
+    HELD,
+    OWNED,
+    PAY_AS_USED,
+    RENTED,
+    GpuHourPrice,
+    offer_system,
+    owned_price,
+    rental_price,
+    slice_price,
+)
 from aitco.cost.tco import Breakdown, add_stages
 from aitco.decide.practice import practice_for
 from aitco.decide.scenario import (
@@ -41,7 +52,7 @@ from aitco.decide.scenario import (
     Scenario,
     TrainingWorkload,
 )
-from aitco.errors import AitcoError, CatalogError, InputError, UnknownIdError
+from aitco.errors import AitcoError, CatalogError, InputError
 from aitco.perf import service as service_mod
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape
@@ -59,17 +70,6 @@ from aitco.units import (
     SECONDS_PER_HOUR,
     WATTS_PER_KILOWATT,
 )
-
-RENTED = ("on_demand", "spot", "reserved_1y", "reserved_3y")
-OWNED = ("owned", "colocation")
-#: Modes that hold capacity whether or not it is busy, so scheduling fragmentation costs money.
-HELD = ("owned", "colocation", "reserved_1y", "reserved_3y")
-#: Pricing modes billed only for the hours a replica runs (an autoscaled service pays for the
-#: replicas actually running; committed and owned capacity is held at the peak all period).
-PAY_AS_USED = ("on_demand", "spot")
-#: Length of a committed term by pricing mode. [years]
-COMMITTED_TERM_YEARS: dict[str, float] = {"reserved_1y": 1.0, "reserved_3y": 3.0}
-DEFAULT_REGION = "us"
 
 
 class Comparison(BaseModel):
@@ -246,66 +246,6 @@ def _option_name(opt: HardwareOption) -> str:
     return opt.name or f"{opt.hardware} x{opt.gpus} {opt.pricing}"
 
 
-@dataclass
-class _Price:
-    """Price of an accelerator-hour, and what it is made of."""
-
-    usd_per_gpu_h: float
-    parts: dict[str, float]
-    inputs: dict[str, Any]
-    sources: list[str]
-    provider: str | None = None
-    gpus_per_instance: int = 1
-    offer: str | None = None
-    capex: dict[str, float] = field(default_factory=dict)
-    #: Whole instances rented and the accelerators they bill (owned: the accelerators used).
-    instances: int = 0
-    gpus_billed: int = 0
-    #: Why the offer is not eligible for the job (it then prices the option for reference only).
-    reasons: list[str] = field(default_factory=list)
-    #: Re-select the offer for another accelerator count and unit (rented options).
-    reprice: Any = None
-
-
-#: Offers listed in a "no price" error before it says "..." (the full list: aitco catalog list).
-MAX_OFFERS_SHOWN = 8
-#: Company names users write for a provider id.
-PROVIDER_ALIASES = {
-    "amazon": "aws",
-    "amazon-web-services": "aws",
-    "ec2": "aws",
-    "google": "gcp",
-    "google-cloud": "gcp",
-    "microsoft": "azure",
-    "oracle": "oci",
-}
-
-
-def _check_provider(cat: Catalog, acc: Accelerator, opt: HardwareOption, where: str) -> None:
-    """Reject a ``provider`` the catalog does not know, or one that does not rent ``acc``."""
-    if not opt.provider or opt.provider == offers_mod.ANY_PROVIDER:
-        return
-    known = {o.provider for o in cat.offers.values()}
-    alias = PROVIDER_ALIASES.get(opt.provider.lower())
-    if opt.provider not in known and alias in known:
-        raise CatalogError(
-            f"{where}.provider",
-            opt.provider,
-            "a provider id of the catalog",
-            hint=f"did you mean {alias!r}?",
-        )
-    if opt.provider not in known:
-        raise UnknownIdError("provider", opt.provider, known, field=f"{where}.provider")
-    renting = sorted({o.provider for o in cat.offers_for(acc.id)})
-    if opt.provider not in renting:
-        raise CatalogError(
-            f"{where}.provider",
-            opt.provider,
-            f"a provider that rents {acc.id} ({', '.join(renting) or 'none'})",
-            hint=f"choose one of these, or provider: {offers_mod.ANY_PROVIDER}",
-        )
-
-
 def _rental_price(
     cat: Catalog,
     acc: Accelerator,
@@ -313,147 +253,13 @@ def _rental_price(
     where: str,
     gpus: int | None = None,
     unit_gpus: int | None = None,
-) -> _Price:
-    """Price of the option's accelerator-hour from the offer that bills it (whole instances).
-
-    The offer is chosen by :func:`aitco.cost.offers.select_offer` (one function for compare,
-    sweep and optimize): ``gpus`` accelerators in units of ``unit_gpus`` that share a network.
-    """
-    term = opt.pricing
-    n = opt.gpus if gpus is None else gpus
-    if opt.usd_per_gpu_hour is not None:
-        return _Price(
-            opt.usd_per_gpu_hour,
-            {"rental": opt.usd_per_gpu_hour},
-            {"usd_per_gpu_hour": opt.usd_per_gpu_hour},
-            [f"{where}.usd_per_gpu_hour (scenario)"],
-            provider=opt.provider if opt.provider != offers_mod.ANY_PROVIDER else None,
-            instances=n,
-            gpus_billed=n,
-        )
-    cands: list[CloudOffer] = cat.offers_for(acc.id)
-    if opt.offer:
-        if opt.offer not in cat.offers:
-            raise UnknownIdError("offer", opt.offer, cat.offers, field=f"{where}.offer")
-        cands = [cat.offers[opt.offer]]
-    _check_provider(cat, acc, opt, where)
-    choice = offers_mod.select_offer(
-        cands, term, n, unit_gpus=unit_gpus, provider=opt.provider, region=opt.region
-    )
-    if choice is None:
-        have = sorted({f"{o.id}:{p.term}" for o in cat.offers_for(acc.id) for p in o.prices})
-        shown = ", ".join(have[:MAX_OFFERS_SHOWN]) + (
-            ", ..." if len(have) > MAX_OFFERS_SHOWN else ""
-        )
-        raise CatalogError(
-            f"{where}.pricing",
-            term,
-            f"a {term} price for {acc.id} in the offers (have: {shown or 'none'})",
-            hint=f"give {where}.usd_per_gpu_hour, or another pricing mode",
-        )
-    o = cat.offers[choice.offer_id]
-    per = choice.usd_per_gpu_hour
-    prov = o.provenance.get("prices")
-    src = [
-        f"offer {o.id} {choice.term} {choice.region} ${choice.usd_per_instance_hour}/h "
-        f"as of {choice.as_of}"
-    ]
-    if prov:
-        src.append(prov.source.cite())
-    return _Price(
-        per,
-        {"rental": per},
-        {
-            "offer": o.id,
-            "usd_per_instance_hour": choice.usd_per_instance_hour,
-            "accelerators_per_instance": o.accelerators_per_instance,
-            "region": choice.region,
-        },
-        src,
-        provider=o.provider,
-        gpus_per_instance=o.accelerators_per_instance,
-        offer=o.id,
-        instances=choice.instances,
-        gpus_billed=choice.gpus_billed,
-        reasons=list(choice.reasons),
-    )
-
-
-def _has_term(o: CloudOffer, term: str) -> bool:
-    return any(p.term == term for p in o.prices)
-
-
-def owned_price(
-    acc: Accelerator, sysm: System, fac: CostFactors, method: str = "straight_line", gpus: int = 1
-) -> _Price:
-    """Capital cost of one owned accelerator-hour (the one owned price of compare and sweep)."""
-    if acc.price is None:
-        raise CatalogError(
-            f"accelerators.{acc.id}.price",
-            None,
-            "a purchase price to price owned hardware",
-            hint="add price: {usd: ..., as_of: ...} in a --catalog overlay",
-        )
-    chip = acc.price.usd
-    fr = {k: fac.value(fid) for k, fid in capex_mod.CAPEX_FACTORS.items()}
-    for k, fid in capex_mod.CAPEX_FACTORS.items():
-        if fr[k] < 0:
-            raise InputError(fid, fr[k], "a value >= 0")
-    cp = capex_mod.capex_parts_usd(chip, fr["server"], fr["network"], fr["storage"], fr["install"])
-    server, network = float(cp["server_usd"]), float(cp["network_usd"])
-    storage, install = float(cp["storage_usd"]), float(cp["installation_usd"])
-    capex = float(cp["capex_usd"])
-    horizon = fac.value("ownership.horizon-years")
-    life = fac.value("useful-life.years")
-    rate = fac.value("finance.discount-rate")
-    curve_id = (
-        f"residual-value.{acc.id}"
-        if fac.has(f"residual-value.{acc.id}")
-        else f"residual-value.{acc.residual_class}"
-    )
-    curve = fac.curve(curve_id)
-    book = float(finance.book_value_fraction(horizon, life, method=method))
-    market = float(finance.residual_fraction(curve, horizon))
-    per_h = capex_mod.ownership_usd_per_gpu_hour(capex, book, market, rate, horizon)
-    parts = {k: per_h[k] for k in ("depreciation", "tech_iteration_risk", "financing")}
-    sources = fac.sources(
-        "server.overhead-fraction",
-        "network.capex-fraction",
-        "storage.capex-fraction",
-        "installation.fraction-of-capex",
-        "ownership.horizon-years",
-        "useful-life.years",
-        "finance.discount-rate",
-        curve_id,
-    )
-    prov = acc.provenance.get("price")
-    if prov:
-        sources.insert(0, f"accelerators.{acc.id}.price: {prov.source.cite()}")
-    return _Price(
-        per_h["total"],
-        parts,
-        {
-            "accelerator_usd": chip,
-            "server_usd": server,
-            "network_usd": network,
-            "storage_usd": storage,
-            "installation_usd": install,
-            "capex_usd_per_gpu": capex,
-            "horizon_years": horizon,
-            "useful_life_years": life,
-            "discount_rate": rate,
-            "book_value_fraction_end": book,
-            "market_value_fraction_end": market,
-            "depreciation": method,
-        },
-        sources,
-        capex={
-            "capex_usd": capex * gpus,
-            "book_value_end_usd": capex * book * gpus,
-            "market_value_end_usd": capex * market * gpus,
-            "tech_iteration_risk_usd": capex * (book - market) * gpus,
-        },
-    )
+) -> GpuHourPrice:
+    """:func:`aitco.cost.pricing.rental_price` of an option (``gpus`` in units of ``unit_gpus``)."""
+    return rental_price(
+        cat, acc, opt.pricing, opt.gpus if gpus is None else gpus, unit_gpus=unit_gpus,
+        usd_per_gpu_hour=opt.usd_per_gpu_hour, offer=opt.offer, provider=opt.provider,
+        region=opt.region, where=where,
+    )  # fmt: skip
 
 
 def _price_per_gpu_h(
@@ -465,10 +271,10 @@ def _price_per_gpu_h(
     scn: Scenario,
     where: str,
     unit_gpus: int | None = None,
-) -> _Price:
+) -> GpuHourPrice:
     if opt.pricing in RENTED:
         return _rental_price(cat, acc, opt, where, opt.gpus, unit_gpus)
-    pr = owned_price(acc, sysm, fac, scn.ops.depreciation, opt.gpus)
+    pr = owned_price(acc, fac, scn.ops.depreciation, opt.gpus)
     pr.instances = math.ceil(opt.gpus / sysm.devices_per_node)
     pr.gpus_billed = opt.gpus
     return pr
@@ -508,23 +314,6 @@ def _checkpoint_bytes(model: ModelArch, w: TrainingWorkload) -> float:
         # LoRA adapters: the one count of aitco.perf.flops (every linear projection, rank r)
         trainable = float(model_shape(model, lora_rank=w.lora_rank).lora_params)
     return trainable * reliability.CHECKPOINT_BYTES_PER_PARAM_ADAM
-
-
-def offer_system(cat: Catalog, acc: Accelerator, sysm: System, offer_id: str) -> System | None:
-    """Return the system a rented offer runs on (its NICs and scale-out fabric), or None.
-
-    None: the offer names no system of this accelerator (the hardware's own system applies).
-    An instance with no published host power takes the matching node's host power.
-    """
-    offer_sys = cat.offers[offer_id].system
-    if not (offer_sys and offer_sys in cat.systems):
-        return None
-    osys = cat.systems[offer_sys]
-    if osys.accelerator != acc.id:
-        return None
-    if osys.node_power_w == 0 and sysm.node_power_w > 0:
-        osys = osys.model_copy(update={"node_power_w": sysm.node_power_w})
-    return osys
 
 
 def _price(
@@ -576,16 +365,6 @@ class _Run:
     busy_h: float = 0.0
 
 
-def _spot_rate(
-    fac: CostFactors, price: _Price, opt: HardwareOption, where: str
-) -> tuple[str, float]:
-    prov = price.provider or opt.provider or "default"
-    return fac.first(
-        [f"spot-interruption.per-hour.{prov.lower()}", "spot-interruption.per-hour.default"],
-        f"{where}.pricing",
-    )
-
-
 def _training(
     scn: Scenario,
     w: TrainingWorkload,
@@ -593,7 +372,7 @@ def _training(
     acc: Accelerator,
     sysm: System,
     model: ModelArch,
-    price: _Price,
+    price: GpuHourPrice,
     fac: CostFactors,
     eff: EfficiencyParams,
     memo: dict[Any, Any],
@@ -645,7 +424,9 @@ def _training(
     spot_id = None
     sigma = 0.0
     if opt.pricing == "spot":
-        spot_id, sigma = _spot_rate(fac, price, opt, where)
+        spot_id, sigma = fac.spot_rate_per_instance_h(
+            price.provider or opt.provider, f"{where}.pricing"
+        )
     g = training_goodput(
         model, w, scn.ops, fac, n, nodes, productive_h,
         spot_rate_per_instance_h=sigma, instances=instances, where=where,
@@ -1318,7 +1099,7 @@ def _f(x: Any) -> float | None:
         return None
 
 
-def _compute_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption) -> None:
+def _compute_items(b: Breakdown, run: _Run, price: GpuHourPrice, opt: HardwareOption) -> None:
     gh = run.gpus * run.productive_h
     for part, per_h in price.parts.items():
         formula = "gpus x productive hours x price per GPU-hour"
@@ -1340,7 +1121,7 @@ def _compute_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption) 
         )
 
 
-def _instance_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption) -> None:
+def _instance_items(b: Breakdown, run: _Run, price: GpuHourPrice, opt: HardwareOption) -> None:
     """Rented whole instances: the idle accelerators of the last instance, and a committed term.
 
     A committed (reserved) term is billed for whole terms whether used or not; what the user
@@ -1393,7 +1174,7 @@ def _instance_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption)
     )
 
 
-def _feasibility(values: dict[str, Any], price: _Price) -> tuple[bool, list[str]]:
+def _feasibility(values: dict[str, Any], price: GpuHourPrice) -> tuple[bool, list[str]]:
     """Whether the option can run as priced, and why not (the reasons, in words)."""
     reasons: list[str] = []
     if values.get("fits") is False:
@@ -1405,7 +1186,7 @@ def _feasibility(values: dict[str, Any], price: _Price) -> tuple[bool, list[str]
     return not reasons, reasons
 
 
-def _instance_values(price: _Price, b: Breakdown) -> dict[str, Any]:
+def _instance_values(price: GpuHourPrice, b: Breakdown) -> dict[str, Any]:
     feasible, reasons = _feasibility(b.values, price)
     b.values.pop("_extra_reasons", None)
     return {
@@ -1421,7 +1202,7 @@ def _instance_values(price: _Price, b: Breakdown) -> dict[str, Any]:
 def _reliability_items(
     b: Breakdown,
     run: _Run,
-    price: _Price,
+    price: GpuHourPrice,
     opt: HardwareOption,
     fac: CostFactors,
     *,
@@ -1504,7 +1285,7 @@ def _reliability_items(
 
 
 def _spares_item(
-    b: Breakdown, run: _Run, price: _Price, opt: HardwareOption, fac: CostFactors
+    b: Breakdown, run: _Run, price: GpuHourPrice, opt: HardwareOption, fac: CostFactors
 ) -> None:
     """Owned clusters keep spare accelerators to swap in for failed ones: their capital cost."""
     sid = "spares.fraction"
@@ -1535,7 +1316,7 @@ def _power_items(
     run: _Run,
     acc: Accelerator,
     sysm: System,
-    price: _Price,
+    price: GpuHourPrice,
     opt: HardwareOption,
     fac: CostFactors,
     nodes: float,
@@ -1665,7 +1446,7 @@ def _power_items(
 def _people_items(
     b: Breakdown,
     run: _Run,
-    price: _Price,
+    price: GpuHourPrice,
     opt: HardwareOption,
     fac: CostFactors,
     *,
@@ -1930,7 +1711,7 @@ def _inference(
     acc: Accelerator,
     sysm: System,
     model: ModelArch,
-    price: _Price,
+    price: GpuHourPrice,
     fac: CostFactors,
     eff: EfficiencyParams,
     memo: dict[Any, Any],
@@ -2034,7 +1815,7 @@ def _inference(
         # the capital of the accelerators priced (a scaled service owns them, not opt.gpus)
         price.capex = {k: x * whole / opt.gpus for k, x in price.capex.items()}
     if shares > 1:
-        price = _slice_price(price, shares, w.mig, w.time_slice)
+        price = slice_price(price, shares, w.mig, w.time_slice)
     replicas = int(v.get("replicas", 1) or 1)
     hours = w.months * HOURS_PER_MONTH
     rps_capacity = _f(v.get("max_qps")) or _f(v.get("requests_per_s")) or 0.0
@@ -2230,33 +2011,6 @@ def _service_plans(
         load_profile=w.load_profile, autoscale=w.autoscale,
         prefix_cache_hit_rate=w.prefix_cache_hit_rate, efficiency=eff, field_prefix="workload.",
     )  # fmt: skip
-
-
-def _slice_price(
-    price: _Price, instances: int, profile: str | None, time_slice: int | None = None
-) -> _Price:
-    """Price of one share of a GPU: every part of the GPU-hour over the shares one GPU holds.
-
-    A share is a MIG slice, a time-slicing replica, or a time-sliced MIG slice.
-    """
-    share: dict[str, Any] = {}
-    if profile is not None:
-        share.update(mig_profile=profile, mig_slices_per_gpu=instances // (time_slice or 1))
-    if time_slice is not None:
-        share["time_slice"] = time_slice
-    return _Price(
-        price.usd_per_gpu_h / instances,
-        {k: x / instances for k, x in price.parts.items()},
-        {**price.inputs, **share, "shares_per_gpu": instances},
-        price.sources,
-        provider=price.provider,
-        gpus_per_instance=price.gpus_per_instance * instances,
-        offer=price.offer,
-        capex={k: x / instances for k, x in price.capex.items()},
-        instances=price.instances,
-        gpus_billed=price.gpus_billed * instances,
-        reasons=price.reasons,
-    )
 
 
 def serving_held(run: _Run, serving: _Run) -> _Run:

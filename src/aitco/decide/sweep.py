@@ -31,8 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from aitco.catalog.loader import Catalog
 from aitco.cost.factors import CostFactors
+from aitco.cost.pricing import offer_system
 from aitco.decide import evaluators as ev
-from aitco.decide.compare import offer_system
 from aitco.errors import EnvironmentFailure, InputError, UnknownIdError
 from aitco.limits import check_file_size, check_tree
 from aitco.perf import service

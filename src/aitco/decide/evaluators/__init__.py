@@ -68,7 +68,6 @@ from aitco.decide.evaluators.screen import (
 )
 from aitco.decide.evaluators.tables import (
     KV_TENSORS,
-    SPOT_RATE_PREFIX,
     HardwareTable,
     ModelTable,
     hardware_table,
@@ -99,7 +98,6 @@ __all__ = [
     "SERVICE_TEXT_KEYS",
     "SERVING_KEYS",
     "SERVING_METRICS",
-    "SPOT_RATE_PREFIX",
     "TP_ALLREDUCES_PER_LAYER",
     "TRAINING_ENGINE_PLAN_KEYS",
     "TRAINING_KEYS",

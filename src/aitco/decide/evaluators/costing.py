@@ -9,10 +9,8 @@ import numpy as np
 
 from aitco.cost import reliability
 from aitco.cost.factors import CostFactors
+from aitco.cost.pricing import COMMITTED_TERM_YEARS, DEFAULT_REGION, HELD
 from aitco.decide.compare import (
-    COMMITTED_TERM_YEARS,
-    DEFAULT_REGION,
-    HELD,
     POWER_ITEMS,
     SERVING_RUN_VALUES,
     carbon_price_usd,
@@ -23,12 +21,8 @@ from aitco.decide.compare import (
     training_run_items_usd,
     training_storage_gb,
 )
-from aitco.decide.evaluators.base import (
-    PRICING_MODES,
-)
-from aitco.decide.evaluators.tables import (
-    HardwareTable,
-)
+from aitco.decide.evaluators.base import PRICING_MODES
+from aitco.decide.evaluators.tables import HardwareTable
 from aitco.decide.scenario import DataCosts, OpsAssumptions, TrainingWorkload
 from aitco.errors import CatalogError, InputError
 from aitco.perf.serving import idle_power_fraction, power_w

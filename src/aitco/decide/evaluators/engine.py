@@ -8,9 +8,7 @@ from typing import Any
 import numpy as np
 
 from aitco.cost.factors import CostFactors
-from aitco.decide.compare import (
-    PAY_AS_USED,
-)
+from aitco.cost.pricing import PAY_AS_USED
 from aitco.decide.evaluators.base import (
     DEFAULT_SERVICE_MONTHS,
     PRICING_MODES,
@@ -23,9 +21,7 @@ from aitco.decide.evaluators.base import (
     TRAINING_STACK_OPTIONS,
     chunk_len,
 )
-from aitco.decide.evaluators.costing import (
-    ItemPricing,
-)
+from aitco.decide.evaluators.costing import ItemPricing
 from aitco.decide.evaluators.tables import (
     HardwareTable,
     ModelTable,

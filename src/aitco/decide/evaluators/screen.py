@@ -18,9 +18,7 @@ from aitco.decide.evaluators.base import (
     chunk_len,
     gather,
 )
-from aitco.decide.evaluators.costing import (
-    ItemPricing,
-)
+from aitco.decide.evaluators.costing import ItemPricing
 from aitco.decide.evaluators.tables import (
     KV_TENSORS,
     HardwareTable,

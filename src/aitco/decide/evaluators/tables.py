@@ -9,26 +9,16 @@ import numpy as np
 
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import CloudOffer, ModelArch
+from aitco.cost import pricing
 from aitco.cost.factors import CostFactors
-from aitco.cost.offers import select_offer
-from aitco.decide.compare import (
-    owned_price,
-)
-from aitco.decide.evaluators.base import (
-    PRICING_MODES,
-)
+from aitco.decide.evaluators.base import PRICING_MODES
 from aitco.perf.efficiency import (
     DEFAULT_EFFICIENCY,
     EfficiencyParams,
 )
 from aitco.perf.params import param_counts
 from aitco.perf.power import compute_clock_ratio
-from aitco.units import (
-    DTYPES,
-)
-
-#: Catalog factor family of spot preemptions per instance-hour, by provider (as in compare).
-SPOT_RATE_PREFIX = "spot-interruption.per-hour."
+from aitco.units import DTYPES
 
 #: KV tensors per layer (keys and values).
 KV_TENSORS = 2.0
@@ -76,29 +66,15 @@ class HardwareTable:
     def _bill_one(self, h: int, p: int, r: int, g: int, unit: int) -> tuple[float, ...]:
         key = (h, p, r, g, unit)
         got = self._bills.get(key)
-        if got is not None:
-            return got
-        mode = PRICING_MODES[p]
-        val = float(self.price[h, p, r])
-        default_spot = self.spot_rates.get("default", math.nan) if mode == "spot" else 0.0
-        out: tuple[float, ...]
-        if not np.isnan(val) or mode == "owned" or not self.offers:
-            # owned hardware and a given price: the accelerators used, by the node
-            nodes = float(math.ceil(g / self.devices_per_node[h]))
-            out = (val, float(g), nodes, -1.0, default_spot)
-        else:
-            c = select_offer(
-                self.offers[h], mode, g, unit_gpus=unit, provider=self.provider,
-                region=self.regions[r],
-            )  # fmt: skip
-            if c is None or not c.eligible:
-                out = (math.nan, float(g), math.nan, -1.0, 0.0)
-            else:
-                code = float(self.offer_ids.index(c.offer_id))
-                spot = self.spot_rates.get(c.provider, default_spot) if mode == "spot" else 0.0
-                out = (c.usd_per_gpu_hour, float(c.gpus_billed), float(c.instances), code, spot)
-        self._bills[key] = out
-        return out
+        if got is None:
+            got = pricing.offer_bill(
+                self.offers[h] if self.offers else [], PRICING_MODES[p], g, unit,
+                given_price=float(self.price[h, p, r]),
+                devices_per_node=float(self.devices_per_node[h]), offer_ids=self.offer_ids,
+                rates=self.spot_rates, provider=self.provider, region=self.regions[r],
+            ).as_tuple()  # fmt: skip
+            self._bills[key] = got
+        return got
 
     def bill(
         self,
@@ -143,6 +119,7 @@ def hardware_table(
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
     field_name: str = "option.hardware",
     provider: str | None = None,
+    factors: CostFactors | None = None,
 ) -> HardwareTable:
     """Build the per-accelerator arrays and the price cube for the swept hardware ids.
 
@@ -163,6 +140,8 @@ def hardware_table(
     provider : str, optional
         Provider whose offers price rented plans (``"any"``: the cheapest eligible offer per
         pricing mode; None: one home instance type for every mode, as in ``aitco compare``).
+    factors : CostFactors, optional
+        Cost factors of the owned price and the spot rates (default: the catalog's).
     """
     n = len(hw_ids)
     peak = np.full((n, len(DTYPES)), np.nan)
@@ -184,7 +163,7 @@ def hardware_table(
     price = np.full((n, len(PRICING_MODES), len(regions)), np.nan)
     src: dict[str, str] = {}
     offer_lists: list[list[CloudOffer]] = []
-    fac = CostFactors(cat)
+    fac = CostFactors(cat) if factors is None else factors
     for h, hw in enumerate(hw_ids):
         acc, sysm = cat.hardware(hw, field=field_name)
         for j, dt in enumerate(DTYPES):
@@ -212,7 +191,7 @@ def hardware_table(
                     # the capital per accelerator-hour compare prices; energy, staff and the
                     # other items are priced per plan by the evaluators (one cost model)
                     if acc.price is not None:
-                        val = owned_price(acc, sysm, fac).usd_per_gpu_h
+                        val = pricing.owned_price(acc, fac).usd_per_gpu_h
                         src[f"{hw}/{mode}"] = "catalog price + factors (capital, as compare)"
                 else:
                     # rented: whole instances of one offer, chosen per plan by HardwareTable.bill
@@ -220,13 +199,6 @@ def hardware_table(
                 if val is not None:
                     price[h, p, r] = val
     arr = {k: np.asarray(v, dtype=float) for k, v in cols.items()}
-    # a missing default rate is an error naming the factor (no silent default)
-    spot_rates = {"default": cat.factor_value(f"{SPOT_RATE_PREFIX}default")}
-    spot_rates.update(
-        (f.removeprefix(SPOT_RATE_PREFIX), cat.factor_value(f))
-        for f in cat.factors
-        if f.startswith(SPOT_RATE_PREFIX)
-    )
     return HardwareTable(
         ids=list(hw_ids),
         peak_tflops=peak,
@@ -245,7 +217,8 @@ def hardware_table(
         price_source=src,
         offers=offer_lists,
         provider=provider,
-        spot_rates=spot_rates,
+        # a missing default rate is an error naming the factor (no silent default)
+        spot_rates=pricing.spot_rates(fac),
     )
 
 
