@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,6 +148,9 @@ class BillScope:
         or times).
     tags : mapping of str to str
         Resource tags that mark the run's resources (every one must match).
+    instances : mapping of str to int
+        GPU instance types (lowercase) and their accelerators per instance, beyond
+        :data:`aitco.calibrate.parsers.focus.GPU_INSTANCE_ACCELERATORS` (the catalog's offers).
     """
 
     provider: str | None = None
@@ -154,6 +158,7 @@ class BillScope:
     start: str | None = None
     end: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    instances: Mapping[str, int] = field(default_factory=dict)
 
     def describe(self) -> str:
         """One line: what the scope keeps."""
@@ -256,8 +261,12 @@ class LineGroup:
         }
 
 
-def classify(key: Mapping[str, str]) -> tuple[str, str | None, int]:
+def classify(
+    key: Mapping[str, str], instances: Mapping[str, int] | None = None
+) -> tuple[str, str | None, int]:
     """Kind of a charge, and the GPU instance and accelerators per instance it names.
+
+    ``instances`` (instance type -> accelerators) is searched before the built-in table.
 
     Returns
     -------
@@ -277,6 +286,10 @@ def classify(key: Mapping[str, str]) -> tuple[str, str | None, int]:
     unit = (key.get("ConsumedUnit") or key.get("PricingUnit") or "").strip().lower()
     text = " ".join(key.get(k, "") for k in ("ChargeDescription", "SkuId", "ResourceType"))
     if cat in ("usage", "purchase", "") and unit in HOUR_UNITS:
+        low = text.lower()
+        for name, n in (instances or {}).items():
+            if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", low):
+                return "gpu_compute", name, n
         inst, per = accelerators_in(text)
         if per:
             return "gpu_compute", inst, per
@@ -292,7 +305,8 @@ def classify(key: Mapping[str, str]) -> tuple[str, str | None, int]:
 class _Aggregator:
     """Sums rows (or pre-grouped rows) into line groups and GPU-hours per charge period."""
 
-    def __init__(self) -> None:
+    def __init__(self, instances: Mapping[str, int] | None = None) -> None:
+        self.instances = dict(instances or {})
         self.groups: dict[tuple[Any, ...], LineGroup] = {}
         self.kinds: dict[tuple[str, ...], tuple[str, str | None, int]] = {}
         #: GPU-hours of in-scope accelerator rows per (instance, start, end) charge period.
@@ -321,7 +335,7 @@ class _Aggregator:
             kd = dict(zip(GROUP_FIELDS, key, strict=True))
             kind = self.kinds.get(key)
             if kind is None:
-                kind = self.kinds[key] = classify(kd)
+                kind = self.kinds[key] = classify(kd, self.instances)
             g = self.groups[gk] = LineGroup(
                 key=kd,
                 scope=scope,
@@ -499,18 +513,18 @@ def _scope_status(
         return "other provider"
     if sc.account and sc.account not in (account, sub_account):
         return "other account"
+    if sc.tags and not account_level and not tags_ok:
+        return "other resources (tags)"
     if sc.start and start and start < normal_time(sc.start):
         return "outside period"
     if sc.end and start and start >= normal_time(sc.end):
         return "outside period"
-    if sc.tags and not account_level and not tags_ok:
-        return "other resources (tags)"
     return IN_SCOPE
 
 
 def _read_csv(p: Path, sc: BillScope) -> Bill:
     skipped = SkipLog()
-    agg = _Aggregator()
+    agg = _Aggregator(sc.instances)
     check_tags = _TagCheck(sc.tags)
     with open_text(p) as fh:
         rows = CsvRows(fh, str(p), REQUIRED, "FOCUS export", skipped)
@@ -600,7 +614,7 @@ def _read_duckdb(p: Path, sc: BillScope, is_parquet: bool) -> Bill:
         missing = [c for c in REQUIRED if c not in cols]
         if missing:
             raise ParseError(str(p), f"not a FOCUS export: missing column(s) {', '.join(missing)}")
-        agg = _Aggregator()
+        agg = _Aggregator(sc.instances)
         skipped = SkipLog()
         for rec in _duckdb_groups(con, src, cols, sc):
             agg.add(*rec)
@@ -657,12 +671,6 @@ def _duckdb_groups(con: Any, src: str, cols: list[str], sc: BillScope) -> Iterat
     if sc.account:
         conds.append(("NOT (account = ? OR sub_account = ?)", "other account"))
         params += [sc.account, sc.account]
-    if sc.start:
-        conds.append(("(start_t <> '' AND start_t < ?)", "outside period"))
-        params.append(normal_time(sc.start))
-    if sc.end:
-        conds.append(("(start_t <> '' AND start_t >= ?)", "outside period"))
-        params.append(normal_time(sc.end))
     if sc.tags:
         if "Tags" in cols:
             tag_ok = " AND ".join(
@@ -675,6 +683,12 @@ def _duckdb_groups(con: Any, src: str, cols: list[str], sc: BillScope) -> Iterat
         else:
             tag_ok = "FALSE"
         conds.append((f"(NOT account_level AND NOT ({tag_ok}))", "other resources (tags)"))
+    if sc.start:
+        conds.append(("(start_t <> '' AND start_t < ?)", "outside period"))
+        params.append(normal_time(sc.start))
+    if sc.end:
+        conds.append(("(start_t <> '' AND start_t >= ?)", "outside period"))
+        params.append(normal_time(sc.end))
     status = (
         "CASE " + " ".join(f"WHEN {c} THEN '{why}'" for c, why in conds) + " ELSE '' END"
         if conds

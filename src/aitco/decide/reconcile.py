@@ -334,25 +334,31 @@ def pick_option(comp: Comparison, name: str | None) -> tuple[int, Breakdown]:
 
 # --------------------------------------------------------------------------- scope checks
 def _check_bill(bill: Bill, b: Breakdown) -> None:
-    """One clear line when the bill cannot be the option's: nothing in scope, other currency."""
+    """One clear line when the bill cannot be the option's: nothing in scope, other currency.
+
+    The run must have resource rows in scope (account-level charges alone, a support fee or a
+    tax, do not make a run), and accelerator rows among them.
+    """
     ins = bill.in_scope()
-    if not ins:
-        out = bill.out_of_scope()
+    resources = [g for g in ins if not g.account_level]
+    gpu = [g for g in resources if g.kind == "gpu_compute"]
+    if not resources or not gpu:
+        out = [g for g in bill.out_of_scope() if not g.account_level]
         by: dict[str, float] = {}
         for g in out:
-            by[g.scope] = by.get(g.scope, 0.0) + g.billed_usd
-        why = max(by, key=lambda k: abs(by[k])) if by else "no rows"
+            by[g.scope] = by.get(g.scope, 0.0) + abs(g.billed_usd)
+        why = max(by, key=lambda k: by[k]) if by else ""
         seen = {
             "other provider": f"providers {', '.join(bill.providers) or 'none named'}",
             "other account": f"accounts {', '.join(bill.accounts) or 'none named'}",
             "outside period": f"charge period {bill.start or '?'} to {bill.end or '?'}",
             "other resources (tags)": "no resource row with the tags "
             + ", ".join(f"{k}={v}" for k, v in bill.scope.tags.items()),
-        }.get(why, why)
+        }.get(why, "no accelerator instance rows" if resources else "no resource rows")
         raise InputError(
             "--bill",
             bill.path,
-            f"rows of the planned run ({bill.scope.describe()}); the bill has {seen}",
+            f"accelerator rows of the planned run ({bill.scope.describe()}); the bill has {seen}",
             hint=f"option {b.name!r} is priced at provider {b.values.get('provider') or '?'}",
         )
     currencies = sorted({g.key.get("BillingCurrency") or "" for g in ins} - {""})
@@ -440,6 +446,11 @@ def reconcile(
         start=start,
         end=end,
         tags=dict(tags or {}),
+        instances={
+            o.instance.lower(): o.accelerators_per_instance
+            for o in catalog.offers.values()
+            if not provider or o.provider == str(provider).lower()
+        },
     )
     bill = read_bill(bill_path, scope, engine=engine)
     _check_bill(bill, b)
