@@ -1,4 +1,4 @@
-"""aitco reconcile on the test set whose causes are known by construction (tests/fixtures/reconcile).
+"""aitco reconcile on a test set whose causes are known by construction (fixtures/reconcile).
 
 ``scripts/make_reconcile_fixtures.py`` wrote the files: a run of 45,000 steps whose steps are 10 %
 slower than predicted, with 39 idle minutes, one restart and a 20 % discount (``truth.json``).
@@ -108,7 +108,8 @@ def test_predicted_is_compares_total_and_the_ledger_is_exact(rec, plan):
     assert math.fsum(parts) == j["billed_usd"]
     assert sum(reversed(parts)) == j["billed_usd"]
     for v in j["variances"]:
-        assert v["cause"] and isinstance(v["usd"], float)
+        assert v["cause"]
+        assert isinstance(v["usd"], float)
 
 
 def test_billed_total_is_the_runs_rows_and_the_other_team_is_listed(rec, truth, d):
@@ -359,7 +360,7 @@ workload:
   slo_tpot_ms: 50
   months: 1
 options:
-  - {name: H100 on-demand (AWS), hardware: h100-sxm5-80gb, gpus: 1, pricing: on_demand, provider: aws}
+  - {name: H100 on-demand, hardware: h100-sxm5-80gb, gpus: 1, pricing: on_demand, provider: aws}
 """
 #: Instance-hours of an autoscaled third replica in the month. [h]
 BURST_H = 100

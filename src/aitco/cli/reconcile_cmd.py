@@ -148,6 +148,8 @@ def reconcile_cmd(
         raise InputError("--idle-threshold", idle_threshold, "a fraction in [0, 1]")
     if interval_s is not None and interval_s <= 0:
         raise InputError("--interval-s", interval_s, "a positive number of seconds")
+    if engine not in ("auto", "csv", "duckdb"):
+        raise InputError("--engine", engine, "auto, csv or duckdb")
     start, end = _period(period)
     scen = Scenario.from_yaml(scenario)
     cat = state.catalog()
