@@ -602,15 +602,23 @@ def _read_duckdb(p: Path, sc: BillScope, is_parquet: bool) -> Bill:
             "pip install 'aitco[calibrate]')",
         ) from exc
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # stdout carries --json
     path_sql = str(p).replace("'", "''")
-    src = (
-        f"read_parquet('{path_sql}')"
-        if is_parquet
-        else f"read_csv('{path_sql}', header=true, all_varchar=true, nullstr=['NULL',''], "
-        "ignore_errors=true, store_rejects=true)"
+    # FOCUS CSV is comma-separated with double quotes; strict_mode=false (DuckDB >= 1.2) also
+    # reads files whose rows end in \n and \r\n alike
+    csv_opts = (
+        f"read_csv('{path_sql}', header=true, all_varchar=true, nullstr=['NULL',''], "
+        "delim=',', quote='\"', escape='\"', ignore_errors=true, store_rejects=true"
     )
+    src = f"read_parquet('{path_sql}')" if is_parquet else csv_opts + ", strict_mode=false)"
     try:
-        cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]
+        try:
+            cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]
+        except duckdb.Error as exc:
+            if is_parquet or "strict_mode" not in str(exc):
+                raise
+            src = csv_opts + ")"  # an older DuckDB
+            cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]
         missing = [c for c in REQUIRED if c not in cols]
         if missing:
             raise ParseError(str(p), f"not a FOCUS export: missing column(s) {', '.join(missing)}")
