@@ -123,11 +123,12 @@ def test_a_log_that_is_the_bill_is_refused(d, capsys):
 
 def test_html_page_has_the_waterfall(d, capsys, tmp_path):
     page = tmp_path / "rec.html"
-    code, _, err = _run([*_args(d), "--html", str(page), "--json"], capsys)
+    bare = ["reconcile", str(d / "scenario.yaml"), "--bill", str(d / "focus_bill.csv"), *TAGS]
+    code, _, err = _run([*bare, "--html", str(page), "--json"], capsys)
     assert code == 0, err
     text = page.read_text(encoding="utf-8")
     assert '<svg xmlns="http://www.w3.org/2000/svg" class="waterfall"' in text
-    assert "slower steps" in text
+    assert "billed, not predicted" in text
     assert "http" not in text.split("<svg", 1)[1].split("</svg>", 1)[0].replace(
         "http://www.w3.org/2000/svg", ""
     )  # nothing fetched
@@ -180,3 +181,21 @@ def test_calibrate_then_compare_predicts_the_bill_within_5_percent(d, capsys, tm
     assert abs(causes["price"]) < 0.01  # the overlay carries the billed price
     assert abs(causes["slower_steps"]) < 0.01 * billed  # the profile carries the step time
     assert abs(second["prediction_error_fraction"]) < abs(first["prediction_error_fraction"])
+
+
+def test_every_key_is_in_the_glossary(rec_json, tmp_path):
+    from tests.contracts.test_json_contracts import _all_keys, glossary_names
+    from tests.decide.test_reconcile import SERVICE, _service_bill
+
+    (tmp_path / "s.yaml").write_text(SERVICE, encoding="utf-8")
+    bill = _service_bill(tmp_path / "bill.csv")
+    code, out, err = _run_quiet(
+        ["reconcile", str(tmp_path / "s.yaml"), "--bill", str(bill), "--tokens", "6e10", "--json"]
+    )
+    assert code == 0, err
+    service = json.loads(out)
+    assert service["serving"]["billed_usd_per_million_tokens"] > 0
+    documented = glossary_names()
+    for j in (rec_json, service):
+        missing = sorted(k for k in set(_all_keys(j)) if k not in documented)
+        assert not missing, f"keys not in docs/glossary.md: {missing}"

@@ -43,6 +43,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from scipy.stats import chi2
 
 from aitco.calibrate import measurements as meas
 from aitco.calibrate.billing import Bill, BillScope, LineGroup, period_hours, read_bill
@@ -88,6 +89,8 @@ GROUPS = ("gpu_compute", "storage", "network", "support")
 #: Units of bill quantities comparable with predicted GB-months and GB.
 GB_MONTH_UNITS = ("gb-mo", "gb-month", "gb-months", "gb month", "gigabyte-month")
 GB_UNITS = ("gb", "gigabytes", "gigabyte")
+#: Key suffix of the quantity of an item group in ``detail`` (units in the name).
+QTY_KEYS = {"storage": "gb_months", "network": "gb"}
 #: Log kinds reconcile reads.
 TELEMETRY_KINDS = ("dcgm", "nvidia-smi")
 SERVING_KINDS = ("vllm", "sglang")
@@ -635,6 +638,7 @@ class _Builder:
         )
         b_qty = _bill_qty(group, lines)
         unit = "GB-month" if group == "storage" else "GB" if group == "network" else ""
+        qk = QTY_KEYS.get(group, "qty")
         rows = sum(g.rows for g in lines)
         if p_qty and b_qty is not None:
             price = p_usd / p_qty
@@ -646,14 +650,14 @@ class _Builder:
                 pv,
                 "(billed unit price - predicted unit price) x billed quantity",
                 {"billed_unit_price_usd": b_usd / b_qty if b_qty else None,
-                 "predicted_unit_price_usd": price, f"billed_{unit}": b_qty},
+                 "predicted_unit_price_usd": price, f"billed_{qk}": b_qty},
             )  # fmt: skip
             self._add(
                 "usage",
                 group,
                 uv,
                 "(billed quantity - predicted quantity) x predicted unit price",
-                {f"billed_{unit}": b_qty, f"predicted_{unit}": p_qty},
+                {f"billed_{qk}": b_qty, f"predicted_{qk}": p_qty},
             )
             self.items.append(
                 _line(group, p_usd, b_usd, unit=unit, p_qty=p_qty, b_qty=b_qty,
@@ -861,10 +865,10 @@ class _Builder:
                 self._add(c, "gpu_compute", usd, basis[c], {"gpu_h": causes[c], **detail[c]})
         unexplained = usage_usd - explained
         self.evidence["usage_gpu_h"] = {
-            "billed": q_b,
-            "predicted": q_p,
-            **causes,
-            "unexplained": (q_b - q_p) - sum(causes.values()),
+            "billed_gpu_h": q_b,
+            "predicted_gpu_h": q_p,
+            **{f"{c}_gpu_h": x for c, x in causes.items()},
+            "unexplained_gpu_h": (q_b - q_p) - sum(causes.values()),
         }
         self.evidence["ledger_per_gpu_h"] = {
             "billed_h": q_b / gpus if gpus else None,
@@ -973,6 +977,8 @@ def _line(
 # --------------------------------------------------------------------------- feedback
 #: Source key of the values a feedback overlay takes from the bill and the logs.
 FEEDBACK_SOURCE = "aitco-reconcile"
+#: Confidence of the interval written with an observed interruption rate.
+POISSON_CONFIDENCE = 0.95
 
 
 class Feedback(BaseModel):
@@ -1058,7 +1064,7 @@ def feedback(
         measured["goodput_observed"] = h["productive_h"] / job if job else 1.0
         measured["step_time_s"] = tl.mean_step_s
         measured["restarts"] = float(len(tl.restarts))
-    billed_gpu_h = usage.get("billed")
+    billed_gpu_h = usage.get("billed_gpu_h")
     idle = next((v for v in rec.variances if v.cause == "idle_waiting"), None)
     if idle is not None and billed_gpu_h:
         out_h = float(idle.detail.get("idle_outside_job_h") or 0.0)
@@ -1192,7 +1198,10 @@ def _overlay(
         )
     tl = ev.timeline
     if tl is not None and tl.restarts and tl.span_s:
-        rate = len(tl.restarts) / (gpus * tl.span_s / SECONDS_PER_HOUR)
+        n = len(tl.restarts)
+        exposure_h = gpus * tl.span_s / SECONDS_PER_HOUR
+        rate = n / exposure_h
+        lo, hi = poisson_rate_interval(n, exposure_h)
         down_h = _restart_downtime_h(rec, tl)
         facts = [
             {
@@ -1200,8 +1209,8 @@ def _overlay(
                 "value": {
                     "value": float(f"{rate:.4g}"),
                     "source": FEEDBACK_SOURCE,
-                    "note": f"{len(tl.restarts)} restart(s) in {gpus * tl.span_s / 3600:.4g} "
-                    "GPU-hours of one run (few events: a wide interval)",
+                    "note": f"{n} restart(s) in {exposure_h:.4g} GPU-hours of one run; 95 % "
+                    f"interval {lo:.2g}-{hi:.2g} per GPU-hour (exact Poisson)",
                 },
             }
         ]
@@ -1220,6 +1229,21 @@ def _overlay(
             written.append(f"factors.restart.hours: {down_h:.4g}")
         doc["factors"] = facts
     return doc, written
+
+
+def poisson_rate_interval(
+    events: int, exposure: float, confidence: float = POISSON_CONFIDENCE
+) -> tuple[float, float]:
+    """Exact (Garwood) interval of a Poisson rate: ``events`` seen over ``exposure`` units.
+
+    Returns ``(low, high)`` per unit of exposure, from the chi-square quantiles
+    ``chi2(a/2, 2k) / 2E`` and ``chi2(1 - a/2, 2k + 2) / 2E`` (F. Garwood, "Fiducial limits
+    for the Poisson distribution", Biometrika 28, 1936).
+    """
+    a = 1 - confidence
+    low = float(chi2.ppf(a / 2, 2 * events)) / (2 * exposure) if events else 0.0
+    high = float(chi2.ppf(1 - a / 2, 2 * events + 2)) / (2 * exposure)
+    return low, high
 
 
 def _offer_of(rec: Reconciliation) -> str | None:
