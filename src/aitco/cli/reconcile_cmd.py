@@ -256,13 +256,13 @@ def render(out: dict[str, Any]) -> None:
         )
     u = out["unexplained_usd"]
     rows.append(["unexplained", "", _money(u), pct(u / billed) if billed else "-"])
-    console.print(
-        table(
-            "Variances, largest first (billed - predicted; how each is computed: --json basis)",
-            ["cause", "item", "USD", "of billed"],
-            rows,
-        )
+    t = table(
+        "Variances, largest first (billed - predicted; how each is computed: --json basis)",
+        ["cause", "item", "USD", "of billed"],
+        rows,
     )
+    t.columns[1].justify = "left"
+    console.print(t)
     item_rows = [
         [
             _short(r["item"]),
