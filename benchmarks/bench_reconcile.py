@@ -151,9 +151,10 @@ def main() -> None:
         engines = ("csv", "duckdb") if args.engine == "both" else (args.engine,)
         for e in engines:
             r = run(e, bill)
-            same = abs(r["billed_usd"] - small["billed_usd"]) < 1e-6 and abs(
-                r["unexplained_usd"] - small["unexplained_usd"]
-            ) < 1e-6
+            same = (
+                abs(r["billed_usd"] - small["billed_usd"]) < 1e-6
+                and abs(r["unexplained_usd"] - small["unexplained_usd"]) < 1e-6
+            )
             print(
                 f"{r['engine']:>6}: {r['rows']:,} rows reconciled in {r['reconcile_s']:.1f} s "
                 f"({r['rows'] / r['reconcile_s']:,.0f} rows/s), peak RSS {r['peak_rss_mb']:.0f} MB"

@@ -548,7 +548,7 @@ def _read_csv(p: Path, sc: BillScope) -> Bill:
                 if not raw:
                     continue
                 try:
-                    x = float(raw)
+                    x: float | None = float(raw)
                 except ValueError:
                     x = to_float(raw)  # thousands separators, a unit
                 if x is None or x != x or x in (INF, -INF):

@@ -118,6 +118,21 @@ class RunTimeline:
         return self.productive_s / self.unique_steps if self.unique_steps else 0.0
 
     @property
+    def productive_h(self) -> float:
+        """Return the time of the kept steps [h]."""
+        return self.productive_s / SECONDS_PER_HOUR
+
+    @property
+    def repeated_h(self) -> float:
+        """Return the time of the steps thrown away [h]."""
+        return self.repeated_s / SECONDS_PER_HOUR
+
+    @property
+    def gaps_h(self) -> float:
+        """Return the gaps [h] (0 when the log has no timestamps)."""
+        return (self.gaps_s or 0.0) / SECONDS_PER_HOUR
+
+    @property
     def other_gaps_s(self) -> float | None:
         """Return the gaps that are not at a restart [s] (hangs, saves, evaluation)."""
         if self.gaps_s is None or self.restart_gaps_s is None:

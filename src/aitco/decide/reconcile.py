@@ -765,10 +765,10 @@ class _Builder:
             gb = tl.global_batch or gb_plan
             tokens_done = tl.unique_steps * gb * w.seq_len
             tokens_plan = float(b.values.get("tokens") or w.tokens)
-            plan_h = h["productive_h"] * tokens_plan / tokens_done if tokens_done else 0.0
-            extra_h = max(h["productive_h"] - plan_h, 0.0)
-            gaps_h = h["gaps_h"] or 0.0
-            lost_h = h["repeated_h"] + gaps_h
+            plan_h = tl.productive_h * tokens_plan / tokens_done if tokens_done else 0.0
+            extra_h = max(tl.productive_h - plan_h, 0.0)
+            gaps_h = tl.gaps_h
+            lost_h = tl.repeated_h + gaps_h
             split = var.training_usage_split(
                 gpus=gpus,
                 predicted_productive_h=pred_prod_h,
@@ -800,7 +800,7 @@ class _Builder:
             detail["restarts_lost_work"] = {
                 "restarts": len(tl.restarts),
                 "repeated_steps": tl.repeated_steps,
-                "repeated_h": h["repeated_h"],
+                "repeated_h": tl.repeated_h,
                 "restart_gaps_h": h["restart_gaps_h"],
                 "other_gaps_h": h["other_gaps_h"],
                 "predicted_overhead_gpu_h": q_over,
@@ -818,7 +818,7 @@ class _Builder:
                 "the usage variance stays unexplained)"
             )
         if tel is not None and "idle_h" in tel:
-            stepped = tl.hours()["productive_h"] + tl.hours()["repeated_h"] if tl else 0.0
+            stepped = tl.productive_h + tl.repeated_h if tl else 0.0
             idle_out = var.idle_outside_job_h(tel["idle_h"], tel["busy_h"], stepped, gaps_h)
             causes["idle_waiting"] = gpus * idle_out - q_idle
             detail["idle_waiting"] = {
@@ -1059,9 +1059,8 @@ def feedback(
     usage = rec.evidence.get("usage_gpu_h", {})
     gpus = float(opt.gpus)
     if tl is not None:
-        h = tl.hours()
-        job = h["productive_h"] + h["repeated_h"] + (h["gaps_h"] or 0.0)
-        measured["goodput_observed"] = h["productive_h"] / job if job else 1.0
+        job = tl.productive_h + tl.repeated_h + tl.gaps_h
+        measured["goodput_observed"] = tl.productive_h / job if job else 1.0
         measured["step_time_s"] = tl.mean_step_s
         measured["restarts"] = float(len(tl.restarts))
     billed_gpu_h = usage.get("billed_gpu_h")
@@ -1264,7 +1263,6 @@ def _restart_downtime_h(rec: Reconciliation, tl: RunTimeline) -> float | None:
     tel = rec.evidence.get("telemetry")
     busy_in = 0.0
     if tel and "busy_h" in tel:
-        h = tl.hours()
-        stepped = h["productive_h"] + h["repeated_h"]
+        stepped = tl.productive_h + tl.repeated_h
         busy_in = min(max(float(tel["busy_h"]) - stepped, 0.0), gaps_h)
     return (gaps_h - busy_in) / len(tl.restarts)
