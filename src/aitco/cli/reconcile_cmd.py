@@ -196,7 +196,7 @@ def reconcile_cmd(
         }
     if html is not None:
         from aitco.fileio import write_atomic
-        from aitco.report.reconcile import render_reconcile_html
+        from aitco.report.html import render_reconcile_html
 
         write_atomic(html, render_reconcile_html(rec))
         written.append(str(html))

@@ -9,14 +9,12 @@ carried from the predicted bill to the billed one.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup, escape
 
-from aitco import __version__
 from aitco.errors import InputError
 from aitco.formatting import pct, usd
 from aitco.limits import check_file_size
@@ -182,21 +180,6 @@ def section_context(out: dict[str, Any]) -> dict[str, Any]:
         ],
         "out_of_scope_usd": usd(out.get("out_of_scope_usd")),
     }
-
-
-def render_reconcile_html(rec: Any) -> str:
-    """Render a self-contained HTML page of one reconciliation (a model or its JSON)."""
-    from aitco.report.html import environment, templates_dir
-
-    out = rec.to_json() if hasattr(rec, "to_json") else rec
-    css = Markup((templates_dir() / "report.css").read_text(encoding="utf-8"))
-    tpl = environment().get_template("reconcile_page.html.j2")
-    return tpl.render(
-        r=section_context(out),
-        css=css,
-        version=__version__,
-        generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-    )
 
 
 def load_reconcile_json(path: str | Path) -> dict[str, Any]:
