@@ -415,3 +415,9 @@ def test_a_service_month_splits_into_more_replicas_and_period(service):
     assert s["billed_span_h"] == pytest.approx(720)
     assert s["billed_usd_per_million_tokens"] == pytest.approx(rec.billed_usd / 6.0e10 * 1e6)
     assert s["predicted_usd_per_million_tokens"] == b.values["usd_per_million_tokens"]
+
+
+def test_telemetry_read_at_the_wrong_interval_is_named(scenario, catalog, d):
+    logs = parse_logs([d / "megatron_run.log.gz", d / "dcgm_dmon.txt.gz"])  # -d 20000 forgotten
+    got = reconcile(scenario, catalog, d / "focus_bill.csv", logs=logs, tags=TAGS)
+    assert any("check --interval-s" in n for n in got.notes)

@@ -94,6 +94,9 @@ QTY_KEYS = {"storage": "gb_months", "network": "gb"}
 #: Log kinds reconcile reads.
 TELEMETRY_KINDS = ("dcgm", "nvidia-smi")
 SERVING_KINDS = ("vllm", "sglang")
+#: Telemetry covering less than this share of the job (or more than its inverse times the billed
+#: hours) was probably read with the wrong sampling interval: a note says so.
+TELEMETRY_COVERAGE_MIN = 0.8
 #: A fitted profile parameter for a training step time (one observation fits one parameter).
 TRAINING_FIT_PARAMS = ("gemm",)
 
@@ -829,6 +832,16 @@ class _Builder:
                 "idle_outside_job_h": idle_out,
                 "predicted_idle_gpu_h": q_idle,
             }
+            billed_h = q_b / gpus if gpus else 0.0
+            span_h = tl.span_s / SECONDS_PER_HOUR if tl is not None and tl.span_s else None
+            if (span_h and tel["observed_h"] < TELEMETRY_COVERAGE_MIN * span_h) or (
+                billed_h and tel["observed_h"] > billed_h / TELEMETRY_COVERAGE_MIN
+            ):
+                self.notes.append(
+                    f"the telemetry covers {tel['observed_h']:.3g} h per GPU against a job of "
+                    f"{span_h or 0:.3g} h and {billed_h:.3g} h billed: check --interval-s (the "
+                    "sampling interval of the capture, dcgmi dmon -d / 1000)"
+                )
             if tel["devices"] < gpus:
                 self.notes.append(
                     f"telemetry covers {tel['devices']} of {gpus:g} accelerators: their idle "
