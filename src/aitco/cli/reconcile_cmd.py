@@ -114,7 +114,7 @@ def reconcile_cmd(
     interval_s: Annotated[
         float | None,
         typer.Option(
-            "--interval-s", help="Telemetry sampling interval [s] (dcgmi dmon -d / 1000)."
+            "--interval-s", help="Telemetry sampling interval in seconds (dcgmi dmon -d / 1000)."
         ),
     ] = None,
     idle_threshold: Annotated[
