@@ -89,6 +89,8 @@ PROVIDER_ALIASES: dict[str, tuple[str, ...]] = {
 }
 #: Distinct ``Tags`` texts whose parsed form is cached by the pure-Python engine.
 TAG_CACHE_SIZE = 4096
+#: Memory DuckDB may use for one bill (its buffer pool; the aggregation spills beyond it).
+DUCKDB_MEMORY_LIMIT = "512MB"
 #: Rows fetched from DuckDB at a time.
 DUCKDB_BATCH_ROWS = 10_000
 _NULLS = {"", "NULL", "null", "None"}
@@ -603,6 +605,10 @@ def _read_duckdb(p: Path, sc: BillScope, is_parquet: bool) -> Bill:
         ) from exc
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")  # stdout carries --json
+    # bounded memory: DuckDB's buffer pool is capped (it spills to a temporary folder beyond it)
+    # and rows need not keep their order
+    con.execute(f"SET memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
+    con.execute("SET preserve_insertion_order = false")
     path_sql = str(p).replace("'", "''")
     # FOCUS CSV is comma-separated with double quotes; strict_mode=false (DuckDB >= 1.2) also
     # reads files whose rows end in \n and \r\n alike
