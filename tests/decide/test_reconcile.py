@@ -421,3 +421,19 @@ def test_telemetry_read_at_the_wrong_interval_is_named(scenario, catalog, d):
     logs = parse_logs([d / "megatron_run.log.gz", d / "dcgm_dmon.txt.gz"])  # -d 20000 forgotten
     got = reconcile(scenario, catalog, d / "focus_bill.csv", logs=logs, tags=TAGS)
     assert any("check --interval-s" in n for n in got.notes)
+
+
+@pytest.mark.integration  # re-creates the test set (about a second of compare and writing)
+def test_the_generator_writes_the_committed_test_set(capsys):
+    import importlib.util
+
+    from tests.conftest import REPO
+
+    spec = importlib.util.spec_from_file_location(
+        "make_reconcile_fixtures", REPO / "scripts" / "make_reconcile_fixtures.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--check"]) == 0, capsys.readouterr().out
