@@ -38,6 +38,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,8 @@ PROVIDER_ALIASES: dict[str, tuple[str, ...]] = {
     "cudo": ("cudo",),
     "hotaisle": ("hotaisle", "hot aisle"),
 }
+#: Distinct charge-period texts whose normal form is cached by the pure-Python engine.
+TIME_CACHE_SIZE = 100_000
 #: Distinct ``Tags`` texts whose parsed form is cached by the pure-Python engine.
 TAG_CACHE_SIZE = 4096
 #: Memory DuckDB may use for one bill (its buffer pool; the aggregation spills beyond it).
@@ -504,14 +507,14 @@ class _TagCheck:
 
 def _scope_status(
     sc: BillScope,
-    provider: str,
+    provider: str,  # a catalog provider id (provider_id of ProviderName)
     account: str,
     sub_account: str,
     start: str,
     account_level: bool,
     tags_ok: bool,
 ) -> str:
-    if sc.provider and provider_id(provider) != sc.provider:
+    if sc.provider and provider != sc.provider:
         return "other provider"
     if sc.account and sc.account not in (account, sub_account):
         return "other account"
@@ -537,15 +540,20 @@ def _read_csv(p: Path, sc: BillScope) -> Bill:
         i_start, i_end = idx.get("ChargePeriodStart"), idx.get("ChargePeriodEnd")
         i_res, i_tags = idx.get("ResourceId"), idx.get("Tags")
         nulls = _NULLS
+        cols_at = [
+            i if i is not None else len(cols) for i in (*gi, *si, i_start, i_end, i_res, i_tags)
+        ]
+        pick = itemgetter(*cols_at)
+        ng, ns = len(gi), len(SUM_FIELDS)
+        o = ng + ns
+        times: dict[str, str] = {}
+        providers: dict[str, str] = {}
         for row in rows:
-            vals = [
-                "" if i is None or row[i] in nulls else row[i].strip()
-                for i in (*gi, *si, i_start, i_end, i_res, i_tags)
-            ]
-            ng = len(gi)
-            nums = [0.0] * len(SUM_FIELDS)
+            row.append("")  # the value of a column the export does not have
+            vals = [v if v not in nulls else "" for v in pick(row)]
+            nums = [0.0] * ns
             bad = False
-            for j in range(len(SUM_FIELDS)):
+            for j in range(ns):
                 raw = vals[ng + j]
                 if not raw:
                     continue
@@ -560,14 +568,23 @@ def _read_csv(p: Path, sc: BillScope) -> Bill:
                 nums[j] = x
             if bad:
                 continue
-            key = tuple(vals[:ng])
-            o = ng + len(SUM_FIELDS)
-            start, end = normal_time(vals[o]), normal_time(vals[o + 1])
-            account_level = not vals[o + 2]
-            tags_ok = account_level or check_tags(vals[o + 3] or None)
-            status = _scope_status(sc, key[0], key[1], key[2], start, account_level, tags_ok)
+            key = tuple(v.strip() for v in vals[:ng])
+            start = times.get(vals[o])
+            if start is None:
+                start = times[vals[o]] = normal_time(vals[o])
+            end = times.get(vals[o + 1])
+            if end is None:
+                end = times[vals[o + 1]] = normal_time(vals[o + 1])
+            account_level = not vals[o + 2].strip()
+            tags_ok = account_level or check_tags(vals[o + 3].strip() or None)
+            prov = providers.get(key[0])
+            if prov is None:
+                prov = providers[key[0]] = provider_id(key[0])
+            status = _scope_status(sc, prov, key[1], key[2], start, account_level, tags_ok)
             qty = nums[3] if vals[ng + 3] else nums[4]
             agg.add(key, status, account_level, (nums[0], nums[1], nums[2], qty), 1, start, end)
+            if len(times) > TIME_CACHE_SIZE:
+                times.clear()
     if agg.rows == 0:
         raise ParseError(str(p), "FOCUS header found but no readable rows")
     return _bill(p, agg, skipped, focus_version(set(cols)), "csv", sc)
