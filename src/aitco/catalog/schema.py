@@ -180,6 +180,12 @@ class Accelerator(Entry):
     idle_w: float | None = _f("Measured idle power, where published.", "W", default=None, ge=0)
     launch_year: int = _f("Year of launch.", ge=2010, le=2035)
     price: Price | None = None
+    price_history: list[Price] = _f(
+        "Earlier (or other) dated purchase quotes of the part, kept beside ``price`` (the quote "
+        "in force): ``catalog show`` prints the trend, ``--as-of`` prices with the quote of a "
+        "date, and the residual-value decline is fitted from them (aitco.catalog.history).",
+        default_factory=list,
+    )
     residual_class: str = _f(
         "Residual-value curve key in the factors (e.g. 'datacenter-gpu').", default="datacenter-gpu"
     )
@@ -267,6 +273,10 @@ class System(Entry):
         ge=0,
     )
     node_price: Price | None = None
+    node_price_history: list[Price] = _f(
+        "Earlier (or other) dated quotes of the node price, kept beside ``node_price``.",
+        default_factory=list,
+    )
     cooling: Literal["air", "liquid"] = "air"
     host_memory_gb: float | None = _f(
         "Host (CPU) memory of one node, where ZeRO-Offload keeps optimizer states and parameters.",
@@ -344,6 +354,12 @@ class CloudOffer(Entry):
         ge=1,
     )
     prices: list[OfferPrice] = Field(min_length=1)
+    price_history: list[OfferPrice] = _f(
+        "Earlier dated quotes of the offer (any term and region), kept beside ``prices`` (the "
+        "quotes in force, one per term and region): ``catalog show`` prints the trend and "
+        "``--as-of`` prices with the quotes of a date.",
+        default_factory=list,
+    )
 
     def usd_per_accel_hour(self, term: str, region: str | None = None) -> float | None:
         """Cheapest price per accelerator-hour for ``term`` (in ``region`` when given)."""
