@@ -572,6 +572,7 @@ def _document(
     as_of_estimated: bool,
     catalog: Catalog | None,
     skip_unknown_names: bool = False,
+    defined: Catalog | None = None,
 ) -> tuple[dict[str, Any], ImportResult]:
     """Build the overlay (``sources`` + ``offers``) of rows read from SkyPilot files.
 
@@ -585,7 +586,10 @@ def _document(
         catalog=catalog,
         skip_unknown_names=skip_unknown_names,
     )
-    shipped = catalog.offers if catalog is not None else {}
+    # an offer is written in full unless the catalog the overlay is read over defines it
+    # (``defined``: the catalog without the file being replaced, when that differs)
+    base = defined if defined is not None else catalog
+    shipped = base.offers if base is not None else {}
     new_keys = set(keys.values())
     offers = [_offer_yaml(o, shipped.get(o.id), new_keys) for o in res.offers]
     return {"sources": sources, "offers": offers}, res
@@ -611,6 +615,7 @@ def fetched_document(
     files: Sequence[tuple[str, str, str, dt.datetime]],
     *,
     catalog: Catalog | None = None,
+    defined: Catalog | None = None,
 ) -> tuple[dict[str, Any], ImportResult]:
     """Overlay of SkyPilot ``vms.csv`` files fetched from a server (``catalog update``).
 
@@ -620,6 +625,9 @@ def fetched_document(
         Each file's SkyPilot cloud name, URL, CSV text and UTC retrieval time.
     catalog : Catalog, optional
         The catalog to merge into (same rules as :func:`overlay_document`).
+    defined : Catalog, optional
+        The catalog the overlay will be read over, when it differs from ``catalog`` (an update
+        that replaces an overlay merges its prices, but must define its offers again).
 
     Returns
     -------
@@ -655,7 +663,7 @@ def fetched_document(
         day = next(iter(by_day), dt.date.today())
         return _document(
             rows, sources, keys, as_of=day, as_of_estimated=False, catalog=catalog,
-            skip_unknown_names=True,
+            skip_unknown_names=True, defined=defined,
         )  # fmt: skip
     # files cached on different days (--offline): each cloud's prices keep their own day
     doc: dict[str, Any] = {"sources": sources, "offers": []}
@@ -663,7 +671,7 @@ def fetched_document(
     for day, rs in sorted(by_day.items()):
         part, res = _document(
             rs, sources, keys, as_of=day, as_of_estimated=False, catalog=catalog,
-            skip_unknown_names=True,
+            skip_unknown_names=True, defined=defined,
         )  # fmt: skip
         doc["offers"].extend(part["offers"])
         _add(total, res)

@@ -96,10 +96,14 @@ def update_skypilot(
     base_url: str = skypilot.SKYPILOT_BASE_URL,
     offline: bool = False,
     catalog: Catalog | None = None,
+    defined: Catalog | None = None,
 ) -> UpdateResult:
     """Fetch SkyPilot ``vms.csv`` files (or their cached copies) and build the offer overlay.
 
-    Nothing is written here: :func:`commit` keeps the files and the overlay once it validates.
+    ``catalog`` is merged into (its prices join ``price_history`` where newer ones replace
+    them); ``defined`` is the catalog the overlay will be read over (see
+    :func:`aitco.catalog.skypilot.fetched_document`). Nothing is written here: :func:`commit`
+    keeps the files and the overlay once it validates.
     """
     files = [
         remote.fetch(
@@ -110,6 +114,7 @@ def update_skypilot(
     doc, res = skypilot.fetched_document(
         [(c, f.url, f.text(), f.retrieved_at) for c, f in zip(clouds, files, strict=True)],
         catalog=catalog,
+        defined=defined,
     )
     summary: dict[str, Any] = {
         "source": "skypilot",
@@ -218,6 +223,7 @@ def genai_document(
     retrieved_at: dt.datetime,
     catalog: Catalog,
     providers: Sequence[str] = (),
+    defined: Catalog | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Token-API price overlay from genai-prices ``data.json`` (a list of providers).
 
@@ -251,6 +257,8 @@ def genai_document(
     unmatched: list[str] = []
     done: set[tuple[str, str]] = set()
 
+    base = defined if defined is not None else catalog
+
     def entry(api_id: str, prov: str, model: dict[str, Any], old: Any) -> dict[str, Any] | None:
         prices, start = _current_prices(model.get("prices"), day)
         if prices is None:
@@ -277,7 +285,7 @@ def genai_document(
                 "note": "genai-prices start_date" if start else "retrieval day (undated price)",
             },
         }
-        if old is None:
+        if api_id not in base.apis:  # not defined under the overlay: write it in full
             e = {"id": api_id, "source": key, "name": str(model.get("name") or model.get("id")),
                  "provider": prov, "model": str(model.get("id"))} | e  # fmt: skip
         if cached is not None:
@@ -333,6 +341,7 @@ def update_genai_prices(
     offline: bool = False,
     catalog: Catalog,
     providers: Sequence[str] = (),
+    defined: Catalog | None = None,
 ) -> UpdateResult:
     """Fetch genai-prices ``data.json`` (or its cached copy) and build the API price overlay."""
     src = url or genai_url()
@@ -342,7 +351,12 @@ def update_genai_prices(
     except json.JSONDecodeError as exc:
         raise InputError("data.json", src, f"JSON ({exc.msg} at line {exc.lineno})") from exc
     doc, summary = genai_document(
-        data, url=src, retrieved_at=f.retrieved_at, catalog=catalog, providers=providers
+        data,
+        url=src,
+        retrieved_at=f.retrieved_at,
+        catalog=catalog,
+        providers=providers,
+        defined=defined,
     )
     summary["from_cache"] = offline
     return UpdateResult(doc, [f], summary)
@@ -367,18 +381,20 @@ def overlay_text(doc: dict[str, Any], header: str) -> str:
     return f"# {header}\n{body}"
 
 
-def base_overlays(out: Path, given: Sequence[str]) -> list[str]:
+def base_overlays(out: Path, given: Sequence[str], *, with_out: bool = True) -> list[str]:
     """Return the overlays an update merges into: ``AITCO_CATALOG``'s and ``given``.
 
     ``out`` itself is left out while it does not exist yet (``AITCO_CATALOG`` may name the file
-    being created).
+    being created), and always with ``with_out=False`` (the catalog the new overlay will be
+    read over, as it replaces ``out``).
     """
     target = out.expanduser().resolve()
-    return [
-        p
-        for p in [*env_paths(), *given]
-        if Path(p).expanduser().exists() or Path(p).expanduser().resolve() != target
-    ]
+    keep = []
+    for p in [*env_paths(), *given]:
+        is_out = Path(p).expanduser().resolve() == target
+        if not is_out or (with_out and Path(p).expanduser().exists()):
+            keep.append(p)
+    return keep
 
 
 def commit(result: UpdateResult, out: Path, header: str, overlays: Sequence[str]) -> None:

@@ -391,7 +391,7 @@ _OfflineOpt = Annotated[
 
 
 def _update_done(res: upd.UpdateResult, out: str, header: str, json_out: bool) -> None:
-    overlays = upd.base_overlays(Path(out), state.overlays())
+    overlays = upd.base_overlays(Path(out), state.overlays(), with_out=False)
     upd.commit(res, Path(out), header, overlays)
     summary = {"output": out, **res.summary, "cache_dir": str(remote.cache_dir())}
     if json_out:
@@ -447,11 +447,15 @@ def update_skypilot_cmd(
 ) -> None:
     """Fetch SkyPilot's cloud catalogs into offers dated the day they were retrieved."""
     names = upd.parse_clouds(clouds)
+    target = Path(out)
     res = upd.update_skypilot(
         names,
         base_url=base_url,
         offline=offline,
-        catalog=load_catalog(upd.base_overlays(Path(out), state.overlays()), use_env=False),
+        catalog=load_catalog(upd.base_overlays(target, state.overlays()), use_env=False),
+        defined=load_catalog(
+            upd.base_overlays(target, state.overlays(), with_out=False), use_env=False
+        ),
     )
     header = f"aitco catalog update skypilot --clouds {','.join(names)} --base-url {base_url}"
     _update_done(res, out, header, json_out)
@@ -481,11 +485,15 @@ def update_genai_cmd(
 ) -> None:
     """Fetch genai-prices' token-API prices (for audit and api-vs-self-host)."""
     provs = [p.strip() for p in (providers or "").split(",") if p.strip()]
+    target = Path(out)
     res = upd.update_genai_prices(
         url=url,
         offline=offline,
-        catalog=load_catalog(upd.base_overlays(Path(out), state.overlays()), use_env=False),
+        catalog=load_catalog(upd.base_overlays(target, state.overlays()), use_env=False),
         providers=provs,
+        defined=load_catalog(
+            upd.base_overlays(target, state.overlays(), with_out=False), use_env=False
+        ),
     )
     header = f"aitco catalog update genai-prices --url {res.summary['url']}"
     _update_done(res, out, header, json_out)
