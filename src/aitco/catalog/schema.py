@@ -361,6 +361,11 @@ class CloudOffer(Entry):
         default_factory=list,
     )
 
+    @property
+    def family(self) -> str:
+        """Instance family, the key of family-level factors (``p5.48xlarge`` -> ``p5``)."""
+        return instance_family(self.instance)
+
     def usd_per_accel_hour(self, term: str, region: str | None = None) -> float | None:
         """Cheapest price per accelerator-hour for ``term`` (in ``region`` when given)."""
         cands = [
@@ -369,6 +374,44 @@ class CloudOffer(Entry):
             if p.term == term and (region is None or p.region == region)
         ]
         return min(cands) if cands else None
+
+
+def instance_family(instance: str) -> str:
+    """Family of an instance type, as providers group them for spot capacity and pricing.
+
+    AWS names are ``<family>.<size>`` (``p5.48xlarge`` -> ``p5``, ``g6e.12xlarge`` -> ``g6e``);
+    other names are their own family, lower-cased with ``_`` as ``-``
+    (``Standard_ND96isr_H100_v5`` -> ``standard-nd96isr-h100-v5``).
+
+    Examples
+    --------
+    >>> instance_family("p4d.24xlarge"), instance_family("a3-highgpu-8g")
+    ('p4d', 'a3-highgpu-8g')
+    """
+    name = instance.strip().lower()
+    return name.split(".", 1)[0] if "." in name else name.replace("_", "-")
+
+
+#: Factor id prefix of spot/preemptible interruption rates (per instance-hour).
+SPOT_RATE_PREFIX = "spot-interruption.per-hour."
+
+
+def spot_rate_ids(provider: str | None, instance: str | None) -> list[str]:
+    """Factor ids of a spot interruption rate, most specific first.
+
+    ``spot-interruption.per-hour.<provider>.<family>`` (the provider's published band for that
+    instance family), then ``<provider>``, then ``default``.
+
+    Examples
+    --------
+    >>> spot_rate_ids("aws", "p5.48xlarge")[0]
+    'spot-interruption.per-hour.aws.p5'
+    """
+    prov = (provider or "default").lower()
+    ids = [f"{SPOT_RATE_PREFIX}{prov}", f"{SPOT_RATE_PREFIX}default"]
+    if instance and prov != "default":
+        ids.insert(0, f"{SPOT_RATE_PREFIX}{prov}.{instance_family(instance)}")
+    return list(dict.fromkeys(ids))
 
 
 # --------------------------------------------------------------------------- models

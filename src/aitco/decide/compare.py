@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aitco.calibrate.profile import load_profile
 from aitco.catalog.loader import Catalog
-from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System
+from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System, spot_rate_ids
 from aitco.catalog.staleness import oldest_price_input, stale_price_inputs
 from aitco.cost import capex as capex_mod
 from aitco.cost import carbon, cloud, data, finance, people, power, reliability
@@ -681,11 +681,9 @@ class _Run:
 
 
 def _spot_rate(fac: Factors, price: _Price, opt: HardwareOption, where: str) -> tuple[str, float]:
-    prov = price.provider or opt.provider or "default"
-    return fac.first(
-        [f"spot-interruption.per-hour.{prov.lower()}", "spot-interruption.per-hour.default"],
-        f"{where}.pricing",
-    )
+    offer = fac.catalog.offers.get(price.offer) if price.offer else None
+    ids = spot_rate_ids(price.provider or opt.provider, offer.instance if offer else None)
+    return fac.first(ids, f"{where}.pricing")
 
 
 def _training(
@@ -1953,7 +1951,23 @@ def _data_items(
         ("cross_zone_transfer", d.cross_zone_gb, d.cross_zone_kind, "data.cross_zone_kind"),
     )
     for name, gb, kind, field_name in transfers:
-        if one_off and gb:
+        breaks_id, tiers_id = f"transfer.tier-breaks-gb.{kind}", f"transfer.tier-usd-per-gb.{kind}"
+        if one_off and gb and fac.has(breaks_id) and fac.has(tiers_id):
+            # the provider's monthly volume tiers, the period's volume spread over its months
+            breaks, rates = fac.curve(breaks_id), fac.curve(tiers_id)
+            billed_months = max(1.0, months)
+            usd = float(data.tiered_transfer_usd(gb, billed_months, breaks, rates))
+            b.add(
+                name,
+                usd,
+                "data",
+                "GB per month priced by the provider's volume tiers x months",
+                {"gb": gb, "months": billed_months, "usd_per_gb": usd / gb},
+                fac.sources(breaks_id, tiers_id),
+                note="tiers from (GB/month): "
+                + ", ".join(f"{x:g} at ${r:g}/GB" for x, r in zip(breaks, rates, strict=False)),
+            )
+        elif one_off and gb:
             fid = f"transfer.usd-per-gb.{kind}"
             p = fac.value(fid, field_name)
             b.add(
