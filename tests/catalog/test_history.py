@@ -209,3 +209,17 @@ def test_check_max_age_months_exits_nonzero(
     code, out = _run(["catalog", "check", "--max-age-months", "1"], capsys)
     assert code == 1
     assert "older than 1 months" in " ".join(out.split())
+
+
+def test_kinds_are_not_compared(tmp_path: Path) -> None:
+    """A list price then a used-market price is not a decline: no fit, the class curve stays."""
+    f = tmp_path / "kinds.yaml"
+    f.write_text(
+        "sources:\n  q: {title: q, url: 'https://example.org/q', retrieved: 2026-11-01}\n"
+        "accelerators:\n  - id: h100-sxm5-80gb\n    source: q\n"
+        "    price: {usd: 20000, as_of: 2026-11-01, kind: street}\n"
+        "    price_history:\n      - {value: {usd: 40000, as_of: 2023-11-01, kind: list}, source: q}\n",
+        "utf-8",
+    )
+    cat = load_catalog([f], use_env=False)
+    assert "residual-value.h100-sxm5-80gb" not in cat.fitted_factors

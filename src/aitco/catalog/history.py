@@ -67,6 +67,8 @@ class Quote:
     usd: float
     source: str | None = None
     estimated: bool = False
+    #: Kind of a purchase price (list, street, listing, ...); a fit compares like with like.
+    kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -167,8 +169,9 @@ def residual_curve(rate_per_year: float, years: int = RESIDUAL_CURVE_YEARS) -> l
 
 # --------------------------------------------------------------------------- series of an entry
 def _quote(p: Price | OfferPrice, source: str | None) -> Quote:
-    usd = p.usd_per_hour if isinstance(p, OfferPrice) else p.usd
-    return Quote(p.as_of, float(usd), source, bool(p.as_of_estimated))
+    if isinstance(p, OfferPrice):
+        return Quote(p.as_of, float(p.usd_per_hour), source, bool(p.as_of_estimated))
+    return Quote(p.as_of, float(p.usd), source, bool(p.as_of_estimated), p.kind)
 
 
 def _price_source(entry: Accelerator | System, path: str) -> str | None:
@@ -248,18 +251,25 @@ def fitted_residual(
 ) -> tuple[DeclineFit, Factor] | None:
     """Fit the residual-value curve of ``acc`` from its purchase quotes (dated <= ``until``).
 
-    Returns None when the quotes span less than :data:`MIN_FIT_SPAN_YEARS` or do not fall
-    (a rising or flat history is not a decline to extrapolate: the class curve stays).
+    Quotes are grouped by kind (list, street, listing, system share, ...), each kind a series
+    with its own level, so a list price is never compared with a used-market price; the rate
+    is shared. Returns None when no kind has quotes spanning :data:`MIN_FIT_SPAN_YEARS`, or the
+    prices do not fall (a rising or flat history is not a decline to extrapolate: the class
+    curve stays).
     """
     qs = [q for q in part_quotes(acc) if until is None or q.as_of <= until]
-    fit = fit_decline([qs])
+    by_kind: dict[str, list[Quote]] = {}
+    for q in qs:
+        by_kind.setdefault(q.kind, []).append(q)
+    fit = fit_decline(by_kind.values())
     if fit is None or fit.span_years < MIN_FIT_SPAN_YEARS or fit.rate_per_year <= 0:
         return None
     keys = sorted({q.source for q in qs if q.source})
     src = Source(
         key=f"aitco-fit:{acc.id}",
         title=(
-            f"aitco fit of the {acc.id} purchase-price history: {fit.quotes} dated quotes "
+            f"aitco fit of the {acc.id} purchase-price history: {fit.quotes} dated quotes of "
+            f"{fit.series} kind(s) "
             f"{fit.first}..{fit.last} ({', '.join(keys) or 'catalog'}), "
             f"{100 * fit.change_per_year:+.1f}%/year"
         ),

@@ -136,9 +136,14 @@ def show_cmd(
         console.print(f"  [dim]{key}[/dim]: {cat.sources[key].cite()}", highlight=False)
 
 
+def _usd(x: float) -> str:
+    """A price as printed in a trend: cents below $1,000, whole dollars above."""
+    return f"${x:,.0f}" if x >= 1000 else f"${x:,.4g}"
+
+
 def _trend_line(t: dict[str, Any]) -> str:
     """One line of a price series: its dated quotes and the fitted change per year."""
-    quotes = " -> ".join(f"{q['usd']:,.4g} ({q['as_of']})" for q in t["quotes"])
+    quotes = " -> ".join(f"{_usd(q['usd'])} ({q['as_of']})" for q in t["quotes"])
     rate = t["change_pct_per_year"]
     fit = f"; trend {rate:+.1f}%/year over {t['span_years']:.1f} years" if rate is not None else ""
     return f"price trend {t['series']}: {quotes}: {t['change_pct']:+.1f}%{fit}"
