@@ -86,8 +86,8 @@ def test_history_is_not_an_input_and_shows_as_a_trend(overlay: Path) -> None:
     trends = {t["series"]: t for t in price_trends(o)}
     od = trends["on_demand us"]
     assert [q["usd"] for q in od["quotes"]] == [32.0, 24.0, 16.0]
-    assert od["change_pct"] == -50.0
-    assert -30 < od["change_pct_per_year"] < -25  # halved in two years: -29%/year
+    assert od["change_fraction"] == -0.5
+    assert -0.30 < od["change_fraction_per_year"] < -0.25  # halved in two years: -29%/year
     acc = price_trends(cat.accelerators["h100-sxm5-80gb"])
     assert [q["usd"] for q in acc[0]["quotes"]] == [40000, 32000, 25000, 20000]
 

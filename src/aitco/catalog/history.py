@@ -234,8 +234,8 @@ def trend_json(name: str, quotes: Sequence[Quote]) -> dict[str, Any]:
         ],
         "first_usd": first.usd,
         "last_usd": last.usd,
-        "change_pct": round(100.0 * (last.usd / first.usd - 1.0), 1) if first.usd else None,
-        "change_pct_per_year": (round(100.0 * fit.change_per_year, 1) if fit is not None else None),
+        "change_fraction": round(last.usd / first.usd - 1.0, 4) if first.usd else None,
+        "change_fraction_per_year": round(fit.change_per_year, 4) if fit is not None else None,
         "span_years": round(fit.span_years, 2) if fit is not None else 0.0,
     }
 

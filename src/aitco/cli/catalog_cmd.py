@@ -144,9 +144,9 @@ def _usd(x: float) -> str:
 def _trend_line(t: dict[str, Any]) -> str:
     """One line of a price series: its dated quotes and the fitted change per year."""
     quotes = " -> ".join(f"{_usd(q['usd'])} ({q['as_of']})" for q in t["quotes"])
-    rate = t["change_pct_per_year"]
-    fit = f"; trend {rate:+.1f}%/year over {t['span_years']:.1f} years" if rate is not None else ""
-    return f"price trend {t['series']}: {quotes}: {t['change_pct']:+.1f}%{fit}"
+    rate = t["change_fraction_per_year"]
+    fit = f"; trend {rate:+.1%}/year over {t['span_years']:.1f} years" if rate is not None else ""
+    return f"price trend {t['series']}: {quotes}: {t['change_fraction']:+.1%}{fit}"
 
 
 def _short(v: Any) -> str:
