@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 
 import pytest
@@ -183,7 +184,7 @@ def test_factor_ranges_and_curves(catalog) -> None:
             # egress tiers: prices per GB, falling with volume after a free allowance
             paid = [x for x in f.value if x > 0]
             assert all(0 <= x < 1 for x in f.value), f.id
-            assert all(b <= a for a, b in zip(paid, paid[1:], strict=False)), f.id
+            assert all(b <= a for a, b in itertools.pairwise(paid)), f.id
             breaks = catalog.factors[f.id.replace("tier-usd-per-gb", "tier-breaks-gb")].value
             assert len(breaks) == len(f.value), f.id
             continue

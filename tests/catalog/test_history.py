@@ -218,7 +218,8 @@ def test_kinds_are_not_compared(tmp_path: Path) -> None:
         "sources:\n  q: {title: q, url: 'https://example.org/q', retrieved: 2026-11-01}\n"
         "accelerators:\n  - id: h100-sxm5-80gb\n    source: q\n"
         "    price: {usd: 20000, as_of: 2026-11-01, kind: street}\n"
-        "    price_history:\n      - {value: {usd: 40000, as_of: 2023-11-01, kind: list}, source: q}\n",
+        "    price_history:\n"
+        "      - {value: {usd: 40000, as_of: 2023-11-01, kind: list}, source: q}\n",
         "utf-8",
     )
     cat = load_catalog([f], use_env=False)

@@ -450,7 +450,7 @@ def _load(root: Path, overlays: Iterable[Path]) -> Catalog:
     for path in overlays:
         _read_file(path, raws, sources, overlay=True)
 
-    built: dict[str, dict[str, Any]] = {}
+    built: dict[str, Any] = {}
     for kind, table in raws.items():
         cls = KINDS[kind]
         built[kind] = {}

@@ -137,7 +137,7 @@ def show_cmd(
 
 
 def _usd(x: float) -> str:
-    """A price as printed in a trend: cents below $1,000, whole dollars above."""
+    """Format a price of a trend: cents below $1,000, whole dollars above."""
     return f"${x:,.0f}" if x >= 1000 else f"${x:,.4g}"
 
 
