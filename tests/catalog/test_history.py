@@ -146,6 +146,7 @@ def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
     return int(exc.value.code or 0), capsys.readouterr().out
 
 
+@pytest.mark.integration  # runs the CLI over the live catalog
 def test_show_prints_the_trend(overlay: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _run(["--catalog", str(overlay), "catalog", "show", "test-hist-h100"], capsys)
     assert code == 0
@@ -156,6 +157,7 @@ def test_show_prints_the_trend(overlay: Path, capsys: pytest.CaptureFixture[str]
     assert json.loads(out)["price_trends"][0]["series"] == "on_demand us"
 
 
+@pytest.mark.integration  # runs the CLI over the live catalog
 def test_compare_names_its_oldest_price_and_takes_as_of(
     overlay: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -192,6 +194,7 @@ def test_bad_as_of_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--as-of" in capsys.readouterr().err
 
 
+@pytest.mark.integration  # runs the CLI over the live catalog
 def test_check_max_age_months_exits_nonzero(
     overlay: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -78,6 +78,7 @@ def _dead_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
+@pytest.mark.integration
 def test_update_skypilot_writes_offers_dated_today(
     server: str, cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -118,6 +119,7 @@ def test_update_skypilot_writes_offers_dated_today(
     assert info["retrieved_at"].startswith(today)
 
 
+@pytest.mark.integration
 def test_unreachable_server_one_line_nonzero_nothing_touched(
     server: str, cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -137,6 +139,7 @@ def test_unreachable_server_one_line_nonzero_nothing_touched(
     assert not list(tmp_path.glob(".fresh.yaml.*"))  # no temporary file left behind
 
 
+@pytest.mark.integration
 def test_one_missing_cloud_writes_nothing(
     server: str, cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -150,6 +153,7 @@ def test_one_missing_cloud_writes_nothing(
     assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
 
 
+@pytest.mark.integration
 def test_offline_reuses_the_cache_and_its_date(
     server: str, cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -175,6 +179,7 @@ def test_offline_reuses_the_cache_and_its_date(
     assert not third.exists()
 
 
+@pytest.mark.integration
 def test_update_merges_into_the_overlay_it_replaces(
     server: str, cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -191,6 +196,7 @@ def test_update_merges_into_the_overlay_it_replaces(
     assert "lambda-gpu-8x-a100" in ids
 
 
+@pytest.mark.integration
 def test_genai_prices_update_refreshes_api_prices(
     server: str, cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -220,6 +226,7 @@ def test_genai_prices_update_refreshes_api_prices(
     assert code == 0, stdout
 
 
+@pytest.mark.integration
 def test_genai_prices_update_over_its_own_overlay(
     server: str, cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -236,6 +243,7 @@ def test_genai_prices_update_over_its_own_overlay(
     assert json.loads(stdout)["id"] == "anthropic/claude-sonnet-5"
 
 
+@pytest.mark.integration
 def test_genai_prices_cached_data_feeds_the_package(
     server: str, cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

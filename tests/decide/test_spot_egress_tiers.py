@@ -74,6 +74,7 @@ def _compare(tmp_path: Path, overlay: str, capsys: pytest.CaptureFixture[str]) -
     return json.loads(capsys.readouterr().out)["options"][0]
 
 
+@pytest.mark.integration  # runs the CLI over the live catalog
 def test_compare_takes_the_family_rate_and_the_egress_tiers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
