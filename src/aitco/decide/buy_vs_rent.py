@@ -53,6 +53,8 @@ FACTOR_IDS: dict[str, str] = {
     "employer": "labour.employer-cost-factor",
     "seats": "ops.on-call-seats.owned",
     "prod_h": "labour.productive-hours-per-fte-year",
+    "rota_gpus": "ops.on-call-rota-gpus",
+    "account_other": "support.account-other-usd-per-month",
     "support": "support.tier-rates",
     "spot": "spot-interruption.per-hour",
     "restart": "restart.hours",
@@ -360,7 +362,8 @@ def _owned(
     energy_kwh = float(power.energy_kwh(fac_w, HOURS_PER_MONTH))
     energy = float(power.electricity_usd(energy_kwh, fac.get(kwh_price_id)))
     colo = fac.get(ids["colo"]) * it_peak_w / WATTS_PER_KILOWATT if colocation else 0.0
-    min_fte = float(people.on_call_fte(fac.get(ids["seats"]), fac.get(ids["prod_h"])))
+    rota_fte = people.on_call_fte(fac.get(ids["seats"]), fac.get(ids["prod_h"]))
+    min_fte = float(people.on_call_share_fte(gpus, rota_fte, fac.get(ids["rota_gpus"])))
     staff = float(
         people.ops_staff_usd(
             gpus, HOURS_PER_MONTH, fac.get(ids["fte_owned"]), fac.loaded_rate(), min_fte
@@ -411,8 +414,8 @@ def _owned(
             "operations_staff",
             staff,
             "opex_monthly",
-            "max(g/1000 FTE, on-call seats x 8766 h / productive h) x 730.5 h / 8766 h"
-            " x 2080 h x wage x employer-cost factor",
+            "max(g/1000 FTE, on-call rota FTE x min(1, g / rota fleet)) x 730.5 h / 8766 h"
+            " x 2080 h x wage x employer-cost factor (rota FTE = seats x 8766 h / productive h)",
             {"fte_per_1000_gpus": fac.get(ids["fte_owned"]), "on_call_min_fte": min_fte},
         ),
     ]
@@ -433,6 +436,7 @@ def _owned(
             "employer",
             "seats",
             "prod_h",
+            "rota_gpus",
         )
     ]
     srcs += [fac.source(pid), fac.source(kwh_price_id)]
@@ -474,11 +478,13 @@ def _rent(
         sup_ids = [f"support.{t}.{key}" for t in ("tier-breaks-usd", "tier-rates")]
         low_id = f"support.minimum-usd-per-month.{key}"
         breaks, rates = (fac.curve(i) for i in sup_ids)
+        other = fac.get(ids["account_other"])
         support = float(
-            people.tiered_fee_usd(compute + rework, 1.0, breaks, rates, fac.get(low_id))
+            people.support_share_usd(compute + rework, 1.0, breaks, rates, fac.get(low_id), other)
         )
         sup_in["schedule"] = {"tier_breaks_usd_per_month": breaks, "tier_rates": rates}
-        srcs += [fac.source(i) for i in (*sup_ids, low_id)]
+        sup_in["account_other_usd_per_month"] = other
+        srcs += [fac.source(i) for i in (*sup_ids, low_id, ids["account_other"])]
     staff = float(
         people.ops_staff_usd(gpus, HOURS_PER_MONTH, fac.get(ids["fte_cloud"]), fac.loaded_rate())
     )

@@ -988,8 +988,13 @@ def rework_usd(
 OPS_ROLE_ID = "labour.usd-per-hour.sre"
 #: Employer cost of compensation over wages (wage -> loaded labour rate).
 EMPLOYER_COST_ID = "labour.employer-cost-factor"
-#: Factors of the on-call minimum team of an owned cluster.
-ON_CALL_IDS = ("ops.on-call-seats.owned", "labour.productive-hours-per-fte-year")
+#: Factors of the on-call rota an owned fleet shares: seats, productive hours per FTE, and the
+#: fleet size that needs a rota of its own.
+ON_CALL_IDS = (
+    "ops.on-call-seats.owned",
+    "labour.productive-hours-per-fte-year",
+    "ops.on-call-rota-gpus",
+)
 #: Repair-labour models: per-incident staff hours, or scaled by the job's node count.
 REPAIR_SCALE_ID = "ops.repair-scale-per-node-doubling"
 
@@ -1000,18 +1005,29 @@ def loaded_labour_rate(fac: Factors, role_id: str = OPS_ROLE_ID) -> tuple[float,
     return float(w), [role_id, EMPLOYER_COST_ID]
 
 
-def on_call_min_fte(fac: Factors) -> float:
-    """Return the minimum operations team of an owned cluster (24x7 on-call seats) [FTE]."""
-    seats, hours = (fac.value(i) for i in ON_CALL_IDS)
-    return float(people.on_call_fte(seats, hours))
+def on_call_min_fte(fac: Factors, gpus: Any) -> np.ndarray:
+    """Return the on-call staff of an owned fleet of ``gpus``: its share of a 24x7 rota [FTE].
+
+    A rota of ``ops.on-call-seats.owned`` seats around the clock
+    (:func:`aitco.cost.people.on_call_fte`), shared by fleets smaller than
+    ``ops.on-call-rota-gpus`` (:func:`aitco.cost.people.on_call_share_fte`).
+    """
+    seats, hours, rota_gpus = (fac.value(i) for i in ON_CALL_IDS)
+    return people.on_call_share_fte(gpus, people.on_call_fte(seats, hours), rota_gpus)
+
+
+#: The account's other monthly spend beside the job (the support fee is the account's; see
+#: :func:`aitco.cost.people.support_share_usd`).
+SUPPORT_ACCOUNT_OTHER_ID = "support.account-other-usd-per-month"
 
 
 def support_schedule(
     fac: Factors, provider: str | None
-) -> tuple[Any, Any, float, list[str]] | None:
-    """Return a provider's support fee brackets (breaks, rates, monthly minimum, ids), or None.
+) -> tuple[Any, Any, float, float, list[str]] | None:
+    """Return a provider's support fee schedule, or None.
 
-    None where the catalog tables no plan for the provider (no support item is charged).
+    ``(breaks, rates, monthly minimum, the account's other monthly spend, ids)``; None where
+    the catalog tables no plan for the provider (no support item is charged).
     """
     key = (provider or "").lower()
     ids = [
@@ -1024,24 +1040,35 @@ def support_schedule(
     breaks, rates = fac.curve(ids[0]), fac.curve(ids[1])
     if len(breaks) != len(rates):
         raise CatalogError(ids[0], breaks, f"one break per rate of {ids[1]} ({len(rates)})")
-    return breaks, rates, fac.value(ids[2]), ids
+    other = fac.value(SUPPORT_ACCOUNT_OTHER_ID)
+    return breaks, rates, fac.value(ids[2]), other, [*ids, SUPPORT_ACCOUNT_OTHER_ID]
+
+
+#: Shortest holding time the support share is computed over (a run of zero hours has no
+#: monthly rate; its spend is zero too). [h]
+MIN_SUPPORT_HOURS = 1.0 / SECONDS_PER_HOUR
 
 
 def support_billed_months(wall_h: Any, term_h: Any) -> np.ndarray:
-    """Months a support plan bills for a run: its wall clock, or its whole committed terms.
+    """Months a run is held for its support fee: its wall clock, or its whole committed terms.
 
-    At least one month (plans are billed by the month). ``term_h`` NaN: no committed term.
+    A fraction of a month for a short run (the fee is the run's share of the account's month,
+    :func:`aitco.cost.people.support_share_usd`). ``term_h`` NaN: no committed term.
     """
     w = np.asarray(wall_h, dtype=float)
     th = np.asarray(term_h, dtype=float)
     has = np.isfinite(th) & (th > 0)
     safe = np.where(has, th, 1.0)
     billed = np.where(has, np.maximum(np.ceil(w / safe), 1.0) * safe, w)
-    return np.asarray(np.maximum(billed / HOURS_PER_MONTH, 1.0), dtype=float)
+    return np.asarray(np.maximum(billed, MIN_SUPPORT_HOURS) / HOURS_PER_MONTH, dtype=float)
 
 
 def support_fee_usd(fac: Factors, providers: Any, spend_usd: Any, months: Any) -> np.ndarray:
-    """Tiered support fee of each row's provider on its spend (0 where no plan is tabled)."""
+    """Each row's share of its provider's support fee on its spend (0 where no plan is tabled).
+
+    :func:`aitco.cost.people.support_share_usd`: the spend at the account's average support
+    rate, the account billed at the run's monthly rate plus its other spend.
+    """
     prov = np.asarray(providers, dtype=object)
     spend = np.asarray(spend_usd, dtype=float)
     m = np.broadcast_to(np.asarray(months, dtype=float), spend.shape)
@@ -1052,8 +1079,8 @@ def support_fee_usd(fac: Factors, providers: Any, spend_usd: Any, months: Any) -
         if sched is None:
             continue
         sel = prov == key
-        breaks, rates, low, _ = sched
-        out[sel] = people.tiered_fee_usd(spend[sel], m[sel], breaks, rates, low)
+        breaks, rates, low, other, _ = sched
+        out[sel] = people.support_share_usd(spend[sel], m[sel], breaks, rates, low, other)
     return out
 
 
@@ -1069,17 +1096,17 @@ def labour_items_usd(
 ) -> dict[str, np.ndarray]:
     """Return ``ops_staff`` and the incident or repair labour of runs, as arrays [USD].
 
-    Operations staff: the larger of the per-GPU ratio and, for owned clusters, the 24x7
-    on-call minimum team; all labour at the loaded rate. ``repair_model``: ``per_incident``
-    (``incident_response``: interruptions x staff hours x rate) or ``cluster_scale``
-    (``repair_labour``: the same x 1 + alpha log2(nodes)).
+    Operations staff: the larger of the per-GPU ratio and, for owned clusters, the fleet's
+    share of a 24x7 on-call rota (:func:`on_call_min_fte`); all labour at the loaded rate.
+    ``repair_model``: ``per_incident`` (``incident_response``: interruptions x staff hours x
+    rate) or ``cluster_scale`` (``repair_labour``: the same x 1 + alpha log2(nodes)).
     """
     w, _ = loaded_labour_rate(fac)
     own = np.asarray(owned, dtype=bool)
     fte = np.where(
         own, fac.value("ops.fte-per-1000-gpus.owned"), fac.value("ops.fte-per-1000-gpus.cloud")
     )
-    min_fte = np.where(own, on_call_min_fte(fac), 0.0)
+    min_fte = np.where(own, on_call_min_fte(fac, gpus), 0.0)
     out = {"ops_staff": np.asarray(people.ops_staff_usd(gpus, wall_h, fte, w, min_fte), float)}
     mttr = fac.value("ops.mttr-staff-hours")
     if repair_model == "cluster_scale":
@@ -1783,23 +1810,30 @@ def _people_items(
         repair_model=repair_model,
     )
     fte = fac.value(fte_id)
-    min_fte = on_call_min_fte(fac) if owned else 0.0
+    ratio_fte = run.gpus / people.GPUS_PER_STAFFING_UNIT * fte
+    min_fte = float(on_call_min_fte(fac, run.gpus)) if owned else 0.0
     staff_inputs = {
         "gpus": run.gpus,
         "hours": run.wall_h,
         "fte_per_1000_gpus": fte,
-        "ratio_fte": run.gpus / people.GPUS_PER_STAFFING_UNIT * fte,
+        "ratio_fte": ratio_fte,
         "on_call_min_fte": min_fte,
+        "staff_fte": max(ratio_fte, min_fte),
         "wage_usd_per_hour": wage,
         "employer_cost_factor": fac.value(EMPLOYER_COST_ID),
         "usd_per_hour": w,
     }
+    if owned:
+        seats, prod_h, rota_gpus = (fac.value(i) for i in ON_CALL_IDS)
+        staff_inputs["on_call_rota_fte"] = float(people.on_call_fte(seats, prod_h))
+        staff_inputs["on_call_rota_gpus"] = rota_gpus
     b.add(
         "ops_staff",
         float(labour["ops_staff"]),
         "people",
-        "max(gpus/1000 x FTE per 1000 GPUs, on-call seats x 8766 h / productive h per FTE"
-        " [owned]) x (hours/8766) x 2080 h x wage x employer-cost factor",
+        "max(gpus/1000 x FTE per 1000 GPUs, on-call rota FTE x min(1, gpus / rota fleet)"
+        " [owned]) x (hours/8766) x 2080 h x wage x employer-cost factor (rota FTE = seats x"
+        " 8766 h / productive h per FTE)",
         staff_inputs,
         fac.sources(fte_id, *rate_ids, *(ON_CALL_IDS if owned else ())),
     )
@@ -1831,21 +1865,28 @@ def _people_items(
     sched = support_schedule(fac, price.provider)
     if sched is None:
         return
-    breaks, rates, low, ids = sched
+    breaks, rates, low, other, ids = sched
     spend = sum(i.usd for i in b.items if i.category in ("compute", "reliability"))
     years = COMMITTED_TERM_YEARS.get(opt.pricing)
     term_h = years * HOURS_PER_YEAR if years else math.nan
     months = float(support_billed_months(run.wall_h, term_h))
+    account = spend / months + other
+    account_fee = float(people.monthly_fee_usd(account, breaks, rates, low))
     b.add(
         "cloud_support",
-        float(people.tiered_fee_usd(spend, months, breaks, rates, low)),
+        float(people.support_share_usd(spend, months, breaks, rates, low, other)),
         "people",
-        "months x max(sum over brackets of rate x part of the monthly spend in the bracket,"
-        " monthly minimum) (provider support plan)",
+        "spend x account fee / account bill: the account billed spend/months held + its other"
+        " spend a month; the fee = max(sum over brackets of rate x part of the bill in the"
+        " bracket, monthly minimum) (provider support plan, per account and month)",
         {
             "spend_usd": spend,
             "months": months,
             "monthly_spend_usd": spend / months,
+            "account_other_usd_per_month": other,
+            "account_usd_per_month": account,
+            "account_fee_usd_per_month": account_fee,
+            "account_support_rate": account_fee / account if account > 0 else 0.0,
             "tier_breaks_usd_per_month": breaks,
             "tier_rates": rates,
             "minimum_usd_per_month": low,
