@@ -1654,6 +1654,21 @@ def _pue_id(sysm: System, opt: HardwareOption) -> str:
     return f"pue.{opt.cooling or sysm.cooling}"
 
 
+def idle_fraction_of_board(idle_w: Any, board_w: Any, fac: Factors) -> np.ndarray:
+    """Return the idle draw over the board power [fraction].
+
+    The catalog's measured ``idle_w`` where published (NaN/None: not published), else the
+    factor ``idle-power.fraction-of-tdp`` (a share of TDP); at most 1. The one rule of compare,
+    the sweep and the inference engine (:func:`aitco.perf.serving.idle_power_w`).
+    """
+    idle = np.asarray(np.nan if idle_w is None else idle_w, dtype=float)
+    board = np.asarray(np.nan if board_w is None else board_w, dtype=float)
+    known = np.isfinite(idle) & np.isfinite(board) & (board > 0)
+    measured = np.divide(idle, board, out=np.zeros(np.broadcast(idle, board).shape), where=known)
+    frac = np.where(known, measured, fac.value("idle-power.fraction-of-tdp"))
+    return np.asarray(np.minimum(frac, 1.0), dtype=float)
+
+
 def _power_items(
     b: Breakdown,
     run: _Run,
@@ -1680,7 +1695,7 @@ def _power_items(
         raise CatalogError(f"accelerators.{acc.id}.tdp_w", None, "a TDP to compute power")
     fa_id = "utilization-power.training-fraction-of-tdp"
     fa = fac.value(fa_id) if active_fraction is None else active_fraction
-    fi = fac.value("idle-power.fraction-of-tdp")
+    fi = float(idle_fraction_of_board(acc.idle_w, board_w, fac))
     sw = fac.value("network.switch-power-w-per-gpu")
     loss = fac.value("power-conversion.loss")
     pue_id = _pue_id(sysm, opt)
@@ -1715,6 +1730,8 @@ def _power_items(
         "power_limit_w": acc.power_limit_w,
         "active_fraction_of_tdp": fa,
         "idle_fraction_of_tdp": fi,
+        "idle_w": fi * board_w,
+        "busy_share_of_hours": busy_h / run.wall_h if run.wall_h > 0 else 0.0,
         "nodes": nodes,
         "node_power_w": sysm.node_power_w,
         "switch_w_per_gpu": sw,
@@ -1725,8 +1742,8 @@ def _power_items(
         "pue_factor": pue_id,
     }
     ids = [
-        "utilization-power.training-fraction-of-tdp",
-        "idle-power.fraction-of-tdp",
+        *(["utilization-power.training-fraction-of-tdp"] if active_fraction is None else []),
+        *(["idle-power.fraction-of-tdp"] if acc.idle_w is None else []),
         "network.switch-power-w-per-gpu",
         "power-conversion.loss",
         pue_id,
@@ -1734,12 +1751,16 @@ def _power_items(
     if opt.pricing in OWNED:
         assert el_id is not None
         src = fac.sources(*ids, el_id)
+        idle_prov = acc.provenance.get("idle_w")
+        if acc.idle_w is not None and idle_prov is not None:
+            src.append(f"accelerators.{acc.id}.idle_w: {idle_prov.source.cite()}")
         inp = {**inputs, "usd_per_kwh": usd_kwh}
         b.add(
             "electricity_it_active",
             amt["electricity_it_active"],
             "power",
-            "gpus x TDP x active fraction x busy hours (+ node and switch power) x $/kWh",
+            "gpus x TDP x active fraction x busy hours (+ node and switch power) x $/kWh"
+            " (a service: board power over its busy share of the hours)",
             {**inp, "kwh": it_active_kwh},
             src,
         )
@@ -1747,7 +1768,8 @@ def _power_items(
             "electricity_it_idle",
             amt["electricity_it_idle"],
             "power",
-            "gpus x TDP x idle fraction x idle hours (restarts, stalls, fragmentation) x $/kWh",
+            "gpus x TDP x idle fraction x idle hours (+ node and switch power) x $/kWh (a service:"
+            " the hours it is not busy; restarts, stalls, fragmentation)",
             {**inp, "kwh": it_idle_kwh},
             src,
         )
@@ -2275,20 +2297,26 @@ def _inference(
             fac.sources("fragmentation.idle-fraction"),
         )
     _instance_items(b, serving_held(run, serving), price, opt)
-    engine_w = _f(v.get("power_w"))
+    # serving power follows load: every hour at the idle draw, plus the engine's busy share of
+    # the hours at the board power (perf.serving.energy_per_token: idle + b x (board - idle))
+    b_frac = _f(v.get("busy_fraction"))
     active = None
-    # GPUs the engine estimate ran on (a disaggregated or autoscaled plan prices more or fewer)
-    est_gpus = opt.gpus if pool is not None else n
-    board_w = acc.board_power_w
-    if engine_w and board_w:
-        # the engine's average GPU draw at the served load, over TDP; every hour is at that draw
-        active = min(1.0, engine_w / (est_gpus * board_w))
-        # (an autoscaled pay-as-used service draws it only while its replicas run: billed_h)
-        run.busy_h = billed_h
+    if b_frac is not None and math.isfinite(b_frac) and acc.board_power_w:
+        active = 1.0
+        # (an autoscaled pay-as-used service runs only while its replicas run: billed_h)
+        run.busy_h = billed_h * min(max(b_frac, 0.0), 1.0)
     # power: the share of the node(s) used (a 1-GPU replica draws 1/8 of an 8-GPU node's host)
     # (MIG: n counts slices; the host is shared by the whole GPUs' slots)
     host_nodes = float(power.host_share_nodes(n / shares, sysm.devices_per_node))
     kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, host_nodes, active)
+    if active is not None and acc.board_power_w:
+        board = float(acc.board_power_w)
+        idle_w = float(idle_fraction_of_board(acc.idle_w, board, fac)) * board
+        share = run.busy_h / billed_h if billed_h > 0 else 0.0
+        b.assumptions.append(
+            f"serving power per GPU: idle {idle_w:,.1f} W every hour + busy share {share:.4f}"
+            f" x (board {board:,.0f} W - idle) = {idle_w + share * (board - idle_w):,.1f} W"
+        )
     _people_items(
         b,
         run,
