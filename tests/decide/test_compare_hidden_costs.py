@@ -199,3 +199,21 @@ def test_provider_without_a_tabled_plan_pays_no_support(real):
     })  # fmt: skip
     b = compare(scn, real).options[0]
     assert "cloud_support" not in [i.name for i in b.items]
+
+
+def test_committed_term_shows_used_share_and_unused_commitment_apart(cat, monkeypatch):
+    monkeypatch.setattr(cmp, "_engine", lambda kind: _fake(730.5))  # one month of a 1-year term
+    opt = {"hardware": "h100-sxm5-80gb", "gpus": 8, "pricing": "reserved_1y",
+           "usd_per_gpu_hour": 2.0}  # fmt: skip
+    b = compare(_scn(opt), cat).options[0]
+    unused = b.usd("committed_term_unused")
+    assert unused > 0
+    assert b.values["committed_term_unused_usd"] == pytest.approx(unused)
+    assert b.values["used_usd"] + b.values["committed_term_unused_usd"] == pytest.approx(
+        b.total_usd
+    )
+    # the used share is about one month of the term, the unused commitment the other eleven
+    assert unused > 10 * b.usd("rental_reserved_1y")
+    on_demand = compare(_scn({**opt, "pricing": "on_demand"}), cat).options[0]
+    assert on_demand.values["committed_term_unused_usd"] == 0.0
+    assert on_demand.values["used_usd"] == pytest.approx(on_demand.total_usd)

@@ -1534,6 +1534,7 @@ def _feasibility(values: dict[str, Any], price: _Price) -> tuple[bool, list[str]
 def _instance_values(price: _Price, b: Breakdown) -> dict[str, Any]:
     feasible, reasons = _feasibility(b.values, price)
     b.values.pop("_extra_reasons", None)
+    unused = b.usd("committed_term_unused")
     return {
         "feasible": feasible,
         "infeasible_reasons": reasons,
@@ -1541,6 +1542,10 @@ def _instance_values(price: _Price, b: Breakdown) -> dict[str, Any]:
         "provider": price.provider,
         "instances": price.instances,
         "gpus_billed": price.gpus_billed,
+        # a committed term: the share used (every item but the unused rest of the term) and the
+        # unused commitment, apart (0 without a committed term); they add up to total_usd
+        "used_usd": b.total_usd - unused,
+        "committed_term_unused_usd": unused,
     }
 
 
@@ -2373,6 +2378,7 @@ def _inference(
     if w.time_slice is not None:
         b.values["time_slice"] = w.time_slice
     b.values.update(_instance_values(price, b))
+    b.values["usd_per_month_used"] = b.values["used_usd"] / months
     return b
 
 
