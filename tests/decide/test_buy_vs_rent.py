@@ -7,7 +7,7 @@ import pytest
 
 from aitco.cli.app import main
 from aitco.decide.buy_vs_rent import buy_vs_rent
-from aitco.errors import InputError
+from aitco.errors import AitcoError, InputError
 from aitco.units import HOURS_PER_MONTH
 
 PRICES = {"on_demand": 3.0, "reserved_1y": 2.2, "reserved_3y": 1.6, "spot": 1.2}
@@ -109,6 +109,31 @@ def test_owned_staff_scale_with_the_fleet(catalog):
     assert staff["inputs"]["on_call_min_fte"] == pytest.approx(share)
     assert staff["usd"] == pytest.approx(max(share, ratio) * 730.5 / 8766 * 2080 * w)
     assert staff["usd"] < 0.05 * rota * 730.5 / 8766 * 2080 * w  # far below a whole rota
+    whole = buy_vs_rent(
+        catalog,
+        "h100-sxm5-80gb",
+        16,
+        utilization=0.5,
+        prices={"on_demand": 6.0},
+        overrides={"ops.on-call-rota-gpus": 1.0},
+    )  # fmt: skip  (a rota of its own for any fleet: the whole 4.67 FTE)
+    staff1 = next(i for i in whole["owned"]["items"] if i["name"] == "operations_staff")
+    assert staff1["usd"] == pytest.approx(rota * 730.5 / 8766 * 2080 * w)
     eight = buy_vs_rent(catalog, "h100-sxm5-80gb", 8, utilization=0.5)
     assert eight["rent"]["on_demand"]["available"]
     assert eight["owned"]["opex_usd_per_month"] < eight["rent"]["on_demand"]["usd_per_month"]
+
+
+def test_preset_applies_as_in_compare(catalog):
+    """A preset moves buy-vs-rent as it moves compare (one factor resolver, issue 34)."""
+    base = buy_vs_rent(catalog, "h100-sxm5-80gb", 64, utilization=0.7, prices=PRICES)
+    pre = buy_vs_rent(
+        catalog, "h100-sxm5-80gb", 64, utilization=0.7, prices=PRICES, preset="industry-2024"
+    )
+    assert pre["horizon_months"] == 36  # ownership.horizon-years: 3.0 in the preset
+    assert pre["owned"]["energy_kwh_per_month"] > base["owned"]["energy_kwh_per_month"]
+    assert any(s.startswith("power-conversion.loss: preset") for s in pre["owned"]["sources"])
+    with pytest.raises(AitcoError, match="preset"):
+        buy_vs_rent(catalog, "h100-sxm5-80gb", 8, preset="no-such-preset")
+    with pytest.raises(InputError, match=r"overrides\.pue\.air"):
+        buy_vs_rent(catalog, "h100-sxm5-80gb", 8, overrides={"pue.air": 0.5})
