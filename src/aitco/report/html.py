@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup, escape
 
 from aitco import __version__
-from aitco.decide.roi import format_summary_value, roi_summary
+from aitco.decide.roi import summary_text_rows
 from aitco.formatting import duration_h, num, pct, usd, usd_si, value
 from aitco.labels import category_label, label, short_label
 from aitco.report import plots
@@ -46,7 +46,7 @@ def fmt_months(x: Any) -> str:
 
 def roi_rows(res: dict[str, Any]) -> list[tuple[str, str, str]]:
     """ROI summary rows ``(key, label, text)``: the names and values ``aitco roi FILE`` prints."""
-    return [(k, label, format_summary_value(unit, v)) for k, label, unit, v in roi_summary(res)]
+    return summary_text_rows(res)
 
 
 def environment(extra_dirs: Sequence[Path] = ()) -> jinja2.Environment:

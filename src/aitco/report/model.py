@@ -259,7 +259,7 @@ class ReportData:
             ],
             "pareto_time": self.pareto_time,
             "pareto_latency": self.pareto_latency,
-            "roi": self.roi,
+            "roi_series": self.roi,
             "tornado": self.tornado,
             "notes": self.notes,
             "scenario": self.scenario,
