@@ -217,3 +217,30 @@ def test_committed_term_shows_used_share_and_unused_commitment_apart(cat, monkey
     on_demand = compare(_scn({**opt, "pricing": "on_demand"}), cat).options[0]
     assert on_demand.values["committed_term_unused_usd"] == 0.0
     assert on_demand.values["used_usd"] == pytest.approx(on_demand.total_usd)
+
+
+@pytest.mark.parametrize(("gpus", "qps"), [(1, 10.0), (8, 96.0)])
+def test_owned_h100_service_costs_less_than_renting_by_default(catalog, gpus, qps):
+    """Issue 32: one owned H100, and 8 at about half load, cost less than renting on demand;
+    every staffing and support line names its sources."""
+    scn = Scenario.from_dict({
+        "name": "own vs rent",
+        "workload": {"kind": "inference", "model": "llama-3-8b", "qps": qps},
+        "options": [
+            {"hardware": "h100-sxm5-80gb", "gpus": gpus, "pricing": "owned"},
+            {"hardware": "h100-sxm5-80gb", "gpus": gpus, "pricing": "on_demand"},
+        ],
+    })  # fmt: skip
+    owned, rented = compare(scn, catalog).options
+    assert owned.values["total_gpus"] == rented.values["total_gpus"] == gpus
+    assert owned.total_usd < rented.total_usd
+    if gpus == 8:
+        assert 0.4 < owned.values["utilization"] < 0.6
+    for b in (owned, rented):
+        for it in b.items:
+            if it.category == "people":
+                assert it.sources, it.name
+        staff = b.item("ops_staff")
+        assert any("Data Center Knowledge" in s for s in staff.sources)
+    assert any("Site Reliability Engineering" in s for s in owned.item("ops_staff").sources)
+    assert owned.item("ops_staff").inputs["staff_fte"] < 0.05  # not a 4.67-FTE rota
