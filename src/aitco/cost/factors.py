@@ -266,7 +266,9 @@ class CostFactors:
         """Draw while idle, as a fraction of TDP. [fraction]."""
         return self.value(IDLE_POWER_ID)
 
-    def idle_fraction_of_board(self, idle_w: ArrayLike, board_w: ArrayLike) -> np.ndarray:
+    def idle_fraction_of_board(
+        self, idle_w: ArrayLike | None, board_w: ArrayLike | None
+    ) -> np.ndarray:
         """Idle draw over the board power: a measured ``idle_w``, else the idle factor. [fraction].
 
         The catalog's measured ``idle_w`` where published (NaN/None: not published), else

@@ -395,7 +395,7 @@ def roi_png(series: Mapping[str, Any]) -> bytes:
     _align_zero(ax, ax2)
     npv = series.get("npv_usd")
     title = f"ROI and payback (NPV {_usd_short(npv)})" if isinstance(npv, int | float) else "ROI"
-    if series.get("loses_money"):
+    if series.get("loses_money") and isinstance(npv, int | float):
         title = f"The project loses money (NPV {_usd_short(npv)}): no payback"
     ax.set_title(title)
     h1, l1 = ax.get_legend_handles_labels()
