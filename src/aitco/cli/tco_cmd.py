@@ -168,6 +168,14 @@ def render_comparison(c: Comparison) -> None:
             ("$/GPU-h effective", "effective_usd_per_gpu_h", 3),
             ("$/M tokens", "usd_per_million_tokens", 4),
         ]
+    if any(o.values.get("committed_term_unused_usd") for o in c.options):
+        # a committed term: the used share and the unused commitment, apart
+        if c.kind == "inference":
+            head += [("$/month used", "usd_per_month_used", 0)]
+        head += [
+            ("used [USD]", "used_usd", 0),
+            ("unused commitment [USD]", "committed_term_unused_usd", 0),
+        ]
     head += [("energy [kWh]", "energy_kwh", 0), ("kg CO2e", "kg_co2e", 0)]
     if any("capex_usd" in o.values for o in c.options):
         head += [
@@ -214,7 +222,17 @@ def _render_compact(c: Comparison) -> None:
         head = [("TTFT ms", "ttft_s", 1e3), ("TPOT ms", "tpot_s", 1e3)]
     else:
         head = [("days", "wall_clock_days", 1.0)]
-    cols = ["option", *(h[0] for h in head), *(_SHORT.get(k, k) for k in cats), "other", "total"]
+    # a committed term: the unused commitment in a column of its own, out of compute
+    unused_col = any(o.values.get("committed_term_unused_usd") for o in c.options)
+    extra = ["unused\ncommit."] if unused_col else []
+    cols = [
+        "option",
+        *(h[0] for h in head),
+        *(_SHORT.get(k, k) for k in cats),
+        *extra,
+        "other",
+        "total",
+    ]
     rows: list[list[Any]] = []
     for o in c.options:
         marks = _header(o, c).split("\n")[2:] if o.kind != "plan" else []
@@ -222,7 +240,12 @@ def _render_compact(c: Comparison) -> None:
         if c.kind == "inference" and o.values.get("total_gpus") is not None:
             label += f"\nx{int(o.values['total_gpus'])} GPUs"
         name = "\n".join([label, *marks])
-        by_cat = [sum(i.usd for i in o.items if i.category == k) for k in cats]
+        unused = float(o.values.get("committed_term_unused_usd") or 0.0)
+        by_cat = [
+            sum(i.usd for i in o.items if i.category == k and i.name != "committed_term_unused")
+            for k in cats
+        ]
+        by_cat += [unused] if unused_col else []
         other = o.total_usd - sum(by_cat)
         vals = [o.values.get(key) for _, key, _ in head]
         rows.append(
