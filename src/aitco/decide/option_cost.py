@@ -1,0 +1,155 @@
+"""What pricing one option of a scenario shares between a training run and a service.
+
+An option is the one-row case of the TCO of :mod:`aitco.cost.tco`: :func:`option_rows` fills
+the :class:`~aitco.cost.runs.CostRows` of one option (its price, hardware, region and the
+scenario's data and compliance costs) around the hours a run or a service needs, and
+:func:`priced_option` composes its items into a :class:`~aitco.cost.breakdown.Breakdown`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from aitco.catalog.schema import Accelerator, System
+from aitco.cost import carbon, power
+from aitco.cost.breakdown import Breakdown
+from aitco.cost.factors import CostFactors
+from aitco.cost.pricing import DEFAULT_REGION, RENTED, GpuHourPrice
+from aitco.cost.runs import CostRows
+from aitco.cost.tco import ItemTable, add_to_breakdown, compose
+from aitco.decide.scenario import HardwareOption, Scenario
+
+
+def option_name(opt: HardwareOption) -> str:
+    """Return the name of an option: its own, else ``<hardware> x<gpus> <pricing>``."""
+    return opt.name or f"{opt.hardware} x{opt.gpus} {opt.pricing}"
+
+
+def num(x: Any) -> float | None:
+    """Return ``x`` as a float, None when it is not a number."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def per_token_j(kwh: float, tokens: float) -> float | None:
+    """Return the energy per token at the meter (None: no tokens, or energy unknown). [J]."""
+    if not tokens or not math.isfinite(kwh):
+        return None
+    return float(carbon.energy_per_token_j(kwh, tokens))
+
+
+def option_rows(
+    kind: str,
+    scn: Scenario,
+    opt: HardwareOption,
+    acc: Accelerator,
+    sysm: System,
+    price: GpuHourPrice,
+    *,
+    gpus: float,
+    host_gpus: float,
+    **hours: Any,
+) -> CostRows:
+    """Return the :class:`~aitco.cost.runs.CostRows` of one option (one row).
+
+    Parameters
+    ----------
+    kind : str
+        ``"training"`` or ``"inference"``.
+    scn, opt : Scenario, HardwareOption
+        The scenario (ops, data, compliance) and the option (pricing, region, cooling).
+    acc, sysm : Accelerator, System
+        The accelerator (its board power) and the system it runs on.
+    price : GpuHourPrice
+        The accelerator-hour price and the instances it bills.
+    gpus : float
+        Accelerators priced (a MIG slice or a time-sliced share counts as one). [count]
+    host_gpus : float
+        Whole accelerators whose share of their servers' host power the option draws. [count]
+    **hours
+        The hour fields of :class:`~aitco.cost.runs.CostRows` (``productive_h``, ``wall_h``,
+        ``busy_h``, the overheads) and any other field to set.
+    """
+    rented = opt.pricing in RENTED
+    board_w = acc.board_power_w  # the TDP, or the lower power limit the device is run at
+    return CostRows(
+        kind=kind,
+        modes=opt.pricing,
+        hardware=acc.id,
+        gpus=gpus,
+        usd_per_gpu_h=price.usd_per_gpu_h,
+        gpus_billed=price.gpus_billed,
+        instances=price.instances,
+        providers=(price.provider or "") if rented else "",
+        job_nodes=math.ceil(gpus / sysm.devices_per_node),
+        # host power: the job's share of its servers' slots (1 GPU of 8 draws 1/8 of the host)
+        host_nodes=float(power.host_share_nodes(host_gpus, sysm.devices_per_node)),
+        tdp_w=math.nan if board_w is None else board_w,
+        node_power_w=sysm.node_power_w,
+        cooling=opt.cooling or sysm.cooling,
+        regions=opt.region or DEFAULT_REGION,
+        data=scn.data,
+        compliance=scn.compliance,
+        reuse_fraction=opt.committed_reuse_fraction,
+        repair_model=scn.ops.repair_model,
+        power_limit_w=acc.power_limit_w,
+        **hours,
+    )
+
+
+def priced_option(
+    rows: CostRows, fac: CostFactors, price: GpuHourPrice, **breakdown: Any
+) -> tuple[Breakdown, ItemTable]:
+    """Compose the items of one option into a breakdown (totalled) and return both.
+
+    ``breakdown``: the :class:`~aitco.cost.breakdown.Breakdown` fields (name, kind, hardware,
+    pricing, gpus).
+    """
+    table = compose(rows, fac)
+    b = add_to_breakdown(Breakdown(**breakdown), table, 0, price)
+    return b.finalize(), table
+
+
+def energy_note(acc: Accelerator, table: ItemTable) -> str:
+    """Return the assumption line on an option's energy: at the meter, or why it is unknown."""
+    e = table.costs.energy
+    kwh = float(e["meter_kwh"][0])
+    if not math.isfinite(kwh):
+        return f"{acc.id} has no published TDP: energy and emissions not estimated"
+    ci_id, ci = table.costs.carbon_intensity
+    return f"energy at the meter {kwh:,.0f} kWh; carbon intensity {ci[0]} kg/kWh ({ci_id[0]})"
+
+
+def energy_values(table: ItemTable) -> tuple[float, float]:
+    """Energy at the meter and emissions of the option (NaN when unknown). [kWh], [kg]."""
+    e = table.costs.energy
+    return float(e["meter_kwh"][0]), float(e["kg_co2e"][0])
+
+
+def feasibility(values: dict[str, Any], price: GpuHourPrice) -> tuple[bool, list[str]]:
+    """Whether the option can run as priced, and why not (the reasons, in words)."""
+    reasons: list[str] = []
+    if values.get("fits") is False:
+        reasons.append("does not fit in memory")
+    if values.get("meets_slo") is False:
+        reasons.append("misses the SLO")
+    reasons.extend(values.get("_extra_reasons", []))
+    reasons.extend(price.reasons)
+    return not reasons, reasons
+
+
+def instance_values(price: GpuHourPrice, b: Breakdown) -> dict[str, Any]:
+    """Return the feasibility and billing values every option reports."""
+    feasible, reasons = feasibility(b.values, price)
+    b.values.pop("_extra_reasons", None)
+    return {
+        "feasible": feasible,
+        "infeasible_reasons": reasons,
+        "offer_id": price.offer,
+        "provider": price.provider,
+        "instances": price.instances,
+        "gpus_billed": price.gpus_billed,
+    }
