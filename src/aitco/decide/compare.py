@@ -26,13 +26,10 @@ from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.catalog.staleness import stale_price_inputs
 from aitco.cost.factors import CostFactors
 from aitco.cost.pricing import (
-    RENTED,
     GpuHourPrice,
-    offer_system,
-    owned_price,
-    rental_price,
 )
 from aitco.cost.tco import Breakdown, add_stages
+from aitco.decide.option_cost import option_price
 from aitco.decide.practice import practice_for
 from aitco.decide.scenario import (
     HardwareOption,
@@ -221,40 +218,6 @@ def _assumption_lines(fac: CostFactors) -> list[str]:
     return fac.assumption_lines()
 
 
-def _rental_price(
-    cat: Catalog,
-    acc: Accelerator,
-    opt: HardwareOption,
-    where: str,
-    gpus: int | None = None,
-    unit_gpus: int | None = None,
-) -> GpuHourPrice:
-    """:func:`aitco.cost.pricing.rental_price` of an option (``gpus`` in units of ``unit_gpus``)."""
-    return rental_price(
-        cat, acc, opt.pricing, opt.gpus if gpus is None else gpus, unit_gpus=unit_gpus,
-        usd_per_gpu_hour=opt.usd_per_gpu_hour, offer=opt.offer, provider=opt.provider,
-        region=opt.region, where=where,
-    )  # fmt: skip
-
-
-def _price_per_gpu_h(
-    cat: Catalog,
-    acc: Accelerator,
-    sysm: System,
-    opt: HardwareOption,
-    fac: CostFactors,
-    scn: Scenario,
-    where: str,
-    unit_gpus: int | None = None,
-) -> GpuHourPrice:
-    if opt.pricing in RENTED:
-        return _rental_price(cat, acc, opt, where, opt.gpus, unit_gpus)
-    pr = owned_price(acc, fac, scn.ops.depreciation, opt.gpus)
-    pr.instances = math.ceil(opt.gpus / sysm.devices_per_node)
-    pr.gpus_billed = opt.gpus
-    return pr
-
-
 def _engine(kind: str) -> Any:
     """Return the performance engine function of ``kind`` ("training" or "inference")."""
     return estimate_training if kind == "training" else estimate_inference
@@ -301,17 +264,9 @@ def _price(
     unit = opt.gpus
     if isinstance(w, InferenceWorkload) and (w.tp or w.pp):
         unit = min(opt.gpus, (w.tp or 1) * (w.pp or 1))
-    price = _price_per_gpu_h(cat, acc, sysm, opt, fac, scn, where, unit)
-    price.reprice = (
-        (lambda g, u: _rental_price(cat, acc, opt, where, g, u)) if opt.pricing in RENTED else None
+    price, sysm = option_price(
+        cat, opt, acc, sysm, fac, depreciation=scn.ops.depreciation, unit_gpus=unit, where=where
     )
-    if price.offer and opt.hardware not in cat.systems:
-        osys = offer_system(cat, acc, sysm, price.offer)
-        if osys is not None:
-            if osys.node_power_w != cat.systems[osys.id].node_power_w:
-                price.inputs["node_power_w_from"] = sysm.id
-            sysm = osys
-            price.inputs["system"] = osys.id
     hardware = (acc, sysm, model)
     if isinstance(w, TrainingWorkload):
         return _training(scn, w, opt, hardware, price, fac, eff, memo, where, one_off)

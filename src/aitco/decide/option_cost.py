@@ -11,11 +11,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, System
 from aitco.cost import carbon, power
 from aitco.cost.breakdown import Breakdown
 from aitco.cost.factors import CostFactors
-from aitco.cost.pricing import DEFAULT_REGION, RENTED, GpuHourPrice
+from aitco.cost.pricing import (
+    DEFAULT_REGION,
+    RENTED,
+    GpuHourPrice,
+    offer_system,
+    owned_price,
+    rental_price,
+)
 from aitco.cost.runs import CostRows
 from aitco.cost.tco import ItemTable, add_to_breakdown, compose
 from aitco.decide.scenario import HardwareOption, Scenario
@@ -24,6 +32,48 @@ from aitco.decide.scenario import HardwareOption, Scenario
 def option_name(opt: HardwareOption) -> str:
     """Return the name of an option: its own, else ``<hardware> x<gpus> <pricing>``."""
     return opt.name or f"{opt.hardware} x{opt.gpus} {opt.pricing}"
+
+
+def option_price(
+    cat: Catalog,
+    opt: HardwareOption,
+    acc: Accelerator,
+    sysm: System,
+    fac: CostFactors,
+    *,
+    depreciation: str = "straight_line",
+    unit_gpus: int | None = None,
+    where: str = "option",
+) -> tuple[GpuHourPrice, System]:
+    """Price an option's accelerator-hour, and return the system its offer runs on.
+
+    Rented: the offer :func:`aitco.cost.pricing.rental_price` selects for ``opt.gpus``
+    accelerators in units of ``unit_gpus`` (a training job: all; a service: one replica), with
+    a ``reprice`` for another size; a rented offer that names a system of the accelerator runs
+    on it (its NICs and fabric). Owned: :func:`aitco.cost.pricing.owned_price` and the nodes.
+    """
+
+    def rent(gpus: int, unit: int | None) -> GpuHourPrice:
+        return rental_price(
+            cat, acc, opt.pricing, gpus, unit_gpus=unit, usd_per_gpu_hour=opt.usd_per_gpu_hour,
+            offer=opt.offer, provider=opt.provider, region=opt.region, where=where,
+        )  # fmt: skip
+
+    if opt.pricing in RENTED:
+        price = rent(opt.gpus, unit_gpus)
+        price.reprice = rent
+    else:
+        price = owned_price(acc, fac, depreciation, opt.gpus)
+        price.instances = math.ceil(opt.gpus / sysm.devices_per_node)
+        price.gpus_billed = opt.gpus
+    if price.offer and opt.hardware not in cat.systems:
+        osys = offer_system(cat, acc, sysm, price.offer)
+        if osys is not None:
+            if osys.node_power_w != cat.systems[osys.id].node_power_w:
+                price.inputs["node_power_w_from"] = sysm.id
+            sysm = osys
+            price.inputs["system"] = osys.id
+    return price, sysm
 
 
 def num(x: Any) -> float | None:

@@ -310,6 +310,30 @@ def price_service(
     return b
 
 
+def price_estimated(
+    scn: Scenario,
+    opt: HardwareOption,
+    hardware: tuple[Accelerator, System, ModelArch],
+    price: GpuHourPrice,
+    fac: CostFactors,
+    res: Any,
+    *,
+    shares: int = 1,
+) -> Breakdown:
+    """Price the service an engine estimate describes, as estimated (``aitco infer``).
+
+    The same functions as ``aitco compare`` (:func:`bill_service`, :func:`price_service`) on
+    :meth:`ServiceSize.as_estimated`: for one plan and offer the two commands give one total and
+    one ``usd_per_million_output_tokens``.
+    """
+    w = scn.workload
+    if not isinstance(w, InferenceWorkload):
+        raise TypeError("price_estimated prices an inference workload")
+    size = ServiceSize.as_estimated(w, res, opt.gpus)
+    billed = bill_service(price, opt, size, hardware[1], w, shares)
+    return price_service(scn, w, opt, hardware, billed, fac, size, shares=shares)
+
+
 def _meets_slo(w: InferenceWorkload, v: dict[str, Any]) -> bool | None:
     """Whether the mean TTFT and TPOT meet the workload's objectives (None: no objective)."""
     slo_ttft_s, slo_tpot_s = w.slo_ttft_s, w.slo_tpot_s
