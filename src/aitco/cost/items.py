@@ -180,6 +180,26 @@ def electricity_usd(kwh: ArrayLike, usd_per_kwh: ArrayLike) -> F64:
     return _f(power.electricity_usd(kwh, usd_per_kwh))
 
 
+def provisioned_it_w(
+    gpus: ArrayLike,
+    tdp_w: ArrayLike,
+    idle_fraction: ArrayLike,
+    nodes: ArrayLike,
+    node_power_w: ArrayLike,
+    switch_w_per_gpu: ArrayLike,
+) -> F64:
+    """Return the IT capacity a colocation contract provisions: accelerators at TDP. [W].
+
+    :func:`aitco.cost.power.it_power_w` fully busy at the full board power, plus the host and
+    switch power: the power the racks must be provisioned for, whatever the average draw.
+    """
+    return _f(
+        power.it_power_w(
+            gpus, tdp_w, 1.0, 1.0, idle_fraction, nodes, node_power_w, switch_w_per_gpu
+        )
+    )
+
+
 def colocation_usd(it_kw: ArrayLike, usd_per_kw_month: ArrayLike, months: ArrayLike) -> F64:
     """Colocation space and power: IT capacity kW x $/kW-month x months held. [USD]."""
     return _f(it_kw) * _f(usd_per_kw_month) * _f(months)

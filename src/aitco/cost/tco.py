@@ -227,7 +227,12 @@ def _power_line(name: str, key: str, formula: str) -> Line:
 
 
 def _colo_kw(c: RunCosts) -> np.ndarray:
-    return np.asarray(c.energy["busy_it_w"] / WATTS_PER_KILOWATT, dtype=float)
+    """Return the IT capacity a colocation contract provisions (accelerators at TDP). [kW]."""
+    w = items.provisioned_it_w(
+        c.r.gpus, np.nan_to_num(c.r.tdp_w), c.fac.idle_fraction_of_tdp, c.r.host_nodes,
+        c.r.node_power_w, c.fac.switch_w_per_gpu,
+    )  # fmt: skip
+    return np.asarray(w / WATTS_PER_KILOWATT, dtype=float)
 
 
 def _colo_months(c: RunCosts) -> np.ndarray:
@@ -537,7 +542,7 @@ _COLOCATION = Line(
     "colocation",
     "facility",
     lambda c: items.colocation_usd(_colo_kw(c), c.fac.colocation_usd_per_kw_month, _colo_months(c)),
-    "IT capacity kW x colocation $/kW-month x months held",
+    "provisioned IT kW (accelerators at TDP, host, switches) x colocation $/kW-month x months held",
     applies=lambda c: c.colocation,
     ids=lambda c, i: [COLOCATION_ID],
     inputs=lambda c: {
