@@ -304,6 +304,7 @@ def _explain(c: Comparison) -> None:
                 rows,
             )
         )
+        _print_tree(o)
         billed = o.values.get("gpus_billed")
         if o.values.get("offer_id"):
             console.print(
@@ -320,6 +321,39 @@ def _explain(c: Comparison) -> None:
     console.print("[bold]Factors used[/bold] (value, then where it came from):")
     for a in c.assumptions:
         console.print(f"  - {escape(a)}", highlight=False)
+
+
+def _print_tree(o: Breakdown) -> None:
+    """Print the explain tree of an option: total, items, and the performance terms behind them.
+
+    Items without performance terms are folded into one line, so the tree shows the path from
+    dollars to step time (or to TTFT/TPOT) where the engines produced the hours.
+    """
+    from rich.tree import Tree
+
+    root = Tree(f"[bold]total_usd[/bold] {fmt(o.total_usd)} USD", guide_style="dim")
+    rest = [i for i in o.items if not i.terms]
+    for item in o.items:
+        if not item.terms:
+            continue
+        node = root.add(
+            f"[bold]{item.name}_usd[/bold] {fmt(item.usd)} USD = {escape(item.formula)}"
+        )
+        _add_terms(node, item.terms)
+    if rest:
+        root.add(f"{len(rest)} other items {fmt(sum(i.usd for i in rest))} USD (table above)")
+    console.print(root)
+
+
+def _add_terms(node: Any, terms: list[Any]) -> None:
+    """Add ``terms`` under ``node``, recursively (leaves of value 0 left out)."""
+    for t in terms:
+        if not t.value and not t.children:
+            continue
+        label = f"{t.name} {fmt(t.value)} {t.unit}"
+        if t.formula:
+            label += f" = {escape(t.formula)}"
+        _add_terms(node.add(label), t.children)
 
 
 UsdYearOpt = Annotated[

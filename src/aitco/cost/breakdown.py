@@ -47,6 +47,9 @@ class Item(BaseModel):
         The inputs used, with units in their names.
     sources : list of str
         Catalog factor ids / citations of the inputs.
+    terms : list of Term
+        The performance terms behind the item's hours (its children in the explain tree:
+        GPU-hours, tokens/s, step time, kernel terms); empty when the item has none.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -59,6 +62,29 @@ class Item(BaseModel):
     inputs: dict[str, Any] = Field(default_factory=dict)
     sources: list[str] = Field(default_factory=list)
     note: str = ""
+    terms: list[Term] = Field(default_factory=list)
+
+    def to_term(self) -> Term:
+        """Return the item as an explain :class:`~aitco.explain.Term` (``<name>_usd``)."""
+        return Term(
+            name=f"{self.name}_usd",
+            value=self.usd,
+            unit="USD",
+            formula=self.formula,
+            inputs=self.inputs,
+            sources=self.sources,
+            note=self.note,
+            children=list(self.terms),
+        )
+
+    def to_json(self, *, explain: bool = True) -> dict[str, Any]:
+        """JSON-ready dict: name, usd, category, share (and with ``explain`` the rest)."""
+        if not explain:
+            return self.model_dump(include={"name", "usd", "category", "share"})
+        out = self.model_dump(exclude={"terms"})
+        if self.terms:
+            out["terms"] = [t.to_json() for t in self.terms]
+        return out
 
 
 class Breakdown(BaseModel):
@@ -103,6 +129,7 @@ class Breakdown(BaseModel):
         inputs: dict[str, Any] | None = None,
         sources: list[str] | None = None,
         note: str = "",
+        terms: list[Term] | None = None,
     ) -> Item:
         """Append an item (value must be finite) and return it."""
         v = float(usd)
@@ -120,6 +147,7 @@ class Breakdown(BaseModel):
             inputs={k: _plain(x) for k, x in (inputs or {}).items()},
             sources=list(sources or []),
             note=note,
+            terms=list(terms or []),
         )
         self.items.append(item)
         return item
@@ -151,7 +179,6 @@ class Breakdown(BaseModel):
 
     def to_json(self, *, explain: bool = True) -> dict[str, Any]:
         """JSON-ready dict: name, total_usd, headline values and items (with explanations)."""
-        keep = None if explain else {"name", "usd", "category", "share"}
         out: dict[str, Any] = {
             "name": self.name,
             "kind": self.kind,
@@ -160,7 +187,7 @@ class Breakdown(BaseModel):
             "gpus": self.gpus,
             "total_usd": self.total_usd,
             **{k: _plain(v) for k, v in self.values.items()},
-            "items": [i.model_dump(include=keep) for i in self.items],
+            "items": [i.to_json(explain=explain) for i in self.items],
         }
         if self.stages:
             out["stages"] = [s.to_json(explain=explain) for s in self.stages]
@@ -169,25 +196,27 @@ class Breakdown(BaseModel):
         return out
 
     def to_estimate(self) -> Estimate:
-        """Return the breakdown as an :class:`~aitco.explain.Estimate` (one term per item)."""
-        terms = [
-            Term(
-                name=f"{i.name}_usd",
-                value=i.usd,
-                unit="USD",
-                formula=i.formula,
-                inputs=i.inputs,
-                sources=i.sources,
-                note=i.note,
-            )
-            for i in self.items
-        ]
+        """Return the breakdown as an :class:`~aitco.explain.Estimate`: the explain tree.
+
+        One term per item (``<item>_usd``), whose children are the performance terms behind its
+        hours; the items add up to ``total_usd``.
+        """
         return Estimate(
             kind="tco",
             values={"name": self.name, "total_usd": self.total_usd, **self.values},
-            terms=terms,
+            terms=[i.to_term() for i in self.items],
             dominant=dominant_term({f"{i.name}_usd": i.usd for i in self.items}),
             assumptions=self.assumptions,
+        )
+
+    def explain_tree(self) -> Term:
+        """Return the root of the explain tree: ``total_usd``, the items its children."""
+        return Term(
+            name="total_usd",
+            value=self.total_usd,
+            unit="USD",
+            formula="sum of the items",
+            children=[i.to_term() for i in self.items],
         )
 
 

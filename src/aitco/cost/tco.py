@@ -52,6 +52,7 @@ from aitco.cost.factors import (
     CostFactors,
 )
 from aitco.cost.runs import CostRows, RunCosts
+from aitco.explain import Term
 from aitco.units import DAYS_PER_MONTH, HOURS_PER_MONTH, WATTS_PER_KILOWATT
 
 __all__ = [
@@ -755,31 +756,42 @@ def _at(v: Any, i: int) -> Any:
     return a
 
 
-def add_to_breakdown(b: Breakdown, table: ItemTable, i: int = 0, price: Any = None) -> Breakdown:
+def add_to_breakdown(
+    b: Breakdown,
+    table: ItemTable,
+    i: int = 0,
+    price: Any = None,
+    children: dict[str, list[Term]] | None = None,
+) -> Breakdown:
     """Add row ``i`` of ``table`` to ``b`` as items, with formulas, inputs and sources.
 
     ``price`` (:class:`aitco.cost.pricing.GpuHourPrice`): the option's price, whose parts split
     the ``compute`` item (``rental_<mode>``, or the parts of the owned price) and whose sources
-    lead the compute items' sources.
+    lead the compute items' sources. ``children``: the explain terms behind an item's hours, by
+    line name (``compute``: the performance terms, from GPU-hours down to the kernel terms).
     """
     c = table.costs
+    kids = children or {}
     for line in table.lines:
         if not table.applies[line.name][i]:
             continue
         inputs = {k: _at(v, i) for k, v in line.inputs(c).items()}
         srcs = list(price.sources) if (line.price_sources and price is not None) else []
         srcs += c.fac.sources(*(x for x in line.ids(c, i) if x))
+        terms = kids.get(line.name, [])
         if line.name == "compute" and price is not None:
-            _compute_parts(b, c, i, price, inputs, srcs)
+            _compute_parts(b, c, i, price, (inputs, srcs, terms))
             continue
-        b.add(line.name, float(table.usd[line.name][i]), line.category, line.formula, inputs, srcs)
+        usd = float(table.usd[line.name][i])
+        b.add(line.name, usd, line.category, line.formula, inputs, srcs, terms=terms)
     return b
 
 
 def _compute_parts(
-    b: Breakdown, c: RunCosts, i: int, price: Any, inputs: dict[str, Any], srcs: list[str]
+    b: Breakdown, c: RunCosts, i: int, price: Any, explain: tuple[dict[str, Any], list[str], Any]
 ) -> None:
     """Add the compute item of one option, split by the parts of its price."""
+    inputs, srcs, terms = explain
     gh = float(c.r.gpus[i] * c.r.productive_h[i])
     mode = str(c.r.modes[i])
     for part, per_h in price.parts.items():
@@ -793,5 +805,5 @@ def _compute_parts(
             formula = f"gpus x productive hours x ({part} over the holding period / holding hours)"
         b.add(
             part if part != "rental" else f"rental_{mode}", float(usd), "compute", formula,
-            {**inputs, "usd_per_gpu_hour": per_h, **price.inputs}, srcs,
+            {**inputs, "usd_per_gpu_hour": per_h, **price.inputs}, srcs, terms=terms,
         )  # fmt: skip

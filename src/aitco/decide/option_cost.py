@@ -27,6 +27,7 @@ from aitco.cost.pricing import (
 from aitco.cost.runs import CostRows
 from aitco.cost.tco import ItemTable, add_to_breakdown, compose
 from aitco.decide.scenario import HardwareOption, Scenario
+from aitco.explain import Term
 
 
 def option_name(opt: HardwareOption) -> str:
@@ -151,16 +152,67 @@ def option_rows(
 
 
 def priced_option(
-    rows: CostRows, fac: CostFactors, price: GpuHourPrice, **breakdown: Any
+    rows: CostRows,
+    fac: CostFactors,
+    price: GpuHourPrice,
+    children: dict[str, list[Term]] | None = None,
+    **breakdown: Any,
 ) -> tuple[Breakdown, ItemTable]:
     """Compose the items of one option into a breakdown (totalled) and return both.
 
+    ``children``: the explain terms behind items' hours, by item line (``compute``).
     ``breakdown``: the :class:`~aitco.cost.breakdown.Breakdown` fields (name, kind, hardware,
     pricing, gpus).
     """
     table = compose(rows, fac)
-    b = add_to_breakdown(Breakdown(**breakdown), table, 0, price)
+    b = add_to_breakdown(Breakdown(**breakdown), table, 0, price, children)
     return b.finalize(), table
+
+
+def training_terms(res: Any, gpus: float, productive_h: float, tokens: float) -> list[Term]:
+    """Return the explain chain of a run's compute: GPU-hours, tokens/s, step, kernel terms.
+
+    ``res``: :func:`aitco.perf.training.estimate_training` of the run; its step-time terms
+    (compute, communication, bubble, optimizer...) are the leaves and add up to ``step_time_s``.
+    """
+    v = res.values
+    below: list[Term] = []
+    if num(v.get("step_time_s")) is not None and hasattr(res, "to_estimate"):
+        kernels = [t for t in res.to_estimate().terms if t.unit == "s"]
+        below = [
+            Term(
+                name="step_time_s",
+                value=float(v["step_time_s"]),
+                unit="s",
+                formula="sum of the step-time terms (aitco.perf.training)",
+                children=kernels,
+            )
+        ]
+    tps = Term(
+        name="tokens_per_s",
+        value=float(v["tokens_per_s"]),
+        unit="tokens/s",
+        formula="tokens per step (global batch x sequence length) / step_time_s",
+        children=below,
+    )
+    prod = Term(
+        name="productive_h",
+        value=productive_h,
+        unit="h",
+        formula="tokens / tokens_per_s / 3600",
+        inputs={"tokens": tokens},
+        children=[tps],
+    )
+    return [
+        Term(
+            name="productive_gpu_hours",
+            value=gpus * productive_h,
+            unit="GPU h",
+            formula="gpus x productive_h",
+            inputs={"gpus": gpus},
+            children=[prod],
+        )
+    ]
 
 
 def energy_note(acc: Accelerator, table: ItemTable) -> str:

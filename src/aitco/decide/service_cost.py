@@ -33,6 +33,7 @@ from aitco.decide.option_cost import (
     priced_option,
 )
 from aitco.decide.scenario import HardwareOption, InferenceWorkload, Scenario
+from aitco.explain import Term
 from aitco.perf import service as service_mod
 from aitco.perf.efficiency import EfficiencyParams
 from aitco.units import HOURS_PER_DAY, HOURS_PER_MONTH, MEGA, SECONDS_PER_HOUR
@@ -300,8 +301,9 @@ def price_service(
                  "downtime_fraction": down.downtime_fraction},
     )  # fmt: skip
     label = option_name(opt) if n == opt.gpus else f"{option_name(opt)} (priced x{n})"
+    kids = {"compute": service_terms(size, billed_h - float(down.lost_h))}
     b, table = priced_option(
-        rows, fac, price, name=label, kind="inference", hardware=opt.hardware,
+        rows, fac, price, kids, name=label, kind="inference", hardware=opt.hardware,
         pricing=opt.pricing, gpus=n,
     )  # fmt: skip
     b.assumptions.append(energy_note(acc, table))
@@ -332,6 +334,60 @@ def price_estimated(
     size = ServiceSize.as_estimated(w, res, opt.gpus)
     billed = bill_service(price, opt, size, hardware[1], w, shares)
     return price_service(scn, w, opt, hardware, billed, fac, size, shares=shares)
+
+
+def service_terms(size: ServiceSize, served_h: float) -> list[Term]:
+    """Return the explain chain of a service's compute: GPU-hours, GPUs, capacity, TTFT/TPOT.
+
+    The engine's latency terms are the leaves (they add up to ``ttft_s`` and ``tpot_s``); a
+    disaggregated layout or an autoscaled day is planned from them, so its chain stops at the
+    replicas.
+    """
+    v = size.values
+    latency: list[Term] = []
+    if size.pool is None and size.day is None and hasattr(size.res, "to_estimate"):
+        terms = size.res.to_estimate().terms
+        for key in ("ttft", "tpot"):
+            if num(v.get(f"{key}_s")) is None:
+                continue
+            latency.append(
+                Term(
+                    name=f"{key}_s",
+                    value=float(v[f"{key}_s"]),
+                    unit="s",
+                    formula=f"sum of the {key.upper()} terms (aitco.perf.inference)",
+                    children=[t for t in terms if t.name.startswith(f"{key}_")],
+                )
+            )
+    cap = Term(
+        name="requests_per_s_capacity",
+        value=size.rps_capacity,
+        unit="requests/s",
+        formula="the replicas' saturation throughput at the estimated TTFT and TPOT",
+        children=latency,
+    )
+    gpus = Term(
+        name="total_gpus",
+        value=float(size.gpus),
+        unit="GPUs",
+        formula="replicas x GPUs per replica, enough for the requests/s served",
+        inputs={
+            "replicas": size.replicas,
+            "gpus_per_replica": size.per_replica,
+            "requests_per_s": size.qps,
+        },
+        children=[cap],
+    )
+    return [
+        Term(
+            name="served_gpu_hours",
+            value=size.gpus * served_h,
+            unit="GPU h",
+            formula="total_gpus x (billed hours - hours lost to restarts and firmware)",
+            inputs={"billed_h": size.billed_h},
+            children=[gpus],
+        )
+    ]
 
 
 def _meets_slo(w: InferenceWorkload, v: dict[str, Any]) -> bool | None:

@@ -28,6 +28,7 @@ from aitco.decide.option_cost import (
     option_rows,
     per_token_j,
     priced_option,
+    training_terms,
 )
 from aitco.decide.scenario import (
     DataCosts,
@@ -163,8 +164,9 @@ def price_training(
         explain={k: num(x) if k != "checkpoint_interval_rule" else x
                  for k, x in g.explain_inputs().items()},
     )  # fmt: skip
+    kids = {"compute": training_terms(res, n, productive_h, tokens)}
     b, table = priced_option(
-        rows, fac, price, name=option_name(opt), kind="training", hardware=opt.hardware,
+        rows, fac, price, kids, name=option_name(opt), kind="training", hardware=opt.hardware,
         pricing=opt.pricing, gpus=n,
     )  # fmt: skip
     kwh, kg = energy_values(table)
