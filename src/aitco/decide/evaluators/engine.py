@@ -83,11 +83,10 @@ class EngineTrainingEvaluator(ItemPricing):
     Notes
     -----
     Productive hours :math:`D / \text{tokens/s}`; the wall clock and the cost are those of
-    ``aitco compare``: goodput from :func:`aitco.decide.compare.training_goodput` (failures,
-    spot preemptions, Young/Daly checkpoints, restarts, firmware) and ``total_usd`` the sum of
-    :func:`aitco.decide.compare.training_run_items_usd` (compute, idle instance GPUs, committed
-    term, reliability and people items), with the storage, power and carbon items of
-    :class:`ItemPricing`: the same model for every pricing mode, owned included.
+    ``aitco compare``: goodput from :func:`aitco.decide.training_cost.training_goodput`
+    (failures, spot preemptions, Young/Daly checkpoints, restarts, firmware) and ``total_usd``
+    the sum of the items of :func:`aitco.cost.tco.items_usd` (:class:`ItemPricing`): the same
+    model for every pricing mode, owned included.
     """
 
     hw: HardwareTable
@@ -105,7 +104,7 @@ class EngineTrainingEvaluator(ItemPricing):
     ops: OpsAssumptions = field(default_factory=OpsAssumptions)
     #: Data costs as in a scenario's ``data`` (storage tier, stored dataset volume).
     data: DataCosts = field(default_factory=DataCosts)
-    #: System each offer code runs on (:func:`aitco.decide.compare.offer_system`; None: the
+    #: System each offer code runs on (:func:`aitco.cost.pricing.offer_system`; None: the
     #: hardware's own system), as compare runs the engine on a rented offer's fabric.
     offer_systems: list[Any] = field(default_factory=list)
     #: Share of an unused committed term reused elsewhere (compare's option field).
