@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from aitco.cost import carbon, cloud, data, people, power, reliability
-from aitco.units import HOURS_PER_MONTH, KG_PER_TONNE
+from aitco.units import HOURS_PER_MONTH, KG_PER_TONNE, SECONDS_PER_HOUR
 
 F64 = np.ndarray
 
@@ -235,17 +235,23 @@ def repair_labour_usd(
     return _f(people.repair_labour_usd(interruptions, staff_h, usd_per_hour, nodes, per_doubling))
 
 
-def support_billed_months(wall_h: ArrayLike, term_h: ArrayLike) -> F64:
-    """Months a support plan bills for a run: its wall clock, or its whole committed terms.
+#: Shortest holding time a support share is computed over (a run of zero hours has no monthly
+#: rate; its spend is zero too). [h]
+MIN_SUPPORT_HOURS = 1.0 / SECONDS_PER_HOUR
 
-    At least one month (plans are billed by the month). ``term_h`` NaN: no committed term.
+
+def support_billed_months(wall_h: ArrayLike, term_h: ArrayLike) -> F64:
+    """Return the months a run is held for its support fee: its wall clock, or its whole terms.
+
+    A fraction of a month for a short run (the fee is the run's share of the account's month,
+    :func:`cloud_support_usd`). ``term_h`` NaN: no committed term.
     """
     w = _f(wall_h)
     th = _f(term_h)
     has = np.isfinite(th) & (th > 0)
     safe = np.where(has, th, 1.0)
     billed = np.where(has, np.maximum(np.ceil(w / safe), 1.0) * safe, w)
-    return _f(np.maximum(billed / HOURS_PER_MONTH, 1.0))
+    return _f(np.maximum(billed, MIN_SUPPORT_HOURS) / HOURS_PER_MONTH)
 
 
 def cloud_support_usd(
@@ -254,15 +260,33 @@ def cloud_support_usd(
     breaks_usd: list[float],
     rates: list[float],
     minimum_usd_per_month: float,
+    account_other_usd_per_month: float = 0.0,
 ) -> F64:
-    """Return a provider's tiered support fee on the supported spend. [USD]."""
-    return _f(people.tiered_fee_usd(spend_usd, months, breaks_usd, rates, minimum_usd_per_month))
+    """Return a job's share of its account's support fee (one provider's schedule). [USD].
+
+    :func:`aitco.cost.people.support_share_usd`: the spend at the account's average support
+    rate, the account billed at the job's monthly rate plus its other spend.
+    """
+    got = people.support_share_usd(
+        spend_usd, months, breaks_usd, rates, minimum_usd_per_month, account_other_usd_per_month
+    )
+    return _f(got)
 
 
 # ----------------------------------------------------------------------------------- data
 def storage_usd(gb: ArrayLike, months: ArrayLike, usd_per_gb_month: ArrayLike) -> F64:
     """Return the storage of data (the dataset, kept checkpoints): GB x months x $/GB-month."""
     return _f(data.storage_usd(gb, months, usd_per_gb_month))
+
+
+def tiered_transfer_usd(
+    gb: ArrayLike, months: ArrayLike, breaks_gb: list[float], usd_per_gb: list[float]
+) -> F64:
+    """Return a transfer priced by the provider's monthly volume tiers over its months. [USD].
+
+    :func:`aitco.cost.data.tiered_transfer_usd` (internet egress tiers).
+    """
+    return _f(data.tiered_transfer_usd(gb, months, breaks_gb, usd_per_gb))
 
 
 def per_unit_usd(quantity: ArrayLike, usd_per_unit: ArrayLike, field: str) -> F64:

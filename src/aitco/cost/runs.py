@@ -136,6 +136,10 @@ class CostRows:
     spot_rate_id: str = ""
     #: Power limit the accelerators run at (shown by the power items; None: the TDP). [W]
     power_limit_w: float | None = None
+    #: Measured idle draw of each row's accelerator (NaN: not published, the idle factor). [W]
+    idle_w: Any = math.nan
+    #: Citation of a measured ``idle_w`` (the power items cite it; "" when none).
+    idle_w_source: str = ""
     #: Inputs every row's reliability items show in ``--explain`` (checkpoint interval...).
     explain: dict[str, Any] = field(default_factory=dict)
 
@@ -156,7 +160,7 @@ _ROW_ARRAYS = (
     "gpus", "usd_per_gpu_h", "gpus_billed", "instances", "job_nodes", "host_nodes",
     "productive_h", "wall_h", "busy_h", "tdp_w", "node_power_w", "rework_h", "restart_h",
     "checkpoint_stall_h", "firmware_h", "interruptions", "failure_share", "active_fraction",
-    "reuse_fraction", "storage_months", "dataset_gb", "checkpoint_gb", "period_days",
+    "reuse_fraction", "storage_months", "dataset_gb", "checkpoint_gb", "period_days", "idle_w",
 )  # fmt: skip
 
 
@@ -294,6 +298,11 @@ class RunCosts:
         return np.full(self.n, self.fac.active_fraction_of_tdp)
 
     @cached_property
+    def idle_fraction(self) -> np.ndarray:
+        """Idle draw over the board power: the measured ``idle_w``, else the idle factor."""
+        return self.fac.idle_fraction_of_board(self.r.idle_w, self.r.tdp_w) * np.ones(self.n)
+
+    @cached_property
     def idle_h(self) -> np.ndarray:
         """Hours at the idle draw: held but not busy, and the fragmentation idle. [h]."""
         return np.asarray(self.r.wall_h - self.r.busy_h + self.frag_h, dtype=float)
@@ -313,7 +322,7 @@ class RunCosts:
             return {**{k: nan for k in keys}, "kg_co2e": nan}
         e = items.energy_kwh(
             gpus=self.r.gpus, tdp_w=np.where(known, tdp, 0.0), active_fraction=self.active_fraction,
-            idle_fraction=self.fac.idle_fraction_of_tdp, nodes=self.r.host_nodes,
+            idle_fraction=self.idle_fraction, nodes=self.r.host_nodes,
             node_power_w=self.r.node_power_w, switch_w_per_gpu=self.fac.switch_w_per_gpu,
             busy_h=self.r.busy_h, idle_h=self.idle_h, loss=self.fac.conversion_loss,
             pue=self.pue[1],
@@ -339,10 +348,10 @@ class RunCosts:
 
     @cached_property
     def min_fte(self) -> np.ndarray:
-        """On-call minimum team of owned rows (0 for the others). [FTE]."""
+        """On-call staff of owned rows: the fleet's share of a 24x7 rota (0 otherwise). [FTE]."""
         if not np.any(self.owned):
             return np.zeros(self.n)
-        return np.where(self.owned, self.fac.on_call_min_fte(), 0.0)
+        return np.where(self.owned, self.fac.on_call_min_fte(self.r.gpus), 0.0)
 
     @cached_property
     def carbon_usd_per_tonne(self) -> float:
@@ -357,6 +366,11 @@ class RunCosts:
             for p in dict.fromkeys(self.r.providers[self.rented].tolist())
             if p
         }
+
+    @cached_property
+    def support_account_other_usd_per_month(self) -> float:
+        """The account's other monthly spend beside the job (its support share). [USD/month]."""
+        return self.fac.support_account_other_usd_per_month
 
     @cached_property
     def has_support(self) -> np.ndarray:

@@ -19,6 +19,7 @@ below and, where it needs one, a catalog factor.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -48,6 +49,7 @@ from aitco.cost.factors import (
     REPAIR_SCALE_ID,
     RESTART_ID,
     SPARES_ID,
+    SUPPORT_ACCOUNT_OTHER_ID,
     SWITCH_POWER_ID,
     CostFactors,
 )
@@ -134,16 +136,22 @@ class Line:
         ``ids(costs, row) -> list``: factor ids whose citations are the item's sources.
     price_sources : bool
         Whether the price's own sources (the offer, the purchase price) come first.
+    note : callable, optional
+        ``note(costs) -> str``: a caveat shown with the item.
+    cites : callable, optional
+        ``cites(costs, row) -> list``: citations beside the factors' (a measured catalog value).
     """
 
     name: str
     category: str
     usd: Usd
-    formula: str
+    formula: str | Callable[[RunCosts], str]
     applies: Mask = _always
     inputs: Inputs = _no_inputs
     ids: Ids = _no_ids
     price_sources: bool = False
+    note: Callable[[RunCosts], str] | None = None
+    cites: Callable[[RunCosts, int], list[str]] | None = None
 
 
 # ----------------------------------------------------------------------------- line helpers
@@ -197,13 +205,21 @@ def _kwh(c: RunCosts, key: str) -> np.ndarray:
     return np.asarray(got[key], dtype=float)
 
 
+def _busy_share(c: RunCosts) -> np.ndarray:
+    """Return the busy share of the held hours. [fraction]."""
+    wall = c.r.wall_h
+    return np.where(wall > 0, c.r.busy_h / np.where(wall > 0, wall, 1.0), 0.0)
+
+
 def _power_inputs(key: str) -> Inputs:
     def inputs(c: RunCosts) -> dict[str, Any]:
         return {
             "gpus": c.r.gpus, "tdp_w": c.r.tdp_w,
             "power_limit_w": c.r.power_limit_w,
             "active_fraction_of_tdp": c.active_fraction,
-            "idle_fraction_of_tdp": c.fac.idle_fraction_of_tdp, "nodes": c.r.host_nodes,
+            "idle_fraction_of_tdp": c.idle_fraction, "idle_w": c.idle_fraction * c.r.tdp_w,
+            "busy_share_of_hours": _busy_share(c),
+            "nodes": c.r.host_nodes,
             "node_power_w": c.r.node_power_w, "switch_w_per_gpu": c.fac.switch_w_per_gpu,
             "busy_h": c.r.busy_h, "idle_h": c.idle_h, "conversion_loss": c.fac.conversion_loss,
             "pue": c.pue[1], "pue_factor": c.pue[0], "usd_per_kwh": c.usd_per_kwh[1],
@@ -214,9 +230,11 @@ def _power_inputs(key: str) -> Inputs:
 
 
 def _power_ids(c: RunCosts, i: int) -> list[str]:
+    """Factor ids of the power items: the draw factors only where no engine or measure gives it."""
     return [
-        ACTIVE_POWER_ID, IDLE_POWER_ID, SWITCH_POWER_ID, CONVERSION_LOSS_ID,
-        str(c.pue[0][i]), str(c.usd_per_kwh[0][i]),
+        *([ACTIVE_POWER_ID] if c.r.active_fraction is None else []),
+        *([IDLE_POWER_ID] if not math.isfinite(float(c.r.idle_w[i])) else []),
+        SWITCH_POWER_ID, CONVERSION_LOSS_ID, str(c.pue[0][i]), str(c.usd_per_kwh[0][i]),
     ]  # fmt: skip
 
 
@@ -224,13 +242,14 @@ def _power_line(name: str, key: str, formula: str) -> Line:
     return Line(
         name, "power", lambda c: items.electricity_usd(_kwh(c, key), c.usd_per_kwh[1]), formula,
         applies=lambda c: c.owned, inputs=_power_inputs(key), ids=_power_ids,
+        cites=lambda c, i: [c.r.idle_w_source] if c.r.idle_w_source else [],
     )  # fmt: skip
 
 
 def _colo_kw(c: RunCosts) -> np.ndarray:
     """Return the IT capacity a colocation contract provisions (accelerators at TDP). [kW]."""
     w = items.provisioned_it_w(
-        c.r.gpus, np.nan_to_num(c.r.tdp_w), c.fac.idle_fraction_of_tdp, c.r.host_nodes,
+        c.r.gpus, np.nan_to_num(c.r.tdp_w), c.idle_fraction, c.r.host_nodes,
         c.r.node_power_w, c.fac.switch_w_per_gpu,
     )  # fmt: skip
     return np.asarray(w / WATTS_PER_KILOWATT, dtype=float)
@@ -241,16 +260,24 @@ def _colo_months(c: RunCosts) -> np.ndarray:
 
 
 def _staff_inputs(c: RunCosts) -> dict[str, Any]:
-    return {
+    ratio = c.r.gpus / people.GPUS_PER_STAFFING_UNIT * c.fte_per_1000
+    out = {
         "gpus": c.r.gpus,
         "hours": c.r.wall_h,
         "fte_per_1000_gpus": c.fte_per_1000,
-        "ratio_fte": c.r.gpus / people.GPUS_PER_STAFFING_UNIT * c.fte_per_1000,
+        "ratio_fte": ratio,
         "on_call_min_fte": c.min_fte,
+        "staff_fte": np.maximum(ratio, c.min_fte),
         "wage_usd_per_hour": c.fac.value(OPS_ROLE_ID),
         "employer_cost_factor": c.fac.value(EMPLOYER_COST_ID),
         "usd_per_hour": c.labour_rate,
     }
+    if np.any(c.owned):
+        seats, prod_h, rota_gpus = (c.fac.value(i) for i in ON_CALL_IDS)
+        rota_fte = float(people.on_call_fte(seats, prod_h))
+        out["on_call_rota_fte"] = np.where(c.owned, rota_fte, math.nan)
+        out["on_call_rota_gpus"] = np.where(c.owned, rota_gpus, math.nan)
+    return out
 
 
 def _staff_ids(c: RunCosts, i: int) -> list[str]:
@@ -280,12 +307,13 @@ def _supported_spend(c: RunCosts) -> np.ndarray:
 def _support_usd(c: RunCosts) -> np.ndarray:
     spend = _supported_spend(c)
     months = items.support_billed_months(c.r.wall_h, c.term_h)
+    other = c.support_account_other_usd_per_month
     out = np.zeros(c.n)
     for prov, sched in c.support.items():
         sel = (c.r.providers == prov) & c.rented
         if sched is not None and np.any(sel):
             breaks, rates, low, _ = sched
-            out[sel] = items.cloud_support_usd(spend[sel], months[sel], breaks, rates, low)
+            out[sel] = items.cloud_support_usd(spend[sel], months[sel], breaks, rates, low, other)
     return out
 
 
@@ -293,21 +321,30 @@ def _support_inputs(c: RunCosts) -> dict[str, Any]:
     spend = _supported_spend(c)
     months = items.support_billed_months(c.r.wall_h, c.term_h)
     none: tuple[list[float], list[float], float, list[str]] = ([], [], 0.0, [])
-    sched = next((s for s in c.support.values() if s is not None), none)
+    breaks, rates, low, _ = next((s for s in c.support.values() if s is not None), none)
+    other = c.support_account_other_usd_per_month
+    account = spend / months + other
+    fee = people.monthly_fee_usd(account, breaks, rates, low) if breaks else np.zeros(c.n)
     return {
         "spend_usd": spend,
         "months": months,
         "monthly_spend_usd": spend / months,
-        "tier_breaks_usd_per_month": sched[0],
-        "tier_rates": sched[1],
-        "minimum_usd_per_month": sched[2],
+        "account_other_usd_per_month": other,
+        "account_usd_per_month": account,
+        "account_fee_usd_per_month": fee,
+        "account_support_rate": np.where(
+            account > 0, fee / np.where(account > 0, account, 1.0), 0.0
+        ),
+        "tier_breaks_usd_per_month": breaks,
+        "tier_rates": rates,
+        "minimum_usd_per_month": low,
         "provider": c.r.providers,
     }
 
 
 def _support_ids(c: RunCosts, i: int) -> list[str]:
     sched = c.support.get(str(c.r.providers[i]))
-    return list(sched[3]) if sched is not None else []
+    return [*sched[3], SUPPORT_ACCOUNT_OTHER_ID] if sched is not None else []
 
 
 def _data(c: RunCosts) -> Any:
@@ -318,16 +355,56 @@ def _one_off(attr: str) -> Mask:
     return lambda c: c.r.one_off and bool(getattr(c.r.data, attr))
 
 
-def _transfer_line(name: str, gb: str, kind: str, field_name: str) -> Line:
-    def price(c: RunCosts) -> tuple[str, float]:
-        return c.transfer(getattr(c.r.data, kind), field_name)
+def _transfer_tiers(c: RunCosts, kind: str) -> tuple[str, str] | None:
+    """Return the factor ids of ``kind``'s monthly volume tiers when the catalog tables them."""
+    ids = (f"transfer.tier-breaks-gb.{kind}", f"transfer.tier-usd-per-gb.{kind}")
+    return ids if c.fac.has(ids[0]) and c.fac.has(ids[1]) else None
 
-    return Line(
-        name, "data", lambda c: items.per_unit_usd(getattr(c.r.data, gb), price(c)[1], price(c)[0]),
-        "GB x $/GB", applies=_one_off(gb),
-        inputs=lambda c: {"gb": getattr(c.r.data, gb), "usd_per_gb": price(c)[1]},
-        ids=lambda c, i: [price(c)[0]],
-    )  # fmt: skip
+
+def _transfer_line(name: str, gb: str, kind: str, field_name: str) -> Line:
+    """Return a transfer item: the provider's monthly volume tiers where tabled, else $/GB.
+
+    With tiers, the period's volume is spread over its months (at least one) and each month's
+    volume priced by the tiers (:func:`aitco.cost.items.tiered_transfer_usd`).
+    """
+
+    def months(c: RunCosts) -> Any:
+        return np.maximum(1.0, c.r.storage_months)
+
+    def usd(c: RunCosts) -> Any:
+        k, v = getattr(c.r.data, kind), getattr(c.r.data, gb)
+        tiers = _transfer_tiers(c, k)
+        if tiers is not None:
+            breaks, rates = (c.fac.curve(i) for i in tiers)
+            return items.tiered_transfer_usd(v, months(c), breaks, rates)
+        fid, p = c.transfer(k, field_name)
+        return items.per_unit_usd(v, p, fid)
+
+    def inputs(c: RunCosts) -> dict[str, Any]:
+        v = getattr(c.r.data, gb)
+        if _transfer_tiers(c, getattr(c.r.data, kind)) is not None:
+            return {"gb": v, "months": months(c), "usd_per_gb": c.done[name] / v}
+        return {"gb": v, "usd_per_gb": c.transfer(getattr(c.r.data, kind), field_name)[1]}
+
+    def ids(c: RunCosts, i: int) -> list[str]:
+        k = getattr(c.r.data, kind)
+        tiers = _transfer_tiers(c, k)
+        return list(tiers) if tiers is not None else [c.transfer(k, field_name)[0]]
+
+    def note(c: RunCosts) -> str:
+        tiers = _transfer_tiers(c, getattr(c.r.data, kind))
+        if tiers is None:
+            return ""
+        breaks, rates = (c.fac.curve(i) for i in tiers)
+        pairs = zip(breaks, rates, strict=False)
+        return "tiers from (GB/month): " + ", ".join(f"{x:g} at ${r:g}/GB" for x, r in pairs)
+
+    def formula(c: RunCosts) -> str:
+        if _transfer_tiers(c, getattr(c.r.data, kind)) is not None:
+            return "GB per month priced by the provider's volume tiers x months"
+        return "GB x $/GB"
+
+    return Line(name, "data", usd, formula, applies=_one_off(gb), inputs=inputs, ids=ids, note=note)
 
 
 def _storage_inputs(attr: str) -> Inputs:
@@ -527,12 +604,14 @@ _POWER = (
     _power_line(
         "electricity_it_active",
         "it_active",
-        "gpus x TDP x active fraction x busy hours (+ node and switch power) x $/kWh",
+        "gpus x TDP x active fraction x busy hours (+ node and switch power) x $/kWh"
+        " (a service: board power over its busy share of the hours)",
     ),
     _power_line(
         "electricity_it_idle",
         "it_idle",
-        "gpus x TDP x idle fraction x idle hours (restarts, stalls, fragmentation) x $/kWh",
+        "gpus x TDP x idle fraction x idle hours (+ node and switch power) x $/kWh (a service:"
+        " the hours it is not busy; restarts, stalls, fragmentation)",
     ),
     _power_line(
         "power_conversion_loss", "loss", "IT kWh x (1/(1 - loss) - 1) x $/kWh (PSU/UPS/PDU)"
@@ -556,8 +635,9 @@ _STAFF = Line(
     "ops_staff",
     "people",
     lambda c: items.ops_staff_usd(c.r.gpus, c.r.wall_h, c.fte_per_1000, c.labour_rate, c.min_fte),
-    "max(gpus/1000 x FTE per 1000 GPUs, on-call seats x 8766 h / productive h per FTE"
-    " [owned]) x (hours/8766) x 2080 h x wage x employer-cost factor",
+    "max(gpus/1000 x FTE per 1000 GPUs, on-call rota FTE x min(1, gpus / rota fleet)"
+    " [owned]) x (hours/8766) x 2080 h x wage x employer-cost factor (rota FTE = seats x"
+    " 8766 h / productive h per FTE)",
     inputs=_staff_inputs,
     ids=_staff_ids,
 )
@@ -590,8 +670,9 @@ _SUPPORT = Line(
     "cloud_support",
     "people",
     _support_usd,
-    "months x max(sum over brackets of rate x part of the monthly spend in the bracket,"
-    " monthly minimum) (provider support plan)",
+    "spend x account fee / account bill: the account billed spend/months held + its other"
+    " spend a month; the fee = max(sum over brackets of rate x part of the bill in the"
+    " bracket, monthly minimum) (provider support plan, per account and month)",
     applies=lambda c: c.has_support,
     inputs=_support_inputs,
     ids=_support_ids,
@@ -778,12 +859,15 @@ def add_to_breakdown(
         inputs = {k: _at(v, i) for k, v in line.inputs(c).items()}
         srcs = list(price.sources) if (line.price_sources and price is not None) else []
         srcs += c.fac.sources(*(x for x in line.ids(c, i) if x))
+        srcs += line.cites(c, i) if line.cites is not None else []
         terms = kids.get(line.name, [])
         if line.name == "compute" and price is not None:
             _compute_parts(b, c, i, price, (inputs, srcs, terms))
             continue
         usd = float(table.usd[line.name][i])
-        b.add(line.name, usd, line.category, line.formula, inputs, srcs, terms=terms)
+        note = line.note(c) if line.note is not None else ""
+        formula = line.formula(c) if callable(line.formula) else line.formula
+        b.add(line.name, usd, line.category, formula, inputs, srcs, note=note, terms=terms)
     return b
 
 

@@ -57,6 +57,8 @@ FACTOR_IDS: dict[str, str] = {
     "employer": "labour.employer-cost-factor",
     "seats": "ops.on-call-seats.owned",
     "prod_h": "labour.productive-hours-per-fte-year",
+    "rota_gpus": "ops.on-call-rota-gpus",
+    "account_other": "support.account-other-usd-per-month",
     "restart": "restart.hours",
 }
 
@@ -301,10 +303,12 @@ def _owned(
     pue = fac.value(pid)
     kwh_price_id = f"electricity.usd-per-kwh.{region}"
     usd_per_kwh = fac.value(kwh_price_id)
+    # the measured idle draw where published, else the idle factor (as compare)
+    idle = float(fac.idle_fraction_of_board(acc.idle_w, acc.board_power_w))
     # a month at the utilisation: busy hours at the active draw, the rest idle (cost.items)
     e = items.energy_kwh(
         gpus=gpus, tdp_w=tdp, active_fraction=fac.active_fraction_of_tdp,
-        idle_fraction=fac.idle_fraction_of_tdp, nodes=nodes, node_power_w=sysm.node_power_w,
+        idle_fraction=idle, nodes=nodes, node_power_w=sysm.node_power_w,
         switch_w_per_gpu=fac.switch_w_per_gpu, busy_h=u * HOURS_PER_MONTH,
         idle_h=(1.0 - u) * HOURS_PER_MONTH, loss=fac.conversion_loss, pue=pue,
     )  # fmt: skip
@@ -312,7 +316,7 @@ def _owned(
     it_w = float(e["it_active_kwh"] + e["it_idle_kwh"]) * WATTS_PER_KILOWATT / HOURS_PER_MONTH
     energy = float(items.electricity_usd(energy_kwh, usd_per_kwh))
     it_peak_w = float(
-        items.provisioned_it_w(gpus, tdp, fac.idle_fraction_of_tdp, nodes, sysm.node_power_w,
+        items.provisioned_it_w(gpus, tdp, idle, nodes, sysm.node_power_w,
                                fac.switch_w_per_gpu)
     )  # fmt: skip
     colo = (
@@ -321,7 +325,7 @@ def _owned(
         if colocation
         else 0.0
     )  # fmt: skip
-    min_fte = fac.on_call_min_fte()
+    min_fte = float(fac.on_call_min_fte(gpus))
     fte = fac.fte_per_1000_gpus(owned=True)
     rate = fac.loaded_labour_rate()[0]
     staff = float(items.ops_staff_usd(gpus, HOURS_PER_MONTH, fte, rate, min_fte))
@@ -349,13 +353,13 @@ def _owned(
             "operations_staff",
             staff,
             "opex_monthly",
-            "max(g/1000 FTE, on-call seats x 8766 h / productive h) x 730.5 h / 8766 h"
-            " x 2080 h x wage x employer-cost factor",
+            "max(g/1000 FTE, on-call rota FTE x min(1, g / rota fleet)) x 730.5 h / 8766 h"
+            " x 2080 h x wage x employer-cost factor (rota FTE = seats x 8766 h / productive h)",
             {"fte_per_1000_gpus": fte, "on_call_min_fte": min_fte},
         ),
     ]
     keys = ("server", "network", "storage", "install", "spares", "loss", "idle", "active",
-            "switch", "fte_owned", "sre", "employer", "seats", "prod_h")  # fmt: skip
+            "switch", "fte_owned", "sre", "employer", "seats", "prod_h", "rota_gpus")  # fmt: skip
     srcs = [_source(fac, ids[k]) for k in keys]
     srcs += [_source(fac, pid), _source(fac, kwh_price_id)]
     if colocation:
@@ -397,9 +401,11 @@ def _rent(mode: str, rental: _Rental, gpus: int, u: float, fac: CostFactors) -> 
     sched = fac.support_schedule(key)
     if sched is not None:
         breaks, rates, low, sup_ids = sched
-        support = float(items.cloud_support_usd(compute + rework, 1.0, breaks, rates, low))
+        other = fac.support_account_other_usd_per_month
+        support = float(items.cloud_support_usd(compute + rework, 1.0, breaks, rates, low, other))
         sup_in["schedule"] = {"tier_breaks_usd_per_month": breaks, "tier_rates": rates}
-        srcs += [_source(fac, i) for i in sup_ids]
+        sup_in["account_other_usd_per_month"] = other
+        srcs += [_source(fac, i) for i in (*sup_ids, ids["account_other"])]
     fte = fac.fte_per_1000_gpus(owned=False)
     staff = float(items.ops_staff_usd(gpus, HOURS_PER_MONTH, fte, fac.loaded_labour_rate()[0], 0.0))
     return {

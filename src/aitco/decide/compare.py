@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aitco.calibrate.profile import load_profile
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, ModelArch, System
-from aitco.catalog.staleness import stale_price_inputs
+from aitco.catalog.staleness import oldest_price_input, stale_price_inputs
 from aitco.cost.factors import CostFactors
 from aitco.cost.pricing import (
     GpuHourPrice,
@@ -77,6 +77,8 @@ class Comparison(BaseModel):
     assumptions: list[str] = Field(default_factory=list)
     #: Prices the answer rests on that are older than 12 months (aitco.catalog.staleness).
     stale_inputs: list[dict[str, Any]] = Field(default_factory=list)
+    #: The oldest price the answer rests on, with its age (aitco.catalog.staleness).
+    oldest_price: dict[str, Any] | None = None
 
     def option(self, name: str) -> Breakdown:
         """Return the option called ``name`` (KeyError if absent)."""
@@ -96,6 +98,7 @@ class Comparison(BaseModel):
             "options": [o.to_json(explain=explain) for o in self.options],
             "assumptions": self.assumptions,
             "stale_inputs": self.stale_inputs,
+            "oldest_price": self.oldest_price,
         }
 
 
@@ -158,14 +161,13 @@ def compare(
         )
     comp.assumptions = _assumption_lines(fac)
     _mark(comp)
-    comp.stale_inputs = stale_price_inputs(
-        catalog,
-        [
-            (b.hardware, b.pricing, b.values.get("offer"), b.values.get("region"))
-            for o in comp.options
-            for b in (o.stages or [o])
-        ],
-    )
+    used = [
+        (b.hardware, b.pricing, b.values.get("offer"), b.values.get("region"))
+        for o in comp.options
+        for b in (o.stages or [o])
+    ]
+    comp.stale_inputs = stale_price_inputs(catalog, used)
+    comp.oldest_price = oldest_price_input(catalog, used)
     return comp
 
 

@@ -126,6 +126,12 @@ def option_rows(
     """
     rented = opt.pricing in RENTED
     board_w = acc.board_power_w  # the TDP, or the lower power limit the device is run at
+    idle_prov = acc.provenance.get("idle_w")
+    idle_src = (
+        f"accelerators.{acc.id}.idle_w: {idle_prov.source.cite()}"
+        if acc.idle_w is not None and idle_prov is not None
+        else ""
+    )
     return CostRows(
         kind=kind,
         modes=opt.pricing,
@@ -147,6 +153,8 @@ def option_rows(
         reuse_fraction=opt.committed_reuse_fraction,
         repair_model=scn.ops.repair_model,
         power_limit_w=acc.power_limit_w,
+        idle_w=math.nan if acc.idle_w is None else acc.idle_w,
+        idle_w_source=idle_src,
         **hours,
     )
 
@@ -247,6 +255,7 @@ def instance_values(price: GpuHourPrice, b: Breakdown) -> dict[str, Any]:
     """Return the feasibility and billing values every option reports."""
     feasible, reasons = feasibility(b.values, price)
     b.values.pop("_extra_reasons", None)
+    unused = b.usd("committed_term_unused")
     return {
         "feasible": feasible,
         "infeasible_reasons": reasons,
@@ -254,4 +263,8 @@ def instance_values(price: GpuHourPrice, b: Breakdown) -> dict[str, Any]:
         "provider": price.provider,
         "instances": price.instances,
         "gpus_billed": price.gpus_billed,
+        # a committed term: the share used (every item but the unused rest of the term) and the
+        # unused commitment, apart (0 without a committed term); they add up to total_usd
+        "used_usd": b.total_usd - unused,
+        "committed_term_unused_usd": unused,
     }

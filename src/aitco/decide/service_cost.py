@@ -235,13 +235,16 @@ def bill_service(
     return price
 
 
-def _active_fraction(v: dict[str, Any], acc: Accelerator, est_gpus: int) -> float | None:
-    """Return the engine's average draw at the served load over TDP (None: not estimated)."""
-    engine_w = num(v.get("power_w"))
-    board_w = acc.board_power_w
-    if engine_w and board_w:
-        return min(1.0, engine_w / (est_gpus * board_w))
-    return None
+def _busy_share_of_hours(v: dict[str, Any], acc: Accelerator) -> float | None:
+    """Return the engine's busy share of the hours (None: not estimated, or no board power).
+
+    Serving power follows load (:func:`aitco.perf.serving.energy_per_token`): every hour at
+    the idle draw, plus this share of the hours at the board power.
+    """
+    b_frac = num(v.get("busy_fraction"))
+    if b_frac is None or not math.isfinite(b_frac) or not acc.board_power_w:
+        return None
+    return min(max(b_frac, 0.0), 1.0)
 
 
 def price_service(
@@ -285,16 +288,16 @@ def price_service(
     acc, sysm, _model = hardware
     n, billed_h = size.gpus, size.billed_h
     down = service_downtime(fac, n, size.per_replica, billed_h)
-    # the engine's draw over TDP, every billed hour (an autoscaled service draws it only
-    # while its replicas run); without it, the catalog's draw over the busy hours
-    est_gpus = opt.gpus if size.pool is not None else n
-    active = _active_fraction(size.res.values, acc, est_gpus)
+    # serving power follows load: the board power over the engine's busy share of the billed
+    # hours (an autoscaled pay-as-used service runs only while its replicas run), the idle
+    # draw over the rest; without it, the catalog's draw over the service's busy share
+    share = _busy_share_of_hours(size.values, acc)
     rows = option_rows(
         "inference", scn, opt, acc, sysm, price, gpus=n, host_gpus=n / shares,
         productive_h=billed_h - float(down.lost_h), wall_h=billed_h,
-        busy_h=billed_h if active is not None else billed_h * size.busy,
+        busy_h=billed_h * (size.busy if share is None else share),
         restart_h=float(down.restart_h), firmware_h=float(down.firmware_h),
-        interruptions=float(down.interruptions), active_fraction=active,
+        interruptions=float(down.interruptions), active_fraction=None if share is None else 1.0,
         storage_months=w.months, dataset_gb=scn.data.stored_gb or 0.0,
         period_days=size.hours / HOURS_PER_DAY, one_off=one_off,
         explain={"gpus_per_replica": size.per_replica,
@@ -307,8 +310,16 @@ def price_service(
         pricing=opt.pricing, gpus=n,
     )  # fmt: skip
     b.assumptions.append(energy_note(acc, table))
+    if share is not None:
+        board = float(acc.board_power_w or 0.0)
+        idle_w = float(table.costs.idle_fraction[0]) * board
+        b.assumptions.append(
+            f"serving power per GPU: idle {idle_w:,.1f} W every hour + busy share {share:.4f}"
+            f" x (board {board:,.0f} W - idle) = {idle_w + share * (board - idle_w):,.1f} W"
+        )
     b.values = _service_values(w, size, price, b, table, float(down.lost_h))
     b.values.update(instance_values(price, b))
+    b.values["usd_per_month_used"] = b.values["used_usd"] / w.months
     return b
 
 

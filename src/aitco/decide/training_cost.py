@@ -142,8 +142,10 @@ def price_training(
     instances = price.instances if opt.pricing in RENTED and price.offer else nodes
     spot_id, sigma = "", 0.0
     if opt.pricing == "spot":
+        # the rate of the offer's instance family, else its provider's, else the default
+        offer = fac.catalog.offers.get(price.offer) if price.offer else None
         spot_id, sigma = fac.spot_rate_per_instance_h(
-            price.provider or opt.provider, f"{where}.pricing"
+            price.provider or opt.provider, f"{where}.pricing", offer.instance if offer else None
         )
     g = training_goodput(
         model, w, scn.ops, fac, n, nodes, productive_h,

@@ -23,7 +23,7 @@ from aitco.decide.evaluators.tables import HardwareTable
 from aitco.decide.scenario import ComplianceCosts, DataCosts, OpsAssumptions, TrainingWorkload
 from aitco.decide.training_cost import training_goodput, training_storage_gb
 from aitco.errors import InputError
-from aitco.perf.serving import idle_power_fraction, power_w
+from aitco.perf.serving import busy_time_share
 from aitco.units import HOURS_PER_DAY, HOURS_PER_MONTH, SECONDS_PER_HOUR
 
 
@@ -92,6 +92,13 @@ class ItemPricing:
             node_w = np.where(use, o_w[c], node_w)
         return dpn, node_w
 
+    def _idle_w(self, hw: np.ndarray) -> np.ndarray:
+        """Return the measured idle draw of each row's accelerator (NaN: not published). [W]."""
+        idle = getattr(self.hw, "idle_w", np.empty(0))
+        if len(idle) != len(self.hw.ids):
+            return np.full(np.shape(hw), np.nan)
+        return np.asarray(idle, dtype=float)[hw]
+
     def _row_names(self, hw: np.ndarray, mode: np.ndarray, region: np.ndarray) -> dict[str, Any]:
         """Hardware ids, pricing modes, regions and owned cooling of rows, as text."""
         regions = [r or DEFAULT_REGION for r in self.hw.regions]
@@ -155,7 +162,8 @@ class ItemPricing:
                 gpus_billed=bl["gpus_billed"][rows][sel], instances=bl["instances"][rows][sel],
                 providers=provider[sel], job_nodes=nodes[sel], host_nodes=n[sel] / dpn[sel],
                 productive_h=productive_h[sel], wall_h=wh, busy_h=productive_h[sel],
-                tdp_w=self.hw.tdp_w[hw[rows][sel]], node_power_w=node_w[sel],
+                tdp_w=self.hw.tdp_w[hw[rows][sel]], idle_w=self._idle_w(hw[rows][sel]),
+                node_power_w=node_w[sel],
                 data=self.data, compliance=ComplianceCosts(), rework_h=o["rework_h"],
                 restart_h=o["restart_h"], checkpoint_stall_h=o["checkpoint_stall_h"],
                 firmware_h=o["firmware_h"], interruptions=o["interruptions"],
@@ -187,11 +195,12 @@ class ItemPricing:
         :func:`aitco.cost.tco.items_usd` of the services (compute, restarts, firmware,
         spares, fragmentation, idle instance accelerators, committed term, power, people, the
         stored dataset, carbon), as ``aitco compare`` prices a service; downtime from
-        :func:`aitco.cost.reliability.service_downtime`. ``active``: the service's draw over
-        TDP (every hour at that draw, as compare takes the engine's power); None: the catalog's
-        draw factor over the busy hours. ``slices``: MIG slices per GPU (``gpus`` then counts
-        slices, priced and powered per slice). ``hours`` may be an array (an autoscaled service
-        billed for its running hours).
+        :func:`aitco.cost.reliability.service_downtime`. ``active``: the service's busy share
+        of the hours (:func:`aitco.perf.serving.energy_per_token`'s ``busy_fraction``: board
+        power over that share of the hours, idle power over the rest, as compare takes the
+        engine's power); None: the catalog's draw factor over the ``busy`` hours. ``slices``: MIG
+        slices per GPU (``gpus`` then counts slices, priced and powered per slice). ``hours``
+        may be an array (an autoscaled service billed for its running hours).
         """
         fac = self._fac()
         n = np.asarray(gpus, dtype=float)
@@ -202,14 +211,17 @@ class ItemPricing:
         provider = np.where(rented, self._providers()[np.where(offered, codes, -1)], "")
         dpn, node_w = self._row_systems(hw, codes, rented & offered)
         down = service_downtime(fac, n, gpus_per_replica, hrs)
-        busy_h = hrs * np.asarray(busy, dtype=float) if active is None else hrs
+        share = np.asarray(busy if active is None else active, dtype=float)
+        busy_h = hrs * share
         cost_rows = CostRows(
             kind="inference", gpus=n, usd_per_gpu_h=bl["price"], gpus_billed=bl["gpus_billed"],
             instances=bl["instances"], providers=provider, job_nodes=np.ceil(n / dpn),
             host_nodes=n / slices / dpn, productive_h=hrs - down.lost_h, wall_h=hrs,
-            busy_h=busy_h, tdp_w=self.hw.tdp_w[hw] / slices, node_power_w=node_w,
+            busy_h=busy_h, tdp_w=self.hw.tdp_w[hw] / slices,
+            idle_w=self._idle_w(hw) / slices, node_power_w=node_w,
             data=self.data, compliance=ComplianceCosts(), restart_h=down.restart_h,
-            firmware_h=down.firmware_h, interruptions=down.interruptions, active_fraction=active,
+            firmware_h=down.firmware_h, interruptions=down.interruptions,
+            active_fraction=None if active is None else np.ones(n.shape),
             reuse_fraction=self.committed_reuse_fraction, storage_months=self.months,
             dataset_gb=self.data.stored_gb or 0.0,
             period_days=self.months * HOURS_PER_MONTH / HOURS_PER_DAY,
@@ -278,8 +290,11 @@ class ItemPricing:
         total = np.full(tok_s.shape, math.nan)
         if np.any(ok):
             sub = {key: a[ok] for key, a in bl.items()}
-            idle = np.array([idle_power_fraction(a) for a in self.accelerators])
-            active = power_w(1.0, busy_share, idle[hw])
+            # the busy share of the hours: of an iteration x of the time (perf.serving)
+            in_flight = (
+                np.inf if q is None else served_tok_s / o / replicas * (ttft + (o - 1) * tpot)
+            )
+            active = busy_share * busy_time_share(in_flight)
             items = self.serving_items(
                 hw[ok], pricing[ok], region[ok], g[ok], n[ok], hours[ok], busy[ok], sub,
                 active[ok], slices=k[ok],
