@@ -235,11 +235,7 @@ def _render_compact(c: Comparison) -> None:
     ]
     rows: list[list[Any]] = []
     for o in c.options:
-        marks = _header(o, c).split("\n")[2:] if o.kind != "plan" else []
-        label = escape(o.name).replace(" ", "\n", 1)
-        if c.kind == "inference" and o.values.get("total_gpus") is not None:
-            label += f"\nx{int(o.values['total_gpus'])} GPUs"
-        name = "\n".join([label, *marks])
+        name = _compact_label(o, c)
         unused = float(o.values.get("committed_term_unused_usd") or 0.0)
         by_cat = [
             sum(i.usd for i in o.items if i.category == k and i.name != "committed_term_unused")
@@ -263,6 +259,15 @@ def _render_compact(c: Comparison) -> None:
         f"cheapest: {c.cheapest}; fastest: {c.fastest}. " if c.cheapest else ""
     ) + "USD by category; every item: a wider terminal, --explain or --json"
     _print_table(c, cols, rows, caption)
+
+
+def _compact_label(o: Breakdown, c: Comparison) -> str:
+    """Return an option's row label: its name, a service's GPUs and its marks."""
+    marks = _header(o, c).split("\n")[2:] if o.kind != "plan" else []
+    label = escape(o.name).replace(" ", "\n", 1)
+    if c.kind == "inference" and o.values.get("total_gpus") is not None:
+        label += f"\nx{int(o.values['total_gpus'])} GPUs"
+    return "\n".join([label, *marks])
 
 
 def _print_table(
