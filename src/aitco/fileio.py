@@ -54,15 +54,21 @@ _INPUTS: contextvars.ContextVar[dict[tuple[int, int], str] | None] = contextvars
     "aitco_inputs", default=None
 )
 _RECORDING: contextvars.ContextVar[bool] = contextvars.ContextVar("aitco_recording", default=True)
+#: Paths the running command updates in place by design (``catalog update -o``, ``probe -o``).
+_IN_PLACE: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar(
+    "aitco_in_place", default=None
+)
 
 
 @contextlib.contextmanager
 def command_scope() -> Iterator[None]:
     """Record the files read from here on, so that no output of the command replaces one."""
     token = _INPUTS.set({})
+    token_in_place = _IN_PLACE.set(set())
     try:
         yield
     finally:
+        _IN_PLACE.reset(token_in_place)
         _INPUTS.reset(token)
 
 
@@ -74,6 +80,31 @@ def unrecorded() -> Iterator[None]:
         yield
     finally:
         _RECORDING.reset(token)
+
+
+def update_in_place(path: str | os.PathLike[str]) -> None:
+    """Declare ``path`` an output the running command reads and replaces on purpose.
+
+    For a command whose documented job is to update a file (``catalog update -o`` refreshes
+    the overlay it may also read through ``--catalog``/``AITCO_CATALOG``; ``probe -o`` adds
+    to an existing profile): that path is not an input, so :func:`check_output` lets it be
+    written. Every other input stays protected.
+    """
+    in_place = _IN_PLACE.get()
+    if in_place is None:
+        return
+    p = os.path.realpath(os.fspath(path))
+    in_place.add(p)
+    inputs = _INPUTS.get()
+    if inputs is not None:
+        for key, name in list(inputs.items()):
+            if os.path.realpath(name) == p:
+                del inputs[key]
+
+
+def _in_place(path: str) -> bool:
+    in_place = _IN_PLACE.get()
+    return in_place is not None and os.path.realpath(path) in in_place
 
 
 def note_input(path: str | os.PathLike[str]) -> None:
@@ -92,7 +123,7 @@ def note_input(path: str | os.PathLike[str]) -> None:
 
 def _remember(st: os.stat_result, path: str) -> None:
     inputs = _INPUTS.get()
-    if inputs is not None and _RECORDING.get():
+    if inputs is not None and _RECORDING.get() and not _in_place(path):
         inputs.setdefault((st.st_dev, st.st_ino), path)
 
 

@@ -280,6 +280,7 @@ COMMAND_MODULES = (
     "calibrate_cmd",
     "audit_cmd",
     "report_cmd",
+    "reconcile_cmd",
 )
 
 
@@ -302,8 +303,19 @@ def _root(
             "Also read from AITCO_CATALOG.",
         ),
     ] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            metavar="DATE",
+            help="Price as of DATE (YYYY-MM-DD): each price series takes its latest quote dated "
+            "on or before it (price_history), and ages are measured at it. Give it before the "
+            "command: aitco --as-of 2025-06-01 compare ...",
+        ),
+    ] = None,
 ) -> None:
     """Estimate, compare and audit what AI training and inference really cost."""
+    state.set_as_of(as_of)
 
 
 _REGISTERED: list[bool] = []
@@ -338,7 +350,7 @@ def _flag_of(name: str, hint: Any) -> str:
 
 
 #: Parameters that name a file or folder a command writes (never one of its inputs).
-OUTPUT_PARAMS = frozenset({"output", "out", "csv", "parquet"})
+OUTPUT_PARAMS = frozenset({"output", "out", "csv", "parquet", "html", "prices"})
 
 
 def _checked(callback: Callable[..., Any]) -> Callable[..., Any]:

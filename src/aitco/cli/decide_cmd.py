@@ -96,11 +96,14 @@ def roi_cmd(
         inp = roi.RoiInputs.from_dict({**inp.model_dump(), **updates}, file=roi_file)
     res = roi.roi_series(inp)
     res["tornado"] = roi.tornado(inp, metric=tornado_metric, swing=tornado_swing)
-    res["roi"] = res["roi_monthly_mean"]  # deprecated alias of roi_monthly_mean
     res["priced_from_scenarios"] = priced
     if json_out:
         print_json(res)
         return
+    from rich.markup import escape
+
+    for w in res["warnings"]:  # a project that loses money says so first
+        console.print(f"[bold red]WARNING:[/bold red] {escape(w)}", highlight=False)
     rows = [
         [
             str(r["month"]),
@@ -119,13 +122,12 @@ def roi_cmd(
             rows,
         )
     )
-    summary = roi.roi_summary(res)
     console.print(
         table(
             f"Summary over {res['horizon_months']} months "
             f"(discount rate {res['discount_rate']:.1%}/yr)",
             ["name", "quantity", "value"],
-            [[k, label, roi.format_summary_value(unit, v)] for k, label, unit, v in summary],
+            [[k, label, text] for k, label, text in roi.summary_text_rows(res)],
         )
     )
     if res["irr_null_reason"]:
@@ -665,6 +667,9 @@ def buy_vs_rent_cmd(
             "default: one home instance type for every mode)."
         ),
     ] = None,
+    preset: Annotated[
+        str | None, typer.Option("--preset", help="Assumption preset (see `aitco preset list`).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Owning vs renting (on-demand, reserved, spot): break-even month, NPV, break-even use."""
@@ -686,6 +691,7 @@ def buy_vs_rent_cmd(
         "modes",
         "prices",
         "overrides",
+        "preset",
     ]
     _check_keys(args, allowed, file)
     _coerce(
@@ -702,6 +708,7 @@ def buy_vs_rent_cmd(
         "region": region,
         "price_region": price_region,
         "provider": provider,
+        "preset": preset,
     }
     args.update({k: v for k, v in flags.items() if v is not None})
     if no_colocation:
@@ -910,7 +917,7 @@ def api_vs_self_host_cmd(
         ]  # fmt: skip
         tok.append([
             "self-host (allocation)", sh["hardware"], res["model"],
-            sh["usd_per_million_input_tokens"], sh["usd_per_million_output_tokens"],
+            sh["usd_per_million_input_tokens"], sh["split_usd_per_million_output_tokens"],
             "aitco: every rented hour",
         ])  # fmt: skip
         tok.append([

@@ -102,6 +102,13 @@ def report_cmd(
             "--max-points", help="Most plans the --sweep evaluates (a larger grid is refused)."
         ),
     ] = DEFAULT_MAX_SWEEP_POINTS,
+    reconcile: Annotated[
+        str | None,
+        typer.Option(
+            "--reconcile",
+            help="JSON of `aitco reconcile --json`: add the plan-against-bill section (HTML).",
+        ),
+    ] = None,
 ) -> None:
     """Write a report: comparison, itemised breakdown and plots (HTML or Markdown)."""
     out = Path(output)
@@ -110,6 +117,10 @@ def report_cmd(
         raise InputError("-o", output, "a path ending in .html or .md")
     check_output(out, field="-o")  # never an input (the scenario), never a device
     data = _build(scenario, roi, telemetry, sweep, max_points)
+    if reconcile is not None:
+        from aitco.report.reconcile import load_reconcile_json
+
+        data.reconcile = load_reconcile_json(reconcile)
     if suffix in (".html", ".htm"):
         from aitco.report.html import render_html
 

@@ -9,12 +9,15 @@ reserved terms bill every hour of the commitment, plus cloud operations staff an
 The comparison is month by month over the horizon: the break-even month is the first month at
 which the cumulative rent exceeds the cumulative net cost of owning *if the hardware were sold
 that month*; NPVs discount both streams at the same rate; the break-even utilisation is the
-utilisation at which the two NPVs are equal. Every factor comes from the catalog (ids below) and
-every line is itemised with its formula and source, so a spreadsheet can rebuild it.
+utilisation at which the two NPVs are equal. Every factor comes from the catalog (ids below),
+then the assumption preset, then the user's overrides, resolved by
+:class:`aitco.cost.factors.CostFactors` as in ``aitco compare``; every line is itemised with its
+formula and source, so a spreadsheet can rebuild it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +26,9 @@ import numpy as np
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, System
 from aitco.cost import capex as capex_mod
-from aitco.cost import finance, people, power
-from aitco.cost.offers import select_offer
+from aitco.cost import finance, items, power, reliability
+from aitco.cost.factors import CostFactors
+from aitco.cost.pricing import rental_price
 from aitco.decide.roi import monthly_rate
 from aitco.errors import CatalogError, InputError
 from aitco.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, WATTS_PER_KILOWATT
@@ -53,53 +57,26 @@ FACTOR_IDS: dict[str, str] = {
     "employer": "labour.employer-cost-factor",
     "seats": "ops.on-call-seats.owned",
     "prod_h": "labour.productive-hours-per-fte-year",
-    "support": "support.tier-rates",
-    "spot": "spot-interruption.per-hour",
+    "rota_gpus": "ops.on-call-rota-gpus",
+    "account_other": "support.account-other-usd-per-month",
     "restart": "restart.hours",
 }
 
 
-@dataclass
-class _F:
-    """Factor lookup with overrides and source notes."""
+def _source(fac: CostFactors, fid: str) -> str:
+    """Return the citation of a factor (``id: where its value came from``)."""
+    fac.raw(fid)
+    return fac.sources(fid)[0]
 
-    cat: Catalog
-    overrides: dict[str, float]
 
-    def get(self, fid: str) -> float:
-        if fid in self.overrides:
-            return float(self.overrides[fid])
-        if fid not in self.cat.factors:
-            raise CatalogError(f"factors.{fid}", None, "a factor in the catalog (or an override)")
-        return self.cat.factor_value(fid)
+@dataclass(frozen=True)
+class _Rental:
+    """A rental mode's price per accelerator used, and the offer that bills it."""
 
-    def first(self, fids: list[str]) -> tuple[str, float]:
-        """Return the first of ``fids`` that has a value (CatalogError naming all if none)."""
-        for fid in fids:
-            if fid in self.overrides or fid in self.cat.factors:
-                return fid, self.get(fid)
-        raise CatalogError("factors", fids, "one of these factors in the catalog (or an override)")
-
-    def has(self, fid: str) -> bool:
-        return fid in self.overrides or fid in self.cat.factors
-
-    def loaded_rate(self) -> float:
-        """Return the loaded hourly rate of operations staff (wage x employer-cost factor)."""
-        ids = FACTOR_IDS
-        return float(people.loaded_rate_usd_per_h(self.get(ids["sre"]), self.get(ids["employer"])))
-
-    def curve(self, fid: str) -> list[float]:
-        f = self.cat.factor(fid)
-        return list(f.value) if isinstance(f.value, list) else [float(f.value)]
-
-    def source(self, fid: str) -> str:
-        if fid in self.overrides:
-            return f"{fid}: user override"
-        f = self.cat.factors.get(fid)
-        if f is None:
-            return fid
-        prov = f.provenance.get("value")
-        return f"{fid}: {prov.source.cite()}" if prov else fid
+    usd_per_gpu_h: float
+    provider: str | None
+    offer_id: str | None
+    instances: int
 
 
 def _rent_price(
@@ -109,19 +86,19 @@ def _rent_price(
     region: str | None,
     gpus: int = 1,
     provider: str | None = None,
-) -> tuple[float, str, str] | str:
-    """``(usd per accelerator used per hour, provider, offer id)`` for ``mode``, or why not.
+) -> _Rental | str:
+    """Return the rental of ``mode`` (:func:`aitco.cost.pricing.rental_price`), or why not.
 
-    The offer is chosen by :func:`aitco.cost.offers.select_offer` (as in ``aitco compare``):
-    every mode from one home instance type, whole instances billed (the price is per
-    accelerator *used*: the instances' price over ``gpus``).
+    Every mode from one home instance type, whole instances billed: the price is per
+    accelerator *used* (the instances' price over ``gpus``).
     """
-    c = select_offer(cat.offers_for(acc.id), mode, gpus, provider=provider, region=region)
-    if c is None:
+    try:
+        p = rental_price(cat, acc, mode, gpus, provider=provider, region=region, where="rent")
+    except CatalogError:
         return f"no {mode} offer for {acc.id} in the catalog"
-    if not c.eligible:
-        return "; ".join(c.reasons)
-    return c.usd_per_hour_billed / gpus, c.provider, c.offer_id
+    if p.reasons:
+        return "; ".join(p.reasons)
+    return _Rental(p.usd_per_gpu_h * p.gpus_billed / gpus, p.provider, p.offer, p.instances)
 
 
 def buy_vs_rent(
@@ -140,6 +117,7 @@ def buy_vs_rent(
     modes: tuple[str, ...] = RENT_MODES,
     prices: dict[str, float] | None = None,
     overrides: dict[str, float] | None = None,
+    preset: str | None = None,
 ) -> dict[str, Any]:
     r"""Compare owning ``gpus`` accelerators with renting them in each pricing mode.
 
@@ -173,7 +151,9 @@ def buy_vs_rent(
     prices : dict, optional
         Rental price overrides ``{mode: usd_per_gpu_hour}``.
     overrides : dict, optional
-        Factor overrides ``{factor_id: value}``.
+        Factor overrides ``{factor_id: value}``, applied after the preset.
+    preset : str, optional
+        Assumption preset (catalog ``presets``), as ``aitco compare --preset``.
 
     Returns
     -------
@@ -219,18 +199,16 @@ def buy_vs_rent(
             "a purchase price to price owning",
             hint="add it in a --catalog overlay",
         )
-    fac = _F(catalog, dict(overrides or {}))
-    horizon = float(horizon_years if horizon_years is not None else fac.get(FACTOR_IDS["horizon"]))
-    rate = float(discount_rate if discount_rate is not None else fac.get(FACTOR_IDS["rate"]))
+    fac = CostFactors(catalog, preset, dict(overrides or {}), where="overrides")
+    horizon = float(
+        horizon_years if horizon_years is not None else fac.value(FACTOR_IDS["horizon"])
+    )
+    rate = float(discount_rate if discount_rate is not None else fac.value(FACTOR_IDS["rate"]))
     if horizon <= 0:
         raise InputError("--horizon-years", horizon, "a horizon > 0")
     n_months = max(1, round(horizon * MONTHS_PER_YEAR))
     owned = _owned(acc, sysm, gpus, utilization, fac, region, pue_id, colocation)
-    curve_id = (
-        f"residual-value.{acc.id}"
-        if f"residual-value.{acc.id}" in catalog.factors
-        else f"residual-value.{acc.residual_class}"
-    )
+    curve_id = fac.residual_curve_id(acc.id, acc.residual_class)
     curve = fac.curve(curve_id)
     t = np.arange(1, n_months + 1, dtype=float)
     resale = finance.residual_fraction(curve, t / MONTHS_PER_YEAR) * owned["resellable_usd"]
@@ -245,24 +223,22 @@ def buy_vs_rent(
     owned["npv_usd"] = npv_own
     owned["resale_end_usd"] = float(resale[-1])
     owned["residual_curve"] = curve_id
-    owned["sources"].append(fac.source(curve_id))
+    owned["sources"].append(_source(fac, curve_id))
     rents: dict[str, Any] = {}
     months: dict[str, list[float]] = {"owned_cumulative_usd": own_cum.tolist()}
     for mode in modes:
-        price = (prices or {}).get(mode)
-        src, provider = "user override", None
-        why = f"no {mode} offer for {acc.id} in the catalog"
-        if price is None:
-            found = _rent_price(catalog, acc, mode, price_region, gpus, provider)
-            if isinstance(found, str):
-                why = found
-            else:
-                price, provider, offer_id = found
-                src = f"catalog offer {offer_id}"
-        if price is None:
-            rents[mode] = {"available": False, "reason": why}
+        given = (prices or {}).get(mode)
+        # a given price: the accelerators' own nodes are the instances, no provider
+        rental: _Rental | str = (
+            _Rental(float(given), None, None, math.ceil(gpus / sysm.devices_per_node))
+            if given is not None
+            else _rent_price(catalog, acc, mode, price_region, gpus, provider)
+        )
+        if isinstance(rental, str):
+            rents[mode] = {"available": False, "reason": rental}
             continue
-        r = _rent(mode, float(price), gpus, utilization, fac, provider)
+        src = "user override" if rental.offer_id is None else f"catalog offer {rental.offer_id}"
+        r = _rent(mode, rental, gpus, utilization, fac)
         r["price_source"] = src
         cum = r["usd_per_month"] * t
         months[f"{mode}_cumulative_usd"] = cum.tolist()
@@ -279,11 +255,10 @@ def buy_vs_rent(
             pue_id,
             colocation,
             mode,
-            float(price),
+            rental,
             curve,
             n_months,
             rm,
-            provider,
         )
         rents[mode] = r
     best = min(
@@ -310,7 +285,7 @@ def _owned(
     sysm: System,
     gpus: int,
     u: float,
-    fac: _F,
+    fac: CostFactors,
     region: str,
     pue_id: str | None,
     colocation: bool,
@@ -318,91 +293,58 @@ def _owned(
     assert acc.price is not None
     ids = FACTOR_IDS
     chip = acc.price.usd
-    cp = capex_mod.capex_parts_usd(
-        chip, fac.get(ids["server"]), fac.get(ids["network"]), fac.get(ids["storage"]),
-        fac.get(ids["install"]),
-    )  # fmt: skip
-    server, network = float(cp["server_usd"]), float(cp["network_usd"])
-    storage, install = float(cp["storage_usd"]), float(cp["installation_usd"])
-    spares = fac.get(ids["spares"])
+    fr = {k: fac.value(ids[k]) for k in ("server", "network", "storage", "install")}
+    cp = capex_mod.capex_parts_usd(chip, fr["server"], fr["network"], fr["storage"], fr["install"])
+    spares = fac.spares_fraction
     per_gpu = float(cp["capex_usd"]) * (1.0 + spares)
-    capex = per_gpu * gpus
     nodes = float(power.host_share_nodes(gpus, sysm.devices_per_node))  # host shared by slot
     tdp = acc.board_power_w or 0.0  # the TDP, or the lower power limit it is run at
-    it_w = float(
-        power.it_power_w(
-            gpus,
-            tdp,
-            u,
-            fac.get(ids["active"]),
-            fac.get(ids["idle"]),
-            nodes,
-            sysm.node_power_w,
-            fac.get(ids["switch"]),
-        )
-    )
-    it_peak_w = float(
-        power.it_power_w(
-            gpus,
-            tdp,
-            1.0,
-            1.0,
-            fac.get(ids["idle"]),
-            nodes,
-            sysm.node_power_w,
-            fac.get(ids["switch"]),
-        )
-    )
     pid = pue_id or ("pue.liquid" if sysm.cooling == "liquid" else "pue.air")
-    pue = fac.get(pid)
+    pue = fac.value(pid)
     kwh_price_id = f"electricity.usd-per-kwh.{region}"
-    fac_w = float(power.facility_power_w(it_w, fac.get(ids["loss"]), pue))
-    energy_kwh = float(power.energy_kwh(fac_w, HOURS_PER_MONTH))
-    energy = float(power.electricity_usd(energy_kwh, fac.get(kwh_price_id)))
-    colo = fac.get(ids["colo"]) * it_peak_w / WATTS_PER_KILOWATT if colocation else 0.0
-    min_fte = float(people.on_call_fte(fac.get(ids["seats"]), fac.get(ids["prod_h"])))
-    staff = float(
-        people.ops_staff_usd(
-            gpus, HOURS_PER_MONTH, fac.get(ids["fte_owned"]), fac.loaded_rate(), min_fte
-        )
-    )
-    opex = energy + colo + staff
-    items = [
-        _item("accelerators", chip * gpus * (1 + spares), "capex", "g (1+k) P", {"chip_usd": chip}),
-        _item(
-            "servers",
-            server * gpus * (1 + spares),
-            "capex",
-            "g (1+k) P s",
-            {"server_fraction": fac.get(ids["server"])},
-        ),
-        _item(
-            "network",
-            network * gpus * (1 + spares),
-            "capex",
-            "g (1+k) P(1+s) n",
-            {"network_fraction": fac.get(ids["network"])},
-        ),
-        _item(
-            "storage",
-            storage * gpus * (1 + spares),
-            "capex",
-            "g (1+k) P(1+s) o",
-            {"storage_fraction": fac.get(ids["storage"])},
-        ),
-        _item(
-            "installation",
-            install * gpus * (1 + spares),
-            "capex",
-            "(...) i",
-            {"install_fraction": fac.get(ids["install"])},
-        ),
+    usd_per_kwh = fac.value(kwh_price_id)
+    # the measured idle draw where published, else the idle factor (as compare)
+    idle = float(fac.idle_fraction_of_board(acc.idle_w, acc.board_power_w))
+    # a month at the utilisation: busy hours at the active draw, the rest idle (cost.items)
+    e = items.energy_kwh(
+        gpus=gpus, tdp_w=tdp, active_fraction=fac.active_fraction_of_tdp,
+        idle_fraction=idle, nodes=nodes, node_power_w=sysm.node_power_w,
+        switch_w_per_gpu=fac.switch_w_per_gpu, busy_h=u * HOURS_PER_MONTH,
+        idle_h=(1.0 - u) * HOURS_PER_MONTH, loss=fac.conversion_loss, pue=pue,
+    )  # fmt: skip
+    energy_kwh = float(e["meter_kwh"])
+    it_w = float(e["it_active_kwh"] + e["it_idle_kwh"]) * WATTS_PER_KILOWATT / HOURS_PER_MONTH
+    energy = float(items.electricity_usd(energy_kwh, usd_per_kwh))
+    it_peak_w = float(
+        items.provisioned_it_w(gpus, tdp, idle, nodes, sysm.node_power_w,
+                               fac.switch_w_per_gpu)
+    )  # fmt: skip
+    colo = (
+        float(items.colocation_usd(it_peak_w / WATTS_PER_KILOWATT,
+                                   fac.colocation_usd_per_kw_month, 1.0))
+        if colocation
+        else 0.0
+    )  # fmt: skip
+    min_fte = float(fac.on_call_min_fte(gpus))
+    fte = fac.fte_per_1000_gpus(owned=True)
+    rate = fac.loaded_labour_rate()[0]
+    staff = float(items.ops_staff_usd(gpus, HOURS_PER_MONTH, fte, rate, min_fte))
+    held = gpus * (1 + spares)
+    parts: list[tuple[str, Any, str, dict[str, Any]]] = [
+        ("accelerators", chip, "g (1+k) P", {"chip_usd": chip}),
+        ("servers", cp["server_usd"], "g (1+k) P s", {"server_fraction": fr["server"]}),
+        ("network", cp["network_usd"], "g (1+k) P(1+s) n", {"network_fraction": fr["network"]}),
+        ("storage", cp["storage_usd"], "g (1+k) P(1+s) o", {"storage_fraction": fr["storage"]}),
+        ("installation", cp["installation_usd"], "(...) i", {"install_fraction": fr["install"]}),
+    ]
+    out_items = [_item(n, float(x) * held, "capex", f, inp) for n, x, f, inp in parts]
+    out_items += [
         _item(
             "energy",
             energy,
             "opex_monthly",
             "P_IT/(1-loss) PUE 730.5 h e",
-            {"it_power_w": it_w, "pue": pue, "usd_per_kwh": fac.get(kwh_price_id)},
+            {"it_power_w": it_w, "pue": pue, "usd_per_kwh": usd_per_kwh},
         ),
         _item(
             "colocation", colo, "opex_monthly", "c_kW P_IT_peak / 1000", {"it_peak_w": it_peak_w}
@@ -411,125 +353,103 @@ def _owned(
             "operations_staff",
             staff,
             "opex_monthly",
-            "max(g/1000 FTE, on-call seats x 8766 h / productive h) x 730.5 h / 8766 h"
-            " x 2080 h x wage x employer-cost factor",
-            {"fte_per_1000_gpus": fac.get(ids["fte_owned"]), "on_call_min_fte": min_fte},
+            "max(g/1000 FTE, on-call rota FTE x min(1, g / rota fleet)) x 730.5 h / 8766 h"
+            " x 2080 h x wage x employer-cost factor (rota FTE = seats x 8766 h / productive h)",
+            {"fte_per_1000_gpus": fte, "on_call_min_fte": min_fte},
         ),
     ]
-    srcs = [
-        fac.source(ids[k])
-        for k in (
-            "server",
-            "network",
-            "storage",
-            "install",
-            "spares",
-            "loss",
-            "idle",
-            "active",
-            "switch",
-            "fte_owned",
-            "sre",
-            "employer",
-            "seats",
-            "prod_h",
-        )
-    ]
-    srcs += [fac.source(pid), fac.source(kwh_price_id)]
+    keys = ("server", "network", "storage", "install", "spares", "loss", "idle", "active",
+            "switch", "fte_owned", "sre", "employer", "seats", "prod_h", "rota_gpus")  # fmt: skip
+    srcs = [_source(fac, ids[k]) for k in keys]
+    srcs += [_source(fac, pid), _source(fac, kwh_price_id)]
     if colocation:
-        srcs.append(fac.source(ids["colo"]))
+        srcs.append(_source(fac, ids["colo"]))
     prov = acc.provenance.get("price")
     if prov:
         srcs.insert(0, f"accelerators.{acc.id}.price: {prov.source.cite()}")
     return {
-        "capex_usd": capex,
+        "capex_usd": per_gpu * gpus,
         "capex_per_gpu_usd": per_gpu,
-        "resellable_usd": (chip + server) * gpus * (1 + spares),
-        "opex_usd_per_month": opex,
+        "resellable_usd": (chip + float(cp["server_usd"])) * held,
+        "opex_usd_per_month": energy + colo + staff,
         "energy_kwh_per_month": energy_kwh,
         "it_power_w": it_w,
-        "items": items,
+        "items": out_items,
         "sources": srcs,
     }
 
 
-def _rent(
-    mode: str, price: float, gpus: int, u: float, fac: _F, provider: str | None = None
-) -> dict[str, Any]:
+def _rent(mode: str, rental: _Rental, gpus: int, u: float, fac: CostFactors) -> dict[str, Any]:
+    """Return a month of renting in ``mode``: the items of :mod:`aitco.cost.items`."""
     ids = FACTOR_IDS
+    price, provider = rental.usd_per_gpu_h, rental.provider
     busy = 1.0 if mode in COMMITTED else u
-    compute = gpus * HOURS_PER_MONTH * busy * price
-    chain = [*([provider] if provider else []), "default", "aws"]
+    billed_h = HOURS_PER_MONTH * busy
+    compute = float(items.rental_usd(gpus, billed_h, price))
     rework = 0.0
-    srcs = [fac.source(ids[k]) for k in ("fte_cloud", "sre", "employer", "restart")]
+    srcs = [_source(fac, ids[k]) for k in ("fte_cloud", "sre", "employer", "restart")]
     if mode == "spot":
-        sid, sigma = fac.first([f"{ids['spot']}.{p}" for p in chain])
-        rework = compute * sigma * fac.get(ids["restart"])
-        srcs.append(fac.source(sid))
+        sid, sigma = fac.spot_rate_per_instance_h(provider, "provider")
+        # every instance's preemption stops the job (compare's goodput): restart hours lost
+        rate = float(reliability.job_interruption_rate_per_h(0.0, 0, sigma, rental.instances))
+        rework = float(items.lost_gpu_hours_usd(gpus, rate * billed_h * fac.restart_h, price))
+        srcs.append(_source(fac, sid))
     # the provider's support plan; a user-given price (no provider) is priced on AWS's plan
     key = (provider or "aws").lower()
     support = 0.0
     sup_in: dict[str, Any] = {"provider": key, "schedule": None}
-    if fac.has(f"{ids['support']}.{key}"):
-        sup_ids = [f"support.{t}.{key}" for t in ("tier-breaks-usd", "tier-rates")]
-        low_id = f"support.minimum-usd-per-month.{key}"
-        breaks, rates = (fac.curve(i) for i in sup_ids)
-        support = float(
-            people.tiered_fee_usd(compute + rework, 1.0, breaks, rates, fac.get(low_id))
-        )
+    sched = fac.support_schedule(key)
+    if sched is not None:
+        breaks, rates, low, sup_ids = sched
+        other = fac.support_account_other_usd_per_month
+        support = float(items.cloud_support_usd(compute + rework, 1.0, breaks, rates, low, other))
         sup_in["schedule"] = {"tier_breaks_usd_per_month": breaks, "tier_rates": rates}
-        srcs += [fac.source(i) for i in (*sup_ids, low_id)]
-    staff = float(
-        people.ops_staff_usd(gpus, HOURS_PER_MONTH, fac.get(ids["fte_cloud"]), fac.loaded_rate())
-    )
-    monthly = compute + rework + support + staff
+        sup_in["account_other_usd_per_month"] = other
+        srcs += [_source(fac, i) for i in (*sup_ids, ids["account_other"])]
+    fte = fac.fte_per_1000_gpus(owned=False)
+    staff = float(items.ops_staff_usd(gpus, HOURS_PER_MONTH, fte, fac.loaded_labour_rate()[0], 0.0))
     return {
         "available": True,
         "price_usd_per_gpu_h": price,
         "billed_fraction_of_hours": busy,
-        "usd_per_month": monthly,
+        "usd_per_month": compute + rework + support + staff,
         "items": [
             _item(
-                "compute",
-                compute,
-                "rent_monthly",
-                "g 730.5 h p x billed fraction",
+                "compute", compute, "rent_monthly", "g 730.5 h p x billed fraction",
                 {"usd_per_gpu_hour": price},
             ),
-            _item("spot_rework", rework, "rent_monthly", "compute sigma t_restart", {}),
             _item(
-                "support",
-                support,
-                "rent_monthly",
+                "spot_rework", rework, "rent_monthly",
+                "g x (sigma x instances x billed hours) x t_restart x p",
+                {"instances": rental.instances},
+            ),
+            _item(
+                "support", support, "rent_monthly",
                 "sum over brackets of rate x part of the monthly bill in the bracket (min fee)",
                 sup_in,
             ),
             _item(
-                "operations_staff",
-                staff,
-                "rent_monthly",
-                "g/1000 FTE 730.5 h w",
-                {"fte_per_1000_gpus": fac.get(ids["fte_cloud"])},
+                "operations_staff", staff, "rent_monthly", "g/1000 FTE 730.5 h w",
+                {"fte_per_1000_gpus": fte},
             ),
         ],
         "sources": srcs,
-    }
+    }  # fmt: skip
 
 
 def _break_even_u(
     acc: Accelerator,
     sysm: System,
     gpus: int,
-    fac: _F,
+    fac: CostFactors,
     region: str,
     pue_id: str | None,
     colo: bool,
     mode: str,
-    price: float,
+    rental: _Rental,
     curve: list[float],
     n_months: int,
     rm: float,
-    provider: str | None = None,
 ) -> float | None:
     """Utilisation at which owning and renting in ``mode`` have the same NPV (bisection)."""
     if mode in COMMITTED:
@@ -544,7 +464,7 @@ def _break_even_u(
             * o["resellable_usd"]
         )
         npv_o = o["capex_usd"] + float(np.sum(o["opex_usd_per_month"] * disc)) - resale * disc[-1]
-        npv_r = float(np.sum(_rent(mode, price, gpus, u, fac, provider)["usd_per_month"] * disc))
+        npv_r = float(np.sum(_rent(mode, rental, gpus, u, fac)["usd_per_month"] * disc))
         return npv_r - npv_o
 
     lo, hi = 1e-6, 1.0

@@ -22,8 +22,9 @@ import numpy as np
 
 from aitco.catalog.loader import Catalog
 from aitco.cost import carbon, power
-from aitco.decide.compare import Factors, training_goodput
+from aitco.cost.factors import CostFactors
 from aitco.decide.scenario import OpsAssumptions, TrainingWorkload
+from aitco.decide.training_cost import training_goodput
 from aitco.errors import AitcoError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.units import KG_PER_TONNE, KWH_PER_MWH, WH_PER_MWH
@@ -36,7 +37,7 @@ ASSUMED_GPUS = 2048
 
 
 def predict_full_run(
-    row: Any, catalog: Catalog, eff: EfficiencyParams, fac: Factors
+    row: Any, catalog: Catalog, eff: EfficiencyParams, fac: CostFactors
 ) -> dict[str, Any]:
     """Predict one full-run row's GPU-hours (and energy on the card's basis).
 
@@ -64,7 +65,7 @@ def predict_full_run(
     nodes = math.ceil(n / sysm.devices_per_node)
     w = TrainingWorkload(model="validation", tokens=tokens, seq_len=int(seq), global_batch=gb)
     g = training_goodput(case.model, w, OpsAssumptions(), fac, n, nodes, productive_h)
-    wall_h = float(g["overheads"]["wall_clock_h"])
+    wall_h = float(g.overheads["wall_clock_h"])
     pred = n * wall_h
     target = "gpu_hours"
     if not observed:  # wall clock published with the cluster size: compare wall-clock hours
@@ -76,7 +77,7 @@ def predict_full_run(
         gpus=n,
         fits=bool(res.values["fits"]),
         mfu=float(res.values["mfu"]),
-        goodput=float(g["overheads"]["goodput"]),
+        goodput=float(g.overheads["goodput"]),
         gpu_hours_observed=observed,
         gpu_hours_throughput_only=n * productive_h if target == "gpu_hours" else productive_h,
         gpu_hours_predicted=pred,
@@ -155,7 +156,7 @@ def validate_full_runs(
         APE of GPU-hours with and without the goodput model, count).
     """
     eff = efficiency or DEFAULT_EFFICIENCY
-    fac = Factors(catalog, preset)
+    fac = CostFactors(catalog, preset)
     df = load_rows(path)
     rows, skipped = [], []
     for _, row in df.iterrows():

@@ -30,14 +30,16 @@ from fastapi.staticfiles import StaticFiles
 from aitco import __version__
 from aitco.catalog.loader import Catalog, load_catalog
 from aitco.decide.scenario import NAMED_LOAD_PROFILES, Precision, PricingMode, Scenario
-from aitco.errors import AitcoError, InputError, UnknownIdError
+from aitco.errors import AitcoError, InputError
 from aitco.limits import MAX_JSON_DEPTH, check_json_depth, implausible_reasons
 from aitco.report.html import environment, headline_keys, render_html, summary_cards
 from aitco.report.model import ReportData, build_report
 from aitco.report.plots import report_figures
 from aitco.report.xlsx import WorkbookInputs, fill_from_option, roi_workbook_bytes
+from aitco.web import reconcile as reconcile_web
 from aitco.web.forms import (
     check_plausible,
+    check_web_scenario,
     form_field,
     form_message,
     priceable_pricing,
@@ -74,19 +76,27 @@ _SECURITY_HEADERS = {
 class BodyLimitMiddleware:
     """Refuse request bodies over ``max_bytes`` with 413, by header and while streaming."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int = MAX_BODY_BYTES,
+        path_limits: dict[str, int] | None = None,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        #: Larger limits of the upload routes, by exact path.
+        self.path_limits = dict(path_limits or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, counting the body bytes."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.path_limits.get(scope.get("path", ""), self.max_bytes)
         for k, v in scope.get("headers", []):
             if k == b"content-length":
                 try:
-                    too_big = int(v) > self.max_bytes
+                    too_big = int(v) > limit
                 except ValueError:
                     too_big = True
                 if too_big:
@@ -99,7 +109,7 @@ class BodyLimitMiddleware:
             msg = await receive()
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
-                if seen > self.max_bytes:
+                if seen > limit:
                     raise _TooLargeError
             return msg
 
@@ -109,13 +119,14 @@ class BodyLimitMiddleware:
             await self._refuse(scope, send)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
+        limit = self.path_limits.get(scope.get("path", ""), self.max_bytes)
         body = json.dumps(
             {
                 "error": {
                     "field": "body",
                     "value": "...",
-                    "expected": f"at most {self.max_bytes} bytes",
-                    "message": f"request body larger than {self.max_bytes} bytes",
+                    "expected": f"at most {limit} bytes",
+                    "message": f"request body larger than {limit} bytes",
                 }
             }
         ).encode()
@@ -290,31 +301,6 @@ def mark_implausible(data: ReportData) -> ReportData:
     return data
 
 
-def check_web_scenario(scen: Scenario, catalog: Catalog) -> None:
-    """Refuse what a web request may not ask of the server: reading files.
-
-    The CLI accepts a model as a ``config.json``/YAML path, a calibration profile path and a
-    load profile CSV path; a web request may only name catalog ids and send a load profile as
-    its 24 hourly rates, so that no request makes the server open its own files. The fields
-    are those of :meth:`Scenario.file_references` (the one list of path-like fields).
-
-    Raises
-    ------
-    InputError
-        A path-like field is set (a model that is not a catalog id: with the closest ids).
-    """
-    for where, value in scen.file_references(catalog.models):
-        if where.endswith(".model"):
-            raise UnknownIdError("model", value, catalog.models, field=where)
-        what = "a load profile as 24 hourly rates or 'diurnal'" if "load_profile" in where else ""
-        raise InputError(
-            where,
-            value,
-            f"{what or 'no file path'} in a web request (the server reads no files)",
-            hint=f"use the CLI: aitco compare SCENARIO (with {where.rsplit('.', 1)[-1]}: FILE)",
-        )
-
-
 def _scenario_schema(catalog: Catalog) -> tuple[dict[str, Any], dict[str, Any]]:
     """JSON schema of a web scenario: the Scenario's, with catalog ids as enums, no file paths."""
     s = Scenario.model_json_schema(ref_template="#/components/schemas/{model}")
@@ -403,7 +389,11 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
-    app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=max_body_bytes,
+        path_limits={p: reconcile_web.MAX_UPLOAD_BYTES for p in reconcile_web.UPLOAD_PATHS},
+    )
     app.mount("/static", StaticFiles(directory=here / "static"), name="static")
     app.mount("/static-docs", StaticFiles(directory=docs_assets_dir()), name="static-docs")
 
@@ -517,6 +507,8 @@ def create_app(
     @app.get("/redoc", response_class=HTMLResponse, include_in_schema=False)
     def redoc_docs() -> HTMLResponse:
         return HTMLResponse(env.get_template("redoc.html.j2").render(version=__version__))
+
+    reconcile_web.register(app, catalog, env, _run)
 
     # ------------------------------------------------------------------ page
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
