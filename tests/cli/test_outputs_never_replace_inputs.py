@@ -135,7 +135,15 @@ CASES: dict[str, Case] = {
 }
 
 
-@pytest.mark.parametrize("how", ["same path", "symlink", "hard link", "relative path"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "same path",
+        "symlink",
+        pytest.param("hard link", marks=pytest.mark.integration),
+        pytest.param("relative path", marks=pytest.mark.integration),
+    ],
+)
 @pytest.mark.parametrize("case", list(CASES))
 def test_an_output_never_replaces_an_input(
     case: str, how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
