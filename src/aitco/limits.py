@@ -47,6 +47,9 @@ MAX_PROBE_COPY_MB = 16_384
 #: Largest number of steps a multi-step scheduler runs per admission (vLLM's
 #: ``num_scheduler_steps`` is typically 8-16).
 MAX_SCHEDULER_STEPS = 1_024
+#: Largest Dask LocalCluster a sweep starts (``--workers``): one thread each; 256 is well past
+#: the cores of one machine, and 100,000 workers never finish starting.
+MAX_WORKERS = 256
 #: Largest number of plans a sweep evaluates in memory (about 2 kB of columns each).
 MAX_SWEEP_POINTS = 5_000_000
 #: Largest file read whole into memory (overlays, scenarios, profiles, JSON exports). [B]
@@ -196,6 +199,7 @@ RANGES: dict[str, Range] = {
     "copy_mb": Range(1, MAX_PROBE_COPY_MB, "MiB", "two 16 GiB buffers"),
     "scheduler_steps": Range(1, MAX_SCHEDULER_STEPS, "steps per admission", "vLLM uses 8-16"),
     "max_points": Range(1, 2**62, "plans", "raises the sweep bound below"),
+    "workers": Range(1, MAX_WORKERS, "Dask workers (threads)", "past the cores of one machine"),
 }
 
 #: Physical ranges of catalog factors by id prefix (a ``--catalog`` overlay or a scenario's

@@ -303,6 +303,18 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
         "--repeats",
     ),
     "probe --size 1e6": (_flag("probe", "--backend", "numpy", "--size", "1000000"), "--size"),
+    "sweep --workers 100000": (
+        _flag(
+            "sweep",
+            str(EXAMPLES / "sweep_training.yaml"),
+            "--no-progress",
+            "--backend",
+            "dask",
+            "--workers",
+            "100000",
+        ),
+        "--workers",
+    ),
     "sweep --scheduler http://[::1": (
         _flag(
             "sweep",

@@ -11,8 +11,8 @@ the harness's rules plus three of the issue's own:
 - nothing runs past ``harness``'s caller's time bound (the callers time each case).
 
 Doors: scenario fields (training and inference), catalog overlay fields and dates, Hugging Face
-``config.json`` fields, ``--trace`` CSV rows, audit log rows, training-log rows, and outputs
-equal to inputs. Used by ``tests/fuzz/test_cli_fuzz.py`` (a bounded draw) and
+``config.json`` fields, ``--trace`` CSV rows, price-trace rows, audit log rows, training-log
+rows, and outputs equal to inputs. Used by ``tests/fuzz/test_cli_fuzz.py`` (a bounded draw) and
 ``benchmarks/fuzz_cli.py`` (every door x every value).
 """
 
@@ -165,6 +165,23 @@ def _trace(tmp: Path, column: str, raw: str) -> tuple[list[str], list[Path]]:
     return args, [p]
 
 
+PRICE_COLUMNS = ("timestamp", "offer", "usd_per_hour", "gpus", "capacity_gpus", "interrupted")
+
+
+def _price_trace(tmp: Path, column: str, raw: str) -> tuple[list[str], list[Path]]:
+    rows = [
+        ("2026-03-02T00:00:00Z", "a-spot", "19.7", "8", "64", "0"),
+        ("2026-03-02T00:00:00Z", "b-spot", "1.5", "1", "12", "0"),
+        ("2026-03-02T01:00:00Z", "a-spot", "18.2", "8", "64", "1"),
+        ("2026-03-02T01:00:00Z", "b-spot", "1.6", "1", "12", "0"),
+    ]
+    i = PRICE_COLUMNS.index(column)
+    rows[2] = tuple(raw if k == i else v for k, v in enumerate(rows[2]))
+    p = tmp / "trace.csv"
+    p.write_text(",".join(PRICE_COLUMNS) + "\n" + "\n".join(",".join(r) for r in rows) + "\n")
+    return ["arbitrage", str(p), "--gpus", "8", "--json"], [p]
+
+
 AUDIT_RECORD = {
     "id": "x",
     "object": "chat.completion",
@@ -264,6 +281,7 @@ DOORS: list[Door] = [
     *(Door("trace row", c, CSV_VALUES, _trace) for c in (
         "arrival_s", "input_tokens", "output_tokens",
     )),
+    *(Door("price-trace row", c, CSV_VALUES, _price_trace) for c in PRICE_COLUMNS[1:]),
     *(Door("audit row", f, JSON_VALUES, _audit) for f in (
         "usage.prompt_tokens", "usage.completion_tokens", "created", "model",
     )),

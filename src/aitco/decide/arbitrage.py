@@ -32,6 +32,7 @@ import numpy as np
 
 from aitco.errors import InputError, ParseError, UnknownIdError
 from aitco.fileio import read_text
+from aitco.limits import MAX_GPUS, MAX_USD_PER_GPU_HOUR
 from aitco.units import MEGA, SECONDS_PER_HOUR
 
 REQUIRED_COLUMNS = ("timestamp", "offer", "usd_per_hour")
@@ -141,12 +142,19 @@ def read_price_trace(path: str | Path) -> PriceTrace:
                     raise ParseError(
                         str(p), f"column '{name}': {cell(name)!r} is not a number", line=n
                     ) from exc
-                if vals[name] < 0 or (name == "gpus" and vals[name] == 0):
+                x = vals[name]
+                unlimited = name == "capacity_gpus" and x == math.inf
+                if not (unlimited or 0 <= x <= MAX_GPUS) or (name == "gpus" and x == 0):
                     raise ParseError(
                         str(p), f"column '{name}': {cell(name)!r} out of range", line=n
                     )
             else:
                 vals[name] = default
+        if price / vals["gpus"] > MAX_USD_PER_GPU_HOUR:  # the range of --usd-per-gpu-hour
+            raise ParseError(
+                str(p), f"column 'usd_per_hour': {raw!r} is more than {MAX_USD_PER_GPU_HOUR:g} "
+                "USD per GPU-hour", line=n,
+            )  # fmt: skip
         recs.append((t, offer, price / vals["gpus"], vals["capacity_gpus"], vals["interrupted"], n))
     if not recs:
         raise ParseError(str(p), "no data rows after the header", line=hdr_line)
