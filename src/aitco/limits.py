@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import sys
 import types
 import typing
 from collections.abc import Mapping
@@ -291,6 +292,10 @@ def check_value(
     return value
 
 
+#: What a number under a key without a range must be (a residual of 2e-16 is fine).
+_GENERIC_TREE = Range(-MAX_GENERIC, MAX_GENERIC)
+
+
 def factor_range(factor_id: str) -> Range | None:
     """Physical range of a catalog factor's value (``pue.air``), or None for a generic one."""
     for prefix, rng in FACTOR_RANGES.items():
@@ -330,8 +335,8 @@ def check_tree(
 
     A number under a key that names a range (:data:`RANGES`, the ``usd``/``tokens``/...
     patterns, the parent key of a ``{value: ...}`` wrapper or of a mapping keyed by precision)
-    must lie in it; any other number must be finite and of magnitude at most
-    :data:`MAX_GENERIC` (schemas add their own bounds).
+    must lie in it; any other number must be finite, of magnitude at most :data:`MAX_GENERIC`
+    and not subnormal (schemas add their own bounds).
     """
     if isinstance(data, Mapping):
         for k, v in data.items():
@@ -341,9 +346,13 @@ def check_tree(
             check_tree(v, file=file, prefix=f"{prefix}[{i}]", error=error)
     elif isinstance(data, float | int) and not isinstance(data, bool):
         rng = _tree_range(prefix)
-        if rng is GENERIC:  # unknown key: finite and not absurdly large, of either sign
-            rng = Range(-MAX_GENERIC, MAX_GENERIC)
-        check_value(prefix or "value", data, rng=rng, file=file, error=error)
+        if rng is not GENERIC:
+            check_value(prefix or "value", data, rng=rng, file=file, error=error)
+        elif not (isinstance(data, int) or math.isfinite(data)) or abs(data) > MAX_GENERIC:
+            # an unknown key: finite and not absurdly large, of either sign
+            raise error(prefix or "value", data, _GENERIC_TREE.describe(), file=file)
+        elif 0 < abs(data) < sys.float_info.min:  # a subnormal: 1e-320 is a typo anywhere
+            raise error(prefix or "value", data, "0 or a normal float", file=file)
     return data
 
 
@@ -527,10 +536,12 @@ def bounds_markdown() -> str:
         rows.append(f"| catalog factor `{prefix}*` (overlay, `assumptions`) | {_span(rng)} | "
                     f"{rng.why} |")  # fmt: skip
     rows.append(
-        f"| any other number | finite, magnitude at most {MAX_GENERIC:g} | guards against 1e308 |"
+        f"| any other number | finite, magnitude at most {MAX_GENERIC:g}, not subnormal | "
+        "guards against 1e308 and 1e-320 |"
     )
     rows.append(
-        f"| any non-zero number | magnitude at least {MIN_MAGNITUDE:g} | a denormal is a typo |"
+        f"| any non-zero number with a range above | magnitude at least {MIN_MAGNITUDE:g} | "
+        "1e-320 requests/s is a typo |"
     )
     other = [
         ("", "Bound", "Value"),
