@@ -292,6 +292,7 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     ),
     "--horizon-years 1e-12": (_flag(*BVR, "--horizon-years", "1e-12"), "--horizon-years"),
     "--provider unknown": (_flag(*BVR, "--provider", "awz"), "did you mean 'aws'"),
+    "scenario region unknown": (_scenario(extra=", region: us-eest-1"), "did you mean 'us-east-1'"),
     "--price-region unknown": (_flag(*BVR, "--price-region", "us-eest-1"), "did you mean"),
     "audit --period-days 0": (
         _flag(*AUDIT, "--price", "openai/gpt-4o", "--period-days", "0"),

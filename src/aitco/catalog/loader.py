@@ -278,6 +278,19 @@ class Catalog:
         if name is not None and name not in known:
             raise UnknownIdError("region", name, known, field=field)
 
+    def check_region(self, name: str | None, *, field: str = "region") -> None:
+        """Refuse a region that no offer, factor or region prefix knows; did-you-mean.
+
+        A scenario option's ``region`` narrows the offers to a region prefix and picks the
+        regional factors (electricity, carbon), so any of those is a known region.
+        """
+        if name is None:
+            return
+        known = {p.region for o in self.offers.values() for p in o.prices if p.region}
+        known |= {f.region for f in self.factors.values() if f.region}
+        if not any(k == name or k.startswith(name) for k in known):
+            raise UnknownIdError("region", name, known, field=field)
+
     def offers_for(self, accelerator_id: str) -> list[CloudOffer]:
         """Cloud offers of an accelerator."""
         return [o for o in self.offers.values() if o.accelerator == accelerator_id]

@@ -273,6 +273,7 @@ def _price(
 ) -> Breakdown:
     acc, sysm = cat.hardware(opt.hardware, field=f"{where}.hardware")
     acc = acc.with_power_limit(opt.power_limit_w, field=f"{where}.power_limit_w")
+    cat.check_region(opt.region, field=f"{where}.region")  # unknown: did you mean, not ignored
     model = cat.resolve_model(w.model, field="workload.model")
     # a training job is one network-joined unit; a service's unit is one replica (tp x pp)
     unit = opt.gpus
