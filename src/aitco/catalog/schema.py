@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from aitco.units import DTYPES
+from aitco.units import BLOCK_SCALED_FORMATS, DTYPES
 
 NonNeg = Field(ge=0)
 
@@ -161,6 +161,19 @@ class Accelerator(Entry):
         "TFLOP/s",
         default_factory=dict,
     )
+    block_scaled_formats: list[str] = _f(
+        "Block-scaled number formats the matrix units run natively (MXFP8, MXFP6, MXFP4, "
+        "NVFP4: aitco.units.BLOCK_SCALED_FORMATS), at the dense peak of their element type; "
+        "a format not listed is emulated (dequantised to a type the part has).",
+        default_factory=list,
+    )
+    host_link_gb_s: float | None = _f(
+        "Per-direction bandwidth between the device and its host's memory when it is not a "
+        "PCIe x16 link (NVLink-C2C on Grace superchips); None: the PCIe generation's rate.",
+        "GB/s",
+        default=None,
+        gt=0,
+    )
     elementwise_fused_into_matmul: bool = _f(
         "Whether the accelerator's compiler fuses elementwise work (norms, residual adds, "
         "activations, rotary, casts) into the operands and outputs of the adjacent matmuls, so "
@@ -186,6 +199,15 @@ class Accelerator(Entry):
     default_system: str | None = _f(
         "System id used when only the accelerator is named.", default=None
     )
+
+    @field_validator("block_scaled_formats")
+    @classmethod
+    def _known_formats(cls, v: list[str]) -> list[str]:
+        for k in v:
+            if k not in BLOCK_SCALED_FORMATS:
+                msg = f"unknown block-scaled format {k!r} (expected {', '.join(BLOCK_SCALED_FORMATS)})"
+                raise ValueError(msg)
+        return v
 
     @field_validator("peak_tflops", "matmul_tflops")
     @classmethod
