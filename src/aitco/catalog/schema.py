@@ -388,6 +388,13 @@ class MoE(BaseModel):
     n_shared: int = Field(default=0, ge=0, description="Shared experts always active.")
     d_ff_expert: int = Field(ge=1, description="Hidden size of one expert's FFN.")
     first_dense_layers: int = Field(default=0, ge=0, description="Leading layers with a dense FFN.")
+    n_moe_layers: int | None = Field(
+        default=None,
+        ge=1,
+        description="Layers with experts when MoE and dense FFN layers interleave (Llama 4 "
+        "``interleave_moe_layer_step``, Qwen2-MoE ``decoder_sparse_step``); None = every layer "
+        "after ``first_dense_layers``. The other layers have a dense FFN of ``d_ff``.",
+    )
     n_groups: int = Field(
         default=1,
         ge=1,
@@ -465,6 +472,13 @@ class ModelArch(Entry):
     sliding_window_every: int = Field(
         default=0, ge=0, description="Every k-th layer uses the sliding window (0 = all or none)."
     )
+    sliding_window_layers: int | None = Field(
+        default=None,
+        ge=0,
+        description="Layers that attend only to the sliding window, when the model states them "
+        "(Hugging Face ``layer_types`` / ``sliding_window_pattern``: Gemma 3 five of six, "
+        "gpt-oss every other); overrides ``sliding_window_every``.",
+    )
     moe: MoE | None = None
     mla: MLA | None = None
     published_params_b: float | None = Field(
@@ -482,6 +496,20 @@ class ModelArch(Entry):
         kv = self.n_kv_heads or self.n_heads
         if self.n_heads % kv:
             msg = f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({kv})"
+            raise ValueError(msg)
+        if self.moe is not None and self.moe.n_moe_layers is not None:
+            room = self.n_layers - self.moe.first_dense_layers
+            if self.moe.n_moe_layers > room:
+                msg = (
+                    f"moe.n_moe_layers ({self.moe.n_moe_layers}) exceeds the layers after the "
+                    f"dense ones ({room})"
+                )
+                raise ValueError(msg)
+        if self.sliding_window_layers is not None and self.sliding_window_layers > self.n_layers:
+            msg = (
+                f"sliding_window_layers ({self.sliding_window_layers}) exceeds n_layers "
+                f"({self.n_layers})"
+            )
             raise ValueError(msg)
         if self.head_dim is None and self.mla is None and self.d_model % self.n_heads:
             msg = (

@@ -36,7 +36,7 @@ from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.kvcache import kv_bytes_per_sequence
 from aitco.perf.parallelism import MAX_EXPERT_IMBALANCE as MAX_EXPERT_IMBALANCE  # re-export
 from aitco.perf.parallelism import expert_load_imbalance, moe_alltoall_split
-from aitco.perf.params import ParamCounts, param_counts
+from aitco.perf.params import ParamCounts, moe_layer_count, param_counts
 from aitco.perf.power import compute_clock_ratio
 from aitco.perf.training import FP8_CAST_BYTES
 from aitco.units import BYTES_PER_DTYPE, GIGA, TERA
@@ -362,7 +362,7 @@ def weight_bytes(model: ModelArch, precision: str, act_dtype: str) -> WeightByte
     ab = BYTES_PER_DTYPE[act_dtype]
     dense = (pc.attention + pc.ffn_dense + pc.ffn_shared + pc.router + pc.norm) * wb
     if model.moe is not None:
-        n_moe = model.n_layers - model.moe.first_dense_layers
+        n_moe = moe_layer_count(model)
         each = pc.ffn_expert / (model.moe.n_experts * n_moe) * wb
     else:
         n_moe, each = 0, 0.0

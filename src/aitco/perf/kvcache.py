@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aitco.errors import InputError
+from aitco.perf.flops import sliding_window_layer_count
 from aitco.perf.specs import ArchSpec
 from aitco.units import BYTES_PER_DTYPE, gb_to_bytes
 
@@ -55,12 +56,11 @@ def kv_elements_per_token_per_layer(model: ArchSpec) -> int:
 
 
 def sliding_window_layers(model: ArchSpec) -> int:
-    """Return the number of layers that attend only to a sliding window (0 if none)."""
-    if model.sliding_window is None:
-        return 0
-    if model.sliding_window_every <= 0:
-        return model.n_layers
-    return model.n_layers // model.sliding_window_every
+    """Return the number of layers that attend only to a sliding window (0 if none).
+
+    One definition with the FLOP count: :func:`aitco.perf.flops.sliding_window_layer_count`.
+    """
+    return sliding_window_layer_count(model)
 
 
 def kv_bytes_per_sequence(
