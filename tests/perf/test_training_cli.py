@@ -79,9 +79,10 @@ def test_train_bad_plans_exit_2(
 def test_train_dtype_the_hardware_lacks(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["train", "--model", "gpt2-124m", "--hardware", "a100-sxm4-80gb", "--gpus", "8",
             "--precision", "fp8"]  # fmt: skip
-    code, _, err = run(args, capsys)
-    assert code == 2
-    assert "fp8" in err
+    code, out, _ = run(args, capsys)
+    assert code == 0  # emulated (issue 31): quantise/dequantise around 16-bit GEMMs, said so
+    assert "emulated" in out
+    assert "fp8" in out
 
 
 def test_train_not_fitting_says_by_how_much(capsys: pytest.CaptureFixture[str]) -> None:

@@ -205,7 +205,8 @@ class Accelerator(Entry):
     def _known_formats(cls, v: list[str]) -> list[str]:
         for k in v:
             if k not in BLOCK_SCALED_FORMATS:
-                msg = f"unknown block-scaled format {k!r} (expected {', '.join(BLOCK_SCALED_FORMATS)})"
+                known = ", ".join(BLOCK_SCALED_FORMATS)
+                msg = f"unknown block-scaled format {k!r} (expected {known})"
                 raise ValueError(msg)
         return v
 

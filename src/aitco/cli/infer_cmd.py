@@ -31,6 +31,11 @@ class Precision(StrEnum):
     int8 = "int8"
     int4 = "int4"
     fp4 = "fp4"
+    fp6 = "fp6"
+    nvfp4 = "nvfp4"
+    mxfp4 = "mxfp4"
+    mxfp6 = "mxfp6"
+    mxfp8 = "mxfp8"
 
 
 class Mode(StrEnum):

@@ -22,12 +22,16 @@ from aitco.errors import InputError
 
 
 class Precision(StrEnum):
-    """Training data types."""
+    """Training number formats (``aitco.perf.precision.TRAIN_FORMATS``)."""
 
     bf16 = "bf16"
     fp16 = "fp16"
     fp8 = "fp8"
     fp32 = "fp32"
+    mxfp8 = "mxfp8"
+    nvfp4 = "nvfp4"
+    mxfp4 = "mxfp4"
+    int8 = "int8"
 
 
 class Recompute(StrEnum):
@@ -380,6 +384,8 @@ def train(
     ]
     if stack:  # stack options away from the defaults the efficiencies were fitted on
         console.print("stack: " + ", ".join(stack))
+    if res.inputs.get("precision_note"):  # a format the part does not run natively
+        console.print(f"[yellow]precision:[/yellow] {res.inputs['precision_note']}")
     if res.candidates > 1:
         console.print(f"plan searched over {res.candidates:,} candidates")
     if not v["fits"]:

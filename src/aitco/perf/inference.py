@@ -79,7 +79,7 @@ from aitco.perf.iteration import (  # re-exported: the public API of this module
     _sum_terms as _sum_terms,
 )
 from aitco.perf.kvcache import KVCapacity, kv_bytes_per_sequence, kv_capacity
-from aitco.units import BYTES_PER_DTYPE, GIGA
+from aitco.units import GIGA
 
 F64 = NDArray[np.float64]
 
@@ -248,7 +248,7 @@ def _not_fit_message(
     if t is not None and t > tp:
         hint.append(f"smallest tp that fits: {t} (x pp {pp} = {t * pp} GPUs per replica)")
     for p in ("fp8", "int8", "int4", "fp4"):
-        if BYTES_PER_DTYPE[p] < BYTES_PER_DTYPE[precisions.weights]:
+        if weight_bytes_per_element(p) < weight_bytes_per_element(precisions.weights):
             try:
                 pr = resolve_precisions(acc, p, None)
             except InputError:

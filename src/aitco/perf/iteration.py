@@ -38,8 +38,9 @@ from aitco.perf.parallelism import MAX_EXPERT_IMBALANCE as MAX_EXPERT_IMBALANCE 
 from aitco.perf.parallelism import expert_load_imbalance, moe_alltoall_split
 from aitco.perf.params import ParamCounts, moe_layer_count, param_counts
 from aitco.perf.power import compute_clock_ratio
+from aitco.perf.precision import serving_weight_bytes
 from aitco.perf.training import FP8_CAST_BYTES
-from aitco.units import BYTES_PER_DTYPE, GIGA, TERA
+from aitco.units import BLOCK_SCALED_FORMATS, BYTES_PER_DTYPE, GIGA, TERA
 
 F64 = NDArray[np.float64]
 
@@ -232,11 +233,14 @@ def resolve_precisions(acc: Accelerator, precision: str, kv_precision: str | Non
     benefit) and dequantised to 16-bit for compute (as AWQ/GPTQ/Marlin kernels do). A type with
     no 16-bit path at all raises :class:`InputError`.
     """
-    if precision not in BYTES_PER_DTYPE:
-        raise InputError("--precision", precision, "one of bf16, fp16, fp8, int8, int4, fp4")
+    if precision not in BYTES_PER_DTYPE and precision not in BLOCK_SCALED_FORMATS:
+        raise InputError("--precision", precision, f"one of {', '.join(SERVING_PRECISIONS)}")
     act = "bf16" if acc.supports("bf16") else "fp16" if acc.supports("fp16") else None
     notes: list[str] = []
-    if precision in ("fp32", "tf32"):
+    if precision in BLOCK_SCALED_FORMATS:
+        compute, note = _block_scaled_compute(acc, precision, act)
+        notes.extend([note] if note else [])
+    elif precision in ("fp32", "tf32"):
         compute = precision if acc.supports(precision) else None
         act = precision
     elif precision in ("bf16", "fp16"):
@@ -267,23 +271,59 @@ def resolve_precisions(acc: Accelerator, precision: str, kv_precision: str | Non
                 hint="quantise the model to a supported type",
             )
     if kv_precision is None:
-        kv = "fp8" if precision in ("fp8", "fp4") and acc.supports("fp8") else act
+        low = precision in ("fp8", "fp4", "fp6") or precision in BLOCK_SCALED_FORMATS
+        kv = "fp8" if low and acc.supports("fp8") else act
     else:
-        if kv_precision not in BYTES_PER_DTYPE:
+        if kv_precision not in BYTES_PER_DTYPE and kv_precision not in BLOCK_SCALED_FORMATS:
             raise InputError(
-                "--kv-precision", kv_precision, "one of bf16, fp16, fp8, int8, int4, fp4"
+                "--kv-precision", kv_precision, f"one of {', '.join(SERVING_PRECISIONS)}"
             )
         kv = kv_precision
     return Precisions(precision, compute, act, kv, tuple(notes))
 
 
+#: Weight formats ``aitco infer --precision`` takes: the data types and the block-scaled formats.
+SERVING_PRECISIONS: tuple[str, ...] = (*BYTES_PER_DTYPE, *BLOCK_SCALED_FORMATS)
+
+
+def _block_scaled_compute(acc: Accelerator, fmt: str, act: str | None) -> tuple[str | None, str]:
+    """Return the compute type of a block-scaled weight format on ``acc`` and any fallback note.
+
+    Native where the part has the element type's peak and lists the format
+    (``Accelerator.block_scaled_formats``); with the element peak but not the block scaling,
+    the matmuls run at the element rate with the scales applied in software; without the
+    element peak, weight-only storage dequantised to 16 bit (the fallback of the other types).
+    """
+    element = BLOCK_SCALED_FORMATS[fmt][0]
+    if acc.supports(element) and fmt in acc.block_scaled_formats:
+        return element, ""
+    if acc.supports(element):
+        return element, (
+            f"{acc.id} runs {element} matmuls but not {fmt}'s block scaling: scales applied in "
+            "software, matmuls at the element rate"
+        )
+    return act, (
+        f"{acc.id} has no native {element} rate: {fmt} weights dequantised to {act} for compute "
+        "(weight-only fallback)"
+    )
+
+
 def weight_bytes_per_element(precision: str) -> float:
-    """Return the stored bytes per weight, including quantisation scales. [B]."""
+    """Return the stored bytes per weight, including quantisation scales. [B].
+
+    ``int4``: AWQ/GPTQ group scales; ``fp4``: NVFP4's FP8 scale per 16; ``fp6``: an MX scale
+    per 32 (the FP6 layout the hardware runs); the block-scaled formats their own scales
+    (:func:`aitco.perf.precision.serving_weight_bytes`).
+    """
+    if precision in BLOCK_SCALED_FORMATS:
+        return serving_weight_bytes(precision)
     b = BYTES_PER_DTYPE[precision]
     if precision == "int4":
         return b + INT4_GROUP_OVERHEAD_BYTES
     if precision == "fp4":
         return b + FP4_BLOCK_OVERHEAD_BYTES
+    if precision == "fp6":
+        return serving_weight_bytes("mxfp6")
     return b
 
 

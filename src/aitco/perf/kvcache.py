@@ -15,8 +15,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from aitco.errors import InputError
 from aitco.perf.flops import sliding_window_layer_count
+from aitco.perf.precision import serving_weight_bytes
 from aitco.perf.specs import ArchSpec
-from aitco.units import BYTES_PER_DTYPE, gb_to_bytes
+from aitco.units import BLOCK_SCALED_FORMATS, BYTES_PER_DTYPE, gb_to_bytes
 
 F64 = NDArray[np.float64]
 
@@ -27,8 +28,11 @@ PAGED_BLOCK_TOKENS = 16
 
 
 def _dtype_bytes(dtype: str, field: str = "kv_precision") -> float:
+    if dtype in BLOCK_SCALED_FORMATS:  # e.g. an NVFP4 KV cache: elements plus block scales
+        return serving_weight_bytes(dtype)
     if dtype not in BYTES_PER_DTYPE:
-        raise InputError(field, dtype, f"one of {', '.join(BYTES_PER_DTYPE)}")
+        names = (*BYTES_PER_DTYPE, *BLOCK_SCALED_FORMATS)
+        raise InputError(field, dtype, f"one of {', '.join(names)}")
     return BYTES_PER_DTYPE[dtype]
 
 

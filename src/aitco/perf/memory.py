@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aitco.perf.flops import ModelShape
+from aitco.perf.precision import TRAIN_FORMATS, train_format
 from aitco.units import BITS_PER_BYTE, GIGA
 
 F64 = NDArray[np.float64]
@@ -40,8 +41,6 @@ ADAM_FP32_BYTES = 12.0
 ADAM_8BIT_BYTES = 6.0
 #: NF4 base weights with double-quantised constants: 4 + 0.127 bits ([4]).
 QLORA_BASE_BYTES = (4.0 + 0.127) / BITS_PER_BYTE
-#: FP8 training (Transformer Engine) keeps an fp8 copy of each weight next to the bf16 one.
-FP8_WEIGHT_CACHE_BYTES = 1.0
 #: Logits are upcast to fp32 for the cross-entropy loss.
 LOGIT_BYTES = 4.0
 #: Per-device memory the framework takes before the model: CUDA context (~0.5-1 GB), NCCL
@@ -116,28 +115,38 @@ def activation_bytes_per_token_layer(ms: ModelShape, recompute: ArrayLike, preci
 
     Notes
     -----
-    :func:`activation_elements_per_token_layer` at 2 bytes (4 in fp32). In FP8 training the
-    inputs saved for the weight-gradient GEMMs (QKV input, projection input, FFN input and
-    FFN-out input: :math:`2h + n_h d_h + f`) are kept in fp8, 1 byte (Transformer Engine).
+    :func:`activation_elements_per_token_layer` at 2 bytes (4 in fp32). In low-precision
+    training the inputs saved for the weight-gradient GEMMs (QKV input, projection input, FFN
+    input and FFN-out input: :math:`2h + n_h d_h + f`) are kept quantised, at the format's bytes
+    per element with its block scales (FP8: 1 byte, Transformer Engine; MXFP8 1.03, NVFP4 0.56:
+    :mod:`aitco.perf.precision`); the recipe's BF16 layers keep theirs in 16 bit.
     """
     elems = activation_elements_per_token_layer(ms, recompute)
     if precision == "fp32":
         return elems * 4.0
-    if precision != "fp8":
+    fmt = TRAIN_FORMATS.get(precision)
+    if fmt is None or not fmt.quantized:
         return elems * 2.0
     gemm_inputs = 2.0 * ms.d_model + ms.n_heads * ms.head_dim + ms.ffn_width_active
-    return np.where(np.asarray(recompute) == 2, elems * 2.0, elems * 2.0 - gemm_inputs * 1.0)
+    saved = (1.0 - fmt.bf16_linear_share) * gemm_inputs * (2.0 - fmt.element_bytes)
+    return np.where(np.asarray(recompute) == 2, elems * 2.0, elems * 2.0 - saved)
 
 
 def weight_bytes_per_param(precision: str, method: str) -> float:
-    """Bytes of one stored (frozen or trained) base weight [B]."""
+    """Bytes of one stored (frozen or trained) base weight [B].
+
+    16-bit weights plus the format's persistent quantised copies
+    (:attr:`aitco.perf.precision.TrainFormat.weight_cache_copies`: FP8 one, MXFP8 a row-wise and
+    a column-wise one, NVFP4 one 2D-scaled copy, INT8 none); fp32 training 4; QLoRA's NF4 base.
+    """
     if method == "qlora":
         return QLORA_BASE_BYTES
     if precision == "fp32":
         return 4.0
-    if precision == "fp8":
-        return 2.0 + FP8_WEIGHT_CACHE_BYTES
-    return 2.0
+    fmt = train_format(precision)
+    if not fmt.quantized:
+        return 2.0
+    return 2.0 + fmt.weight_cache_copies * fmt.element_bytes
 
 
 def grad_bytes_per_param(precision: str) -> float:
@@ -166,6 +175,7 @@ def training_memory_bytes(
     recompute_fraction: ArrayLike = 1.0,
     offload: str = "none",
     logit_bytes: float = LOGIT_BYTES,
+    activation_precision: str | None = None,
 ) -> dict[str, F64]:
     r"""Peak memory per device of a training plan, by component [B].
 
@@ -208,6 +218,9 @@ def training_memory_bytes(
         gradient buffer stays in host memory.
     logit_bytes : float
         Bytes per logit held for the loss (:func:`activation_memory_bytes`). [B]
+    activation_precision : str, optional
+        Format the saved activations are held in (default ``precision``; an emulated format's
+        fake-quantised run saves 16-bit tensors: ``bf16``).
 
     Returns
     -------
@@ -283,7 +296,7 @@ def training_memory_bytes(
         vp,
         recompute,
         recompute_fraction,
-        precision,
+        activation_precision or precision,
         logit_bytes,
     )
     overhead = np.full_like(acts, FRAMEWORK_OVERHEAD_GB * GIGA)

@@ -36,8 +36,10 @@ class MoESpec(Protocol):
 
     @property
     def n_moe_layers(self) -> int | None:
-        """Layers with experts when they interleave with dense ones; None = all after the
-        leading dense layers [count]."""
+        """Layers with experts where they interleave with dense ones [count].
+
+        None: every layer after the leading dense ones.
+        """
 
     @property
     def n_groups(self) -> int:

@@ -340,6 +340,9 @@ def estimate_training(
     }
     term_inputs = _term_inputs(hw, efficiency, values, optimizer)
     term_inputs["compute_s"]["gemm_basis"] = inputs["gemm_efficiency_basis"]
+    if hw.format_note:
+        term_inputs["compute_s"]["precision_note"] = hw.format_note
+        inputs["precision_note"] = hw.format_note
     if values["plan"]["offload"] in OFFLOAD_NVME_MODES:
         term_inputs["offload_s"].update(
             nvme_read_gb_s=system.nvme_read_gb_s, nvme_write_gb_s=system.nvme_write_gb_s
@@ -575,6 +578,7 @@ def _values(
         "seq_len": seq_len,
         "gpus": gpus,
         "precision": precision,
+        "precision_mode": hw.format_mode,
         "method": method,
         "plan": {
             **{k: best[k] for k in DEGREES},
@@ -628,12 +632,15 @@ def _term_inputs(
             "attention_block_fixed_s": hw.attention_block_fixed_s,
             "recompute": pl["recompute"],
             "recompute_fraction": pl["recompute_fraction"],
+            "precision_mode": hw.format_mode,
+            "low_precision_linear_share": hw.lowp_linear_share,
         },
         "memory_bound_s": {
             "hbm_bandwidth_gb_s": hw.hbm_bandwidth_gb_s,
             "elementwise_hbm": e.elementwise_hbm_for(pl["elementwise_kernels"]),
             "elementwise_kernels": pl["elementwise_kernels"],
             "loss_kernel": pl["loss_kernel"],
+            "cast_bytes_per_element": hw.cast_bytes,
         },
         "tp_comm_s": {
             "tp": pl["tp"],

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aitco.catalog.schema import Accelerator, System
-from aitco.errors import InputError, PlanError
+from aitco.errors import InputError
 from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import (
@@ -68,15 +68,22 @@ from aitco.perf.parallelism import (
     moe_alltoall_time_s,
 )
 from aitco.perf.power import compute_clock_ratio
+from aitco.perf.precision import (
+    HIGH_PRECISION,
+    blended_linear_peak_tflops,
+    resolve_training_format,
+)
 from aitco.units import GIGA, TERA
 
 F64 = NDArray[np.float64]
 
-#: Training data types and the peak used for their linear layers.
+#: Training data types the plan sweeps price (catalog peak keys); ``aitco train`` and
+#: ``compare`` take every format of :data:`aitco.perf.precision.TRAIN_FORMATS` (MXFP8, NVFP4,
+#: MXFP4, INT8 too).
 TRAIN_PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
-#: Attention (FlashAttention) and the LM head run in bf16 even in FP8 training (Transformer
-#: Engine keeps them in higher precision).
-HIGH_PRECISION_FOR_FP8 = "bf16"
+#: Attention (FlashAttention) and the LM head run in bf16 even in low-precision training
+#: (Transformer Engine keeps them in higher precision; arXiv:2509.25149 for NVFP4).
+HIGH_PRECISION_FOR_FP8 = HIGH_PRECISION
 #: Adam step: reads fp32 master, m, v and the gradient (16 B), writes master, m, v and the
 #: bf16 weight (14 B) per parameter.
 ADAM_STEP_BYTES_PER_PARAM = 30.0
@@ -114,7 +121,8 @@ UNFUSED_SCORE_PASSES_FWD = 6.5
 UNFUSED_SCORE_PASSES_BWD = 8.5
 #: Unfused backward runs 2 GEMMs per forward GEMM (no score recomputation, unlike FlashAttention).
 UNFUSED_BWD_MATMULS = 2.0
-#: Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element (Transformer Engine).
+#: Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element (Transformer Engine);
+#: other formats: :meth:`aitco.perf.precision.ResolvedFormat.cast_bytes_per_element`.
 FP8_CAST_BYTES = 3.0
 #: Launch and tail latency of one GPU kernel (CUDA launch overhead is a few microseconds;
 #: NVIDIA, "Getting started with CUDA graphs", 2019). [s]
@@ -150,6 +158,10 @@ class HardwareShape:
     gemm_k_half: float = 0.0  # short-K half length of this part and precision [elements]
     gemm_latency_s: float = DEFAULT_EFFICIENCY.gemm_latency_s
     attention_block_fixed_s: float = 0.0  # FlashAttention fixed time per query block [s]
+    cast_bytes: float = 0.0  # HBM bytes per quantised linear-input element and pass [B]
+    lowp_linear_share: float = 0.0  # share of the linear GEMM work on quantised operands
+    format_mode: str = "16-bit"  # native, scaled-in-software, emulated or 16-bit
+    format_note: str = ""  # how the part runs the format, in words
 
 
 @dataclass(frozen=True)
@@ -177,29 +189,22 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
     The matmul and attention peaks run at the clock a power limit below the TDP leaves
     (:func:`aitco.perf.power.compute_clock_ratio`); MFU stays against the nominal peak.
     """
-    if precision not in TRAIN_PRECISIONS:
-        raise InputError("--precision", precision, f"one of {', '.join(TRAIN_PRECISIONS)}")
-    if not acc.supports(precision):
-        raise PlanError(
-            "--precision",
-            precision,
-            f"a data type {acc.id} supports ({', '.join(sorted(acc.peak_tflops))})",
-            hint=f"{acc.id} has no dense {precision} peak",
-        )
-    lin = acc.peak_tflops[precision]
-    att_dtype = HIGH_PRECISION_FOR_FP8 if precision == "fp8" else precision
+    rf = resolve_training_format(acc, precision)  # native, scaled in software or emulated
+    gemm_dtype = rf.gemm_dtype
+    lin = blended_linear_peak_tflops(acc, rf)
+    att_dtype = HIGH_PRECISION_FOR_FP8 if rf.fmt.quantized else gemm_dtype
     att = acc.peak_tflops.get(att_dtype, acc.peak_tflops.get("fp16", lin))
     clock = compute_clock_ratio(acc)  # a power limit below the TDP slows the compute clock
+    ceiling = acc.matmul_ceiling(gemm_dtype)
+    lowp_share = 1.0 - rf.fmt.bf16_linear_share if rf.fmt.quantized else 0.0
     return HardwareShape(
         peak_linear_tflops=float(lin) * clock,
         peak_attention_tflops=float(att) * clock,
-        peak_mfu_tflops=float(lin),
+        peak_mfu_tflops=float(acc.peak_tflops[gemm_dtype]),
         hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
         memory_gb=float(acc.memory_gb),
-        gemm_efficiency=float(eff.training_gemm_for(acc.family, acc.matmul_ceiling(precision))),
-        gemm_ceiling=float(
-            eff.training_gemm_at("ceiling", acc.family, acc.matmul_ceiling(precision))[0]
-        ),
+        gemm_efficiency=float(eff.training_gemm_for(acc.family, ceiling)),
+        gemm_ceiling=float(eff.training_gemm_at("ceiling", acc.family, ceiling)[0]),
         attention_efficiency=float(eff.attention_for(acc.family)),
         elementwise_fused=acc.elementwise_fused_into_matmul,
         pcie_gb_s=PCIE_X16_GB_S.get(acc.pcie_gen or 0, 0.0),
@@ -211,6 +216,10 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         ),
         gemm_latency_s=float(eff.gemm_latency_s),
         attention_block_fixed_s=float(eff.attention_block_fixed_for(acc.family)),
+        cast_bytes=rf.cast_bytes_per_element(),
+        lowp_linear_share=lowp_share,
+        format_mode=rf.mode,
+        format_note=rf.note,
     )
 
 
@@ -255,6 +264,9 @@ class RunShape:
     gemm_level : {"framework", "ceiling"}
         GEMM level of the stack (:data:`aitco.perf.efficiency.GEMM_LEVELS`): the fitted
         framework level or the measured matmul ceiling (:func:`gemm_fraction`).
+    activation_precision : str, optional
+        Format saved activations are held in, when not ``precision`` (an emulated low-precision
+        format saves 16-bit tensors).
     """
 
     seq_len: float
@@ -271,6 +283,7 @@ class RunShape:
     host_loop: str = "python"
     elementwise_kernels: str = "framework"
     gemm_level: str = "framework"
+    activation_precision: str | None = None
 
     @property
     def logit_bytes(self) -> float:
@@ -537,14 +550,24 @@ def linear_time_s(
     return t
 
 
-def elementwise_bytes_per_token_layer(ms: ModelShape, run: RunShape, fused: bool = False) -> float:
+def elementwise_bytes_per_token_layer(
+    ms: ModelShape,
+    run: RunShape,
+    fused: bool = False,
+    cast_bytes: float | None = None,
+    lowp_share: float = 1.0,
+) -> float:
     """HBM bytes the memory-bound kernels of one layer move per token in one pass [B].
 
     Norms (2), residuals (2), the FFN activation (gated: 3 f, else 2 f), rotary on Q and K,
-    each read and written (:data:`ELEMENTWISE_RW`); MoE token permutation; FP8 casts.
-    ``fused`` (``Accelerator.elementwise_fused_into_matmul``: XLA on TPU): the norms,
-    residuals, activation, rotary and casts ride in the operands and outputs of the adjacent
-    matmuls and move no bytes of their own; only the MoE permutation (a gather) remains.
+    each read and written (:data:`ELEMENTWISE_RW`); MoE token permutation; the quantisation
+    casts of every linear input in low-precision training, ``cast_bytes`` per element
+    (:meth:`aitco.perf.precision.ResolvedFormat.cast_bytes_per_element`; default: FP8's
+    :data:`FP8_CAST_BYTES` when ``run.precision`` is fp8) on the ``lowp_share`` of the linear
+    layers the recipe quantises. ``fused`` (``Accelerator.elementwise_fused_into_matmul``: XLA
+    on TPU): the norms, residuals, activation, rotary and casts ride in the operands and outputs
+    of the adjacent matmuls and move no bytes of their own; only the MoE permutation (a gather)
+    remains.
     """
     h = float(ms.d_model)
     q = float(ms.n_heads * ms.head_dim)
@@ -557,8 +580,10 @@ def elementwise_bytes_per_token_layer(ms: ModelShape, run: RunShape, fused: bool
         layer_bytes += (
             ELEMENTWISE_RW * 2.0 * ms.n_active_experts * h * act_b * (ms.moe_layers / ms.n_layers)
         )
-    if run.precision == "fp8" and not fused:  # quantise the inputs of every linear layer, grads
-        layer_bytes += (2 * h + q + f) * FP8_CAST_BYTES
+    if cast_bytes is None:
+        cast_bytes = FP8_CAST_BYTES if run.precision == "fp8" else 0.0
+    if cast_bytes and not fused:  # quantise the inputs of every quantised linear layer, grads
+        layer_bytes += (2 * h + q + f) * cast_bytes * lowp_share
     return float(layer_bytes)
 
 
@@ -585,7 +610,9 @@ def memory_bound_time_s(
         else LOGIT_BYTES * LOSS_LOGIT_PASSES
     )
     loss_s = ms.vocab_size * loss_b / hbm_rate
-    layer_bytes = elementwise_bytes_per_token_layer(ms, run, hw.elementwise_fused)
+    layer_bytes = elementwise_bytes_per_token_layer(
+        ms, run, hw.elementwise_fused, hw.cast_bytes, hw.lowp_linear_share
+    )
     t = (
         pa.tok_layers * (layer_bytes / hbm_rate) * passes
         + pa.tok_tp * loss_s
@@ -723,6 +750,7 @@ def plan_memory_bytes(ms: ModelShape, run: RunShape, pa: PlanArrays) -> dict[str
         trainable_params=run.lora_params,
         offload=run.offload,
         logit_bytes=run.logit_bytes,
+        activation_precision=run.activation_precision,
     )
     if not np.any(pa.dualpipe):
         return mem
@@ -1048,6 +1076,7 @@ def evaluate_plans(
         float(seq_len), float(global_batch), float(gpus), precision, method, optimizer,
         lora_params, attention_kernel, None if shard_devices is None else float(shard_devices),
         offload, loss_kernel, host_loop, elementwise_kernels, gemm_level,
+        HIGH_PRECISION if hw.format_mode == "emulated" else None,
     )  # fmt: skip
     with np.errstate(divide="raise", invalid="raise", over="raise"):
         pa = plan_arrays(
