@@ -40,7 +40,7 @@ from aitco.decide.scenario import (
     Scenario,
     TrainingWorkload,
 )
-from aitco.errors import AitcoError, CatalogError, InputError, UnknownIdError
+from aitco.errors import AitcoError, CatalogError, InfeasiblePlan, InputError, UnknownIdError
 from aitco.perf import service as service_mod
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape
@@ -604,6 +604,33 @@ def _plan_guarded(fn: Any, what: str, *args: Any, **kw: Any) -> Any:
         raise
 
 
+#: Headline values of an option that cannot run: no figure, not a zero.
+INFEASIBLE_NONE_KEYS = (
+    "wall_clock_h", "wall_clock_days", "productive_h", "gpu_hours", "tokens_per_s",
+    "tokens_per_s_per_gpu", "mfu", "usd_per_million_tokens", "energy_kwh", "kg_co2e",
+    "output_tokens_per_s", "ttft_s", "tpot_s", "usd_per_million_output_tokens",
+)  # fmt: skip
+
+
+def _infeasible_option(opt: HardwareOption, kind: str, reason: str, *, fits: bool) -> Breakdown:
+    """Return an option the engine says cannot run, with the engine's reason.
+
+    No cost items, ``total_usd`` undefined (NaN, null in JSON), ``feasible`` false; never the
+    cheapest nor the fastest.
+    """
+    b = Breakdown(
+        name=_option_name(opt), kind=kind, hardware=opt.hardware, pricing=opt.pricing,
+        gpus=opt.gpus, total_usd=math.nan,
+    )  # fmt: skip
+    b.values = {
+        "feasible": False,
+        "infeasible_reasons": [reason],
+        "fits": fits,
+        **dict.fromkeys(INFEASIBLE_NONE_KEYS),
+    }
+    return b
+
+
 def _checkpoint_bytes(model: ModelArch, w: TrainingWorkload) -> float:
     if w.method == "full":
         trainable = float(param_counts(model).total)
@@ -736,6 +763,8 @@ def _training(
         )
         fac.memo[key] = res
     v = res.values
+    if not v.get("feasible", True):  # the engine's one verdict: no throughput, so no cost
+        return _infeasible_option(opt, "training", v["infeasible_reason"], fits=bool(v["fits"]))
     productive_h = float(v["wall_clock_h"])
     n = opt.gpus
     nodes = math.ceil(n / sysm.devices_per_node)
@@ -2081,7 +2110,10 @@ def _inference(
             ep=w.ep,
         )
 
-    res = run_engine(opt.gpus)
+    try:
+        res = run_engine(opt.gpus)
+    except InfeasiblePlan as exc:  # does not fit: the option is infeasible, with the reason
+        return _infeasible_option(opt, "inference", exc.hint or str(exc), fits=False)
     v = res.values
     n = opt.gpus
     scaled = ""

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aitco.catalog.schema import Accelerator, ModelArch, System
-from aitco.errors import InputError, PlanError
+from aitco.errors import InfeasiblePlan, InputError, PlanError
 from aitco.explain import Estimate, Term, dominant_term
 from aitco.perf import queueing, serving
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
@@ -820,7 +820,7 @@ def _memory(
         cap = replace(cap, max_sequences=cap.max_sequences * inp.ep,
                       max_tokens=cap.max_tokens * inp.ep)  # fmt: skip
     if not mp.fits or cap.max_sequences < 1:
-        raise InputError(
+        raise InfeasiblePlan(
             "--model", model.id,
             f"a model that fits on {acc.id} at tp {inp.tp} pp {inp.pp} in {prec.weights}",
             hint=_not_fit_message(model, acc, system, mp, prec, eng, inp.tp, inp.pp),

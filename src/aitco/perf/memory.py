@@ -49,6 +49,10 @@ LOGIT_BYTES = 4.0
 FRAMEWORK_OVERHEAD_GB = 3.0
 #: ZeRO-3/FSDP materialise the current and the prefetched layer's full weights.
 ZERO3_LIVE_LAYERS = 2.0
+#: Decoder-layer inputs an activation-offloading run holds on the device: the layer being
+#: computed and the one being copied in or out (MaxText's offloaded decoder-layer input, the
+#: JAX ``offload_dot_with_no_batch_dims`` / host-offload remat policies). [layers]
+OFFLOADED_LIVE_LAYERS = 2.0
 #: ZeRO-Offload keeps an fp32 gradient buffer of the device's shard in host memory, where the
 #: CPU optimizer step reads it ([6], Sec. 4). [B/param]
 HOST_GRAD_BYTES = 4.0
@@ -176,6 +180,7 @@ def training_memory_bytes(
     offload: str = "none",
     logit_bytes: float = LOGIT_BYTES,
     activation_precision: str | None = None,
+    activation_offload: bool = False,
 ) -> dict[str, F64]:
     r"""Peak memory per device of a training plan, by component [B].
 
@@ -221,6 +226,9 @@ def training_memory_bytes(
     activation_precision : str, optional
         Format the saved activations are held in (default ``precision``; an emulated format's
         fake-quantised run saves 16-bit tensors: ``bf16``).
+    activation_offload : bool
+        Decoder-layer inputs kept in host memory (with full recompute): the device holds
+        :data:`OFFLOADED_LIVE_LAYERS` of them, the host the rest (``host``).
 
     Returns
     -------
@@ -299,6 +307,13 @@ def training_memory_bytes(
         activation_precision or precision,
         logit_bytes,
     )
+    if activation_offload:  # the layer inputs move to the host; two stay (in use, in transfer)
+        stored = offloadable_activation_bytes(
+            ms, mb * seq_len / cp, tp, pp, m, vp, activation_precision or precision
+        )
+        inputs_layer = stored / np.ceil(ms.n_layers / pp) / _in_flight(pp, m, vp)
+        acts = acts - stored + OFFLOADED_LIVE_LAYERS * inputs_layer
+        host = host + stored
     overhead = np.full_like(acts, FRAMEWORK_OVERHEAD_GB * GIGA)
     total = weights + grads + opt + acts + overhead
     return {
@@ -361,11 +376,40 @@ def activation_memory_bytes(
     kept = activation_bytes_per_token_layer(ms, np.where(rc == 2, 0, rc), precision)
     inputs_only = activation_bytes_per_token_layer(ms, 2, precision)
     per_layer = (frac * inputs_only + (1.0 - frac) * kept) * tokens / tp
-    in_flight = np.minimum(pp, np.asarray(n_micro, dtype=float)) * (
-        1.0 + np.where(vp > 1, (pp - 1) / (pp * vp), 0.0)
-    )
-    acts = per_layer * np.ceil(ms.n_layers / pp) * in_flight
+    acts = per_layer * np.ceil(ms.n_layers / pp) * _in_flight(pp, n_micro, vp)
     # full recompute re-materialises one layer's full activations during its backward
     one_layer = activation_bytes_per_token_layer(ms, 0, precision) * tokens / tp
     acts = acts + np.where(rc == 2, one_layer, 0.0)
     return acts + tokens * ms.vocab_size / tp * logit_bytes
+
+
+def _in_flight(pp: ArrayLike, n_micro: ArrayLike, vp: ArrayLike) -> F64:
+    """Micro-batches whose activations the first pipeline stage holds at its peak (1F1B)."""
+    pp = np.asarray(pp, dtype=float)
+    vp = np.asarray(vp, dtype=float)
+    return np.asarray(
+        np.minimum(pp, np.asarray(n_micro, dtype=float))
+        * (1.0 + np.where(vp > 1, (pp - 1) / (pp * vp), 0.0)),
+        dtype=np.float64,
+    )
+
+
+def offloadable_activation_bytes(
+    ms: ModelShape,
+    tokens: ArrayLike,
+    tp: ArrayLike,
+    pp: ArrayLike,
+    n_micro: ArrayLike,
+    vp: ArrayLike,
+    precision: str,
+) -> F64:
+    r"""Decoder-layer inputs a fully recomputed stage keeps for its backward pass [B].
+
+    :math:`h\,b\,T/t \cdot \lceil L/p \rceil \cdot` the in-flight micro-batches: what an
+    activation-offloading run (MaxText's offloaded decoder-layer input) keeps in host memory
+    instead of on the device.
+    """
+    tokens = np.asarray(tokens, dtype=float)
+    one = activation_bytes_per_token_layer(ms, 2, precision) * tokens / np.asarray(tp, dtype=float)
+    layers = np.ceil(ms.n_layers / np.asarray(pp, dtype=float))
+    return np.asarray(one * layers * _in_flight(pp, n_micro, vp), dtype=np.float64)

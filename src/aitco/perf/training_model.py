@@ -164,6 +164,17 @@ class HardwareShape:
     format_note: str = ""  # how the part runs the format, in words
 
 
+def host_link_gb_s(acc: Accelerator) -> float:
+    """Per-direction rate of the device's link to its host's memory [GB/s].
+
+    The catalog's ``host_link_gb_s`` where the part is not on PCIe (NVLink-C2C of the Grace
+    superchips: 450 GB/s each way), else the x16 rate of its PCIe generation; 0 when unknown.
+    """
+    if acc.host_link_gb_s:
+        return float(acc.host_link_gb_s)
+    return PCIE_X16_GB_S.get(acc.pcie_gen or 0, 0.0)
+
+
 @dataclass(frozen=True)
 class PublishedPractice:
     """What published runs of a similar model on the same accelerator generation reached.
@@ -207,7 +218,7 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         gemm_ceiling=float(eff.training_gemm_at("ceiling", acc.family, ceiling)[0]),
         attention_efficiency=float(eff.attention_for(acc.family)),
         elementwise_fused=acc.elementwise_fused_into_matmul,
-        pcie_gb_s=PCIE_X16_GB_S.get(acc.pcie_gen or 0, 0.0),
+        pcie_gb_s=host_link_gb_s(acc),
         tp_overlap=float(eff.tp_overlap_for(acc.family)),
         clock_ratio=clock,
         compute_units=float(acc.compute_units or 0),
@@ -267,6 +278,14 @@ class RunShape:
     activation_precision : str, optional
         Format saved activations are held in, when not ``precision`` (an emulated low-precision
         format saves 16-bit tensors).
+    activation_offload : bool
+        Decoder-layer inputs kept in host memory over the host link (full recompute):
+        :func:`aitco.perf.memory.training_memory_bytes`, :func:`activation_offload_time_s`.
+    moe_capacity_factor : float, optional
+        Expert capacity as a multiple of the even share of routed tokens (tokens beyond it
+        dropped); None: dropless (:func:`routed_load_factor`).
+    moe_pad_to_capacity : bool
+        Every expert's input padded to the capacity.
     """
 
     seq_len: float
@@ -284,6 +303,9 @@ class RunShape:
     elementwise_kernels: str = "framework"
     gemm_level: str = "framework"
     activation_precision: str | None = None
+    activation_offload: bool = False
+    moe_capacity_factor: float | None = None
+    moe_pad_to_capacity: bool = False
 
     @property
     def logit_bytes(self) -> float:
@@ -536,7 +558,7 @@ def linear_time_s(
     layer_flops: Any = layer_matmul_flops_per_token(ms)
     if ms.moe_layers:  # the busiest GPU of an EP group runs (imbalance - 1) more routed tokens
         layer_flops = layer_flops + routed_expert_flops_per_token(ms) * (
-            expert_imbalance(ms, pa) - 1.0
+            routed_load_factor(ms, run, pa) - 1.0
         )
     launches = pa.layers * LAYER_GEMMS * (passes + pa.full_rc)
     t = (
@@ -687,7 +709,7 @@ def ep_comm_time_s(
     strides = group_strides(pa.tp, pa.cp, pa.dp)
     moe_layers = pa.layers * (ms.moe_layers / ms.n_layers)
     a2a_bytes = pa.tok_tp * (ms.n_active_experts * float(ms.d_model) * run.act_bytes)
-    a2a_bytes = a2a_bytes * expert_imbalance(ms, pa)  # the busiest GPU's share sets the time
+    a2a_bytes = a2a_bytes * routed_load_factor(ms, run, pa)  # the busiest GPU sets the time
     n_a2a = 4.0 + 2.0 * pa.full_rc
     a2a = moe_alltoall_time_s(
         system, a2a_bytes, pa.ep, strides["ep"], ms.n_active_experts,
@@ -695,6 +717,35 @@ def ep_comm_time_s(
         intra_efficiency=eff.intra_node_link, inter_efficiency=eff.scale_out_link,
     )  # fmt: skip
     return np.where(pa.ep > 1, moe_layers * n_a2a * a2a, 0.0)
+
+
+def routed_load_factor(ms: ModelShape, run: RunShape, pa: PlanArrays) -> F64:
+    r"""Routed tokens the busiest expert-parallel rank computes, over the even share.
+
+    Dropless routing (the default): the :func:`expert_imbalance` of random routing. With a
+    capacity factor :math:`C` (GShard; Megatron ``--moe-expert-capacity-factor``) a rank takes
+    at most :math:`C` times its share and drops the rest, :math:`\min(	ext{imbalance}, C)`;
+    padded to the capacity (``--moe-pad-expert-input-to-capacity``) every expert computes
+    exactly :math:`C` times its share.
+    """
+    imb = expert_imbalance(ms, pa)
+    c = run.moe_capacity_factor
+    if c is None or not ms.moe_layers:
+        return imb
+    return np.full_like(imb, c) if run.moe_pad_to_capacity else np.minimum(imb, c)
+
+
+def dropped_token_fraction(imbalance: Any, capacity_factor: float | None) -> F64:
+    r"""Share of the routed token assignments a capacity factor drops (0 when dropless).
+
+    A rank whose load is :math:`	ext{imbalance}` times its share keeps :math:`C` of it:
+    :math:`\max(0, 1 - C/	ext{imbalance})` of the busiest rank's tokens; an upper bound on the
+    mean over ranks.
+    """
+    imb = np.asarray(imbalance, dtype=float)
+    if capacity_factor is None:
+        return np.zeros_like(imb)
+    return np.asarray(np.maximum(0.0, 1.0 - capacity_factor / imb), dtype=np.float64)
 
 
 def expert_imbalance(ms: ModelShape, pa: PlanArrays) -> F64:
@@ -751,6 +802,7 @@ def plan_memory_bytes(ms: ModelShape, run: RunShape, pa: PlanArrays) -> dict[str
         offload=run.offload,
         logit_bytes=run.logit_bytes,
         activation_precision=run.activation_precision,
+        activation_offload=run.activation_offload,
     )
     if not np.any(pa.dualpipe):
         return mem
@@ -839,6 +891,36 @@ def offload_time_s(
         mb = mb + np.maximum(fetch - work_s, 0.0)
         return mb, cpu_step
     return mb, cpu_step + shard * wb / pcie
+
+
+def activation_offload_time_s(
+    ms: ModelShape,
+    hw: HardwareShape,
+    eff: EfficiencyParams,
+    run: RunShape,
+    pa: PlanArrays,
+    work_s: F64,
+) -> F64:
+    r"""Exposed time of moving decoder-layer inputs to and from host memory, per micro-batch [s].
+
+    Notes
+    -----
+    Each layer's input, :math:`T/t \cdot h\,b` bytes, goes to the host in the forward pass and
+    comes back for the layer's recomputation in the backward pass, over the host link at
+    :math:`\eta_{host} B_{link}` (``host_link``; NVLink-C2C or PCIe x16). The copies run
+    beside the compute (JAX/XLA host offload, asynchronous DMA), so only what exceeds the
+    micro-batch's work is exposed: :math:`\max(0, 2 L_s (T/t) h b / (\eta B) - t_{work})`.
+    """
+    if not run.activation_offload:
+        return np.zeros_like(pa.tp)
+    rate = hw.pcie_gb_s * GIGA * eff.host_link
+    if rate <= 0:
+        raise InputError(
+            "offload_activations", True,
+            "an accelerator with a host link (catalog pcie_gen or host_link_gb_s)",
+        )  # fmt: skip
+    bytes_mb = 2.0 * pa.layers * pa.tok_tp * float(ms.d_model) * run.act_bytes
+    return np.maximum(bytes_mb / rate - work_s, 0.0)
 
 
 def nvme_rates_b_s(system: System, run: RunShape) -> tuple[float, float]:
@@ -989,6 +1071,7 @@ def _assemble(
         "host_memory_per_gpu_bytes": mem["host"],
         "nvme_per_gpu_bytes": mem["nvme"],
         "n_micro": pa.n_micro,
+        "expert_imbalance": expert_imbalance(ms, pa),
         **terms,
         **{f"mem_{k}_bytes": mem[k] for k in MEMORY_TERMS},
     }
@@ -1036,6 +1119,9 @@ def evaluate_plans(
     host_loop: str = "python",
     elementwise_kernels: str = "framework",
     gemm_level: str = "framework",
+    activation_offload: bool = False,
+    moe_capacity_factor: float | None = None,
+    moe_pad_to_capacity: bool = False,
 ) -> dict[str, NDArray[Any]]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -1050,7 +1136,8 @@ def evaluate_plans(
     seq_len, global_batch, gpus : float
         Sequence length [tokens], sequences per step [count], devices [count].
     precision, method, optimizer, lora_params, attention_kernel, shard_devices, offload,
-    loss_kernel, host_loop, elementwise_kernels, gemm_level
+    loss_kernel, host_loop, elementwise_kernels, gemm_level, activation_offload,
+    moe_capacity_factor, moe_pad_to_capacity
         As :class:`RunShape`.
     eff : EfficiencyParams
         Efficiency fractions.
@@ -1077,6 +1164,7 @@ def evaluate_plans(
         lora_params, attention_kernel, None if shard_devices is None else float(shard_devices),
         offload, loss_kernel, host_loop, elementwise_kernels, gemm_level,
         HIGH_PRECISION if hw.format_mode == "emulated" else None,
+        bool(activation_offload), moe_capacity_factor, bool(moe_pad_to_capacity),
     )  # fmt: skip
     with np.errstate(divide="raise", invalid="raise", over="raise"):
         pa = plan_arrays(
@@ -1106,6 +1194,7 @@ def _step_terms(
     work_mb = compute_mb + membound_mb
     z3_mb, dp_s = dp_comm_times_s(system, eff, run, pa, mem, work_mb)
     off_mb, off_step = offload_time_s(hw, system, eff, run, pa, mem, work_mb)
+    off_mb = off_mb + activation_offload_time_s(ms, hw, eff, run, pa, work_mb)
     t_mb = work_mb + tp_mb + cp_mb + ep_mb + z3_mb + off_mb
     _, bubble_s = bubble_time_s(pa, t_mb)
     m = pa.n_micro
@@ -1126,7 +1215,7 @@ def _step_terms(
     }
     host_fits = (
         mem["host"] * devices_per_host(run, system) <= float(system.host_memory_gb or 0.0) * GIGA
-        if run.offload != "none"
+        if run.offload != "none" or run.activation_offload
         else np.ones_like(m, dtype=bool)
     )
     if run.offload in OFFLOAD_NVME_MODES:  # the node's drives hold its devices' shards
