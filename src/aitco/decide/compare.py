@@ -162,6 +162,7 @@ def compare(
                 one_off=i == 0,
             )  # fmt: skip
             b.name = st.name
+            b.values.pop("_infeasible_error", None)  # a stage that cannot run stays marked
             parts.append(b)
         plan = add_stages(scenario.name, parts)
         plan.values["feasible"] = all(is_feasible(p) for p in parts)
@@ -177,6 +178,7 @@ def compare(
             for i, opt in enumerate(scenario.options)
         ]
         _unique_names(opts)
+        _raise_if_none_runs(opts)
         comp = Comparison(
             name=scenario.name, kind=scenario.workload.kind, options=opts, preset=preset_id
         )
@@ -332,6 +334,20 @@ def _infeasible_option(opt: HardwareOption, kind: str, reason: str, *, fits: boo
         **dict.fromkeys(INFEASIBLE_NONE_KEYS),
     }
     return b
+
+
+def _raise_if_none_runs(opts: list[Breakdown]) -> None:
+    """Raise the engine's own error when no option of a comparison can run.
+
+    With nothing to compare, the answer is the one clear "does not fit" line with its hints
+    (exit 2), as ``aitco infer`` gives it; beside an option that runs, the others stay in the
+    table marked infeasible.
+    """
+    errors = [o.values.get("_infeasible_error") for o in opts]
+    for o in opts:
+        o.values.pop("_infeasible_error", None)
+    if opts and all(isinstance(e, InfeasiblePlan) for e in errors):
+        raise errors[0]  # type: ignore[misc]
 
 
 def _checkpoint_bytes(model: ModelArch, w: TrainingWorkload) -> float:
@@ -1798,7 +1814,9 @@ def _inference(
     try:
         res = run_engine(opt.gpus)
     except InfeasiblePlan as exc:  # does not fit: the option is infeasible, with the reason
-        return _infeasible_option(opt, "inference", exc.hint or str(exc), fits=False)
+        bad = _infeasible_option(opt, "inference", exc.hint or str(exc), fits=False)
+        bad.values["_infeasible_error"] = exc  # raised by compare when no option runs
+        return bad
     v = res.values
     n = opt.gpus
     scaled = ""
