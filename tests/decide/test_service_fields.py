@@ -124,7 +124,7 @@ def test_time_sliced_service_is_priced_per_share(cat) -> None:
         compare(scn, cat)
     # a share too small for the model names the share, not more GPUs, as the way out
     with pytest.raises(InputError) as e:
-        _one(cat, mig="3g.40gb", time_slice=2)
+        _one(cat, mig="2g.20gb", time_slice=2)  # 10 GiB each: 8B bf16 weights need 16 GB
     assert "fewer --time-slice replicas" in str(e.value)
     assert "smallest tp" not in str(e.value)
 

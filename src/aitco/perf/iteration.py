@@ -33,14 +33,14 @@ from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.errors import InputError
 from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
-from aitco.perf.kvcache import kv_bytes_per_sequence
+from aitco.perf.kvcache import KV_ADMISSIONS, PAGED_BLOCK_TOKENS, kv_bytes_per_sequence
 from aitco.perf.parallelism import MAX_EXPERT_IMBALANCE as MAX_EXPERT_IMBALANCE  # re-export
 from aitco.perf.parallelism import expert_load_imbalance, moe_alltoall_split
 from aitco.perf.params import ParamCounts, moe_layer_count, param_counts
 from aitco.perf.power import compute_clock_ratio
 from aitco.perf.precision import serving_weight_bytes
 from aitco.perf.training import FP8_CAST_BYTES
-from aitco.units import BLOCK_SCALED_FORMATS, BYTES_PER_DTYPE, GIGA, TERA
+from aitco.units import BLOCK_SCALED_FORMATS, BYTES_PER_DTYPE, GIB, GIGA, TERA
 
 F64 = NDArray[np.float64]
 
@@ -56,6 +56,12 @@ FP4_BLOCK_OVERHEAD_BYTES = 1.0 / 16.0
 #: and NCCL workspaces, CUDA graphs). vLLM's profiler typically reports 1-2 GiB of "non-torch"
 #: memory per GPU (vLLM docs, "Memory profiling", v0.6); 1.5 GB is the assumption used here.
 RUNTIME_RESERVE_GB = 1.5
+#: Bytes of one catalog "GB" of device memory as an engine sees it. Vendors' nominal HBM sizes are
+#: binary: an "80GB" H100 SXM reports 81,559 MiB (nvidia-smi), a "141GB" H200 143,771 MiB, a
+#: "192GB" MI300X 191.5 GiB (rocm-smi); vLLM's ``gpu_memory_utilization`` and TensorRT-LLM's
+#: ``free_gpu_memory_fraction`` apply to those bytes (``torch.cuda.mem_get_info``). Counting the
+#: catalog figure in decimal GB would refuse a model that runs (Llama 3.3 70B FP8 on one H100).
+DEVICE_MEMORY_BYTES_PER_GB = float(GIB)
 #: Bytes of transient activations per scheduled token per unit of model width: the widest live
 #: tensors inside one layer are the FFN up/gate outputs (2 x d_ff) plus residual, normed input and
 #: QKV (about 4 x d_model), in 16-bit. Peak workspace = tokens x (4 d + 2 d_ff / tp) x 2 B.
@@ -104,6 +110,15 @@ class EngineLimits:
         TensorRT-LLM in-flight batching, Sarathi-Serve) or run in prefill-only iterations
         during which every running sequence stalls (vLLM V0's default prefill-first scheduler,
         SGLang without ``--enable-mixed-chunk``, static-batching engines).
+    kv_admission : {"on_demand", "reserved"}
+        How the scheduler admits a sequence against the KV cache: ``on_demand`` allocates blocks
+        as tokens are written and preempts when the cache is full (vLLM, SGLang), so the cache
+        holds sequences at their mean length; ``reserved`` admits a sequence only if its prompt
+        plus all its output tokens fit (TensorRT-LLM's default ``GUARANTEED_NO_EVICT``
+        capacity scheduler; static-batching servers).
+    kv_block_tokens : int
+        Tokens per KV block (vLLM ``--block-size`` 16, SGLang ``page_size`` 1, TensorRT-LLM
+        ``tokens_per_block`` 32).
     """
 
     name: str
@@ -114,6 +129,12 @@ class EngineLimits:
     reference: str
     chunked_prefill: bool = True
     mixed_batching: bool = True
+    kv_admission: str = "on_demand"
+    kv_block_tokens: int = PAGED_BLOCK_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.kv_admission not in KV_ADMISSIONS:
+            raise InputError("kv_admission", self.kv_admission, f"one of {KV_ADMISSIONS}")
 
     @property
     def separate_prefill_tokens(self) -> float | None:
@@ -154,8 +175,10 @@ ENGINES: dict[str, EngineLimits] = {
         "SGLang server_args: mem_fraction_static 0.88 (as in the v0.3 benchmark), "
         "max_running_requests derived from memory (4096 used as the cap), "
         "chunked_prefill 8192-16384; prefill (extend) batches run apart from decode batches "
-        "unless --enable-mixed-chunk (server_args enable_mixed_chunk=False, v0.3-0.4)",
+        "unless --enable-mixed-chunk (server_args enable_mixed_chunk=False, v0.3-0.4); "
+        "token-granular KV pool (page_size=1), admitted on demand",
         mixed_batching=False,
+        kv_block_tokens=1,
     ),
     "generic": EngineLimits(
         "generic",
@@ -164,9 +187,11 @@ ENGINES: dict[str, EngineLimits] = {
         0.90,
         "total",
         "generic engine (DeepSpeed-Inference, HF, FasterTransformer, llama.cpp): vLLM 0.6-like "
-        "limits, whole-prompt prefill in its own iteration",
+        "limits, whole-prompt prefill in its own iteration, each sequence's cache reserved for "
+        "its full length",
         chunked_prefill=False,
         mixed_batching=False,
+        kv_admission="reserved",
     ),
     "trtllm": EngineLimits(
         "trtllm",
@@ -175,7 +200,11 @@ ENGINES: dict[str, EngineLimits] = {
         0.90,
         "free",
         "TensorRT-LLM BuildConfig defaults: max_batch_size=2048, max_num_tokens=8192; "
-        "KvCacheConfig.free_gpu_memory_fraction=0.9",
+        "KvCacheConfig.free_gpu_memory_fraction=0.9 (docs 'How to Change KV Cache Behavior'); "
+        "capacity scheduler GUARANTEED_NO_EVICT by default: a request is admitted only when its "
+        "prompt plus max output tokens fit (docs 'Useful Runtime Options'); tokens_per_block 32",
+        kv_admission="reserved",
+        kv_block_tokens=32,
     ),
 }
 
@@ -1111,7 +1140,7 @@ def memory_plan(
         ACTIVATION_WIDTH_D_MODEL * model.d_model + ACTIVATION_WIDTH_D_FF * model.d_ff / tp
     ) * BYTES_PER_DTYPE[precisions.activations]
     a_gb = tokens * act_per_tok / GIGA
-    m = float(acc.memory_gb)
+    m = device_memory_gb(acc)
     fixed = w_gb + a_gb + RUNTIME_RESERVE_GB
     if engine.memory_fraction_of == "free":
         usable = fixed + engine.memory_fraction * max(m - fixed, 0.0)
@@ -1119,6 +1148,11 @@ def memory_plan(
         usable = engine.memory_fraction * m
     kv = usable - fixed
     return MemoryPlan(m, usable, w_gb, a_gb, RUNTIME_RESERVE_GB, max(kv, 0.0), kv > 0)
+
+
+def device_memory_gb(acc: Accelerator) -> float:
+    """Device memory an engine sees, in decimal GB (the catalog's nominal GB are binary). [GB]."""
+    return float(acc.memory_gb) * DEVICE_MEMORY_BYTES_PER_GB / GIGA
 
 
 def default_tp(
@@ -1142,7 +1176,7 @@ def default_tp(
     if not cands:
         return 1
     for t in cands:
-        if total / (t * pp) <= DEFAULT_TP_MAX_WEIGHT_FRACTION * acc.memory_gb:
+        if total / (t * pp) <= DEFAULT_TP_MAX_WEIGHT_FRACTION * device_memory_gb(acc):
             return t
     return cands[-1]
 
