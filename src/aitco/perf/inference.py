@@ -746,7 +746,7 @@ TERM_FORMULAS: dict[str, str] = {
     "(local peers over scale-up, remote over scale-out)",
     "lm_head_s": "max(sampled * head_flops/(gemm_eff*peak16), head_bytes/(hbm_eff*bw))",
     "kv_read_s": "context_tokens * max(kv_bytes_per_token/(hbm_eff*bw), "
-    "attn_flops_per_pair/(eff*peak))",
+    "decode_attn_flops_per_pair/(eff*peak)) (MLA: weight-absorbed, 2 h (2 d_c + d_r) L)",
     "prefill_attention_s": "prefill_pairs * attn_flops_per_pair / (attn_eff * peak16)",
     "overhead_s": "serving_overhead_s + serving_layer_overhead_s*layers "
     "+ serving_overhead_per_seq_s*seqs (fitted)",

@@ -503,7 +503,10 @@ class IterationModel:
     n_moe_layers, n_experts, n_active : int
         MoE shape (0 for dense models).
     attn_flops_per_pair : float
-        Attention FLOPs per (query, context) token pair per GPU. [FLOP]
+        Attention FLOPs per (query, context) token pair per GPU (prefill). [FLOP]
+    decode_attn_flops_per_pair : float
+        The same for a decode step, 0 when equal to ``attn_flops_per_pair`` (MLA decodes in the
+        weight-absorbed form, :func:`decode_attention_flops_per_pair`). [FLOP]
     kv_bytes_per_token : float
         KV bytes per cached token per GPU. [B]
     allreduce_bytes_per_token : float
@@ -558,6 +561,7 @@ class IterationModel:
     ep: int = 1
     expert_flops_per_token: float = 0.0
     a2a_bytes_per_token: float = 0.0
+    decode_attn_flops_per_pair: float = 0.0
     a2a_bandwidth_gb_s: float = 0.0
     a2a_latency_us: float = 0.0
     a2a_efficiency: float = 1.0
@@ -790,7 +794,7 @@ class IterationModel:
         """Decode attention time per cached context token read (all stages). [s]."""
         return max(
             self.kv_bytes_per_token / self._byte_rate(),
-            self.attn_flops_per_pair / self._attn_rate(),
+            (self.decode_attn_flops_per_pair or self.attn_flops_per_pair) / self._attn_rate(),
         )
 
     @property
@@ -1005,6 +1009,7 @@ def iteration_model(
         n_experts=model.moe.n_experts if model.moe else 0,
         n_active=n_active,
         attn_flops_per_pair=attention_flops_per_pair(model, tp),
+        decode_attn_flops_per_pair=decode_attention_flops_per_pair(model, tp),
         kv_bytes_per_token=float(kv_bytes_per_sequence(model, 1.0, precisions.kv, tp)),
         allreduce_bytes_per_token=d * act_b,
         allreduces_per_iteration=(2 * math.ceil(model.n_layers / pp)) if tp > 1 else 0,
@@ -1030,6 +1035,27 @@ def attention_flops_per_pair(model: ModelArch, tp: int) -> float:
         pair_macs = float(model.n_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim))
     else:
         pair_macs = float(model.n_heads * model.dim_head * ATTENTION_MACS_PER_PAIR)
+    return FLOPS_PER_MAC * pair_macs * model.n_layers / tp
+
+
+def decode_attention_flops_per_pair(model: ModelArch, tp: int) -> float:
+    r"""Attention FLOPs per (query, cached token) pair of a decode step, per tp rank. [FLOP].
+
+    Notes
+    -----
+    Multi-head latent attention decodes in the weight-absorbed form (DeepSeek-V2, arXiv
+    2405.04434, §2.1.2; FlashMLA and TensorRT-LLM's MLA generation kernels): ``W_UK`` is folded
+    into the query and ``W_UV`` into the output projection, so each head scores the cached
+    latent plus its rope key, :math:`d_c + d_r`, and sums the latent values, :math:`d_c`:
+    :math:`2\,h\,(2 d_c + d_r) L / t` (128 heads x 1,088 for DeepSeek-V3, 3.4 times the
+    per-head dims of the expanded form). The cache is read once for all heads, so the step is
+    compute-bound on current GPUs. Other attention decodes as it prefills
+    (:func:`attention_flops_per_pair`).
+    """
+    if model.mla is None:
+        return attention_flops_per_pair(model, tp)
+    a = model.mla
+    pair_macs = float(model.n_heads * (2 * a.kv_lora_rank + a.qk_rope_head_dim))
     return FLOPS_PER_MAC * pair_macs * model.n_layers / tp
 
 
