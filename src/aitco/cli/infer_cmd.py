@@ -562,7 +562,7 @@ def validate_inference_cmd(
             "rows_table": [
                 {"id": c.row_id, "metric": c.metric, "kind": c.kind, "measured": c.measured,
                  "predicted": c.predicted, "ape": c.ape, "setup": c.setup,
-                 "offered_load": c.offered_load}
+                 "offered_load": c.offered_load, "measured_load": c.measured_load}
                 for c in rep.comparisons
             ],
             "skipped": [{"id": i, "reason": r} for i, r in rep.skipped],

@@ -741,7 +741,11 @@ def interval_log_ratios(rep: ValidationReport) -> dict[str, float]:
     latency interval.
     """
     thr = [-c.log_ratio for c in rep.comparisons if c.kind == THROUGHPUT]
-    lat = [-c.log_ratio for c in rep.comparisons if c.metric in LATENCY_INTERVAL_METRICS]
+    lat = [
+        -c.log_ratio
+        for c in rep.comparisons
+        if c.metric in LATENCY_INTERVAL_METRICS and c.kind == LATENCY  # the absolute-load figures
+    ]
     return {
         "inference_throughput_log_ratio_q10": float(np.percentile(thr, 10)),
         "inference_throughput_log_ratio_q90": float(np.percentile(thr, 90)),
