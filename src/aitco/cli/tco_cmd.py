@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from aitco.catalog.currency import in_usd_year, usd_year_note
-from aitco.catalog.staleness import stale_line, unique_stale
+from aitco.catalog.staleness import oldest_line, stale_line, unique_stale
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_json, table
 from aitco.cost.tco import CATEGORIES, Breakdown
@@ -85,6 +85,7 @@ def comparisons_json(comps: list[Comparison], *, explain: bool) -> dict[str, Any
                 "fastest": c.fastest,
                 "options": [o.name for o in c.options],
                 "stale_inputs": c.stale_inputs,
+                "oldest_price": c.oldest_price,
                 **({"assumptions": c.assumptions} if explain else {}),
             }
         )
@@ -97,6 +98,8 @@ def comparisons_json(comps: list[Comparison], *, explain: bool) -> dict[str, Any
             fastest=comps[0].fastest,
         )
     out["stale_inputs"] = unique_stale(s for c in comps for s in c.stale_inputs)
+    oldest = unique_stale(c.oldest_price for c in comps if c.oldest_price)
+    out["oldest_price"] = oldest[0] if oldest else None
     return out
 
 
@@ -165,6 +168,14 @@ def render_comparison(c: Comparison) -> None:
             ("$/GPU-h effective", "effective_usd_per_gpu_h", 3),
             ("$/M tokens", "usd_per_million_tokens", 4),
         ]
+    if any(o.values.get("committed_term_unused_usd") for o in c.options):
+        # a committed term: the used share and the unused commitment, apart
+        if c.kind == "inference":
+            head += [("$/month used", "usd_per_month_used", 0)]
+        head += [
+            ("used [USD]", "used_usd", 0),
+            ("unused commitment [USD]", "committed_term_unused_usd", 0),
+        ]
     head += [("energy [kWh]", "energy_kwh", 0), ("kg CO2e", "kg_co2e", 0)]
     if any("capex_usd" in o.values for o in c.options):
         head += [
@@ -211,7 +222,17 @@ def _render_compact(c: Comparison) -> None:
         head = [("TTFT ms", "ttft_s", 1e3), ("TPOT ms", "tpot_s", 1e3)]
     else:
         head = [("days", "wall_clock_days", 1.0)]
-    cols = ["option", *(h[0] for h in head), *(_SHORT.get(k, k) for k in cats), "other", "total"]
+    # a committed term: the unused commitment in a column of its own, out of compute
+    unused_col = any(o.values.get("committed_term_unused_usd") for o in c.options)
+    extra = ["unused\ncommit."] if unused_col else []
+    cols = [
+        "option",
+        *(h[0] for h in head),
+        *(_SHORT.get(k, k) for k in cats),
+        *extra,
+        "other",
+        "total",
+    ]
     rows: list[list[Any]] = []
     for o in c.options:
         marks = _header(o, c).split("\n")[2:] if o.kind != "plan" else []
@@ -219,7 +240,12 @@ def _render_compact(c: Comparison) -> None:
         if c.kind == "inference" and o.values.get("total_gpus") is not None:
             label += f"\nx{int(o.values['total_gpus'])} GPUs"
         name = "\n".join([label, *marks])
-        by_cat = [sum(i.usd for i in o.items if i.category == k) for k in cats]
+        unused = float(o.values.get("committed_term_unused_usd") or 0.0)
+        by_cat = [
+            sum(i.usd for i in o.items if i.category == k and i.name != "committed_term_unused")
+            for k in cats
+        ]
+        by_cat += [unused] if unused_col else []
         other = o.total_usd - sum(by_cat)
         vals = [o.values.get(key) for _, key, _ in head]
         rows.append(
@@ -360,6 +386,8 @@ def compare_cmd(
                 console.print(f"[red]infeasible[/red] {escape(o.name)}: {escape(why)}")
         if c.stale_inputs:
             console.print(f"[yellow]{escape(stale_line(c.stale_inputs))}[/yellow]")
+        if c.oldest_price:
+            console.print(escape(oldest_line(c.oldest_price)), highlight=False)
         if explain:
             _explain(c)
 

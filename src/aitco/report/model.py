@@ -22,6 +22,8 @@ from aitco.errors import InputError
 HEADLINE_KEYS: tuple[str, ...] = (
     "wall_clock_days",
     "usd_per_month",
+    "usd_per_month_used",
+    "committed_term_unused_usd",
     "p99_e2e_latency_s",
     "e2e_latency_s",
     "ttft_s",
@@ -32,6 +34,9 @@ HEADLINE_KEYS: tuple[str, ...] = (
     "energy_kwh",
     "kg_co2e",
 )
+
+#: Headline keys of a committed term, shown only when an option holds one (an unused commitment).
+COMMITTED_KEYS: tuple[str, ...] = ("usd_per_month_used", "committed_term_unused_usd")
 
 #: Name prefixes of the items that make up the advertised price of rented compute (the start of
 #: the waterfall): ``rental_on_demand``, ``rental_spot``, ``rental_reserved_1y``...
@@ -254,7 +259,7 @@ class ReportData:
             ],
             "pareto_time": self.pareto_time,
             "pareto_latency": self.pareto_latency,
-            "roi": self.roi,
+            "roi_series": self.roi,
             "tornado": self.tornado,
             "notes": self.notes,
             "scenario": self.scenario,
