@@ -235,11 +235,7 @@ def _render_compact(c: Comparison) -> None:
     ]
     rows: list[list[Any]] = []
     for o in c.options:
-        marks = _header(o, c).split("\n")[2:] if o.kind != "plan" else []
-        label = escape(o.name).replace(" ", "\n", 1)
-        if c.kind == "inference" and o.values.get("total_gpus") is not None:
-            label += f"\nx{int(o.values['total_gpus'])} GPUs"
-        name = "\n".join([label, *marks])
+        name = _compact_label(o, c)
         unused = float(o.values.get("committed_term_unused_usd") or 0.0)
         by_cat = [
             sum(i.usd for i in o.items if i.category == k and i.name != "committed_term_unused")
@@ -263,6 +259,15 @@ def _render_compact(c: Comparison) -> None:
         f"cheapest: {c.cheapest}; fastest: {c.fastest}. " if c.cheapest else ""
     ) + "USD by category; every item: a wider terminal, --explain or --json"
     _print_table(c, cols, rows, caption)
+
+
+def _compact_label(o: Breakdown, c: Comparison) -> str:
+    """Return an option's row label: its name, a service's GPUs and its marks."""
+    marks = _header(o, c).split("\n")[2:] if o.kind != "plan" else []
+    label = escape(o.name).replace(" ", "\n", 1)
+    if c.kind == "inference" and o.values.get("total_gpus") is not None:
+        label += f"\nx{int(o.values['total_gpus'])} GPUs"
+    return "\n".join([label, *marks])
 
 
 def _print_table(
@@ -330,6 +335,7 @@ def _explain(c: Comparison) -> None:
                 rows,
             )
         )
+        _print_tree(o)
         billed = o.values.get("gpus_billed")
         if o.values.get("offer_id"):
             console.print(
@@ -346,6 +352,39 @@ def _explain(c: Comparison) -> None:
     console.print("[bold]Factors used[/bold] (value, then where it came from):")
     for a in c.assumptions:
         console.print(f"  - {escape(a)}", highlight=False)
+
+
+def _print_tree(o: Breakdown) -> None:
+    """Print the explain tree of an option: total, items, and the performance terms behind them.
+
+    Items without performance terms are folded into one line, so the tree shows the path from
+    dollars to step time (or to TTFT/TPOT) where the engines produced the hours.
+    """
+    from rich.tree import Tree
+
+    root = Tree(f"[bold]total_usd[/bold] {fmt(o.total_usd)} USD", guide_style="dim")
+    rest = [i for i in o.items if not i.terms]
+    for item in o.items:
+        if not item.terms:
+            continue
+        node = root.add(
+            f"[bold]{item.name}_usd[/bold] {fmt(item.usd)} USD = {escape(item.formula)}"
+        )
+        _add_terms(node, item.terms)
+    if rest:
+        root.add(f"{len(rest)} other items {fmt(sum(i.usd for i in rest))} USD (table above)")
+    console.print(root)
+
+
+def _add_terms(node: Any, terms: list[Any]) -> None:
+    """Add ``terms`` under ``node``, recursively (leaves of value 0 left out)."""
+    for t in terms:
+        if not t.value and not t.children:
+            continue
+        label = f"{t.name} {fmt(t.value)} {t.unit}"
+        if t.formula:
+            label += f" = {escape(t.formula)}"
+        _add_terms(node.add(label), t.children)
 
 
 UsdYearOpt = Annotated[

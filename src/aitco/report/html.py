@@ -25,6 +25,7 @@ from aitco.labels import category_label, label, short_label
 from aitco.report import plots
 from aitco.report.model import COMMITTED_KEYS, HEADLINE_KEYS, ReportData
 from aitco.report.plots import report_figures
+from aitco.report.reconcile import section_context
 
 if TYPE_CHECKING:  # pragma: no cover
     import jinja2
@@ -252,4 +253,18 @@ def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None =
         cards=summary_cards(data),
         figures=[(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs],
         scenario_yaml=yaml.safe_dump(data.scenario, sort_keys=False) if data.scenario else "",
+        r=section_context(data.reconcile) if data.reconcile else None,
+    )
+
+
+def render_reconcile_html(rec: Any) -> str:
+    """Render a self-contained HTML page of one reconciliation (a model or its JSON)."""
+    out = rec.to_json() if hasattr(rec, "to_json") else rec
+    css = Markup((templates_dir() / "report.css").read_text(encoding="utf-8"))
+    tpl = environment().get_template("reconcile_page.html.j2")
+    return tpl.render(
+        r=section_context(out),
+        css=css,
+        version=__version__,
+        generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )

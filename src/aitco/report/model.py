@@ -200,6 +200,9 @@ class ReportData:
     dropped_options : list of dict
         Options the web app left out because they cannot be priced, with why
         (``{option, name, field, message}``, ``option`` counted from 1).
+    reconcile : dict, optional
+        The JSON of ``aitco reconcile`` for one option: the report adds its section (waterfall
+        from predicted to billed, variances).
     """
 
     title: str
@@ -217,6 +220,8 @@ class ReportData:
     scenario: dict[str, Any] = field(default_factory=dict)
     sweep_front: dict[str, Any] | None = None
     dropped_options: list[dict[str, Any]] = field(default_factory=list)
+    #: A reconciliation of one option with its bill (``aitco reconcile --json``), when given.
+    reconcile: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (the web API's and ``report.json``'s shape).
