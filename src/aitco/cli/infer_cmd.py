@@ -31,6 +31,11 @@ class Precision(StrEnum):
     int8 = "int8"
     int4 = "int4"
     fp4 = "fp4"
+    fp6 = "fp6"
+    nvfp4 = "nvfp4"
+    mxfp4 = "mxfp4"
+    mxfp6 = "mxfp6"
+    mxfp8 = "mxfp8"
 
 
 class Mode(StrEnum):
@@ -635,28 +640,55 @@ def validate_inference_cmd(
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    rows_set: Annotated[
+        str,
+        typer.Option(
+            "--rows",
+            help="Bundled rows to report: 'fitted' (the ground-truth copy the defaults were "
+            "fitted on), 'new' (new sources, used in refits), 'unseen' (sources no fit has "
+            "ever used) or 'all'. JSON by_row_set gives every set.",
+        ),
+    ] = "all",
 ) -> None:
     """Predict every row of an inference ground-truth CSV; print the per-row errors and APE."""
-    from aitco.validation.inference import cross_validate, validate
+    from aitco.validation.inference import (
+        ROW_SETS,
+        ValidationReport,
+        cross_validate,
+        row_set_ids,
+        validate,
+    )
 
     if cv not in (None, "group"):
         raise InputError("--cv", cv, "'group' (leave-one-source-out)")
+    keep = row_set_ids(rows_set)  # checks the name first
+    if csv is not None and rows_set != "all":
+        raise InputError(
+            "--rows", rows_set, "'all' with a CSV argument (row sets name the bundled rows)"
+        )
     if cv == "group":
         rep = cross_validate(
             csv, groups="source", base=state.efficiency(calibration), catalog=state.catalog()
         )
     else:
         rep = validate(csv, efficiency=state.efficiency(calibration), catalog=state.catalog())
+    by_set = None
+    if csv is None:
+        by_set = {name: rep.subset(row_set_ids(name)).summary() for name in ROW_SETS}
+    rep = rep.subset(keep) if keep is not None else rep
+    assert isinstance(rep, ValidationReport)
     s = rep.summary()
     if cv:
         s["cv"] = "leave-one-source-out"
     if json_out:
         print_json({
             **s,
+            "row_set": rows_set,
+            **({"by_row_set": by_set} if by_set is not None else {}),
             "rows_table": [
                 {"id": c.row_id, "metric": c.metric, "kind": c.kind, "measured": c.measured,
                  "predicted": c.predicted, "ape": c.ape, "setup": c.setup,
-                 "offered_load": c.offered_load}
+                 "offered_load": c.offered_load, "measured_load": c.measured_load}
                 for c in rep.comparisons
             ],
             "skipped": [{"id": i, "reason": r} for i, r in rep.skipped],
@@ -680,7 +712,10 @@ def validate_inference_cmd(
             "Inference validation", ["id", "metric", "published", "predicted", "APE", "setup"], rows
         )
     )
-    for kind in ("offline_throughput", "static_throughput", "latency"):
+    for kind in (
+        "offline_throughput", "static_throughput", "latency", "latency_at_measured_load",
+        "latency_below_80pct_load",
+    ):  # fmt: skip
         k = s[kind]
         if k["n"]:
             console.print(

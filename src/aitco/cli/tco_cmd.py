@@ -419,6 +419,10 @@ def compare_cmd(
         console.print(usd_year_note(state.catalog(), usd_year)["note"], highlight=False)
     for c in comps:
         render_comparison(c)
+        for o in c.options:  # the engine's verdict with its reason, not only a mark
+            if o.values.get("feasible") is False:
+                why = "; ".join(o.values.get("infeasible_reasons", []))
+                console.print(f"[red]infeasible[/red] {escape(o.name)}: {escape(why)}")
         if c.stale_inputs:
             console.print(f"[yellow]{escape(stale_line(c.stale_inputs))}[/yellow]")
         if c.oldest_price:

@@ -29,7 +29,7 @@ from aitco.cost.pricing import (
     GpuHourPrice,
 )
 from aitco.cost.tco import Breakdown, add_stages
-from aitco.decide.option_cost import option_price
+from aitco.decide.option_cost import option_name, option_price
 from aitco.decide.practice import practice_for
 from aitco.decide.scenario import (
     HardwareOption,
@@ -40,7 +40,7 @@ from aitco.decide.scenario import (
 )
 from aitco.decide.service_cost import bill_service, price_service, size_service
 from aitco.decide.training_cost import price_training
-from aitco.errors import AitcoError, InputError
+from aitco.errors import AitcoError, InfeasiblePlan, InputError
 from aitco.limits import implausible_reasons
 from aitco.perf import service as service_mod
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
@@ -259,6 +259,33 @@ def _plan_guarded(fn: Any, what: str, *args: Any, **kw: Any) -> Any:
         raise
 
 
+#: Headline values of an option that cannot run: no figure, not a zero.
+INFEASIBLE_NONE_KEYS = (
+    "wall_clock_h", "wall_clock_days", "productive_h", "gpu_hours", "tokens_per_s",
+    "tokens_per_s_per_gpu", "mfu", "usd_per_million_tokens", "energy_kwh", "kg_co2e",
+    "output_tokens_per_s", "ttft_s", "tpot_s", "usd_per_million_output_tokens",
+)  # fmt: skip
+
+
+def _infeasible_option(opt: HardwareOption, kind: str, reason: str, *, fits: bool) -> Breakdown:
+    """Return an option the engine says cannot run, with the engine's reason.
+
+    No cost items, ``total_usd`` undefined (NaN, null in JSON), ``feasible`` false; never the
+    cheapest nor the fastest. The other options of the comparison are priced as usual.
+    """
+    b = Breakdown(
+        name=option_name(opt), kind=kind, hardware=opt.hardware, pricing=opt.pricing,
+        gpus=opt.gpus, total_usd=math.nan,
+    )  # fmt: skip
+    b.values = {
+        "feasible": False,
+        "infeasible_reasons": [reason],
+        "fits": fits,
+        **dict.fromkeys(INFEASIBLE_NONE_KEYS),
+    }
+    return b
+
+
 def _price(
     scn: Scenario,
     w: TrainingWorkload | InferenceWorkload,
@@ -337,6 +364,9 @@ def _training(
             ),
         )
         memo[key] = res
+    v = res.values
+    if not v.get("feasible", True):  # the engine's one verdict: no throughput, so no cost
+        return _infeasible_option(opt, "training", v["infeasible_reason"], fits=bool(v["fits"]))
     return price_training(scn, w, opt, hardware, price, fac, res, where=where, one_off=one_off)
 
 
@@ -398,7 +428,10 @@ def _inference(
             )
         return memo[key]
 
-    size = size_service(w, opt, run, sysm, price.usd_per_gpu_h / shares, eff)
+    try:
+        size = size_service(w, opt, run, sysm, price.usd_per_gpu_h / shares, eff)
+    except InfeasiblePlan as exc:  # does not fit: the option is infeasible, with the reason
+        return _infeasible_option(opt, "inference", exc.hint or str(exc), fits=False)
     billed = bill_service(price, opt, size, sysm, w, shares)
     return price_service(
         scn, w, opt, (acc, sysm, model), billed, fac, size, shares=shares, one_off=one_off

@@ -475,8 +475,9 @@ class EngineServingEvaluator(ItemPricing):
         if not mp.fits:
             return 16
         cap = kv_capacity(
-            model, mp.kv_gb, input_tokens=i, output_tokens=o, kv_precision=prec.kv, tp=inp.tp, pp=1
-        )
+            model, mp.kv_gb, input_tokens=i, output_tokens=o, kv_precision=prec.kv, tp=inp.tp,
+            pp=1, block_tokens=eng.kv_block_tokens, admission=eng.kv_admission,
+        )  # fmt: skip
         it = iteration_model(
             model, acc, sysm, tp=inp.tp, pp=1, precisions=prec, efficiency=self.efficiency,
             engine=eng.name, ep=ep,
