@@ -32,6 +32,7 @@ from aitco import __version__
 from aitco.cli import state
 from aitco.cli.render import err_console
 from aitco.errors import AitcoError
+from aitco.extras import missing_extra
 from aitco.limits import check_value
 
 #: OS errors caused by the machine rather than by the user's input: exit 1 (not 2).
@@ -110,6 +111,12 @@ def handle_errors(fn: Callable[[], Any]) -> int:
     except UnicodeError as exc:
         _say(f"input is not UTF-8 text ({exc})")
         return EXIT_USER
+    except ModuleNotFoundError as exc:
+        missing = missing_extra(exc)  # an optional package: name the extra that brings it
+        if missing is None:
+            raise
+        _say(str(missing))
+        return missing.exit_code
     except ValueError as exc:
         if not type(exc).__module__.startswith("pandas"):  # a CSV pandas cannot parse
             raise

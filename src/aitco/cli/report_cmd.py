@@ -16,6 +16,7 @@ import typer
 from aitco.cli import state
 from aitco.cli.render import console
 from aitco.errors import AitcoError, EnvironmentFailure, InputError
+from aitco.extras import require_extra
 
 #: Default address of ``aitco web``: localhost only.
 DEFAULT_HOST = "127.0.0.1"
@@ -98,6 +99,7 @@ def report_cmd(
     suffix = out.suffix.lower()
     if suffix not in (".html", ".htm", ".md", ".markdown"):
         raise InputError("-o", output, "a path ending in .html or .md")
+    require_extra("report", what="aitco report")
     data = _build(scenario, roi, telemetry, sweep)
     if suffix in (".html", ".htm"):
         from aitco.decide.scenario import write_atomic
@@ -127,6 +129,7 @@ def roi_template_cmd(
     ] = None,
 ) -> None:
     """Write the ROI workbook: inputs, live monthly ROI, payback, NPV, IRR, break-even, chart."""
+    require_extra("xlsxwriter", "report", what="aitco roi-template")
     from aitco.report.xlsx import (
         WorkbookInputs,
         example_inputs,
@@ -153,6 +156,7 @@ def web_cmd(
     port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = DEFAULT_PORT,
 ) -> None:
     """Serve the web app (scenario builder, comparison, charts, downloads) on HOST:PORT."""
+    require_extra("web", what="aitco web")
     import uvicorn
 
     from aitco.web.app import create_app
