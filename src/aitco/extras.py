@@ -60,7 +60,15 @@ EXTRA_OF_MODULE: dict[str, str] = {
 #: Modules each extra must provide for the commands that use it (checked by :func:`require_extra`).
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "report": ("jinja2", "markupsafe", "matplotlib", "xlsxwriter"),
-    "web": ("fastapi", "uvicorn", "fastapi_offline", "jinja2", "markupsafe", "matplotlib", "xlsxwriter"),
+    "web": (
+        "fastapi",
+        "uvicorn",
+        "fastapi_offline",
+        "jinja2",
+        "markupsafe",
+        "matplotlib",
+        "xlsxwriter",
+    ),
 }
 
 
@@ -131,7 +139,7 @@ def require_extra(name: str, extra: str | None = None, *, what: str = "") -> Mod
 
 
 def missing_extra(exc: BaseException, *, what: str = "") -> MissingExtraError | None:
-    """The one-line error for a ``ModuleNotFoundError`` of an optional package, else None."""
+    """Return the one-line error for a ``ModuleNotFoundError`` of an optional package, else None."""
     if not isinstance(exc, ModuleNotFoundError) or not exc.name:
         return None
     top = exc.name.split(".")[0]

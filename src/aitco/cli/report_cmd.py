@@ -133,7 +133,7 @@ def roi_template_cmd(
     from aitco.report.xlsx import (
         WorkbookInputs,
         example_inputs,
-        fill_from_option,
+        workbook_for,
         write_roi_workbook,
     )
 
@@ -142,9 +142,7 @@ def roi_template_cmd(
     if roi_in is not None:
         inputs = WorkbookInputs.from_roi_inputs(roi_in, notes=[f"inputs from {roi}"])
     if scenario is not None:
-        data = _build(scenario, None)
-        cheap = next(o for o in data.options if o.name == data.cheapest)
-        fill_from_option(inputs, cheap, data.scenario)
+        inputs = workbook_for(_build(scenario, None), inputs)
     path = write_roi_workbook(output, inputs)
     console.print(f"wrote {path}")
 

@@ -20,8 +20,11 @@ marketplace/community offers (no cluster network) therefore serve single-instanc
 inference replicas only.
 
 Among eligible offers the cheapest *billed* price per hour (:math:`n_\mathrm{inst}` x instance
-price) wins, then fewer instances, then the offer id: a provider's 1-GPU shape is used for a
-1-GPU job where it exists, else the smallest shape that holds the job.
+price) wins; a tie goes to the offer that sells more pricing terms (so that an option's spot or
+committed price has the same home as its on-demand one: AWS sells 48 L40S as 12 g6e.24xlarge or 6
+g6e.48xlarge at one on-demand price, and only the former on spot), then to fewer instances, then to
+the offer id. A provider's 1-GPU shape is used for a 1-GPU job where it exists, else the smallest
+shape that holds the job.
 
 One provider per option: unless the caller asks for ``provider="any"``, an option's on-demand,
 spot and committed prices come from one *home* instance type -- the cheapest eligible offer by
@@ -158,11 +161,22 @@ def _choice(
     )
 
 
-def _cheapest(choices: Iterable[OfferChoice | None]) -> OfferChoice | None:
+def _cheapest(
+    choices: Iterable[OfferChoice | None], terms_sold: dict[str, int]
+) -> OfferChoice | None:
+    """Return the cheapest billed choice; ties: more terms sold, fewer instances, offer id."""
     ok = [c for c in choices if c is not None]
     if not ok:
         return None
-    return min(ok, key=lambda c: (c.usd_per_hour_billed, c.instances, c.offer_id))
+    return min(
+        ok,
+        key=lambda c: (
+            c.usd_per_hour_billed,
+            -terms_sold.get(c.offer_id, 0),
+            c.instances,
+            c.offer_id,
+        ),
+    )
 
 
 def select_offer(
@@ -212,15 +226,18 @@ def select_offer(
     if provider and provider != ANY_PROVIDER:
         cands = [o for o in cands if o.provider == provider]
     why = {o.id: ineligibility(o, gpus, unit) for o in cands}
+    sold = {o.id: len({p.term for p in o.prices}) for o in cands}
     eligible = [o for o in cands if why[o.id] is None]
     if provider == ANY_PROVIDER:
-        got = _cheapest(_choice(o, term, region, gpus, unit, ()) for o in eligible)
+        got = _cheapest((_choice(o, term, region, gpus, unit, ()) for o in eligible), sold)
         if got is not None:
             return got
     else:
-        home = _cheapest(_choice(o, REFERENCE_TERM, region, gpus, unit, ()) for o in eligible)
+        home = _cheapest(
+            (_choice(o, REFERENCE_TERM, region, gpus, unit, ()) for o in eligible), sold
+        )
         if home is None:
-            home = _cheapest(_choice(o, term, region, gpus, unit, ()) for o in eligible)
+            home = _cheapest((_choice(o, term, region, gpus, unit, ()) for o in eligible), sold)
         if home is not None:
             o = next(x for x in eligible if x.id == home.offer_id)
             got = _choice(o, term, region, gpus, unit, ())
@@ -231,9 +248,9 @@ def select_offer(
                 f"{term} price; on-demand, spot and committed come from one instance type "
                 "(set provider: any, or name another provider or offer)"
             )
-            ref = _cheapest(_choice(x, term, region, gpus, unit, (reason,)) for x in cands)
+            ref = _cheapest((_choice(x, term, region, gpus, unit, (reason,)) for x in cands), sold)
             return ref
     reasons = tuple(f"no eligible offer: {w}" for w in why.values() if w) or (
         f"no eligible offer with a {term} price",
     )
-    return _cheapest(_choice(o, term, region, gpus, unit, reasons) for o in cands)
+    return _cheapest((_choice(o, term, region, gpus, unit, reasons) for o in cands), sold)

@@ -346,7 +346,7 @@ def _assumption_lines(fac: Factors) -> list[str]:
 
 
 def _option_name(opt: HardwareOption) -> str:
-    return opt.name or f"{opt.hardware} x{opt.gpus} {opt.pricing}"
+    return opt.label  # the one naming rule (HardwareOption.label)
 
 
 @dataclass

@@ -32,6 +32,8 @@ __all__ = [
 
 Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 PricingMode = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "owned", "colocation"]
+#: Pricing modes that rent nothing: a ``provider`` does not apply to them.
+OWNED_PRICING: tuple[str, ...] = ("owned", "colocation")
 
 
 class ParallelPlan(BaseModel):
@@ -247,8 +249,9 @@ class HardwareOption(BaseModel):
 
     @property
     def label(self) -> str:
-        """Display name: the given name or ``hardware x gpus pricing``."""
-        return self.name or f"{self.hardware} x{self.gpus} {self.pricing}"
+        """Display name: the given name or ``hardware xGPUS pricing`` (``x1`` left out)."""
+        count = f" x{self.gpus}" if self.gpus != 1 else ""
+        return self.name or f"{self.hardware}{count} {self.pricing}"
 
 
 class Stage(BaseModel):

@@ -20,8 +20,18 @@ from markupsafe import Markup, escape
 
 from aitco import __version__
 from aitco.decide.roi import format_summary_value, roi_summary
-from aitco.formatting import duration_h, num, pct, usd, usd_si, value
-from aitco.labels import category_label, label, short_label
+from aitco.formatting import (
+    HOURS_PER_DAY,
+    duration_h,
+    in_time_unit,
+    num,
+    pct,
+    time_unit,
+    usd,
+    usd_si,
+    value,
+)
+from aitco.labels import category_label, display_scale, label, short_label
 from aitco.report import plots
 from aitco.report.model import HEADLINE_KEYS, ReportData
 from aitco.report.plots import report_figures
@@ -70,6 +80,8 @@ def environment(extra_dirs: Sequence[Path] = ()) -> jinja2.Environment:
         short_label=short_label,
         value=value,
         duration_h=duration_h,
+        cell=cell,
+        header=header,
         category_label=category_label,
         category_colour=category_colour,
         is_link=is_link,
@@ -110,6 +122,118 @@ def category_colour(category: str) -> str:
     return plots.category_colour(category)
 
 
+#: Option values that are durations, written in the surface's one time unit. [days], [h]
+TIME_KEYS_H: dict[str, float] = {"wall_clock_days": HOURS_PER_DAY, "wall_clock_h": 1.0}
+#: Latency objectives of a service shown on its card: (value key, scenario key of the target).
+SLO_KEYS: tuple[tuple[str, str, str], ...] = (
+    ("ttft_s", "slo_ttft_ms", "TTFT"),
+    ("tpot_s", "slo_tpot_ms", "TPOT"),
+)
+
+
+def surface_time_unit(data: ReportData) -> tuple[str, float]:
+    """Return the one time unit of a report or page (:func:`aitco.formatting.time_unit`)."""
+    return time_unit(_hours(o.values) for o in data.options)
+
+
+def _hours(values: Any) -> float | None:
+    for key, per in TIME_KEYS_H.items():
+        v = values.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and v == v:
+            return float(v) * per
+    return None
+
+
+def cell(key: str, x: Any, unit: tuple[str, float]) -> str:
+    """Format a table cell: durations in the surface's time unit, the rest by :func:`value`."""
+    if key in TIME_KEYS_H:
+        if not isinstance(x, int | float) or isinstance(x, bool):
+            return "-"
+        return f"{num(float(x) * TIME_KEYS_H[key] / unit[1], 3)}"
+    return value(key, x)
+
+
+def header(key: str, unit: tuple[str, float]) -> str:
+    """Title a column: durations carry the surface's time unit (``Time to finish [h]``)."""
+    return f"{label(key)} [{unit[0]}]" if key in TIME_KEYS_H else label(key)
+
+
+def slo_rows(o: Any, scenario: Any) -> list[dict[str, Any]]:
+    """Return a service option's latencies against the scenario's objectives (its card).
+
+    Each row: ``name`` (TTFT, TPOT), ``text`` (the value in the display unit), ``target`` (the
+    objective, or ""), ``missed`` (True when the value is above its objective).
+    """
+    wl = (scenario or {}).get("workload") or {}
+    out = []
+    for key, target_key, name in SLO_KEYS:
+        v = o.values.get(key)
+        if not isinstance(v, int | float) or isinstance(v, bool) or v != v:
+            continue
+        shown = float(v) * display_scale(key)
+        target = wl.get(target_key)
+        missed = isinstance(target, int | float) and shown > float(target)
+        out.append(
+            {
+                "name": name,
+                "text": f"{num(shown, 3)} ms",
+                "target": f"{num(float(target), 3)} ms" if target is not None else "",
+                "missed": bool(missed),
+            }
+        )
+    return out
+
+
+def verdict(data: ReportData) -> str:
+    """Say the answer in one line: the cheapest feasible option, by how much, and the fastest.
+
+    Examples
+    --------
+    >>> from aitco.report.model import report_from_options
+    >>> from aitco.cost.tco import Breakdown
+    >>> def opt(name, usd, days):
+    ...     b = Breakdown(name=name, hardware="x", pricing="on_demand", gpus=8)
+    ...     b.add("rental", usd, "compute")
+    ...     b.values["wall_clock_days"] = days
+    ...     return b.finalize()
+    >>> print(verdict(report_from_options("t", [opt("a", 1000.0, 0.5), opt("b", 700.0, 1.0)])))
+    Cheapest: b, $700 in 24 h ($300 less than a). Fastest: a, 12 h.
+    """
+    ok = [o for o in data.options if o.is_feasible]
+    n = len(data.options)
+    if not ok:
+        why = "; ".join(sorted({r for o in data.options for r in o.infeasible_reasons}))
+        return f"None of the {n} options is feasible" + (f": {why}." if why else ".")
+    unit = surface_time_unit(data)
+    by_name = {o.name: o for o in ok}
+    cheap = by_name.get(data.cheapest) or min(ok, key=lambda o: o.total_usd)
+    per_month = cheap.values.get("usd_per_month")
+    if isinstance(per_month, int | float) and not isinstance(per_month, bool):
+        text = f"Cheapest: {cheap.name}, {usd(per_month)}/month"
+        months = cheap.values.get("horizon_months")
+        if isinstance(months, int | float) and months != 1:
+            text += f" ({usd(cheap.total_usd)} over {num(months, 3)} months)"
+    else:
+        text = f"Cheapest: {cheap.name}, {usd(cheap.total_usd)}"
+    h = _hours(cheap.values)
+    text += f" in {in_time_unit(h, unit)}" if h is not None else ""
+    rest = sorted((o for o in ok if o is not cheap), key=lambda o: o.total_usd)
+    if rest:
+        text += f" ({usd(rest[0].total_usd - cheap.total_usd)} less than {rest[0].name})"
+    fast = by_name.get(data.fastest)
+    if fast is not None and fast is not cheap:
+        fh = _hours(fast.values)
+        lat = fast.latency_s()
+        if fh is not None:
+            text += f". Fastest: {fast.name}, {in_time_unit(fh, unit)}"
+        elif lat is not None:
+            text += f". Fastest: {fast.name}, {num(lat, 3)} s end to end"
+    bad = n - len(ok)
+    if bad:
+        text += f". {bad} of {n} options not feasible"
+    return text + "."
+
+
 def summary_cards(data: ReportData) -> list[dict[str, Any]]:
     """One card per option, the answer first: total, time, $/M tokens, feasibility and marks.
 
@@ -125,6 +249,7 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
     opts = data.options
     top = max((abs(o.total_usd) for o in opts), default=0.0) or 1.0
     ok = [o for o in opts if o.is_feasible]
+    unit = surface_time_unit(data)
 
     def days(o: Any) -> float | None:
         v = o.values.get("wall_clock_days")
@@ -152,7 +277,7 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
             elif gap <= TIE_FRACTION * 24 * d:
                 why = f"tied with {nxt_t[0].name}"
             else:
-                why = f"{duration_h(gap)} sooner than {nxt_t[0].name}"
+                why = f"{in_time_unit(gap, unit)} sooner than {nxt_t[0].name}"
             marks.append(("fast", f"fastest: {why}"))
         lat = o.latency_s()
         if o.name == data.fastest and d is None and lat is not None:
@@ -166,7 +291,7 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
             marks.append(("fast", f"fastest: {why}"))
         time_key = "wall_clock_days"
         if d is not None:
-            time = duration_h(24 * d)
+            time = in_time_unit(24 * d, unit)
         elif "usd_per_month" in o.values:
             time, time_key = f"{usd(o.values.get('usd_per_month'))}/month", "usd_per_month"
         else:
@@ -186,6 +311,7 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
                 "marks": marks,
                 "share": max(0.0, o.total_usd) / top,
                 "categories": cats,
+                "slo": slo_rows(o, data.scenario),
             }
         )
     return cards
@@ -202,6 +328,17 @@ def _billing(values: Any) -> str:
     if offer:
         parts.append(f"offer {offer}")
     return " · ".join(parts)
+
+
+def answer_context(data: ReportData) -> dict[str, Any]:
+    """Return what the answer templates (summary, bars, comparison) need: report and web."""
+    return {
+        "data": data,
+        "headline": headline_keys(data),
+        "cards": summary_cards(data),
+        "verdict": verdict(data),
+        "time_unit": surface_time_unit(data),
+    }
 
 
 def headline_keys(data: ReportData) -> list[str]:
@@ -231,12 +368,10 @@ def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None =
     css = Markup((templates_dir() / "report.css").read_text(encoding="utf-8"))
     tpl = environment().get_template("report.html.j2")
     return tpl.render(
-        data=data,
+        **answer_context(data),
         version=__version__,
         generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         css=css,
-        headline=headline_keys(data),
-        cards=summary_cards(data),
         figures=[(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs],
         scenario_yaml=yaml.safe_dump(data.scenario, sort_keys=False) if data.scenario else "",
     )

@@ -30,7 +30,7 @@ from aitco.decide import roi
 from aitco.decide.roi import FTE_HOURS_PER_MONTH, ROI_SUMMARY, RoiInputs
 from aitco.errors import InputError
 from aitco.fileio import write_atomic
-from aitco.report.model import OptionView
+from aitco.report.model import OptionView, ReportData
 from aitco.units import DAYS_PER_MONTH
 
 #: Monthly rows written when the horizon is shorter, so that a user can lengthen it. [months]
@@ -741,3 +741,17 @@ def fill_from_option(
             f"upfront_usd = total {option.total_usd:,.0f} USD of {option.name} "
             "(cheapest option of the scenario, aitco compare)"
         )
+
+
+def workbook_for(data: ReportData, inputs: WorkbookInputs | None = None) -> WorkbookInputs:
+    """Return the ROI workbook's inputs for a compared scenario (one path for CLI and web).
+
+    The inputs (default: :func:`example_inputs`) with the running or up-front cost of the
+    cheapest feasible option (:func:`fill_from_option`): what ``aitco roi-template SCENARIO``
+    writes and what the web app's "ROI workbook" button downloads.
+    """
+    out = example_inputs() if inputs is None else inputs
+    if data.options:
+        cheap = next((o for o in data.options if o.name == data.cheapest), data.options[0])
+        fill_from_option(out, cheap, data.scenario)
+    return out
