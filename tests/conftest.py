@@ -1,9 +1,11 @@
-"""Shared test fixtures."""
+"""Shared test fixtures, and the test tiers (tests/README.md)."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -14,6 +16,8 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
+#: The project's shared data folder beside the clone. Tests read the copies in ``tests/fixtures``;
+#: only the checks that a copy in ``tests/`` still matches its original read ``../shared``.
 SHARED = REPO.parent / "shared"
 #: Fixtures the tests need, copied with their provenance (tests/fixtures/README.md).
 FIXTURES = REPO / "tests" / "fixtures"
@@ -40,10 +44,23 @@ def fixtures_dir() -> Path:
     return skip_if_missing(FIXTURES)
 
 
+#: Skip reason of a test that compares a copy in ``tests/`` with its original in ``../shared``.
+NO_SHARED = (
+    f"{MISSING_FILE} ../shared is not beside the repository (only the checks that the copies in "
+    "tests/ match their originals need it)"
+)
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    """The ``../shared`` folder beside the repository; prefer ``fixtures_dir`` (in the clone)."""
-    return skip_if_missing(SHARED)
+    """``../shared``, for the checks that copies in ``tests/`` match their originals only.
+
+    Every other test reads the copies in ``tests/fixtures`` (``fixtures_dir``). Without the
+    folder the test skips with a reason that names no absolute path (fails under ``CI=true``).
+    """
+    if not SHARED.is_dir():
+        pytest.skip(NO_SHARED)
+    return SHARED
 
 
 def _in_ci() -> bool:
@@ -81,3 +98,107 @@ def catalog():
 def live_catalog_data(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the code under test read the shipped catalog data instead of the frozen copy."""
     monkeypatch.delenv("AITCO_CATALOG_DATA", raising=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Test tiers (tests/README.md). ``pytest`` runs the unit tier: pyproject.toml's addopts deselect
+# the heavier tiers with ``-m "not integration and not refit"``; ``pytest -m integration`` and
+# ``pytest -m refit`` run them; ``pytest -m ""`` runs every tier. .ci/run runs all three.
+
+#: The marker expression of pyproject.toml's addopts: the default run is the unit tier.
+DEFAULT_MARKEXPR = "not integration and not refit"
+#: Markers that put a test in the integration tier unless it is marked ``refit``.
+INTEGRATION_ALIASES = ("slow", "browser")
+#: A unit-tier test whose call takes longer is listed at the end of the run (speed it up or
+#: give it a tier); 2 s is ~1 % of the unit tier's 5-minute budget on a quiet 2-core machine.
+UNIT_BUDGET_S = 2.0
+#: Tier of each collected test, by node id.
+_TIERS: dict[str, str] = {}
+
+
+def tier_of(item: pytest.Item) -> str:
+    """``unit``, ``integration`` or ``refit``: the tier a collected test runs in."""
+    if item.get_closest_marker("refit") is not None:
+        return "refit"
+    if any(item.get_closest_marker(m) is not None for m in ("integration", *INTEGRATION_ALIASES)):
+        return "integration"
+    return "unit"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` and ``browser`` tests ``integration`` (before ``-m`` deselects).
+
+    A test carries one tier marker: ``integration`` and ``refit`` together are a usage error.
+    """
+    both = [
+        i.nodeid
+        for i in items
+        if i.get_closest_marker("integration") and i.get_closest_marker("refit")
+    ]
+    if both:
+        msg = f"a test is in one tier, marked integration or refit, not both: {both[:5]}"
+        raise pytest.UsageError(msg)
+    for item in items:
+        tier = _TIERS[item.nodeid] = tier_of(item)
+        if tier == "integration" and item.get_closest_marker("integration") is None:
+            item.add_marker(pytest.mark.integration)
+
+
+def starts_python_or_cli(executable: Any, args: Any) -> bool:
+    """True when ``subprocess.Popen(args, executable=executable)`` starts Python or ``aitco``."""
+    if isinstance(args, str | bytes | os.PathLike):
+        args = [args]
+    first = executable if executable is not None else next(iter(args), "")
+    first = os.fsdecode(first)
+    return first == sys.executable or Path(first.split(" ")[0]).name.startswith(("python", "aitco"))
+
+
+#: True while the call phase of a unit-tier test runs.
+_IN_UNIT_TEST = False
+
+
+def _no_cli_subprocess_in_unit_tests(event: str, args: tuple[Any, ...]) -> None:
+    if event == "subprocess.Popen" and _IN_UNIT_TEST and starts_python_or_cli(*args[:2]):
+        msg = (
+            f"a unit-tier test started {args[1]!r}: a test that runs Python or the aitco CLI in "
+            "a subprocess belongs to the integration tier (@pytest.mark.integration, "
+            "tests/README.md)"
+        )
+        raise RuntimeError(msg)
+
+
+sys.addaudithook(_no_cli_subprocess_in_unit_tests)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """While a unit-tier test runs, starting Python or ``aitco`` in a subprocess is an error."""
+    global _IN_UNIT_TEST
+    _IN_UNIT_TEST = _TIERS.get(item.nodeid, tier_of(item)) == "unit"
+    try:
+        return (yield)
+    finally:
+        _IN_UNIT_TEST = False
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Name the deselected tiers, and the unit-tier tests slower than :data:`UNIT_BUDGET_S`."""
+    reports = [r for k in ("passed", "failed") for r in terminalreporter.stats.get(k, [])]
+    slow = [
+        r
+        for r in reports
+        if r.when == "call" and r.duration > UNIT_BUDGET_S and _TIERS.get(r.nodeid) == "unit"
+    ]
+    if slow:
+        terminalreporter.write_sep("-", f"unit-tier tests slower than {UNIT_BUDGET_S:g} s")
+        for r in sorted(slow, key=lambda r: -r.duration)[:10]:
+            terminalreporter.write_line(f"{r.duration:6.2f}s {r.nodeid}")
+        terminalreporter.write_line("speed them up, or give them a tier (tests/README.md)")
+    if config.getoption("markexpr") == DEFAULT_MARKEXPR and terminalreporter.stats.get(
+        "deselected"
+    ):
+        terminalreporter.write_line(
+            "the integration and refit tiers were deselected: `pytest -m integration`, "
+            '`pytest -m refit`, or `pytest -m ""` for every tier (tests/README.md)'
+        )

@@ -244,9 +244,15 @@ def _runnable() -> list[DocCommand]:
     return [c for c in COMMANDS if not c.is_synopsis() and c.argv_chain()[0][:1] != ["web"]]
 
 
-@pytest.mark.slow
+def _tiered(cmd: DocCommand) -> Any:
+    """A documented command is an integration test; a cross-validation (``--cv``), which refits
+    the model once per fold, is in the refit tier (tests/README.md)."""
+    refits = any("--cv" in argv for argv in cmd.argv_chain())
+    return pytest.param(cmd, marks=pytest.mark.refit if refits else pytest.mark.integration)
+
+
 @pytest.mark.usefixtures("live_catalog_data")  # the pages show output of the shipped catalog
-@pytest.mark.parametrize("cmd", _runnable(), ids=lambda c: c.id)
+@pytest.mark.parametrize("cmd", [_tiered(c) for c in _runnable()], ids=lambda c: c.id)
 def test_doc_command_runs(cmd: DocCommand, workdir: Path, capsys: pytest.CaptureFixture[str]):
     chain = cmd.argv_chain()
     for argv in chain[:-1]:

@@ -6,7 +6,8 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from tests.conftest import FIXTURES, SHARED, missing_file_skip_fails
+from tests.conftest import FIXTURES, NO_SHARED, missing_file_skip_fails
+from tests.conftest import SHARED as SHARED_ABS
 
 from aitco.validation import inference as vinf
 from aitco.validation import training as vtrain
@@ -40,9 +41,9 @@ def test_ground_truth_copies_match_the_bundled_validation_data():
     )
 
 
-def test_copies_match_shared_where_present():
+def test_copies_match_shared(shared_dir):
     """Beside a ../shared checkout, each copy is byte-identical to its original."""
-    pairs = [(f, SHARED / ("fixtures/" + f if "/" not in f else f)) for f in _files()]
+    pairs = [(f, shared_dir / ("fixtures/" + f if "/" not in f else f)) for f in _files()]
     differ = [
         f for f, src in pairs if src.is_file() and src.read_bytes() != (FIXTURES / f).read_bytes()
     ]
@@ -58,6 +59,8 @@ def _report(outcome: str, reason: str) -> SimpleNamespace:
     [
         ("skipped", "missing file: /x/y.txt", True, True),
         ("skipped", "../shared is not present beside the repository", True, True),
+        ("skipped", NO_SHARED, True, True),
+        ("skipped", NO_SHARED, False, False),
         ("skipped", "missing file: /x/y.txt", False, False),
         ("skipped", "chromium is not installed", True, False),
         ("passed", "", True, False),
@@ -65,3 +68,8 @@ def _report(outcome: str, reason: str) -> SimpleNamespace:
 )
 def test_ci_fails_a_skip_for_a_missing_file(outcome, reason, ci, fails):
     assert missing_file_skip_fails(_report(outcome, reason), ci) is fails
+
+
+def test_the_shared_skip_names_no_absolute_path():
+    assert "../shared" in NO_SHARED
+    assert str(SHARED_ABS) not in NO_SHARED

@@ -9,6 +9,9 @@ import sys
 import pytest
 from tests.conftest import REPO
 
+#: Each test runs a tool in a subprocess: the integration tier (tests/README.md).
+pytestmark = pytest.mark.integration
+
 
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
@@ -27,7 +30,6 @@ def test_import_layers_kept():
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr
 
 
-@pytest.mark.slow
 def test_mypy_clean():
     res = _run([sys.executable, "-m", "mypy", "src/aitco"])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr

@@ -183,7 +183,7 @@ def test_observation_validation(hw) -> None:
         Observation(kind="matmul_tflops", value=float("nan"), acc=acc)
 
 
-@pytest.mark.slow
+@pytest.mark.refit
 def test_serving_round_trip(catalog) -> None:
     """Recover decode_hbm and the per-iteration overhead from TTFT/TPOT at two loads.
 

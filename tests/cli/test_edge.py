@@ -13,6 +13,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from tests.conftest import FIXTURES
 
 from aitco.cli.app import main
 from aitco.errors import InputError
@@ -268,6 +269,7 @@ def test_directory_as_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         one_error_line(err)
 
 
+@pytest.mark.integration  # a Dask client retries a TCP connection until its timeout
 def test_unreachable_dask_scheduler_fails_fast(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("dask.distributed")
     import time
@@ -286,11 +288,7 @@ def test_unreachable_dask_scheduler_fails_fast(capsys: pytest.CaptureFixture[str
 
 
 # ------------------------------------------------------------------ calibration sanity
-_SHARED = [REPO.parent / "shared", REPO.parent.parent / "shared"]  # ../shared, or /work/shared
-F_MEGATRON = next(
-    (d / "fixtures" / "megatron_log.txt" for d in _SHARED if (d / "fixtures").is_dir()),
-    _SHARED[0] / "fixtures" / "megatron_log.txt",
-)
+F_MEGATRON = FIXTURES / "megatron_log.txt"
 
 
 def test_calibrate_dcgm_only_is_a_clear_message(
@@ -359,9 +357,7 @@ def test_web_busy_port_says_so_before_any_url(capsys: pytest.CaptureFixture[str]
 def test_calibrate_refuses_a_fit_at_a_bound(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    log = F_MEGATRON.parent / "nccl_all_reduce_perf.txt"  # 2 nodes: scale_out_link wants > 1
-    if not log.is_file():
-        pytest.skip("../shared/fixtures is not present beside the repository")
+    log = FIXTURES / "nccl_all_reduce_perf.txt"  # 2 nodes: scale_out_link wants > 1
     out = tmp_path / "p.yaml"
     code, _, err = run(["calibrate", str(log), "-o", str(out), "--json"], capsys)
     assert code == 2
@@ -376,8 +372,6 @@ def test_calibrate_refuses_a_fit_at_a_bound(
 def test_calibrate_refuses_a_wrongly_described_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if not F_MEGATRON.is_file():
-        pytest.skip("../shared/fixtures is not present beside the repository")
     out = tmp_path / "p.yaml"
     wrong = ["--model", "llama-3-8b", "--hardware", "h100-sxm5-80gb", "--gpus", "8"]
     code, _, err = run(

@@ -36,10 +36,13 @@ SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 CSV_FILTER = "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false,-1"
 SOFFICE_TIMEOUT_S = 240
 
-pytestmark = pytest.mark.skipif(
-    SOFFICE is None,
-    reason="LibreOffice (soffice) is not installed: apt-get install libreoffice-calc",
-)
+pytestmark = [
+    pytest.mark.integration,  # starts LibreOffice (tests/README.md)
+    pytest.mark.skipif(
+        SOFFICE is None,
+        reason="LibreOffice (soffice) is not installed: apt-get install libreoffice-calc",
+    ),
+]
 
 
 def strip_cached_results(src: Path, dst: Path) -> None:

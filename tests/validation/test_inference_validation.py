@@ -85,8 +85,8 @@ def test_interval_defaults_match_validation(report) -> None:
         assert getattr(DEFAULT_EFFICIENCY, k) == pytest.approx(v, abs=0.06), k
 
 
-def test_new_sources_are_not_in_the_shared_ground_truth(shared_dir) -> None:
-    with open(shared_dir / "groundtruth" / "inference.csv", encoding="utf-8", newline="") as fh:
+def test_new_sources_are_not_in_the_shared_ground_truth(fixtures_dir) -> None:
+    with open(fixtures_dir / "groundtruth" / "inference.csv", encoding="utf-8", newline="") as fh:
         shared = {source_group(r) for r in csv.DictReader(fh)}
     with open(new_sources_csv(), encoding="utf-8", newline="") as fh:
         new = list(csv.DictReader(fh))

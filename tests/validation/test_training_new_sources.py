@@ -92,8 +92,8 @@ def _assert_apart(new_rows: list[dict[str, str]], kept: list[dict[str, str]]) ->
         assert source_group(r["source"]) not in groups, (r["id"], source_group(r["source"]))
 
 
-def test_new_sources_are_not_in_the_shared_ground_truth(new_rows, shared_dir) -> None:
-    _assert_apart(new_rows, _read(shared_dir / "groundtruth" / "training.csv"))
+def test_new_sources_are_not_in_the_shared_ground_truth(new_rows, fixtures_dir) -> None:
+    _assert_apart(new_rows, _read(fixtures_dir / "groundtruth" / "training.csv"))
 
 
 def test_new_sources_are_not_in_the_fitted_rows(new_rows) -> None:

@@ -89,7 +89,7 @@ def cv_all(catalog):
     return cross_validate(catalog=catalog, max_nfev=CV_MAX_NFEV)
 
 
-@pytest.mark.slow
+@pytest.mark.refit
 def test_interval_covers_80_percent_of_cross_validated_residuals(cv_all) -> None:
     """Each row predicted by a fit that never saw its source; the 80% interval of the defaults
     must cover 75-85% of those residuals (issue 16) over every bundled row, new sources
@@ -101,7 +101,7 @@ def test_interval_covers_80_percent_of_cross_validated_residuals(cv_all) -> None
     assert coverage(select_rows(cv_all, "fitted")) >= 0.80
 
 
-@pytest.mark.slow
+@pytest.mark.refit
 def test_accelerators_without_runs_of_their_own_are_predicted_from_their_matmul_ceiling(
     cv_all,
 ) -> None:

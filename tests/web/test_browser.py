@@ -34,7 +34,7 @@ INFEASIBLE_WHY = "test fixture: no capacity for l40s"
 SNAKE_KEY = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")
 
 pytestmark = [
-    pytest.mark.browser,
+    pytest.mark.browser,  # the integration tier (tests/README.md)
     pytest.mark.skipif(
         not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium"
     ),
