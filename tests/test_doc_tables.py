@@ -42,7 +42,7 @@ def test_example_files_are_the_builtin_defaults() -> None:
         )
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.usefixtures("live_catalog_data")  # the docs show the shipped catalog's answer
 def test_doc_tables_are_todays_answer() -> None:
     gen = _script()

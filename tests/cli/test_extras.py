@@ -230,7 +230,7 @@ def test_tour_lines_that_need_an_extra_say_which() -> None:
     assert named.get("web") == "web"
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.usefixtures("live_catalog_data")
 @pytest.mark.parametrize(("line", "extra"), _tour(), ids=[t[0][:60] for t in _tour()])
 def test_tour_line_with_core_install_only(

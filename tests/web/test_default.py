@@ -55,7 +55,7 @@ def test_web_form_holds_the_builtin_default(catalog: Any, kind: str) -> None:
     assert page == builtin
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("kind", ["training", "inference"])
 def test_three_defaults_one_answer(catalog: Any, kind: str) -> None:
     """Same options, same totals: built-in, example file, and the web API on the page's body."""

@@ -27,7 +27,8 @@ References
 
 from __future__ import annotations
 
-from aitco.decide.scenario import OWNED_PRICING, Scenario
+from aitco.cost.pricing import OWNED as OWNED_PRICING
+from aitco.decide.scenario import Scenario
 
 #: Chinchilla compute-optimal tokens per parameter (Hoffmann et al. 2022, arXiv:2203.15556).
 CHINCHILLA_TOKENS_PER_PARAM = 20.0

@@ -32,8 +32,6 @@ __all__ = [
 
 Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 PricingMode = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "owned", "colocation"]
-#: Pricing modes that rent nothing: a ``provider`` does not apply to them.
-OWNED_PRICING: tuple[str, ...] = ("owned", "colocation")
 
 
 class ParallelPlan(BaseModel):

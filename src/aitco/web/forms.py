@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aitco.cost.offers import ANY_PROVIDER, select_offer
-from aitco.decide.scenario import OWNED_PRICING
+from aitco.cost.pricing import OWNED as OWNED_PRICING
 from aitco.errors import InputError
 
 
