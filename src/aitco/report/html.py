@@ -21,19 +21,17 @@ from markupsafe import Markup, escape
 from aitco import __version__
 from aitco.decide.roi import format_summary_value, roi_summary
 from aitco.formatting import (
-    HOURS_PER_DAY,
     duration_h,
     in_time_unit,
     num,
     pct,
-    time_unit,
     usd,
     usd_si,
     value,
 )
 from aitco.labels import category_label, display_scale, label, short_label
 from aitco.report import plots
-from aitco.report.model import HEADLINE_KEYS, ReportData
+from aitco.report.model import HEADLINE_KEYS, TIME_KEYS_H, ReportData, option_hours
 from aitco.report.plots import report_figures
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -122,8 +120,6 @@ def category_colour(category: str) -> str:
     return plots.category_colour(category)
 
 
-#: Option values that are durations, written in the surface's one time unit. [days], [h]
-TIME_KEYS_H: dict[str, float] = {"wall_clock_days": HOURS_PER_DAY, "wall_clock_h": 1.0}
 #: Latency objectives of a service shown on its card: (value key, scenario key of the target).
 SLO_KEYS: tuple[tuple[str, str, str], ...] = (
     ("ttft_s", "slo_ttft_ms", "TTFT"),
@@ -132,16 +128,12 @@ SLO_KEYS: tuple[tuple[str, str, str], ...] = (
 
 
 def surface_time_unit(data: ReportData) -> tuple[str, float]:
-    """Return the one time unit of a report or page (:func:`aitco.formatting.time_unit`)."""
-    return time_unit(_hours(o.values) for o in data.options)
+    """Return the one time unit of a report or page (:meth:`ReportData.time_unit`)."""
+    return data.time_unit()
 
 
 def _hours(values: Any) -> float | None:
-    for key, per in TIME_KEYS_H.items():
-        v = values.get(key)
-        if isinstance(v, int | float) and not isinstance(v, bool) and v == v:
-            return float(v) * per
-    return None
+    return option_hours(values)
 
 
 def cell(key: str, x: Any, unit: tuple[str, float]) -> str:
@@ -346,7 +338,40 @@ def headline_keys(data: ReportData) -> list[str]:
     return [k for k in HEADLINE_KEYS if any(k in o.values for o in data.options)]
 
 
-def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None = None) -> str:
+def figure_views(
+    figures: list[tuple[str, str, bytes]], narrow: list[tuple[str, str, bytes]] | None = None
+) -> list[dict[str, Any]]:
+    """Return the charts as the templates show them: a desktop PNG and its phone variant.
+
+    Each view: ``stem``, ``caption``, ``b64`` and ``narrow_b64`` (base64 PNGs; the phone variant
+    is shown on screens up to 600 px, "" when there is none), and ``min_font_px`` /
+    ``narrow_min_font_px``, the smallest text of each PNG in pixels at its own size (read from
+    the PNG, written by :func:`aitco.report.plots._png`).
+    """
+    phone = {stem: png for stem, _c, png in (narrow or [])}
+    out = []
+    for stem, caption, png in figures:
+        small = phone.get(stem)
+        out.append(
+            {
+                "stem": stem,
+                "caption": caption,
+                "b64": base64.b64encode(png).decode("ascii"),
+                "narrow_b64": base64.b64encode(small).decode("ascii") if small else "",
+                "min_font_px": plots.png_text(png, plots.MIN_FONT_KEY) or "",
+                "narrow_min_font_px": (
+                    plots.png_text(small, plots.MIN_FONT_KEY) or "" if small else ""
+                ),
+            }
+        )
+    return out
+
+
+def render_html(
+    data: ReportData,
+    figures: list[tuple[str, str, bytes]] | None = None,
+    narrow: list[tuple[str, str, bytes]] | None = None,
+) -> str:
     """Render the self-contained HTML report.
 
     Parameters
@@ -355,6 +380,9 @@ def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None =
         The report.
     figures : list of (stem, caption, png), optional
         Plots; default :func:`aitco.report.plots.report_figures`.
+    narrow : list of (stem, caption, png), optional
+        Their phone variants (``report_figures(data, narrow=True)``); without them a phone shows
+        each chart at its own size in a box that scrolls sideways, so labels keep their size.
 
     Returns
     -------
@@ -372,6 +400,6 @@ def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None =
         version=__version__,
         generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         css=css,
-        figures=[(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs],
+        figures=figure_views(figs, narrow),
         scenario_yaml=yaml.safe_dump(data.scenario, sort_keys=False) if data.scenario else "",
     )

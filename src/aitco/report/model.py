@@ -17,6 +17,7 @@ from aitco.decide import roi
 from aitco.decide.compare import compare as default_compare
 from aitco.decide.sweep import sweep
 from aitco.errors import InputError
+from aitco.formatting import HOURS_PER_DAY, time_unit
 
 #: Headline values shown in the comparison table, in order, when an option has them.
 HEADLINE_KEYS: tuple[str, ...] = (
@@ -40,6 +41,19 @@ RENTAL_ITEM_PREFIXES: tuple[str, ...] = ("rental",)
 
 def _is_rental(name: str) -> bool:
     return name.startswith(RENTAL_ITEM_PREFIXES)
+
+
+#: Option values that are durations, and the hours in one of their unit. [days], [h]
+TIME_KEYS_H: dict[str, float] = {"wall_clock_days": HOURS_PER_DAY, "wall_clock_h": 1.0}
+
+
+def option_hours(values: Mapping[str, Any]) -> float | None:
+    """Return an option's duration (``wall_clock_days`` or ``wall_clock_h``) or None [h]."""
+    for key, per in TIME_KEYS_H.items():
+        v = values.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+            return float(v) * per
+    return None
 
 
 #: Latency keys tried, in order, for the cost-vs-latency front of serving options. [s]
@@ -212,6 +226,14 @@ class ReportData:
     scenario: dict[str, Any] = field(default_factory=dict)
     sweep_front: dict[str, Any] | None = None
     dropped_options: list[dict[str, Any]] = field(default_factory=list)
+
+    def time_unit(self) -> tuple[str, float]:
+        """Return the one time unit of all this report shows (:func:`aitco.formatting.time_unit`).
+
+        Cards, tables and chart axes write every duration in it: hours when the longest option
+        takes under a few days, days beyond.
+        """
+        return time_unit(option_hours(o.values) for o in self.options)
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (the web API's and ``report.json``'s shape).

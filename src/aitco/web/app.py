@@ -12,7 +12,6 @@ bodies are limited to :data:`MAX_BODY_BYTES`; ``aitco web`` binds to 127.0.0.1 b
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import threading
@@ -33,7 +32,7 @@ from aitco.decide.defaults import default_inference, default_training
 from aitco.decide.scenario import Precision, PricingMode, Scenario
 from aitco.errors import AitcoError, InputError, UnknownIdError
 from aitco.formatting import duration_h
-from aitco.report.html import answer_context, environment, render_html
+from aitco.report.html import answer_context, environment, figure_views, render_html
 from aitco.report.model import ReportData, build_report
 from aitco.report.plots import report_figures
 from aitco.report.xlsx import example_inputs, roi_workbook_bytes, workbook_for
@@ -53,8 +52,9 @@ from aitco.web.forms import (
 MAX_BODY_BYTES = 64 * 1024
 #: Comparisons kept in memory (keyed by the canonical scenario JSON).
 CACHE_SIZE = 64
-#: Plots shown on the page (the downloaded report has them all).
-FRAGMENT_FIGURES = ("breakdown", "waterfall_1", "pareto_time", "pareto_latency")
+#: Plots shown on the page (the downloaded report has them all; the page draws the cost
+#: breakdown itself, as bars).
+FRAGMENT_FIGURES = ("waterfall_1", "pareto_time", "pareto_latency")
 #: The one network address in the vendored ReDoc bundle (its logo), replaced by a local icon.
 REDOC_CDN_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
 #: Empty option rows the page's scenario builder offers below each kind's default rows.
@@ -256,17 +256,21 @@ class _Engine:
         return key, data
 
     def figures(
-        self, key: str, data: ReportData, only: tuple[str, ...] | None = None
+        self,
+        key: str,
+        data: ReportData,
+        only: tuple[str, ...] | None = None,
+        narrow: bool = False,
     ) -> list[tuple[str, str, bytes]]:
-
-        fkey = f"{only}:{key}"
+        """Return the report's charts (or their phone variants), drawn once per scenario."""
+        fkey = f"{only}:{narrow}:{key}"
         with self._key_lock("figs:" + fkey):
             with self._lock:
                 hit = self._figs.get(fkey)
             if hit is not None:
                 return hit
             with self._plot_lock:
-                figs = report_figures(data, only=only)
+                figs = report_figures(data, only=only, narrow=narrow)
             with self._lock:
                 self._figs[fkey] = figs
                 while len(self._figs) > CACHE_SIZE:
@@ -349,6 +353,11 @@ def _body_examples() -> dict[str, Any]:
             "value": default_inference().to_dict(),
         },
     }
+
+
+def _ex(value: Any) -> dict[str, Any]:
+    """One OpenAPI example of a query parameter (the row "48 L40S on AWS" of the page)."""
+    return {"row": {"summary": "48 L40S rented on AWS", "value": value}}
 
 
 _BODY = {
@@ -470,16 +479,23 @@ def create_app(
     @app.get("/api/v1/pricing", tags=["catalog"], responses=_ERRORS)
     def pricing_api(
         hardware: str = Query(
-            ..., max_length=80, description="Accelerator or system id.", examples=["l40s"]
+            ...,
+            max_length=80,
+            description="Accelerator or system id.",
+            openapi_examples=_ex("l40s"),
         ),
         gpus: int = Query(
-            1, ge=1, le=1_000_000, description="GPUs of the option (of one replica).", examples=[48]
+            1,
+            ge=1,
+            le=1_000_000,
+            description="GPUs of the option (of one replica).",
+            openapi_examples=_ex(48),
         ),
         provider: str = Query(
             "",
             max_length=40,
             description="'' (one home instance type), 'any', or a provider id.",
-            examples=["aws"],
+            openapi_examples=_ex("aws"),
         ),
     ) -> dict[str, Any]:
         """Which pricing modes the form can price for GPUS x HARDWARE on PROVIDER, and why not.
@@ -499,7 +515,8 @@ def create_app(
         key, data = await _run(engine.report, body)
         if _is_htmx(request):
             figs = await _run(engine.figures, key, data, FRAGMENT_FIGURES)
-            return HTMLResponse(_fragment(env, data, figs))
+            small = await _run(engine.figures, key, data, FRAGMENT_FIGURES, True)
+            return HTMLResponse(_fragment(env, data, figs, small))
         return JSONResponse(_finite(data.to_json()))
 
     @app.post("/api/v1/report", tags=["report"], openapi_extra=_BODY, responses=_ERRORS)
@@ -592,8 +609,13 @@ def _workbook(data: ReportData, savings_usd: float | None, horizon_months: int |
     return roi_workbook_bytes(workbook_for(data, inputs))
 
 
-def _fragment(env: Any, data: ReportData, figs: list[tuple[str, str, bytes]]) -> str:
-    shown = [(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs]
+def _fragment(
+    env: Any,
+    data: ReportData,
+    figs: list[tuple[str, str, bytes]],
+    narrow: list[tuple[str, str, bytes]],
+) -> str:
+    shown = figure_views(figs, narrow)
     return str(env.get_template("results.html.j2").render(**answer_context(data), figures=shown))
 
 

@@ -137,7 +137,11 @@ function showApiError(form, status, text) {
   try { err = JSON.parse(text).error; } catch (e) { err = null; }
   if (!err) { err = { message: "The server did not answer (" + status + ")." }; }
   const where = err.form || {};
-  const message = err.form_message || err.message;
+  let message = err.form_message || err.message;
+  // the API counts options; the page shows rows (a row holds one option per ticked pricing)
+  if (where.row !== null && where.row !== undefined && lastRowOf[where.row] !== undefined) {
+    message = message.split("(option " + (where.row + 1) + ")").join("(row " + (lastRowOf[where.row] + 1) + ")");
+  }
   // form_message already carries the hint when the form can follow it (no CLI flags)
   showFieldError(form, where.input, where.row, message);
   markStale("Fix: " + message);
