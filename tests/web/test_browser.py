@@ -118,7 +118,10 @@ CONTRAST_JS = """() => {
              b: top.b * a + under.b * (1 - a), a: 1 };
   }
   function lum(c) {
-    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    const f = (v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+    };
     return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b);
   }
   function background(el) {
@@ -137,11 +140,13 @@ CONTRAST_JS = """() => {
   while (walk.nextNode()) {
     const node = walk.currentNode;
     const el = node.parentElement;
-    if (!node.textContent.trim() || !el || seen.has(el) || el.closest("option, script, style")) { continue; }
+    if (!node.textContent.trim() || !el || seen.has(el)) { continue; }
+    if (el.closest("option, script, style")) { continue; }
     seen.add(el);
     const box = el.getBoundingClientRect();
     const cs = getComputedStyle(el);
-    if (!box.width || !box.height || cs.visibility === "hidden" || Number(cs.opacity) === 0) { continue; }
+    if (!box.width || !box.height) { continue; }
+    if (cs.visibility === "hidden" || Number(cs.opacity) === 0) { continue; }
     const bg = background(el);
     const fg = over(parse(cs.color), bg);
     const l1 = lum(fg), l2 = lum(bg);
@@ -437,7 +442,8 @@ def test_phone_shows_that_the_answer_changed(browser: Any, live_server: str) -> 
         toast.wait_for(state="visible")
         box = toast.bounding_box()
         assert box is not None
-        assert 0 <= box["y"] and box["y"] + box["height"] <= VIEWPORTS["phone"][1]
+        assert box["y"] >= 0
+        assert box["y"] + box["height"] <= VIEWPORTS["phone"][1]
         assert "Updated" in toast.inner_text()
         assert "Cheapest:" in toast.inner_text()
         assert page.locator("#results-stamp").inner_text().startswith("Updated ")

@@ -61,9 +61,11 @@ def _bodies(page: Any) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
     page.on(
         "request",
-        lambda r: sent.append(json.loads(r.post_data or "null"))
-        if r.url.endswith("/api/v1/compare") and r.method == "POST"
-        else None,
+        lambda r: (
+            sent.append(json.loads(r.post_data or "null"))
+            if r.url.endswith("/api/v1/compare") and r.method == "POST"
+            else None
+        ),
     )
     return sent
 
