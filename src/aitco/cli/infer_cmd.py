@@ -95,7 +95,12 @@ def infer(
         float | None, typer.Option("--slo-tpot-ms", help="P99 TPOT objective.")
     ] = None,
     engine: Annotated[Engine, typer.Option("--engine", help="Engine limits.")] = Engine.vllm,
-    allocation: Annotated[Allocation, typer.Option("--kv-allocation")] = Allocation.paged,
+    allocation: Annotated[
+        Allocation,
+        typer.Option(
+            "--kv-allocation", help="KV cache in pages (vLLM) or one contiguous block per request."
+        ),
+    ] = Allocation.paged,
     length_cv: Annotated[
         float, typer.Option("--length-cv", help="Coefficient of variation of lengths (--qps).")
     ] = 0.0,

@@ -6,14 +6,18 @@ import json
 import math
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from rich.console import Console
 from rich.table import Table
 
+from aitco.decide.scenario import PricingMode
 from aitco.explain import Estimate
 from aitco.formatting import num
 from aitco.labels import LABELS
+
+#: The pricing modes, as every ``--pricing`` option's help lists them.
+PRICING_MODES = ", ".join(get_args(PricingMode))
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)

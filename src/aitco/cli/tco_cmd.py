@@ -409,7 +409,9 @@ def _catalog_value(cat: Any, fid: str) -> Any:
 
 @preset_app.command("show")
 def preset_show(
-    name: Annotated[str, typer.Argument(metavar="PRESET")],
+    name: Annotated[
+        str, typer.Argument(metavar="PRESET", help="Preset id (see `aitco preset list`).")
+    ],
     json_out: JsonOpt = False,
 ) -> None:
     """Show a preset's overrides beside the catalog values they replace, and its source."""
@@ -502,8 +504,8 @@ def preset_diff_data(
 
 @preset_app.command("diff")
 def preset_diff(
-    a: Annotated[str, typer.Argument(metavar="PRESET_A")],
-    b: Annotated[str, typer.Argument(metavar="PRESET_B")],
+    a: Annotated[str, typer.Argument(metavar="PRESET_A", help="Preset of the base totals.")],
+    b: Annotated[str, typer.Argument(metavar="PRESET_B", help="Preset compared with it.")],
     scenario: Annotated[
         str | None, typer.Option("--scenario", help="Scenario YAML; default: the built-in ones.")
     ] = None,

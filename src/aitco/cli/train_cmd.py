@@ -156,7 +156,9 @@ def train(
     micro_batch: Annotated[
         int | None, typer.Option("--micro-batch", help="Sequences per micro-batch.", min=1)
     ] = None,
-    precision: Annotated[Precision, typer.Option("--precision")] = Precision.bf16,
+    precision: Annotated[
+        Precision, typer.Option("--precision", help="Number format of the weights and matmuls.")
+    ] = Precision.bf16,
     tp: Annotated[int | None, typer.Option("--tp", help="Tensor parallel degree.", min=1)] = None,
     pp: Annotated[int | None, typer.Option("--pp", help="Pipeline parallel degree.", min=1)] = None,
     cp: Annotated[int | None, typer.Option("--cp", help="Context parallel degree.", min=1)] = None,
@@ -242,10 +244,21 @@ def train(
             "kernel shape laws apply to both.",
         ),
     ] = GemmLevel.framework,
-    recompute: Annotated[Recompute | None, typer.Option("--recompute")] = None,
-    method: Annotated[Method, typer.Option("--method")] = Method.full,
+    recompute: Annotated[
+        Recompute | None,
+        typer.Option(
+            "--recompute",
+            help="Activation recomputation (default: the least that fits in memory).",
+        ),
+    ] = None,
+    method: Annotated[
+        Method, typer.Option("--method", help="Full training, or LoRA / QLoRA adapters.")
+    ] = Method.full,
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA/QLoRA rank.", min=1)] = 16,
-    optimizer: Annotated[Optimizer, typer.Option("--optimizer")] = Optimizer.adam,
+    optimizer: Annotated[
+        Optimizer,
+        typer.Option("--optimizer", help="Optimizer states: Adam (fp32) or 8-bit Adam."),
+    ] = Optimizer.adam,
     plan: Annotated[
         str | None,
         typer.Option("--plan", help="'auto': search the plan (given degrees are held)."),
