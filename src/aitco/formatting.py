@@ -122,6 +122,19 @@ def duration_h(hours: Any) -> str:
     return f"{days:.1f} days" if abs(days) < 100 else f"{days:,.0f} days"
 
 
+#: Values that are durations, and the hours in one of their unit. [days], [h]
+TIME_KEYS_H: dict[str, float] = {"wall_clock_days": HOURS_PER_DAY, "wall_clock_h": 1.0}
+
+
+def option_hours(values: Any) -> float | None:
+    """Return an option's duration (``wall_clock_days`` or ``wall_clock_h``) or None [h]."""
+    for key, per in TIME_KEYS_H.items():
+        v = values.get(key)
+        if _finite(v):
+            return float(v) * per
+    return None
+
+
 def time_unit(hours: Iterable[Any]) -> tuple[str, float]:
     """Return the one time unit of a surface (its cards, table and chart axes): h or days.
 

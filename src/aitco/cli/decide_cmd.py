@@ -859,7 +859,8 @@ def api_vs_self_host_cmd(
             f"  cheapest plan: {sh['replicas']} x {sh['gpus_per_replica']} {sh['hardware']} "
             f"{sh['precision']} "
             f"batch {sh['batch']} -> {sh['usd_per_million_tokens']:.3g} $/Mtok "
-            f"(TTFT {sh['ttft_s']:.3g} s, TPOT {sh['tpot_s']:.3g} s, {sh['utilization']:.0%} busy)",
+            f"(TTFT {1e3 * sh['ttft_s']:.3g} ms, TPOT {1e3 * sh['tpot_s']:.3g} ms, "
+            f"{sh['utilization']:.0%} busy)",
             highlight=False,
         )
     rows = [

@@ -19,6 +19,7 @@ import typer
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
+from aitco.formatting import time_unit
 
 
 class Precision(StrEnum):
@@ -134,11 +135,12 @@ BATCH_RULE = (
 )
 
 
-def _range(values: dict[str, Any], key: str) -> str:
+def _range(values: dict[str, Any], key: str, per: float = 1.0) -> str:
+    """Return the 80 % interval of ``key`` (divided by ``per``: hours to days)."""
     iv = values.get("interval", {}).get(key)
     if not iv:
         return ""
-    return f"{fmt(iv[0])} - {fmt(iv[1])}"
+    return f"{fmt(iv[0] / per)} - {fmt(iv[1] / per)}"
 
 
 def train(
@@ -359,7 +361,10 @@ def train(
         rows.append(("NVMe per GPU (GB)", v["nvme_per_gpu_gb"], "offloaded"))
     if "gpu_hours" in v:
         rows.append(("GPU-hours", v["gpu_hours"], _range(v, "gpu_hours")))
-        rows.append(("wall clock (h)", v["wall_clock_h"], _range(v, "wall_clock_h")))
+        unit, per_h = time_unit([v["wall_clock_h"]])  # hours, or days beyond a few
+        rows.append(
+            (f"wall clock ({unit})", v["wall_clock_h"] / per_h, _range(v, "wall_clock_h", per_h))
+        )
     title = f"Training {arch.id} on {gpus} x {acc.id} ({precision.value}, {method.value})"
     console.print(table(title, ["", "estimate", "80% range"], rows, caption=f"plan: {plan_s}"))
     console.print(

@@ -21,9 +21,11 @@ from markupsafe import Markup, escape
 from aitco import __version__
 from aitco.decide.roi import format_summary_value, roi_summary
 from aitco.formatting import (
+    TIME_KEYS_H,
     duration_h,
     in_time_unit,
     num,
+    option_hours,
     pct,
     usd,
     usd_si,
@@ -31,7 +33,7 @@ from aitco.formatting import (
 )
 from aitco.labels import category_label, display_scale, label, short_label
 from aitco.report import plots
-from aitco.report.model import HEADLINE_KEYS, TIME_KEYS_H, ReportData, option_hours
+from aitco.report.model import HEADLINE_KEYS, ReportData
 from aitco.report.plots import report_figures
 
 if TYPE_CHECKING:  # pragma: no cover

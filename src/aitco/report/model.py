@@ -17,7 +17,7 @@ from aitco.decide import roi
 from aitco.decide.compare import compare as default_compare
 from aitco.decide.sweep import sweep
 from aitco.errors import InputError
-from aitco.formatting import HOURS_PER_DAY, time_unit
+from aitco.formatting import option_hours, time_unit
 
 #: Headline values shown in the comparison table, in order, when an option has them.
 HEADLINE_KEYS: tuple[str, ...] = (
@@ -41,19 +41,6 @@ RENTAL_ITEM_PREFIXES: tuple[str, ...] = ("rental",)
 
 def _is_rental(name: str) -> bool:
     return name.startswith(RENTAL_ITEM_PREFIXES)
-
-
-#: Option values that are durations, and the hours in one of their unit. [days], [h]
-TIME_KEYS_H: dict[str, float] = {"wall_clock_days": HOURS_PER_DAY, "wall_clock_h": 1.0}
-
-
-def option_hours(values: Mapping[str, Any]) -> float | None:
-    """Return an option's duration (``wall_clock_days`` or ``wall_clock_h``) or None [h]."""
-    for key, per in TIME_KEYS_H.items():
-        v = values.get(key)
-        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
-            return float(v) * per
-    return None
 
 
 #: Latency keys tried, in order, for the cost-vs-latency front of serving options. [s]
