@@ -45,9 +45,7 @@ def test_pricing_options_list_their_values() -> None:
                 assert all(m in (p.help or "") for m in modes), (path, p.opts[0], p.help)
 
 
-@pytest.mark.parametrize(
-    "path", [p for p, _c in COMMANDS], ids=lambda p: " ".join(p) or "aitco"
-)
+@pytest.mark.parametrize("path", [p for p, _c in COMMANDS], ids=lambda p: " ".join(p) or "aitco")
 def test_help_shows_flags_as_flags(
     path: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
