@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 from aitco.catalog.loader import Catalog
+from aitco.catalog.schema import spot_rate_ids
 from aitco.cost import people
 from aitco.errors import CatalogError, InputError, UnknownIdError
 
@@ -70,8 +71,6 @@ BYTES_PER_TOKEN_ID = "data.bytes-per-token"
 HORIZON_ID = "ownership.horizon-years"
 USEFUL_LIFE_ID = "useful-life.years"
 DISCOUNT_RATE_ID = "finance.discount-rate"
-#: Family of spot preemptions per instance-hour, by provider (``.default`` for the others).
-SPOT_RATE_PREFIX = "spot-interruption.per-hour."
 #: Cooling of a rented accelerator: the hyperscaler's PUE.
 HYPERSCALE_PUE = "hyperscale"
 
@@ -239,10 +238,15 @@ class CostFactors:
             raise InputError(SPARES_ID, f, "a fraction in [0, 1] (fractions are 0-1, not percent)")
         return f
 
-    def spot_rate_per_instance_h(self, provider: str | None, field_name: str) -> tuple[str, float]:
-        """Spot preemptions per instance-hour of ``provider`` (else the default), with its id."""
-        prov = (provider or "default").lower()
-        return self.first([f"{SPOT_RATE_PREFIX}{prov}", f"{SPOT_RATE_PREFIX}default"], field_name)
+    def spot_rate_per_instance_h(
+        self, provider: str | None, field_name: str, instance: str | None = None
+    ) -> tuple[str, float]:
+        """Spot preemptions per instance-hour, with the id of the factor used.
+
+        The rate of ``instance``'s family at ``provider`` (``<provider>.<family>``), else of
+        ``provider``, else the default (:func:`aitco.catalog.schema.spot_rate_ids`).
+        """
+        return self.first(spot_rate_ids(provider, instance), field_name)
 
     # ----------------------------------------------------------------------- power and carbon
     @property

@@ -19,14 +19,19 @@ from typing import Any
 import numpy as np
 
 from aitco.catalog.loader import Catalog
-from aitco.catalog.schema import Accelerator, CloudOffer, System
+from aitco.catalog.schema import (
+    SPOT_RATE_PREFIX,
+    Accelerator,
+    CloudOffer,
+    System,
+    spot_rate_ids,
+)
 from aitco.cost import capex as capex_mod
 from aitco.cost import finance
 from aitco.cost import offers as offers_mod
 from aitco.cost.factors import (
     DISCOUNT_RATE_ID,
     HORIZON_ID,
-    SPOT_RATE_PREFIX,
     USEFUL_LIFE_ID,
     CostFactors,
 )
@@ -402,6 +407,10 @@ def offer_bill(
     )
     if c is None or not c.eligible:
         return OfferBill(math.nan, float(gpus), math.nan, -1.0, 0.0)
-    spot = rates.get(c.provider, default_spot) if mode == "spot" else 0.0
+    spot = 0.0
+    if mode == "spot":  # the family's rate, else the provider's, else the default (as compare)
+        inst = next((o.instance for o in offers if o.id == c.offer_id), None)
+        keys = [f.removeprefix(SPOT_RATE_PREFIX) for f in spot_rate_ids(c.provider, inst)]
+        spot = next((rates[k] for k in keys if k in rates), default_spot)
     code = float(offer_ids.index(c.offer_id))
     return OfferBill(c.usd_per_gpu_hour, float(c.gpus_billed), float(c.instances), code, spot)

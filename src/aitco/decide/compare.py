@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aitco.calibrate.profile import load_profile
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, ModelArch, System
-from aitco.catalog.staleness import stale_price_inputs
+from aitco.catalog.staleness import oldest_price_input, stale_price_inputs
 from aitco.cost import carbon, cloud, data, people, power, reliability
 from aitco.cost.factors import CostFactors
 from aitco.cost.pricing import (
@@ -101,6 +101,8 @@ class Comparison(BaseModel):
     assumptions: list[str] = Field(default_factory=list)
     #: Prices the answer rests on that are older than 12 months (aitco.catalog.staleness).
     stale_inputs: list[dict[str, Any]] = Field(default_factory=list)
+    #: The oldest price the answer rests on, with its age (aitco.catalog.staleness).
+    oldest_price: dict[str, Any] | None = None
 
     def option(self, name: str) -> Breakdown:
         """Return the option called ``name`` (KeyError if absent)."""
@@ -120,6 +122,7 @@ class Comparison(BaseModel):
             "options": [o.to_json(explain=explain) for o in self.options],
             "assumptions": self.assumptions,
             "stale_inputs": self.stale_inputs,
+            "oldest_price": self.oldest_price,
         }
 
 
@@ -182,14 +185,13 @@ def compare(
         )
     comp.assumptions = _assumption_lines(fac)
     _mark(comp)
-    comp.stale_inputs = stale_price_inputs(
-        catalog,
-        [
-            (b.hardware, b.pricing, b.values.get("offer"), b.values.get("region"))
-            for o in comp.options
-            for b in (o.stages or [o])
-        ],
-    )
+    used = [
+        (b.hardware, b.pricing, b.values.get("offer"), b.values.get("region"))
+        for o in comp.options
+        for b in (o.stages or [o])
+    ]
+    comp.stale_inputs = stale_price_inputs(catalog, used)
+    comp.oldest_price = oldest_price_input(catalog, used)
     return comp
 
 
@@ -424,8 +426,9 @@ def _training(
     spot_id = None
     sigma = 0.0
     if opt.pricing == "spot":
+        offer = fac.catalog.offers.get(price.offer) if price.offer else None
         spot_id, sigma = fac.spot_rate_per_instance_h(
-            price.provider or opt.provider, f"{where}.pricing"
+            price.provider or opt.provider, f"{where}.pricing", offer.instance if offer else None
         )
     g = training_goodput(
         model, w, scn.ops, fac, n, nodes, productive_h,
@@ -1635,7 +1638,23 @@ def _data_items(
         ("cross_zone_transfer", d.cross_zone_gb, d.cross_zone_kind, "data.cross_zone_kind"),
     )
     for name, gb, kind, field_name in transfers:
-        if one_off and gb:
+        breaks_id, tiers_id = f"transfer.tier-breaks-gb.{kind}", f"transfer.tier-usd-per-gb.{kind}"
+        if one_off and gb and fac.has(breaks_id) and fac.has(tiers_id):
+            # the provider's monthly volume tiers, the period's volume spread over its months
+            breaks, rates = fac.curve(breaks_id), fac.curve(tiers_id)
+            billed_months = max(1.0, months)
+            usd = float(data.tiered_transfer_usd(gb, billed_months, breaks, rates))
+            b.add(
+                name,
+                usd,
+                "data",
+                "GB per month priced by the provider's volume tiers x months",
+                {"gb": gb, "months": billed_months, "usd_per_gb": usd / gb},
+                fac.sources(breaks_id, tiers_id),
+                note="tiers from (GB/month): "
+                + ", ".join(f"{x:g} at ${r:g}/GB" for x, r in zip(breaks, rates, strict=False)),
+            )
+        elif one_off and gb:
             fid = f"transfer.usd-per-gb.{kind}"
             p = fac.value(fid, field_name)
             b.add(
