@@ -72,7 +72,7 @@ def _min_font_px(fig: Figure) -> float:
     from matplotlib.text import Text
 
     sizes = [
-        t.get_fontsize()
+        float(t.get_fontsize())
         for t in fig.findobj(Text)
         if t.get_visible() and t.get_text().strip() and t.get_figure() is not None
     ]
@@ -729,13 +729,12 @@ def report_figures(
         (:meth:`aitco.report.model.ReportData.time_unit`), as its cards and tables write them.
     """
     todo: list[tuple[str, str, Callable[[], bytes]]] = []
-    nw = {"narrow": narrow}
     if data.options:
         todo.append(
             (
                 "breakdown",
                 "Cost breakdown per option, by category",
-                lambda: cost_breakdown_png(data.options, **nw),
+                lambda: cost_breakdown_png(data.options, narrow=narrow),
             )
         )
         for k, o in enumerate(sorted(data.options, key=lambda o: o.total_usd)):
@@ -743,7 +742,7 @@ def report_figures(
                 (
                     f"waterfall_{k + 1}",
                     f"Hidden costs of {o.name}: compute price to full TCO",
-                    functools.partial(waterfall_png, o, **nw),
+                    functools.partial(waterfall_png, o, narrow=narrow),
                 )
             )
     if len(data.pareto_time) >= 2:
@@ -758,7 +757,7 @@ def report_figures(
                     title="Cost vs time to train",
                     x_key="wall_clock_days",
                     x_scale=24.0 / per_h,
-                    **nw,
+                    narrow=narrow,
                 ),
             )
         )
@@ -772,7 +771,7 @@ def report_figures(
                     xlabel="Latency [s]",
                     title="Cost vs latency",
                     x_key="latency_s",
-                    **nw,
+                    narrow=narrow,
                 ),
             )
         )
@@ -782,11 +781,14 @@ def report_figures(
             (
                 "pareto_sweep",
                 f"Pareto front of the sweep {sf.get('source', '')}".rstrip(),
-                lambda: sweep_front_png(sf, **nw),
+                lambda: sweep_front_png(sf, narrow=narrow),
             )
         )
     if data.roi is not None:
-        todo.append(("roi", "ROI and payback over the horizon", lambda: roi_png(data.roi, **nw)))
+        roi = data.roi
+        todo.append(
+            ("roi", "ROI and payback over the horizon", lambda: roi_png(roi, narrow=narrow))
+        )
     if data.tornado:
         swing = tornado_swing(data.tornado)
         pm = f" moved ±{swing:.0%}" if swing is not None else ""
@@ -794,7 +796,7 @@ def report_figures(
             (
                 "tornado",
                 f"Sensitivity of {label(data.tornado_metric)} to each input{pm}, one at a time",
-                lambda: tornado_png(data.tornado, metric=data.tornado_metric, **nw),
+                lambda: tornado_png(data.tornado, metric=data.tornado_metric, narrow=narrow),
             )
         )
     if data.utilisation is not None:
@@ -808,7 +810,7 @@ def report_figures(
                     u["devices"],
                     u["times"],
                     idle_threshold=float(u.get("idle_threshold", 0.3)),
-                    **nw,
+                    narrow=narrow,
                 ),
             )
         )
