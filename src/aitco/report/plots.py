@@ -89,10 +89,22 @@ def _png(fig: Figure) -> bytes:
         warnings.filterwarnings("ignore", message="constrained_layout not applied")
         # a name in a script the bundled font lacks is drawn as boxes, not refused
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
-        fig.canvas.draw()
-        meta = {MIN_FONT_KEY: f"{_min_font_px(fig):.2f}"}
-        fig.savefig(buf, format="png", dpi=DPI, metadata=meta)
-    return buf.getvalue()
+        fig.savefig(buf, format="png", dpi=DPI)
+    # drawn once: the tick labels exist now; their smallest font goes in a text chunk
+    return _with_text(buf.getvalue(), MIN_FONT_KEY, f"{_min_font_px(fig):.2f}")
+
+
+def _with_text(png: bytes, key: str, value: str) -> bytes:
+    """Return ``png`` with a ``tEXt`` chunk ``key`` = ``value`` after its header chunk."""
+    import struct
+    import zlib
+
+    data = key.encode("latin-1") + b"\x00" + value.encode("latin-1")
+    chunk = struct.pack(">I", len(data)) + b"tEXt" + data
+    chunk += struct.pack(">I", zlib.crc32(b"tEXt" + data) & 0xFFFFFFFF)
+    (ihdr_len,) = struct.unpack(">I", png[8:12])
+    end = 8 + 12 + ihdr_len  # signature, then IHDR (length, type, data, crc)
+    return png[:end] + chunk + png[end:]
 
 
 def png_text(png: bytes, key: str) -> str | None:
