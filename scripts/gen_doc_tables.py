@@ -114,13 +114,15 @@ def inference_table(comp: Any) -> str:
                 num(v["ttft_s"] * display_scale("ttft_s"), 3),
                 num(v["tpot_s"] * display_scale("tpot_s"), 3),
                 usd(v.get("usd_per_month")),
+                usd(v.get("usd_per_month_used", v.get("usd_per_month"))),
+                usd(v.get("committed_term_unused_usd", 0.0)),
                 usd(v.get("usd_per_million_tokens")),
                 usd(v.get("usd_per_million_output_tokens")),
                 "yes" if v.get("feasible", True) else "no: " + "; ".join(v["infeasible_reasons"]),
             ]
         )
     head = ["option", "offer", "GPUs used / billed", "TTFT [ms]", "TPOT [ms]", "$/month"]
-    head += ["$/M tokens", "$/M output tokens", "feasible"]
+    head += ["$/month used", "unused commitment", "$/M tokens", "$/M output tokens", "feasible"]
     return _md(head, rows)
 
 

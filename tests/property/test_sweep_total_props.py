@@ -236,8 +236,8 @@ def test_sweep_service_items_equal_compare_items(pick, qps, months, reuse):
     assert bl["gpus_billed"][0] == b.values["gpus_billed"]
     got = {it.name: it for it in b.items}
     active = None
-    if "electricity_it_active" in got:  # owned: the engine's draw over TDP, as compare took it
-        active = np.array([got["electricity_it_active"].inputs["active_fraction_of_tdp"]])
+    if "electricity_it_active" in got:  # owned: the engine's busy share, as compare took it
+        active = np.array([got["electricity_it_active"].inputs["busy_share_of_hours"]])
     items = evaluator.serving_items(
         one_row, mode, one_row, np.array([per_replica]), np.array([n]),
         months * HOURS_PER_MONTH, np.array([b.values["utilization"]]), bl, active,

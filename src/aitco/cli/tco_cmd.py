@@ -9,6 +9,7 @@ Thin: parse, call :func:`aitco.decide.compare.compare`, render. ``--json`` print
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -207,7 +208,16 @@ def _items_table(c: Comparison) -> Table:
     """Options as columns, every headline figure and every item as a row."""
     cols = ["", *(_header(o, c) for o in c.options)]
     rows: list[list[Any]] = []
-    head = [*_headline(c), ("energy [kWh]", "energy_kwh", 1.0, 0), ("kg CO2e", "kg_co2e", 1.0, 0)]
+    head = _headline(c)
+    if any(o.values.get("committed_term_unused_usd") for o in c.options):
+        # a committed term: the used share and the unused commitment, apart
+        if c.kind == "inference":
+            head += [("$/month used", "usd_per_month_used", 1.0, 0)]
+        head += [
+            ("used [USD]", "used_usd", 1.0, 0),
+            ("unused commitment [USD]", "committed_term_unused_usd", 1.0, 0),
+        ]
+    head += [("energy [kWh]", "energy_kwh", 1.0, 0), ("kg CO2e", "kg_co2e", 1.0, 0)]
     if any("capex_usd" in o.values for o in c.options):
         head += [
             ("capex (owned) [USD]", "capex_usd", 1.0, 0),
@@ -283,6 +293,8 @@ def _rows_table(c: Comparison, layout: RowLayout) -> Table:
         unit, per_h = _time_unit(c)
         head = [("hours" if unit == "h" else unit, "wall_clock_h", 1.0 / per_h, -3)]
     rest = [k for k in present if k not in cats]
+    # a committed term: the unused commitment in a column of its own, out of compute
+    unused_col = any(o.values.get("committed_term_unused_usd") for o in c.options)
     extras = (
         [
             ("$/M tok", "usd_per_million_tokens", 1.0, 3),
@@ -293,6 +305,7 @@ def _rows_table(c: Comparison, layout: RowLayout) -> Table:
         else []
     )
     cols = ["option", *(h[0] for h in head), *(_SHORT.get(k, k) for k in cats)]
+    cols += ["unused commit."] if unused_col else []
     cols += ["other"] if rest else []
     cols += ["total", *(e[0] for e in extras)]
     cols += [""] if layout.marks_column else []
@@ -304,14 +317,22 @@ def _rows_table(c: Comparison, layout: RowLayout) -> Table:
             name = name.replace(" ", "\n", 1)
         if marks and not layout.marks_column:
             name += "\n" + " ".join(marks)
-        by_cat = o.by_category()
+        unused = float(o.values.get("committed_term_unused_usd") or 0.0)
+        by_cat = {
+            k: math.fsum(
+                i.usd for i in o.items if i.category == k and i.name != "committed_term_unused"
+            )
+            for k in present
+        }
         row = [
             name,
             *(_num(_scaled(o.values.get(key), scale), d) for _, key, scale, d in head),
-            *(_num(by_cat.get(k, 0.0), 0) for k in cats),
+            *(_num(by_cat[k], 0) for k in cats),
         ]
+        if unused_col:
+            row.append(_num(unused, 0))
         if rest:
-            row.append(_num(sum(by_cat.get(k, 0.0) for k in rest), 0))
+            row.append(_num(math.fsum(by_cat[k] for k in rest), 0))
         row.append(f"[bold]{fmt(o.total_usd)}[/bold]")
         row += [_num(_scaled(o.values.get(key), s), d) for _, key, s, d in extras]
         if layout.marks_column:

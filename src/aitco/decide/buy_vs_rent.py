@@ -55,6 +55,8 @@ FACTOR_IDS: dict[str, str] = {
     "employer": "labour.employer-cost-factor",
     "seats": "ops.on-call-seats.owned",
     "prod_h": "labour.productive-hours-per-fte-year",
+    "rota_gpus": "ops.on-call-rota-gpus",
+    "account_other": "support.account-other-usd-per-month",
     "restart": "restart.hours",
 }
 
@@ -293,13 +295,14 @@ def _owned(
     capex = per_gpu * gpus
     nodes = float(power.host_share_nodes(gpus, sysm.devices_per_node))  # host shared by slot
     tdp = acc.board_power_w or 0.0  # the TDP, or the lower power limit it is run at
+    idle = float(fac.idle_fraction_of_board(acc.idle_w, acc.board_power_w))
     it_w = float(
         power.it_power_w(
             gpus,
             tdp,
             u,
             fac.value(ids["active"]),
-            fac.value(ids["idle"]),
+            idle,
             nodes,
             sysm.node_power_w,
             fac.value(ids["switch"]),
@@ -311,7 +314,7 @@ def _owned(
             tdp,
             1.0,
             1.0,
-            fac.value(ids["idle"]),
+            idle,
             nodes,
             sysm.node_power_w,
             fac.value(ids["switch"]),
@@ -324,7 +327,7 @@ def _owned(
     energy_kwh = float(power.energy_kwh(fac_w, HOURS_PER_MONTH))
     energy = float(power.electricity_usd(energy_kwh, fac.value(kwh_price_id)))
     colo = fac.value(ids["colo"]) * it_peak_w / WATTS_PER_KILOWATT if colocation else 0.0
-    min_fte = float(people.on_call_fte(fac.value(ids["seats"]), fac.value(ids["prod_h"])))
+    min_fte = float(fac.on_call_min_fte(gpus))
     staff = float(
         people.ops_staff_usd(
             gpus, HOURS_PER_MONTH, fac.value(ids["fte_owned"]), fac.loaded_labour_rate()[0], min_fte
@@ -375,8 +378,8 @@ def _owned(
             "operations_staff",
             staff,
             "opex_monthly",
-            "max(g/1000 FTE, on-call seats x 8766 h / productive h) x 730.5 h / 8766 h"
-            " x 2080 h x wage x employer-cost factor",
+            "max(g/1000 FTE, on-call rota FTE x min(1, g / rota fleet)) x 730.5 h / 8766 h"
+            " x 2080 h x wage x employer-cost factor (rota FTE = seats x 8766 h / productive h)",
             {"fte_per_1000_gpus": fac.value(ids["fte_owned"]), "on_call_min_fte": min_fte},
         ),
     ]
@@ -397,6 +400,7 @@ def _owned(
             "employer",
             "seats",
             "prod_h",
+            "rota_gpus",
         )
     ]
     srcs += [_source(fac, pid), _source(fac, kwh_price_id)]
@@ -436,9 +440,11 @@ def _rent(
     sched = fac.support_schedule(key)
     if sched is not None:
         breaks, rates, low, sup_ids = sched
-        support = float(people.tiered_fee_usd(compute + rework, 1.0, breaks, rates, low))
+        other = fac.support_account_other_usd_per_month
+        support = float(people.support_share_usd(compute + rework, 1.0, breaks, rates, low, other))
         sup_in["schedule"] = {"tier_breaks_usd_per_month": breaks, "tier_rates": rates}
-        srcs += [_source(fac, i) for i in sup_ids]
+        sup_in["account_other_usd_per_month"] = other
+        srcs += [_source(fac, i) for i in (*sup_ids, ids["account_other"])]
     staff = float(
         people.ops_staff_usd(
             gpus, HOURS_PER_MONTH, fac.value(ids["fte_cloud"]), fac.loaded_labour_rate()[0]

@@ -27,6 +27,7 @@ from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.catalog.staleness import oldest_price_input, stale_price_inputs
 from aitco.cost import carbon, cloud, data, people, power, reliability
+from aitco.cost import factors as factors_mod
 from aitco.cost.factors import CostFactors
 from aitco.cost.pricing import (
     COMMITTED_TERM_YEARS,
@@ -673,8 +674,9 @@ def rework_usd(
 OPS_ROLE_ID = "labour.usd-per-hour.sre"
 #: Employer cost of compensation over wages (wage -> loaded labour rate).
 EMPLOYER_COST_ID = "labour.employer-cost-factor"
-#: CostFactors of the on-call minimum team of an owned cluster.
-ON_CALL_IDS = ("ops.on-call-seats.owned", "labour.productive-hours-per-fte-year")
+#: Factors of the on-call rota an owned fleet shares (seats, productive hours per FTE, the fleet
+#: that needs a rota of its own): :data:`aitco.cost.factors.ON_CALL_IDS`.
+ON_CALL_IDS = factors_mod.ON_CALL_IDS
 #: Repair-labour models: per-incident staff hours, or scaled by the job's node count.
 REPAIR_SCALE_ID = "ops.repair-scale-per-node-doubling"
 
@@ -685,48 +687,61 @@ def loaded_labour_rate(fac: CostFactors, role_id: str = OPS_ROLE_ID) -> tuple[fl
     return float(w), [role_id, EMPLOYER_COST_ID]
 
 
-def on_call_min_fte(fac: CostFactors) -> float:
-    """Return the minimum operations team of an owned cluster (24x7 on-call seats) [FTE]."""
-    seats, hours = (fac.value(i) for i in ON_CALL_IDS)
-    return float(people.on_call_fte(seats, hours))
+def on_call_min_fte(fac: CostFactors, gpus: Any) -> np.ndarray:
+    """Return the on-call staff of an owned fleet of ``gpus`` [FTE].
+
+    :meth:`aitco.cost.factors.CostFactors.on_call_min_fte`: its share of a 24x7 rota.
+    """
+    return fac.on_call_min_fte(gpus)
+
+
+#: The account's other monthly spend beside the job (the support fee is the account's).
+SUPPORT_ACCOUNT_OTHER_ID = factors_mod.SUPPORT_ACCOUNT_OTHER_ID
 
 
 def support_schedule(
     fac: CostFactors, provider: str | None
-) -> tuple[Any, Any, float, list[str]] | None:
-    """Return a provider's support fee brackets (breaks, rates, monthly minimum, ids), or None.
+) -> tuple[Any, Any, float, float, list[str]] | None:
+    """Return a provider's support fee schedule, or None.
 
-    None where the catalog tables no plan for the provider (no support item is charged).
+    ``(breaks, rates, monthly minimum, the account's other monthly spend, ids)``
+    (:meth:`CostFactors.support_schedule` and
+    :attr:`CostFactors.support_account_other_usd_per_month`); None where the catalog tables no
+    plan for the provider (no support item is charged).
     """
-    key = (provider or "").lower()
-    ids = [
-        f"support.tier-breaks-usd.{key}",
-        f"support.tier-rates.{key}",
-        f"support.minimum-usd-per-month.{key}",
-    ]
-    if not key or not fac.has(ids[1]):
+    sched = fac.support_schedule(provider)
+    if sched is None:
         return None
-    breaks, rates = fac.curve(ids[0]), fac.curve(ids[1])
-    if len(breaks) != len(rates):
-        raise CatalogError(ids[0], breaks, f"one break per rate of {ids[1]} ({len(rates)})")
-    return breaks, rates, fac.value(ids[2]), ids
+    breaks, rates, low, ids = sched
+    other = fac.support_account_other_usd_per_month
+    return breaks, rates, low, other, [*ids, SUPPORT_ACCOUNT_OTHER_ID]
+
+
+#: Shortest holding time the support share is computed over (a run of zero hours has no
+#: monthly rate; its spend is zero too). [h]
+MIN_SUPPORT_HOURS = 1.0 / SECONDS_PER_HOUR
 
 
 def support_billed_months(wall_h: Any, term_h: Any) -> np.ndarray:
-    """Months a support plan bills for a run: its wall clock, or its whole committed terms.
+    """Months a run is held for its support fee: its wall clock, or its whole committed terms.
 
-    At least one month (plans are billed by the month). ``term_h`` NaN: no committed term.
+    A fraction of a month for a short run (the fee is the run's share of the account's month,
+    :func:`aitco.cost.people.support_share_usd`). ``term_h`` NaN: no committed term.
     """
     w = np.asarray(wall_h, dtype=float)
     th = np.asarray(term_h, dtype=float)
     has = np.isfinite(th) & (th > 0)
     safe = np.where(has, th, 1.0)
     billed = np.where(has, np.maximum(np.ceil(w / safe), 1.0) * safe, w)
-    return np.asarray(np.maximum(billed / HOURS_PER_MONTH, 1.0), dtype=float)
+    return np.asarray(np.maximum(billed, MIN_SUPPORT_HOURS) / HOURS_PER_MONTH, dtype=float)
 
 
 def support_fee_usd(fac: CostFactors, providers: Any, spend_usd: Any, months: Any) -> np.ndarray:
-    """Tiered support fee of each row's provider on its spend (0 where no plan is tabled)."""
+    """Each row's share of its provider's support fee on its spend (0 where no plan is tabled).
+
+    :func:`aitco.cost.people.support_share_usd`: the spend at the account's average support
+    rate, the account billed at the run's monthly rate plus its other spend.
+    """
     prov = np.asarray(providers, dtype=object)
     spend = np.asarray(spend_usd, dtype=float)
     m = np.broadcast_to(np.asarray(months, dtype=float), spend.shape)
@@ -737,8 +752,8 @@ def support_fee_usd(fac: CostFactors, providers: Any, spend_usd: Any, months: An
         if sched is None:
             continue
         sel = prov == key
-        breaks, rates, low, _ = sched
-        out[sel] = people.tiered_fee_usd(spend[sel], m[sel], breaks, rates, low)
+        breaks, rates, low, other, _ = sched
+        out[sel] = people.support_share_usd(spend[sel], m[sel], breaks, rates, low, other)
     return out
 
 
@@ -754,17 +769,17 @@ def labour_items_usd(
 ) -> dict[str, np.ndarray]:
     """Return ``ops_staff`` and the incident or repair labour of runs, as arrays [USD].
 
-    Operations staff: the larger of the per-GPU ratio and, for owned clusters, the 24x7
-    on-call minimum team; all labour at the loaded rate. ``repair_model``: ``per_incident``
-    (``incident_response``: interruptions x staff hours x rate) or ``cluster_scale``
-    (``repair_labour``: the same x 1 + alpha log2(nodes)).
+    Operations staff: the larger of the per-GPU ratio and, for owned clusters, the fleet's
+    share of a 24x7 on-call rota (:func:`on_call_min_fte`); all labour at the loaded rate.
+    ``repair_model``: ``per_incident`` (``incident_response``: interruptions x staff hours x
+    rate) or ``cluster_scale`` (``repair_labour``: the same x 1 + alpha log2(nodes)).
     """
     w, _ = loaded_labour_rate(fac)
     own = np.asarray(owned, dtype=bool)
     fte = np.where(
         own, fac.value("ops.fte-per-1000-gpus.owned"), fac.value("ops.fte-per-1000-gpus.cloud")
     )
-    min_fte = np.where(own, on_call_min_fte(fac), 0.0)
+    min_fte = np.where(own, on_call_min_fte(fac, gpus), 0.0)
     out = {"ops_staff": np.asarray(people.ops_staff_usd(gpus, wall_h, fte, w, min_fte), float)}
     mttr = fac.value("ops.mttr-staff-hours")
     if repair_model == "cluster_scale":
@@ -1192,6 +1207,7 @@ def _feasibility(values: dict[str, Any], price: GpuHourPrice) -> tuple[bool, lis
 def _instance_values(price: GpuHourPrice, b: Breakdown) -> dict[str, Any]:
     feasible, reasons = _feasibility(b.values, price)
     b.values.pop("_extra_reasons", None)
+    unused = b.usd("committed_term_unused")
     return {
         "feasible": feasible,
         "infeasible_reasons": reasons,
@@ -1199,6 +1215,10 @@ def _instance_values(price: GpuHourPrice, b: Breakdown) -> dict[str, Any]:
         "provider": price.provider,
         "instances": price.instances,
         "gpus_billed": price.gpus_billed,
+        # a committed term: the share used (every item but the unused rest of the term) and the
+        # unused commitment, apart (0 without a committed term); they add up to total_usd
+        "used_usd": b.total_usd - unused,
+        "committed_term_unused_usd": unused,
     }
 
 
@@ -1314,6 +1334,15 @@ def _pue_id(sysm: System, opt: HardwareOption) -> str:
     return f"pue.{opt.cooling or sysm.cooling}"
 
 
+def idle_fraction_of_board(idle_w: Any, board_w: Any, fac: CostFactors) -> np.ndarray:
+    """Return the idle draw over the board power [fraction].
+
+    :meth:`aitco.cost.factors.CostFactors.idle_fraction_of_board`: the catalog's measured
+    ``idle_w`` where published, else the factor ``idle-power.fraction-of-tdp``.
+    """
+    return fac.idle_fraction_of_board(idle_w, board_w)
+
+
 def _power_items(
     b: Breakdown,
     run: _Run,
@@ -1340,7 +1369,7 @@ def _power_items(
         raise CatalogError(f"accelerators.{acc.id}.tdp_w", None, "a TDP to compute power")
     fa_id = "utilization-power.training-fraction-of-tdp"
     fa = fac.value(fa_id) if active_fraction is None else active_fraction
-    fi = fac.value("idle-power.fraction-of-tdp")
+    fi = float(idle_fraction_of_board(acc.idle_w, board_w, fac))
     sw = fac.value("network.switch-power-w-per-gpu")
     loss = fac.value("power-conversion.loss")
     pue_id = _pue_id(sysm, opt)
@@ -1375,6 +1404,8 @@ def _power_items(
         "power_limit_w": acc.power_limit_w,
         "active_fraction_of_tdp": fa,
         "idle_fraction_of_tdp": fi,
+        "idle_w": fi * board_w,
+        "busy_share_of_hours": busy_h / run.wall_h if run.wall_h > 0 else 0.0,
         "nodes": nodes,
         "node_power_w": sysm.node_power_w,
         "switch_w_per_gpu": sw,
@@ -1385,8 +1416,8 @@ def _power_items(
         "pue_factor": pue_id,
     }
     ids = [
-        "utilization-power.training-fraction-of-tdp",
-        "idle-power.fraction-of-tdp",
+        *(["utilization-power.training-fraction-of-tdp"] if active_fraction is None else []),
+        *(["idle-power.fraction-of-tdp"] if acc.idle_w is None else []),
         "network.switch-power-w-per-gpu",
         "power-conversion.loss",
         pue_id,
@@ -1394,12 +1425,16 @@ def _power_items(
     if opt.pricing in OWNED:
         assert el_id is not None
         src = fac.sources(*ids, el_id)
+        idle_prov = acc.provenance.get("idle_w")
+        if acc.idle_w is not None and idle_prov is not None:
+            src.append(f"accelerators.{acc.id}.idle_w: {idle_prov.source.cite()}")
         inp = {**inputs, "usd_per_kwh": usd_kwh}
         b.add(
             "electricity_it_active",
             amt["electricity_it_active"],
             "power",
-            "gpus x TDP x active fraction x busy hours (+ node and switch power) x $/kWh",
+            "gpus x TDP x active fraction x busy hours (+ node and switch power) x $/kWh"
+            " (a service: board power over its busy share of the hours)",
             {**inp, "kwh": it_active_kwh},
             src,
         )
@@ -1407,7 +1442,8 @@ def _power_items(
             "electricity_it_idle",
             amt["electricity_it_idle"],
             "power",
-            "gpus x TDP x idle fraction x idle hours (restarts, stalls, fragmentation) x $/kWh",
+            "gpus x TDP x idle fraction x idle hours (+ node and switch power) x $/kWh (a service:"
+            " the hours it is not busy; restarts, stalls, fragmentation)",
             {**inp, "kwh": it_idle_kwh},
             src,
         )
@@ -1470,23 +1506,30 @@ def _people_items(
         repair_model=repair_model,
     )
     fte = fac.value(fte_id)
-    min_fte = on_call_min_fte(fac) if owned else 0.0
+    ratio_fte = run.gpus / people.GPUS_PER_STAFFING_UNIT * fte
+    min_fte = float(on_call_min_fte(fac, run.gpus)) if owned else 0.0
     staff_inputs = {
         "gpus": run.gpus,
         "hours": run.wall_h,
         "fte_per_1000_gpus": fte,
-        "ratio_fte": run.gpus / people.GPUS_PER_STAFFING_UNIT * fte,
+        "ratio_fte": ratio_fte,
         "on_call_min_fte": min_fte,
+        "staff_fte": max(ratio_fte, min_fte),
         "wage_usd_per_hour": wage,
         "employer_cost_factor": fac.value(EMPLOYER_COST_ID),
         "usd_per_hour": w,
     }
+    if owned:
+        seats, prod_h, rota_gpus = (fac.value(i) for i in ON_CALL_IDS)
+        staff_inputs["on_call_rota_fte"] = float(people.on_call_fte(seats, prod_h))
+        staff_inputs["on_call_rota_gpus"] = rota_gpus
     b.add(
         "ops_staff",
         float(labour["ops_staff"]),
         "people",
-        "max(gpus/1000 x FTE per 1000 GPUs, on-call seats x 8766 h / productive h per FTE"
-        " [owned]) x (hours/8766) x 2080 h x wage x employer-cost factor",
+        "max(gpus/1000 x FTE per 1000 GPUs, on-call rota FTE x min(1, gpus / rota fleet)"
+        " [owned]) x (hours/8766) x 2080 h x wage x employer-cost factor (rota FTE = seats x"
+        " 8766 h / productive h per FTE)",
         staff_inputs,
         fac.sources(fte_id, *rate_ids, *(ON_CALL_IDS if owned else ())),
     )
@@ -1518,21 +1561,28 @@ def _people_items(
     sched = support_schedule(fac, price.provider)
     if sched is None:
         return
-    breaks, rates, low, ids = sched
+    breaks, rates, low, other, ids = sched
     spend = sum(i.usd for i in b.items if i.category in ("compute", "reliability"))
     years = COMMITTED_TERM_YEARS.get(opt.pricing)
     term_h = years * HOURS_PER_YEAR if years else math.nan
     months = float(support_billed_months(run.wall_h, term_h))
+    account = spend / months + other
+    account_fee = float(people.monthly_fee_usd(account, breaks, rates, low))
     b.add(
         "cloud_support",
-        float(people.tiered_fee_usd(spend, months, breaks, rates, low)),
+        float(people.support_share_usd(spend, months, breaks, rates, low, other)),
         "people",
-        "months x max(sum over brackets of rate x part of the monthly spend in the bracket,"
-        " monthly minimum) (provider support plan)",
+        "spend x account fee / account bill: the account billed spend/months held + its other"
+        " spend a month; the fee = max(sum over brackets of rate x part of the bill in the"
+        " bracket, monthly minimum) (provider support plan, per account and month)",
         {
             "spend_usd": spend,
             "months": months,
             "monthly_spend_usd": spend / months,
+            "account_other_usd_per_month": other,
+            "account_usd_per_month": account,
+            "account_fee_usd_per_month": account_fee,
+            "account_support_rate": account_fee / account if account > 0 else 0.0,
             "tier_breaks_usd_per_month": breaks,
             "tier_rates": rates,
             "minimum_usd_per_month": low,
@@ -1938,20 +1988,26 @@ def _inference(
             fac.sources("fragmentation.idle-fraction"),
         )
     _instance_items(b, serving_held(run, serving), price, opt)
-    engine_w = _f(v.get("power_w"))
+    # serving power follows load: every hour at the idle draw, plus the engine's busy share of
+    # the hours at the board power (perf.serving.energy_per_token: idle + b x (board - idle))
+    b_frac = _f(v.get("busy_fraction"))
     active = None
-    # GPUs the engine estimate ran on (a disaggregated or autoscaled plan prices more or fewer)
-    est_gpus = opt.gpus if pool is not None else n
-    board_w = acc.board_power_w
-    if engine_w and board_w:
-        # the engine's average GPU draw at the served load, over TDP; every hour is at that draw
-        active = min(1.0, engine_w / (est_gpus * board_w))
-        # (an autoscaled pay-as-used service draws it only while its replicas run: billed_h)
-        run.busy_h = billed_h
+    if b_frac is not None and math.isfinite(b_frac) and acc.board_power_w:
+        active = 1.0
+        # (an autoscaled pay-as-used service runs only while its replicas run: billed_h)
+        run.busy_h = billed_h * min(max(b_frac, 0.0), 1.0)
     # power: the share of the node(s) used (a 1-GPU replica draws 1/8 of an 8-GPU node's host)
     # (MIG: n counts slices; the host is shared by the whole GPUs' slots)
     host_nodes = float(power.host_share_nodes(n / shares, sysm.devices_per_node))
     kwh, kg = _power_items(b, run, acc, sysm, price, opt, fac, host_nodes, active)
+    if active is not None and acc.board_power_w:
+        board = float(acc.board_power_w)
+        idle_w = float(idle_fraction_of_board(acc.idle_w, board, fac)) * board
+        share = run.busy_h / billed_h if billed_h > 0 else 0.0
+        b.assumptions.append(
+            f"serving power per GPU: idle {idle_w:,.1f} W every hour + busy share {share:.4f}"
+            f" x (board {board:,.0f} W - idle) = {idle_w + share * (board - idle_w):,.1f} W"
+        )
     _people_items(
         b,
         run,
@@ -2008,6 +2064,7 @@ def _inference(
     if w.time_slice is not None:
         b.values["time_slice"] = w.time_slice
     b.values.update(_instance_values(price, b))
+    b.values["usd_per_month_used"] = b.values["used_usd"] / months
     return b
 
 

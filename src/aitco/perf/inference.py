@@ -901,7 +901,14 @@ def _headline_values(
     req_s = out_tps / o
     tpot_t = point.tpot_terms
     busy = (math.fsum(tpot_t.get(k, 0.0) for k in BUSY_TERMS) / point.tpot_s) if tpot_t else 1.0
-    energy = serving.energy_per_token(acc, inp.gpus, out_tps, utilization=min(max(busy, 0.0), 1.0))
+    # open-loop arrivals leave the engine idle between requests: busy with probability 1 - e^-L,
+    # L = requests in flight per replica; a closed loop, a static batch or a full queue is busy
+    open_loop = inp.qps is not None and inp.batch is None
+    in_flight = req_s / inp.replicas * point.e2e_s if open_loop else math.inf
+    energy = serving.energy_per_token(
+        acc, inp.gpus, out_tps, utilization=min(max(busy, 0.0), 1.0),
+        time_share=float(serving.busy_time_share(in_flight)),
+    )  # fmt: skip
     # a new replica reads its weights from each node's local NVMe (nodes in parallel)
     nodes = math.ceil(inp.gpus_per_replica / system.devices_per_node)
     cold = serving.cold_start(mp.weights_gb * inp.gpus_per_replica / nodes)

@@ -551,10 +551,10 @@ def roi_png(series: Mapping[str, Any], *, narrow: bool = False) -> bytes:
             color="#006644",
         )
     npv = series.get("npv_usd")
-    ax.set_title(
-        f"ROI and payback (NPV {_usd_short(npv)})" if isinstance(npv, int | float) else "ROI",
-        fontsize=10 if narrow else None,
-    )
+    title = f"ROI and payback (NPV {_usd_short(npv)})" if isinstance(npv, int | float) else "ROI"
+    if series.get("loses_money") and isinstance(npv, int | float):
+        title = f"The project loses money (NPV {_usd_short(npv)}): no payback"
+    ax.set_title(title, fontsize=10 if narrow else None, wrap=True)
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     if narrow:

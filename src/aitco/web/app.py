@@ -36,6 +36,7 @@ from aitco.report.html import answer_context, environment, figure_views, render_
 from aitco.report.model import ReportData, build_report
 from aitco.report.plots import report_figures
 from aitco.report.xlsx import example_inputs, roi_workbook_bytes, workbook_for
+from aitco.web import reconcile as reconcile_web
 from aitco.web.forms import (
     MAX_PLAUSIBLE_DAYS,
     FormRow,
@@ -80,19 +81,27 @@ _SECURITY_HEADERS = {
 class BodyLimitMiddleware:
     """Refuse request bodies over ``max_bytes`` with 413, by header and while streaming."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int = MAX_BODY_BYTES,
+        path_limits: dict[str, int] | None = None,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        #: Larger limits of the upload routes, by exact path.
+        self.path_limits = dict(path_limits or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, counting the body bytes."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.path_limits.get(scope.get("path", ""), self.max_bytes)
         for k, v in scope.get("headers", []):
             if k == b"content-length":
                 try:
-                    too_big = int(v) > self.max_bytes
+                    too_big = int(v) > limit
                 except ValueError:
                     too_big = True
                 if too_big:
@@ -105,7 +114,7 @@ class BodyLimitMiddleware:
             msg = await receive()
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
-                if seen > self.max_bytes:
+                if seen > limit:
                     raise _TooLargeError
             return msg
 
@@ -115,13 +124,14 @@ class BodyLimitMiddleware:
             await self._refuse(scope, send)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
+        limit = self.path_limits.get(scope.get("path", ""), self.max_bytes)
         body = json.dumps(
             {
                 "error": {
                     "field": "body",
                     "value": "...",
-                    "expected": f"at most {self.max_bytes} bytes",
-                    "message": f"request body larger than {self.max_bytes} bytes",
+                    "expected": f"at most {limit} bytes",
+                    "message": f"request body larger than {limit} bytes",
                 }
             }
         ).encode()
@@ -426,7 +436,11 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
-    app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=max_body_bytes,
+        path_limits={p: reconcile_web.MAX_UPLOAD_BYTES for p in reconcile_web.UPLOAD_PATHS},
+    )
     app.mount("/static", StaticFiles(directory=here / "static"), name="static")
     app.mount("/static-docs", StaticFiles(directory=docs_assets_dir()), name="static-docs")
 
@@ -578,6 +592,8 @@ def create_app(
     @app.get("/redoc", response_class=HTMLResponse, include_in_schema=False)
     def redoc_docs() -> HTMLResponse:
         return HTMLResponse(env.get_template("redoc.html.j2").render(version=__version__))
+
+    reconcile_web.register(app, catalog, env, _run)
 
     # ------------------------------------------------------------------ page
     form = form_defaults(catalog)

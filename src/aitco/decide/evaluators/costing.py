@@ -14,6 +14,7 @@ from aitco.decide.compare import (
     POWER_ITEMS,
     SERVING_RUN_VALUES,
     carbon_price_usd,
+    idle_fraction_of_board,
     power_items_usd,
     serving_run_items_usd,
     storage_items_usd,
@@ -25,7 +26,7 @@ from aitco.decide.evaluators.base import PRICING_MODES
 from aitco.decide.evaluators.tables import HardwareTable
 from aitco.decide.scenario import DataCosts, OpsAssumptions, TrainingWorkload
 from aitco.errors import CatalogError, InputError
-from aitco.perf.serving import idle_power_fraction, power_w
+from aitco.perf.serving import busy_time_share
 from aitco.units import (
     HOURS_PER_MONTH,
     HOURS_PER_YEAR,
@@ -123,8 +124,10 @@ class ItemPricing:
     ) -> dict[str, np.ndarray]:
         """Return compare's power items (owned) and carbon price (every mode), per row.
 
-        ``active``: draw while busy over TDP per row (a service's, from its busy share); None:
-        the catalog's training draw factor, as compare.
+        ``active``: draw while busy over TDP per row (a service's: 1, the board power over its
+        busy hours); None: the catalog's training draw factor, as compare. The idle draw is the
+        accelerator's measured ``idle_w`` where published, else the catalog's idle factor
+        (:func:`aitco.decide.compare.idle_fraction_of_board`).
         """
         fac = self._fac()
         owned = mode == PRICING_MODES.index("owned")
@@ -148,7 +151,8 @@ class ItemPricing:
         amt = power_items_usd(
             gpus=gpus, tdp_w=np.where(no_tdp, 0.0, tdp),
             active_fraction=fac.value(ACTIVE_POWER_ID) if active is None else active,
-            idle_fraction=fac.value("idle-power.fraction-of-tdp"), nodes=nodes, node_power_w=node_w,
+            idle_fraction=idle_fraction_of_board(self.hw.idle_w[hw], self.hw.tdp_w[hw], fac),
+            nodes=nodes, node_power_w=node_w,
             switch_w_per_gpu=fac.value("network.switch-power-w-per-gpu"), busy_h=busy_h,
             idle_h=idle_h, loss=fac.value("power-conversion.loss"), pue=pue,
             usd_per_kwh=np.where(owned, usd_kwh[region], 0.0), kg_per_kwh=ci[region],
@@ -275,8 +279,10 @@ class ItemPricing:
         spares, fragmentation, idle instance accelerators, committed term, people), power and
         carbon from :func:`~aitco.decide.compare.power_items_usd` (the replicas' share of their
         nodes' host power) and the stored dataset, as ``aitco compare`` prices a service.
-        ``active``: the service's draw over TDP (every hour at that draw, as compare takes the
-        engine's power); None: the catalog's draw factor over the busy hours. ``slices``: MIG
+        ``active``: the service's busy share of the hours (:func:`aitco.perf.serving.
+        energy_per_token`'s ``busy_fraction``: board power over that share of the hours, idle
+        power over the rest, as compare takes the engine's power); None: the catalog's draw
+        factor over the ``busy`` hours. ``slices``: MIG
         slices per GPU (``gpus`` then counts slices, priced and powered per slice).
         ``hours`` may be an array (an autoscaled service billed for its running hours).
         """
@@ -309,14 +315,13 @@ class ItemPricing:
         )
         items = {k: a for k, a in amt.items() if k not in SERVING_RUN_VALUES}
         frag_h = amt["fragmentation_idle_gpu_h"] / n
-        if active is None:
-            busy_h = hours * np.asarray(busy, dtype=float)
-        else:
-            busy_h = np.full(n.shape, hours)
+        share = np.asarray(busy if active is None else active, dtype=float)
+        busy_h = hours * share
         idle_h = hours - busy_h + frag_h
+        draw = None if active is None else np.ones(n.shape)
         items.update(
             self._power_items(
-                hw, pricing, region, n, n / slices / dpn, node_w, busy_h, idle_h, active, slices
+                hw, pricing, region, n, n / slices / dpn, node_w, busy_h, idle_h, draw, slices
             )
         )
         if self.data.stored_gb:
@@ -386,8 +391,11 @@ class ItemPricing:
         total = np.full(tok_s.shape, math.nan)
         if np.any(ok):
             sub = {key: a[ok] for key, a in bl.items()}
-            idle = np.array([idle_power_fraction(a) for a in self.accelerators])
-            active = power_w(1.0, busy_share, idle[hw])
+            # the busy share of the hours: of an iteration x of the time (perf.serving)
+            in_flight = (
+                np.inf if q is None else served_tok_s / o / replicas * (ttft + (o - 1) * tpot)
+            )
+            active = busy_share * busy_time_share(in_flight)
             items = self.serving_items(
                 hw[ok], pricing[ok], region[ok], g[ok], n[ok], hours[ok], busy[ok], sub,
                 active[ok], slices=k[ok],
