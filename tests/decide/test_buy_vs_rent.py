@@ -137,3 +137,22 @@ def test_preset_applies_as_in_compare(catalog):
         buy_vs_rent(catalog, "h100-sxm5-80gb", 8, preset="no-such-preset")
     with pytest.raises(InputError, match=r"overrides\.pue\.air"):
         buy_vs_rent(catalog, "h100-sxm5-80gb", 8, overrides={"pue.air": 0.5})
+
+
+def test_provider_and_instances_reach_the_rent(catalog):
+    """The chosen provider prices every mode, and spot restarts count every instance (issue 34).
+
+    One offer function (:func:`aitco.cost.pricing.rental_price`) as compare; the spot restart
+    hours are those of compare's goodput: every instance's preemption stops the job.
+    """
+    r = buy_vs_rent(catalog, "h100-sxm5-80gb", 64, utilization=0.5, provider="aws")
+    od = r["rent"]["on_demand"]
+    assert od["price_source"].startswith("catalog offer aws-")
+    spot = r["rent"].get("spot", {})
+    if spot.get("available"):
+        item = next(i for i in spot["items"] if i["name"] == "spot_rework")
+        assert item["inputs"]["instances"] == 8  # 64 GPUs on 8-GPU instances
+        sigma = catalog.factor_value("spot-interruption.per-hour.aws")
+        billed_h = HOURS_PER_MONTH * 0.5
+        expect = 64 * (sigma * 8 * billed_h) * catalog.factor_value("restart.hours")
+        assert item["usd"] == pytest.approx(expect * spot["price_usd_per_gpu_h"])

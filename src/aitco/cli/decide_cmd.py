@@ -898,7 +898,7 @@ def api_vs_self_host_cmd(
         ]  # fmt: skip
         tok.append([
             "self-host (allocation)", sh["hardware"], res["model"],
-            sh["usd_per_million_input_tokens"], sh["usd_per_million_output_tokens"],
+            sh["usd_per_million_input_tokens"], sh["split_usd_per_million_output_tokens"],
             "aitco: every rented hour",
         ])  # fmt: skip
         tok.append([

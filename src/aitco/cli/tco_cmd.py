@@ -427,6 +427,7 @@ def _explain(c: Comparison) -> None:
                 rows,
             )
         )
+        _print_tree(o)
         billed = o.values.get("gpus_billed")
         if o.values.get("offer_id"):
             console.print(
@@ -443,6 +444,39 @@ def _explain(c: Comparison) -> None:
     console.print("[bold]Factors used[/bold] (value, then where it came from):")
     for a in c.assumptions:
         console.print(f"  - {escape(a)}", highlight=False)
+
+
+def _print_tree(o: Breakdown) -> None:
+    """Print the explain tree of an option: total, items, and the performance terms behind them.
+
+    Items without performance terms are folded into one line, so the tree shows the path from
+    dollars to step time (or to TTFT/TPOT) where the engines produced the hours.
+    """
+    from rich.tree import Tree
+
+    root = Tree(f"[bold]total_usd[/bold] {fmt(o.total_usd)} USD", guide_style="dim")
+    rest = [i for i in o.items if not i.terms]
+    for item in o.items:
+        if not item.terms:
+            continue
+        node = root.add(
+            f"[bold]{item.name}_usd[/bold] {fmt(item.usd)} USD = {escape(item.formula)}"
+        )
+        _add_terms(node, item.terms)
+    if rest:
+        root.add(f"{len(rest)} other items {fmt(sum(i.usd for i in rest))} USD (table above)")
+    console.print(root)
+
+
+def _add_terms(node: Any, terms: list[Any]) -> None:
+    """Add ``terms`` under ``node``, recursively (leaves of value 0 left out)."""
+    for t in terms:
+        if not t.value and not t.children:
+            continue
+        label = f"{t.name} {fmt(t.value)} {t.unit}"
+        if t.formula:
+            label += f" = {escape(t.formula)}"
+        _add_terms(node.add(label), t.children)
 
 
 UsdYearOpt = Annotated[
@@ -477,6 +511,10 @@ def compare_cmd(
         console.print(usd_year_note(state.catalog(), usd_year)["note"], highlight=False)
     for c in comps:
         render_comparison(c)
+        for o in c.options:  # the engine's verdict with its reason, not only a mark
+            if o.values.get("feasible") is False:
+                why = "; ".join(o.values.get("infeasible_reasons", []))
+                console.print(f"[red]infeasible[/red] {escape(o.name)}: {escape(why)}")
         if c.stale_inputs:
             console.print(f"[yellow]{escape(stale_line(c.stale_inputs))}[/yellow]")
         if c.oldest_price:

@@ -72,6 +72,8 @@ class OfferChoice:
         False when no offer meets the eligibility rules and this one is shown for reference.
     reasons : list of str
         Why the job has no eligible offer (empty when ``eligible``).
+    terms_sold : int
+        Pricing terms the offer sells (breaks ties of price: module rules). [count]
     """
 
     offer_id: str
@@ -86,6 +88,7 @@ class OfferChoice:
     as_of: str = ""
     eligible: bool = True
     reasons: tuple[str, ...] = field(default_factory=tuple)
+    terms_sold: int = 0
 
     @property
     def usd_per_gpu_hour(self) -> float:
@@ -158,24 +161,17 @@ def _choice(
         as_of=as_of,
         eligible=not reasons,
         reasons=reasons,
+        terms_sold=len({p.term for p in o.prices}),
     )
 
 
-def _cheapest(
-    choices: Iterable[OfferChoice | None], terms_sold: dict[str, int]
-) -> OfferChoice | None:
+def _cheapest(choices: Iterable[OfferChoice | None]) -> OfferChoice | None:
     """Return the cheapest billed choice; ties: more terms sold, fewer instances, offer id."""
     ok = [c for c in choices if c is not None]
     if not ok:
         return None
     return min(
-        ok,
-        key=lambda c: (
-            c.usd_per_hour_billed,
-            -terms_sold.get(c.offer_id, 0),
-            c.instances,
-            c.offer_id,
-        ),
+        ok, key=lambda c: (c.usd_per_hour_billed, -c.terms_sold, c.instances, c.offer_id)
     )
 
 
@@ -222,35 +218,54 @@ def select_offer(
     ('aws-p4de.24xlarge', 1, 8)
     """
     unit = gpus if unit_gpus is None else max(1, min(unit_gpus, gpus))
-    cands = list(offers)
-    if provider and provider != ANY_PROVIDER:
-        cands = [o for o in cands if o.provider == provider]
-    why = {o.id: ineligibility(o, gpus, unit) for o in cands}
-    sold = {o.id: len({p.term for p in o.prices}) for o in cands}
+    cands, why = _candidates(offers, provider, gpus, unit)
     eligible = [o for o in cands if why[o.id] is None]
-    if provider == ANY_PROVIDER:
-        got = _cheapest((_choice(o, term, region, gpus, unit, ()) for o in eligible), sold)
-        if got is not None:
-            return got
-    else:
-        home = _cheapest(
-            (_choice(o, REFERENCE_TERM, region, gpus, unit, ()) for o in eligible), sold
-        )
-        if home is None:
-            home = _cheapest((_choice(o, term, region, gpus, unit, ()) for o in eligible), sold)
-        if home is not None:
-            o = next(x for x in eligible if x.id == home.offer_id)
-            got = _choice(o, term, region, gpus, unit, ())
-            if got is not None:
-                return got
-            reason = (
-                f"no eligible offer: {o.id} (the home instance type, cheapest on-demand) sells no "
-                f"{term} price; on-demand, spot and committed come from one instance type "
-                "(set provider: any, or name another provider or offer)"
-            )
-            ref = _cheapest((_choice(x, term, region, gpus, unit, (reason,)) for x in cands), sold)
-            return ref
+    job = (term, region, gpus, unit)
+    got = (
+        _cheapest(_choice(o, *job, ()) for o in eligible)
+        if provider == ANY_PROVIDER
+        else _home_choice(eligible, cands, job)
+    )
+    if got is not None:
+        return got
     reasons = tuple(f"no eligible offer: {w}" for w in why.values() if w) or (
         f"no eligible offer with a {term} price",
     )
-    return _cheapest((_choice(o, term, region, gpus, unit, reasons) for o in cands), sold)
+    return _cheapest(_choice(o, *job, reasons) for o in cands)
+
+
+def _candidates(
+    offers: list[CloudOffer], provider: str | None, gpus: int, unit: int
+) -> tuple[list[CloudOffer], dict[str, str | None]]:
+    """Return the offers of ``provider`` (all for None or "any") and why each is ineligible."""
+    cands = list(offers)
+    if provider and provider != ANY_PROVIDER:
+        cands = [o for o in cands if o.provider == provider]
+    return cands, {o.id: ineligibility(o, gpus, unit) for o in cands}
+
+
+def _home_choice(
+    eligible: list[CloudOffer], cands: list[CloudOffer], job: tuple[str, str | None, int, int]
+) -> OfferChoice | None:
+    """Return the ``term`` price of the home instance type (module rules), None if none is eligible.
+
+    The home type is the cheapest eligible offer by on-demand price (by the term's price when no
+    eligible offer has an on-demand one). When it sells no ``term`` price, the cheapest offer
+    with one is returned for reference, ineligible, with the reason.
+    """
+    term, region, gpus, unit = job
+    home = _cheapest(_choice(o, REFERENCE_TERM, region, gpus, unit, ()) for o in eligible)
+    if home is None:
+        home = _cheapest(_choice(o, *job, ()) for o in eligible)
+    if home is None:
+        return None
+    o = next(x for x in eligible if x.id == home.offer_id)
+    got = _choice(o, *job, ())
+    if got is not None:
+        return got
+    reason = (
+        f"no eligible offer: {o.id} (the home instance type, cheapest on-demand) sells no "
+        f"{term} price; on-demand, spot and committed come from one instance type "
+        "(set provider: any, or name another provider or offer)"
+    )
+    return _cheapest(_choice(x, *job, (reason,)) for x in cands)

@@ -55,8 +55,9 @@ from aitco.calibrate.profile import CalibrationProfile
 from aitco.calibrate.timeline import RunTimeline, run_timeline
 from aitco.catalog.loader import Catalog
 from aitco.cost import variance as var
+from aitco.cost.pricing import RENTED
 from aitco.cost.tco import Breakdown, Item
-from aitco.decide.compare import RENTED, Comparison, compare
+from aitco.decide.compare import Comparison, compare
 from aitco.decide.scenario import HardwareOption, Scenario, TrainingWorkload
 from aitco.errors import InputError
 from aitco.perf.efficiency import EfficiencyParams

@@ -741,15 +741,17 @@ def report_figures(
         (:meth:`aitco.report.model.ReportData.time_unit`), as its cards and tables write them.
     """
     todo: list[tuple[str, str, Callable[[], bytes]]] = []
-    if data.options:
+    # an option that cannot run has no cost (total NaN): it is listed, not plotted
+    priced = [o for o in data.options if math.isfinite(o.total_usd)]
+    if priced:
         todo.append(
             (
                 "breakdown",
                 "Cost breakdown per option, by category",
-                lambda: cost_breakdown_png(data.options, narrow=narrow),
+                lambda: cost_breakdown_png(priced, narrow=narrow),
             )
         )
-        for k, o in enumerate(sorted(data.options, key=lambda o: o.total_usd)):
+        for k, o in enumerate(sorted(priced, key=lambda o: o.total_usd)):
             todo.append(
                 (
                     f"waterfall_{k + 1}",

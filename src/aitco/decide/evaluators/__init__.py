@@ -40,11 +40,7 @@ from aitco.decide.evaluators.base import (
     Evaluator,
     describe_reasons,
 )
-from aitco.decide.evaluators.costing import (
-    ACTIVE_POWER_ID,
-    CARBON_PRICE_ID,
-    ItemPricing,
-)
+from aitco.decide.evaluators.costing import ItemPricing
 from aitco.decide.evaluators.engine import (
     EngineServingEvaluator,
     EngineTrainingEvaluator,
@@ -76,14 +72,12 @@ from aitco.decide.evaluators.tables import (
 from aitco.units import DTYPES
 
 __all__ = [
-    "ACTIVE_POWER_ID",
     "ACT_ATTN_COEFF",
     "ACT_BYTES_COEFF",
     "ACT_FULL_RECOMPUTE_COEFF",
     "ADAM_STATE_BYTES_PER_PARAM",
     "ATTN_FLOPS_COEFF",
     "BACKWARD_SHARE",
-    "CARBON_PRICE_ID",
     "DEFAULT_SERVICE_MONTHS",
     "DTYPES",
     "FULL_RECOMPUTE_EXTRA",
