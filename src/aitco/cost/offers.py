@@ -170,9 +170,7 @@ def _cheapest(choices: Iterable[OfferChoice | None]) -> OfferChoice | None:
     ok = [c for c in choices if c is not None]
     if not ok:
         return None
-    return min(
-        ok, key=lambda c: (c.usd_per_hour_billed, -c.terms_sold, c.instances, c.offer_id)
-    )
+    return min(ok, key=lambda c: (c.usd_per_hour_billed, -c.terms_sold, c.instances, c.offer_id))
 
 
 def select_offer(
