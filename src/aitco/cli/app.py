@@ -34,6 +34,7 @@ from aitco.catalog.loader import env_paths
 from aitco.cli import state
 from aitco.cli.render import err_console
 from aitco.errors import AitcoError
+from aitco.extras import missing_extra
 from aitco.limits import check_value
 
 #: OS errors caused by the machine rather than by the user's input: exit 1 (not 2).
@@ -76,41 +77,6 @@ def _os_error_line(exc: OSError) -> tuple[str, int]:
     what = exc.strerror or type(exc).__name__
     code = EXIT_ENVIRONMENT if exc.errno in ENVIRONMENT_ERRNOS else EXIT_USER
     return (f"{where}: {what}" if where else what), code
-
-
-#: Import names whose distribution is spelled otherwise (``pip install scikit-learn``).
-_DIST_OF_MODULE = {
-    "sklearn": "scikit-learn",
-    "multipart": "python-multipart",
-    "distributed": "dask",
-}
-
-
-def optional_extra(module: str) -> str | None:
-    """Return the ``aitco[extra]`` that installs ``module`` (from the package metadata), or None.
-
-    Examples
-    --------
-    >>> optional_extra("duckdb")
-    'calibrate'
-    """
-    import re
-    from importlib import metadata
-
-    want = re.sub(r"[-_.]+", "-", _DIST_OF_MODULE.get(module, module)).lower()
-    try:
-        reqs = metadata.requires("aitco") or []
-    except metadata.PackageNotFoundError:  # pragma: no cover (a source checkout)
-        return None
-    for req in reqs:
-        m = re.match(r"\s*([A-Za-z0-9_.-]+).*extra\s*==\s*['\"]([\w-]+)['\"]", req)
-        if (
-            m
-            and re.sub(r"[-_.]+", "-", m.group(1)).lower() == want
-            and m.group(2) not in ("all", "test")
-        ):
-            return m.group(2)
-    return None
 
 
 def _silence_stdout() -> None:
@@ -192,6 +158,12 @@ def handle_errors(fn: Callable[[], Any]) -> int:
     except UnicodeError as exc:
         _say(f"input is not UTF-8 text ({exc})")
         return EXIT_USER
+    except ModuleNotFoundError as exc:
+        missing = missing_extra(exc)  # an optional package: name the extra that brings it
+        if missing is None:
+            raise
+        _say(str(missing))
+        return missing.exit_code
     except ValueError as exc:
         if not type(exc).__module__.startswith("pandas"):  # a CSV pandas cannot parse
             raise
@@ -205,14 +177,6 @@ def handle_errors(fn: Callable[[], Any]) -> int:
         line, code = _os_error_line(exc)
         _say(line)
         return code
-    except ImportError as exc:
-        top = (exc.name or "").split(".")[0]
-        if not top or top == "aitco":
-            raise
-        extra = optional_extra(top)
-        how = f": pip install 'aitco[{extra}]'" if extra else ""
-        _say(f"the optional package {top!r} this command needs is not installed{how}")
-        return EXIT_ENVIRONMENT
     except MemoryError:
         _say("out of memory; use a smaller input (see the input ranges in docs/cli.md)")
         return EXIT_ENVIRONMENT
@@ -243,6 +207,7 @@ class AitcoGroup(typer.core.TyperGroup):
         argv = list(sys.argv[1:] if args is None else args)
         argv, paths = _extract_catalog_flags(argv)
         state.set_overlays(paths)
+        show_flags_as_flags(self)
 
         def run() -> Any:
             for p in [*env_paths(), *paths]:  # overlays are inputs of every command
@@ -256,6 +221,24 @@ class AitcoGroup(typer.core.TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def show_flags_as_flags(command: Any) -> None:
+    """Give every on/off option of ``command`` (and its sub-commands) no value in ``--help``.
+
+    Typer shows each option's type (``--json <bool>``), which reads as if a flag took a value;
+    a flag is written alone (``--json``), as it is typed.
+    """
+    from typer._click.core import Context
+
+    params = list(getattr(command, "params", ()))
+    if hasattr(command, "get_help_option"):  # --help is made (once) when first asked for
+        params.append(command.get_help_option(Context(command)))
+    for p in params:
+        if getattr(p, "is_bool_flag", False) and p.metavar is None:
+            p.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        show_flags_as_flags(sub)
 
 
 app = typer.Typer(
