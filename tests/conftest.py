@@ -21,12 +21,13 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 #: Fixtures the tests need, copied with their provenance (tests/fixtures/README.md).
 FIXTURES = REPO / "tests" / "fixtures"
-#: The frozen copy of the built-in catalog data that unit tests read (``AITCO_CATALOG_DATA``), so a
-#: catalog update cannot change their results; refresh it with ``scripts/freeze_test_catalog.py``.
-#: ``tests/catalog/`` and ``tests/test_docs_run.py`` read the live data (``live_catalog_data``).
-FROZEN_CATALOG = FIXTURES / "catalog"
+#: The hand-picked test catalog library the tests read (``AITCO_CATALOG_DATA``), so a catalog
+#: update cannot change their results; it changes only on purpose (its ``README.md``).
+#: ``tests/catalog/``, ``tests/validation/`` and ``tests/test_docs_run.py`` read the shipped data
+#: (``live_catalog_data``).
+TEST_CATALOG = FIXTURES / "catalog"
 #: Set at import, before any test module loads a catalog, and inherited by CLI subprocesses.
-os.environ["AITCO_CATALOG_DATA"] = str(FROZEN_CATALOG)
+os.environ["AITCO_CATALOG_DATA"] = str(TEST_CATALOG)
 #: Reason prefix of a skip for a missing file; under ``CI=true`` such a skip fails the test.
 MISSING_FILE = "missing file:"
 
@@ -88,15 +89,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 
 @pytest.fixture(scope="session")
 def catalog():
-    """The frozen test catalog (``tests/fixtures/catalog``, no user overlays)."""
+    """The test catalog library (``tests/fixtures/catalog``, no user overlays)."""
     from aitco.catalog.loader import load_catalog
 
-    return load_catalog(use_env=False, data_dir=FROZEN_CATALOG)
+    return load_catalog(use_env=False, data_dir=TEST_CATALOG)
 
 
 @pytest.fixture
 def live_catalog_data(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the code under test read the shipped catalog data instead of the frozen copy."""
+    """Make the code under test read the shipped catalog data instead of the test library."""
     monkeypatch.delenv("AITCO_CATALOG_DATA", raising=False)
 
 

@@ -218,7 +218,7 @@ def test_one_option_that_cannot_be_priced_does_not_wipe_the_others() -> None:
         "workload": {"kind": "training", "model": "gpt2-124m", "tokens": 1e9, "seq_len": 1024},
         "options": [
             {"hardware": "l4", "gpus": 8, "pricing": "on_demand"},
-            {"hardware": "a10g", "gpus": 8, "pricing": "spot"},  # no spot offer for a10g
+            {"hardware": "a10", "gpus": 8, "pricing": "spot"},  # no spot offer for a10
         ],
     }
     with TestClient(create_app()) as c:
@@ -229,13 +229,13 @@ def test_one_option_that_cannot_be_priced_does_not_wipe_the_others() -> None:
         (d,) = j["dropped_options"]
         assert d["option"] == 2
         assert d["field"] == "options[1]"
-        assert "a10g" in d["message"]
+        assert "a10" in d["message"]
         assert "spot" in d["message"]
         html = c.post("/api/v1/compare", json=body, headers={"HX-Request": "true"}).text
-        assert "Option 2 (a10g x8 spot) cannot be priced" in html
+        assert "Option 2 (a10 x8 spot) cannot be priced" in html
 
 
 def test_catalog_lists_priceable_pricing(client: Any) -> None:
     hw = {h["id"]: h for h in client.get("/api/v1/catalog").json()["hardware"]}
-    assert "spot" not in hw["a10g"]["pricing"]
-    assert "on_demand" in hw["a10g"]["pricing"]
+    assert "spot" not in hw["a10"]["pricing"]
+    assert "on_demand" in hw["a10"]["pricing"]

@@ -195,11 +195,11 @@ def test_form_offers_only_priceable_pricing(browser: Any, live_server: str) -> N
     try:
         page.goto(live_server + "/")
         page.wait_for_selector("#comparison-table")
-        page.select_option("#hardware-0", "a10g")
+        page.select_option("#hardware-0", "a10")
         disabled = page.eval_on_selector_all(
             'select[aria-label="pricing 1"] option:disabled', "els => els.map(e => e.value)"
         )
-        assert "spot" in disabled  # the catalog has no spot offer for a10g
+        assert "spot" in disabled  # the catalog has no spot offer for a10
         assert "on_demand" not in disabled
     finally:
         ctx.close()
