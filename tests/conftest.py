@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,9 @@ FIXTURES = REPO / "tests" / "fixtures"
 TEST_CATALOG = FIXTURES / "catalog"
 #: Set at import, before any test module loads a catalog, and inherited by CLI subprocesses.
 os.environ["AITCO_CATALOG_DATA"] = str(TEST_CATALOG)
+#: An empty cache directory for the whole run (``aitco catalog update`` caches; genai-prices data
+#: a developer fetched must not change audit results): tests that fetch set their own.
+os.environ["AITCO_CACHE_DIR"] = tempfile.mkdtemp(prefix="aitco-test-cache-")
 #: Reason prefix of a skip for a missing file; under ``CI=true`` such a skip fails the test.
 MISSING_FILE = "missing file:"
 

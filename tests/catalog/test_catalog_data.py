@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 
 import pytest
@@ -179,7 +180,17 @@ def test_required_factors_present(catalog) -> None:
 
 def test_factor_ranges_and_curves(catalog) -> None:
     for f in catalog.factors.values():
-        if isinstance(f.value, list) and f.id.startswith("support.tier-breaks-usd."):
+        if isinstance(f.value, list) and f.id.startswith("transfer.tier-usd-per-gb."):
+            # egress tiers: prices per GB, falling with volume after a free allowance
+            paid = [x for x in f.value if x > 0]
+            assert all(0 <= x < 1 for x in f.value), f.id
+            assert all(b <= a for a, b in itertools.pairwise(paid)), f.id
+            breaks = catalog.factors[f.id.replace("tier-usd-per-gb", "tier-breaks-gb")].value
+            assert len(breaks) == len(f.value), f.id
+            continue
+        if isinstance(f.value, list) and f.id.startswith(
+            ("support.tier-breaks-usd.", "transfer.tier-breaks-gb.")
+        ):
             # support fee brackets: lower bounds of the monthly spend, increasing from 0
             assert f.value[0] == 0, f.id
             assert all(b > a for a, b in zip(f.value, f.value[1:], strict=False)), f.id

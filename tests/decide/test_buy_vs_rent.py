@@ -7,7 +7,7 @@ import pytest
 
 from aitco.cli.app import main
 from aitco.decide.buy_vs_rent import buy_vs_rent
-from aitco.errors import InputError
+from aitco.errors import AitcoError, InputError
 from aitco.units import HOURS_PER_MONTH
 
 PRICES = {"on_demand": 3.0, "reserved_1y": 2.2, "reserved_3y": 1.6, "spot": 1.2}
@@ -110,3 +110,18 @@ def test_small_owned_cluster_carries_the_on_call_team(catalog):
         overrides={"ops.on-call-seats.owned": 0.0},
     )  # fmt: skip
     assert no_team["owned"]["opex_usd_per_month"] < r["owned"]["opex_usd_per_month"]
+
+
+def test_preset_applies_as_in_compare(catalog):
+    """A preset moves buy-vs-rent as it moves compare (one factor resolver, issue 34)."""
+    base = buy_vs_rent(catalog, "h100-sxm5-80gb", 64, utilization=0.7, prices=PRICES)
+    pre = buy_vs_rent(
+        catalog, "h100-sxm5-80gb", 64, utilization=0.7, prices=PRICES, preset="industry-2024"
+    )
+    assert pre["horizon_months"] == 36  # ownership.horizon-years: 3.0 in the preset
+    assert pre["owned"]["energy_kwh_per_month"] > base["owned"]["energy_kwh_per_month"]
+    assert any(s.startswith("power-conversion.loss: preset") for s in pre["owned"]["sources"])
+    with pytest.raises(AitcoError, match="preset"):
+        buy_vs_rent(catalog, "h100-sxm5-80gb", 8, preset="no-such-preset")
+    with pytest.raises(InputError, match=r"overrides\.pue\.air"):
+        buy_vs_rent(catalog, "h100-sxm5-80gb", 8, overrides={"pue.air": 0.5})

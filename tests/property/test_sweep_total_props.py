@@ -26,8 +26,9 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from aitco.catalog.loader import load_catalog
+from aitco.cost.factors import CostFactors
 from aitco.decide import evaluators as ev
-from aitco.decide.compare import Factors, compare
+from aitco.decide.compare import compare
 from aitco.decide.scenario import (
     HardwareOption,
     InferenceWorkload,
@@ -94,7 +95,7 @@ def test_sweep_items_equal_compare_items(plans, tokens, reuse):
         accelerators=[a for a, _ in pairs],
         systems=[s for _, s in pairs],
         model_archs=[CAT.resolve_model(MODEL)],
-        factors=Factors(CAT),
+        factors=CostFactors(CAT),
         committed_reuse_fraction=reuse,
     )
     hw = np.array([hw_ids.index(h) for h, _, _ in plans])
@@ -163,7 +164,7 @@ def test_sweep_service_total_equals_compare(plans, batch, months, reuse):
         systems=[s for _, s in pairs],
         model_archs=[arch],
         months=months,
-        factors=Factors(CAT),
+        factors=CostFactors(CAT),
         committed_reuse_fraction=reuse,
     )
     k = len(plans)
@@ -224,7 +225,7 @@ def test_sweep_service_items_equal_compare_items(pick, qps, months, reuse):
         systems=[sysm],
         model_archs=[arch],
         months=months,
-        factors=Factors(CAT),
+        factors=CostFactors(CAT),
         committed_reuse_fraction=reuse,
     )
     n = float(b.values["total_gpus"])

@@ -13,6 +13,7 @@ every token of the request ("cliff" pricing); the tier is chosen by the request'
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -20,6 +21,7 @@ from typing import Any
 
 from aitco.audit.audit import AuditPrice
 from aitco.audit.log import UsageRecord
+from aitco.catalog.update import cached_genai_data
 
 #: Name of the package on PyPI (and of the extra's requirement).
 PACKAGE = "genai-prices"
@@ -27,19 +29,51 @@ PACKAGE = "genai-prices"
 SOURCE_URL = "https://github.com/pydantic/genai-prices"
 
 
+#: UTC time the price data in use was fetched by ``aitco catalog update genai-prices`` (empty:
+#: the data bundled with the package); filled once, when the package is first used.
+_DATA_FETCHED: list[dt.datetime | None] = []
+
+
 def module() -> Any:
-    """Return the imported ``genai_prices`` module, or None when it is not installed."""
+    """Return the imported ``genai_prices`` module, or None when it is not installed.
+
+    The first call hands genai-prices the ``data.json`` that ``aitco catalog update
+    genai-prices`` cached, when there is one (genai-prices' own custom-snapshot mechanism), so
+    audit prices come from the same data as the catalog overlay; else its bundled data is used.
+    """
     try:
         import genai_prices  # optional dependency (extra "audit")
     except ImportError:
         return None
+    if not _DATA_FETCHED:
+        _DATA_FETCHED.append(_use_cached_data())
     return genai_prices
 
 
+def _use_cached_data() -> dt.datetime | None:
+    """Install the cached ``data.json`` as genai-prices' price data; its fetch time, or None."""
+    f = cached_genai_data()
+    if f is None:
+        return None
+    try:
+        from genai_prices import data_snapshot
+        from genai_prices.types import _providers_from_raw  # genai-prices' own parser
+
+        providers = _providers_from_raw(json.loads(f.text()))
+        data_snapshot.set_custom_snapshot(data_snapshot.DataSnapshot(providers, False))
+    except Exception:  # a cache this version cannot read: keep the bundled data
+        return None
+    return f.retrieved_at
+
+
 def version() -> str | None:
-    """Installed genai-prices version, or None."""
+    """Installed genai-prices version (and the date of updated data in use), or None."""
     gp = module()
-    return None if gp is None else str(getattr(gp, "__version__", "?"))
+    if gp is None:
+        return None
+    fetched = _DATA_FETCHED[0] if _DATA_FETCHED else None
+    v = str(getattr(gp, "__version__", "?"))
+    return v + (f", data fetched {fetched.date()}" if fetched is not None else "")
 
 
 def rate_usd_per_mtok(price: Any, input_tokens: int) -> float | None:

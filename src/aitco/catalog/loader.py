@@ -27,6 +27,7 @@ source unless the overlay names another.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import functools
 import json
 import os
@@ -39,6 +40,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import ValidationError
 
+from aitco.catalog import history
 from aitco.catalog.hf_config import model_from_hf_config
 from aitco.catalog.provenance import file_source
 from aitco.catalog.schema import (
@@ -212,6 +214,14 @@ class Catalog:
     sources: dict[str, Source]
     files: tuple[str, ...] = field(default_factory=tuple)
     cnn_models: dict[str, CnnModel] = field(default_factory=dict)
+    #: Day the prices were taken as of (``--as-of``; None: the quotes in force today).
+    as_of: dt.date | None = None
+    #: Factor ids set by a user overlay (never replaced by a fitted curve).
+    user_factor_ids: frozenset[str] = frozenset()
+    #: Residual-value factor ids fitted from price history (aitco.catalog.history).
+    fitted_factors: frozenset[str] = frozenset()
+    #: The assumed curves the fitted ones replaced, by factor id.
+    assumed_factors: dict[str, Factor] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ lookup
     def kind(self, kind: str) -> dict[str, Entry]:
@@ -440,7 +450,7 @@ def _load(root: Path, overlays: Iterable[Path]) -> Catalog:
     for path in overlays:
         _read_file(path, raws, sources, overlay=True)
 
-    built: dict[str, dict[str, Any]] = {}
+    built: dict[str, Any] = {}
     for kind, table in raws.items():
         cls = KINDS[kind]
         built[kind] = {}
@@ -458,11 +468,15 @@ def _load(root: Path, overlays: Iterable[Path]) -> Catalog:
                 raise _validation_error(exc, raw.file, f"{kind}.{eid}", raw.data) from exc
             except TypeError as exc:
                 raise CatalogError(f"{kind}.{eid}", "...", str(exc), file=raw.file) from exc
-    return Catalog(
+    over_files = {str(p) for p in overlays}
+    user_factors = frozenset(k for k, r in raws["factors"].items() if r.file in over_files)
+    cat = Catalog(
         **built,
         sources=sources,
         files=tuple(str(p) for p in [*builtin, *overlays]),
+        user_factor_ids=user_factors,
     )
+    return history.with_fitted_residuals(cat, keep=user_factors)
 
 
 def _read_file(

@@ -180,6 +180,12 @@ class Accelerator(Entry):
     idle_w: float | None = _f("Measured idle power, where published.", "W", default=None, ge=0)
     launch_year: int = _f("Year of launch.", ge=2010, le=2035)
     price: Price | None = None
+    price_history: list[Price] = _f(
+        "Earlier (or other) dated purchase quotes of the part, kept beside ``price`` (the quote "
+        "in force): ``catalog show`` prints the trend, ``--as-of`` prices with the quote of a "
+        "date, and the residual-value decline is fitted from them (aitco.catalog.history).",
+        default_factory=list,
+    )
     residual_class: str = _f(
         "Residual-value curve key in the factors (e.g. 'datacenter-gpu').", default="datacenter-gpu"
     )
@@ -267,6 +273,10 @@ class System(Entry):
         ge=0,
     )
     node_price: Price | None = None
+    node_price_history: list[Price] = _f(
+        "Earlier (or other) dated quotes of the node price, kept beside ``node_price``.",
+        default_factory=list,
+    )
     cooling: Literal["air", "liquid"] = "air"
     host_memory_gb: float | None = _f(
         "Host (CPU) memory of one node, where ZeRO-Offload keeps optimizer states and parameters.",
@@ -344,6 +354,17 @@ class CloudOffer(Entry):
         ge=1,
     )
     prices: list[OfferPrice] = Field(min_length=1)
+    price_history: list[OfferPrice] = _f(
+        "Earlier dated quotes of the offer (any term and region), kept beside ``prices`` (the "
+        "quotes in force, one per term and region): ``catalog show`` prints the trend and "
+        "``--as-of`` prices with the quotes of a date.",
+        default_factory=list,
+    )
+
+    @property
+    def family(self) -> str:
+        """Instance family, the key of family-level factors (``p5.48xlarge`` -> ``p5``)."""
+        return instance_family(self.instance)
 
     def usd_per_accel_hour(self, term: str, region: str | None = None) -> float | None:
         """Cheapest price per accelerator-hour for ``term`` (in ``region`` when given)."""
@@ -353,6 +374,44 @@ class CloudOffer(Entry):
             if p.term == term and (region is None or p.region == region)
         ]
         return min(cands) if cands else None
+
+
+def instance_family(instance: str) -> str:
+    """Family of an instance type, as providers group them for spot capacity and pricing.
+
+    AWS names are ``<family>.<size>`` (``p5.48xlarge`` -> ``p5``, ``g6e.12xlarge`` -> ``g6e``);
+    other names are their own family, lower-cased with ``_`` as ``-``
+    (``Standard_ND96isr_H100_v5`` -> ``standard-nd96isr-h100-v5``).
+
+    Examples
+    --------
+    >>> instance_family("p4d.24xlarge"), instance_family("a3-highgpu-8g")
+    ('p4d', 'a3-highgpu-8g')
+    """
+    name = instance.strip().lower()
+    return name.split(".", 1)[0] if "." in name else name.replace("_", "-")
+
+
+#: Factor id prefix of spot/preemptible interruption rates (per instance-hour).
+SPOT_RATE_PREFIX = "spot-interruption.per-hour."
+
+
+def spot_rate_ids(provider: str | None, instance: str | None) -> list[str]:
+    """Factor ids of a spot interruption rate, most specific first.
+
+    ``spot-interruption.per-hour.<provider>.<family>`` (the provider's published band for that
+    instance family), then ``<provider>``, then ``default``.
+
+    Examples
+    --------
+    >>> spot_rate_ids("aws", "p5.48xlarge")[0]
+    'spot-interruption.per-hour.aws.p5'
+    """
+    prov = (provider or "default").lower()
+    ids = [f"{SPOT_RATE_PREFIX}{prov}", f"{SPOT_RATE_PREFIX}default"]
+    if instance and prov != "default":
+        ids.insert(0, f"{SPOT_RATE_PREFIX}{prov}.{instance_family(instance)}")
+    return list(dict.fromkeys(ids))
 
 
 # --------------------------------------------------------------------------- models

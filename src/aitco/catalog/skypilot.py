@@ -129,7 +129,7 @@ _TENSORCORES_PER_CHIP = 2
 _TPU_RE = re.compile(r"^tpu-(v\d+[a-z]*)-(\d+)$")
 
 #: SkyPilot cloud name -> catalog provider id where they differ.
-PROVIDERS = {"vast": "vastai"}
+PROVIDERS = {"vast": "vastai", "do": "digitalocean"}
 #: Clouds whose catalog writes placeholder host shapes (not the real vCPUs/memory).
 _PLACEHOLDER_SHAPES = frozenset({"vastai"})
 
@@ -282,48 +282,74 @@ def read_rows(path: Path, provider: str | None = None) -> list[Row]:
     except OSError as exc:
         raise InputError("FILE", str(path), "a readable SkyPilot vms.csv") from exc
     with fh:
-        reader = csv.DictReader(fh)
-        header = set(reader.fieldnames or [])
-        cols = _SNAPSHOT_COLS if "instance_type" in header else _SKYPILOT_COLS
-        missing = [cols[k] for k in _REQUIRED if cols[k] not in header]
-        if missing:
-            raise InputError(
-                "FILE",
-                str(path),
-                f"a SkyPilot vms.csv with the columns {', '.join(missing)} (header: "
-                f"{', '.join(sorted(header)) or 'none'})",
+        return parse_rows(fh, str(path), provider or _provider_from_path(path))
+
+
+def parse_rows(lines: Iterable[str], label: str, provider: str | None) -> list[Row]:
+    """Parse the lines of a SkyPilot ``vms.csv`` (or the reference snapshot) by header name.
+
+    Parameters
+    ----------
+    lines : iterable of str
+        The CSV text, line by line (a file, or ``text.splitlines(keepends=True)``).
+    label : str
+        Name of the file in messages and notes (a path, or ``<cloud>/vms.csv``).
+    provider : str or None
+        The cloud of a SkyPilot file (the snapshot names its cloud on each row).
+
+    Returns
+    -------
+    list of Row
+        One row per CSV line.
+    """
+    name = _label(label)
+    reader = csv.DictReader(lines)
+    header = set(reader.fieldnames or [])
+    cols = _SNAPSHOT_COLS if "instance_type" in header else _SKYPILOT_COLS
+    missing = [cols[k] for k in _REQUIRED if cols[k] not in header]
+    if missing:
+        raise InputError(
+            "FILE",
+            label,
+            f"a SkyPilot vms.csv with the columns {', '.join(missing)} (header: "
+            f"{', '.join(sorted(header)) or 'none'})",
+        )
+    if "provider" not in cols and not provider:
+        raise InputError("--provider", None, f"the cloud of {name} (e.g. --provider aws)")
+    rows = []
+    for i, rec in enumerate(reader, start=2):
+        where = f"{name} line {i}"
+        cloud = (rec.get(cols.get("provider", ""), "") or provider or "").lower()
+        cloud = PROVIDERS.get(cloud, cloud)
+        acc_name = (rec.get(cols["accelerator"]) or "").strip()
+        inst = (rec.get(cols["instance"]) or "").strip()
+        if not inst and _TPU_RE.match(acc_name):
+            inst = acc_name  # GCP TPU rows: the slice is the instance
+        count = _float(rec.get(cols["count"]), where, cols["count"]) or 0.0
+        spot = _float(rec.get(cols["spot"]), where, cols["spot"])
+        rows.append(
+            Row(
+                provider=cloud,
+                instance=inst,
+                accelerator=acc_name,
+                count=count,
+                vcpus=_float(rec.get(cols["vcpus"]), where, cols["vcpus"]),
+                memory_gib=_float(rec.get(cols["memory_gib"]), where, cols["memory_gib"]),
+                region=(rec.get(cols["region"]) or "").strip(),
+                od_usd_per_h=_float(rec.get(cols["od"]), where, cols["od"]),
+                spot_usd_per_h=None if spot in _NO_PRICE_SENTINELS else spot,
+                file=label,
+                line=i,
+                commit=(rec.get(cols.get("commit", ""), "") or "").strip(),
             )
-        file_provider = provider or _provider_from_path(path)
-        if "provider" not in cols and not file_provider:
-            raise InputError("--provider", None, f"the cloud of {path.name} (e.g. --provider aws)")
-        rows = []
-        for i, rec in enumerate(reader, start=2):
-            where = f"{path.name} line {i}"
-            cloud = (rec.get(cols.get("provider", ""), "") or file_provider or "").lower()
-            cloud = PROVIDERS.get(cloud, cloud)
-            name = (rec.get(cols["accelerator"]) or "").strip()
-            inst = (rec.get(cols["instance"]) or "").strip()
-            if not inst and _TPU_RE.match(name):
-                inst = name  # GCP TPU rows: the slice is the instance
-            count = _float(rec.get(cols["count"]), where, cols["count"]) or 0.0
-            spot = _float(rec.get(cols["spot"]), where, cols["spot"])
-            rows.append(
-                Row(
-                    provider=cloud,
-                    instance=inst,
-                    accelerator=name,
-                    count=count,
-                    vcpus=_float(rec.get(cols["vcpus"]), where, cols["vcpus"]),
-                    memory_gib=_float(rec.get(cols["memory_gib"]), where, cols["memory_gib"]),
-                    region=(rec.get(cols["region"]) or "").strip(),
-                    od_usd_per_h=_float(rec.get(cols["od"]), where, cols["od"]),
-                    spot_usd_per_h=None if spot in _NO_PRICE_SENTINELS else spot,
-                    file=str(path),
-                    line=i,
-                    commit=(rec.get(cols.get("commit", ""), "") or "").strip(),
-                )
-            )
+        )
     return rows
+
+
+def _label(file: str) -> str:
+    """Short name of a file in notes: ``aws/vms.csv`` for SkyPilot's layout, else the name."""
+    p = Path(file)
+    return f"{p.parent.name}/{p.name}" if p.name.lower() == "vms.csv" and p.parent.name else p.name
 
 
 def offer_id(provider: str, instance: str) -> str:
@@ -345,6 +371,7 @@ def build_offers(
     as_of: dt.date,
     as_of_estimated: bool,
     catalog: Catalog | None = None,
+    skip_unknown_names: bool = False,
 ) -> ImportResult:
     """Offers at instance granularity: zones collapsed per region, both price kinds.
 
@@ -360,7 +387,11 @@ def build_offers(
         Whether ``as_of`` was chosen by hand.
     catalog : Catalog, optional
         The catalog to merge into: an offer it has for the same cloud and instance keeps its id,
-        and for each (term, region) the newer of the two prices is kept.
+        and for each (term, region) the newer of the two prices is kept; the price it displaces
+        joins the offer's ``price_history``.
+    skip_unknown_names : bool
+        Skip (and count) rows whose accelerator name is in no alias table instead of raising
+        (``catalog update``: a live catalog can list parts added after this release).
 
     Returns
     -------
@@ -382,7 +413,13 @@ def build_offers(
     for (cloud, inst), by_region in sorted(groups.items()):
         first = next(iter(by_region.values()))[0]
         n_rows = sum(len(rs) for rs in by_region.values())
-        acc, chips = resolve_accelerator(cloud, first.accelerator, inst)
+        try:
+            acc, chips = resolve_accelerator(cloud, first.accelerator, inst)
+        except InputError:
+            if not skip_unknown_names:
+                raise
+            res.skip(f"accelerator name not in the alias table: {first.accelerator}", n_rows)
+            continue
         if acc is None:
             res.skip(f"accelerator not in the catalog: {first.accelerator}", n_rows)
             continue
@@ -399,7 +436,7 @@ def build_offers(
             spot = _min(r.spot_usd_per_h for r in rs)
             commit = next((r.commit for r in rs if r.commit), "")
             src = source_keys[rs[0].file]
-            base = f"SkyPilot {Path(rs[0].file).name} line {rs[0].line}"
+            base = f"SkyPilot {_label(rs[0].file)} line {rs[0].line}"
             base += f" @{commit[:8]}" if commit else ""
             base += f"; min over {len(rs)} zone(s)" if len(rs) > 1 else ""
             common: dict[str, Any] = {
@@ -421,8 +458,11 @@ def build_offers(
             res.skip("no price")
             continue
         old = existing.get((cloud, inst))
+        history: list[OfferPrice] = []
         if old is not None:
             prices = _newer(old, prices, res)
+            kept = {id(p) for p in prices}
+            history = [*old.price_history, *(p for p in old.prices if id(p) not in kept)]
         vcpus = first.vcpus if first.vcpus and cloud not in _PLACEHOLDER_SHAPES else None
         mem = first.memory_gib if first.memory_gib and cloud not in _PLACEHOLDER_SHAPES else None
         res.offers.append(
@@ -439,6 +479,7 @@ def build_offers(
                 cluster_network=old.cluster_network if old is not None else None,
                 max_instances=old.max_instances if old is not None else None,
                 prices=prices,
+                price_history=history,
             )
         )
     return res
@@ -512,31 +553,163 @@ def overlay_document(
             ),
         }
     when = as_of or max((s["retrieved"] for s in sources.values()), default=dt.date.today())
-    res = build_offers(
+    return _document(
         rows,
-        source_keys=keys,
+        sources,
+        keys,
         as_of=when,
         as_of_estimated=as_of is None or as_of_estimated,
         catalog=catalog,
     )
-    shipped = catalog.offers if catalog is not None else {}
-    offers = [_offer_yaml(o, shipped.get(o.id)) for o in res.offers]
+
+
+def _document(
+    rows: Sequence[Row],
+    sources: dict[str, dict[str, Any]],
+    keys: dict[str, str],
+    *,
+    as_of: dt.date,
+    as_of_estimated: bool,
+    catalog: Catalog | None,
+    skip_unknown_names: bool = False,
+    defined: Catalog | None = None,
+) -> tuple[dict[str, Any], ImportResult]:
+    """Build the overlay (``sources`` + ``offers``) of rows read from SkyPilot files.
+
+    One path for ``catalog import skypilot`` (local files) and ``catalog update skypilot``.
+    """
+    res = build_offers(
+        rows,
+        source_keys=keys,
+        as_of=as_of,
+        as_of_estimated=as_of_estimated,
+        catalog=catalog,
+        skip_unknown_names=skip_unknown_names,
+    )
+    # an offer is written in full unless the catalog the overlay is read over defines it
+    # (``defined``: the catalog without the file being replaced, when that differs)
+    base = defined if defined is not None else catalog
+    shipped = base.offers if base is not None else {}
+    new_keys = set(keys.values())
+    offers = [_offer_yaml(o, shipped.get(o.id), new_keys) for o in res.offers]
     return {"sources": sources, "offers": offers}, res
+
+
+#: Schema version of the SkyPilot catalog layout read by ``catalog update skypilot``.
+SKYPILOT_SCHEMA = "v7"
+#: Public raw copy of the SkyPilot catalog repository (its default branch), as SkyPilot itself
+#: reads it (``sky/skylet/constants.py``: ``HOSTED_CATALOG_DIR_URL`` is this + ``/catalogs``;
+#: SkyPilot's S3 mirror ``https://skypilot-catalog.s3.us-east-1.amazonaws.com`` has the layout too).
+SKYPILOT_BASE_URL = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master"
+#: SkyPilot clouds read by default: those aitco ships offers for that publish a v7 ``vms.csv``
+#: (others, e.g. azure, oci, nebius, shadeform, primeintellect: ``--clouds``).
+DEFAULT_CLOUDS = ("aws", "gcp", "lambda", "runpod", "cudo", "vast")
+
+
+def catalog_url(base_url: str, cloud: str) -> str:
+    """URL of a cloud's ``vms.csv`` under a SkyPilot catalog base URL."""
+    return f"{base_url.rstrip('/')}/catalogs/{SKYPILOT_SCHEMA}/{cloud}/vms.csv"
+
+
+def fetched_document(
+    files: Sequence[tuple[str, str, str, dt.datetime]],
+    *,
+    catalog: Catalog | None = None,
+    defined: Catalog | None = None,
+) -> tuple[dict[str, Any], ImportResult]:
+    """Overlay of SkyPilot ``vms.csv`` files fetched from a server (``catalog update``).
+
+    Parameters
+    ----------
+    files : sequence of (cloud, url, text, retrieved_at)
+        Each file's SkyPilot cloud name, URL, CSV text and UTC retrieval time.
+    catalog : Catalog, optional
+        The catalog to merge into (same rules as :func:`overlay_document`).
+    defined : Catalog, optional
+        The catalog the overlay will be read over, when it differs from ``catalog`` (an update
+        that replaces an overlay merges its prices, but must define its offers again).
+
+    Returns
+    -------
+    (dict, ImportResult)
+        The overlay and its summary. Every price is dated with the day its file was retrieved
+        (SkyPilot's files carry no date; its fetchers refresh them from the clouds' price lists);
+        accelerator names that no alias table knows are skipped and counted, not an error.
+    """
+    rows: list[Row] = []
+    sources: dict[str, dict[str, Any]] = {}
+    keys: dict[str, str] = {}
+    days: dict[str, dt.date] = {}
+    for cloud, url, text, when in files:
+        label = f"{cloud}/vms.csv"
+        file_rows = parse_rows(text.splitlines(keepends=True), label, cloud)
+        rows.extend(file_rows)
+        key = "skypilot-update-" + re.sub(r"[^a-z0-9]+", "-", cloud.lower()).strip("-")
+        keys[label] = key
+        days[label] = when.date()
+        sources[key] = {
+            "title": f"SkyPilot catalog {SKYPILOT_SCHEMA} {label} ({len(file_rows)} rows), "
+            "as retrieved by aitco catalog update skypilot",
+            "url": url,
+            "retrieved": when.date(),
+            "note": f"retrieved {when.isoformat()}; SkyPilot's fetchers refresh the file from the "
+            "cloud's price list and the file carries no date: its prices are dated the day "
+            "they were retrieved",
+        }
+    by_day: dict[dt.date, list[Row]] = {}
+    for r in rows:
+        by_day.setdefault(days[r.file], []).append(r)
+    if len(by_day) <= 1:
+        day = next(iter(by_day), dt.date.today())
+        return _document(
+            rows, sources, keys, as_of=day, as_of_estimated=False, catalog=catalog,
+            skip_unknown_names=True, defined=defined,
+        )  # fmt: skip
+    # files cached on different days (--offline): each cloud's prices keep their own day
+    doc: dict[str, Any] = {"sources": sources, "offers": []}
+    total = ImportResult()
+    for day, rs in sorted(by_day.items()):
+        part, res = _document(
+            rs, sources, keys, as_of=day, as_of_estimated=False, catalog=catalog,
+            skip_unknown_names=True, defined=defined,
+        )  # fmt: skip
+        doc["offers"].extend(part["offers"])
+        _add(total, res)
+    return doc, total
+
+
+def _add(total: ImportResult, res: ImportResult) -> None:
+    total.offers.extend(res.offers)
+    for why, n in res.skipped.items():
+        total.skip(why, n)
+    total.rows_read += res.rows_read
+    total.regions += res.regions
+    total.spot_above_on_demand += res.spot_above_on_demand
+    total.merged += res.merged
+    total.newer_kept += res.newer_kept
+    total.superseded += res.superseded
 
 
 _SHAPE = ("vcpus", "host_memory_gb")
 
 
-def _offer_yaml(o: CloudOffer, old: CloudOffer | None) -> dict[str, Any]:
+def _offer_yaml(o: CloudOffer, old: CloudOffer | None, new_keys: set[str]) -> dict[str, Any]:
     """YAML form of an offer; for one the catalog has, only its prices and missing shape."""
     d = o.model_dump(mode="python", exclude={"provenance"}, exclude_none=True)
     if old is not None:
         d = {"id": o.id} | {k: d[k] for k in _SHAPE if k in d and getattr(old, k) is None}
-    new_src = next((p.source for p in o.prices if p.source.startswith("skypilot-file-")), None)
+    new_src = next((p.source for p in o.prices if p.source in new_keys), None)
     d["source"] = new_src or o.prices[0].source
-    d["prices"] = [
-        p.model_dump(mode="python", exclude_none=True, exclude_defaults=True)
-        | {"term": p.term, "region": p.region, "source": p.source}
-        for p in o.prices
-    ]
+    d["prices"] = [_price_yaml(p) for p in o.prices]
+    d.pop("price_history", None)
+    if o.price_history:
+        d["price_history"] = [_price_yaml(p) for p in o.price_history]
     return d
+
+
+def _price_yaml(p: OfferPrice) -> dict[str, Any]:
+    return p.model_dump(mode="python", exclude_none=True, exclude_defaults=True) | {
+        "term": p.term,
+        "region": p.region,
+        "source": p.source,
+    }

@@ -28,6 +28,8 @@ DAYS_PER_MONTH = 30.436875
 
 #: Kinds of dated value, in the order they are reported.
 STALE_KINDS = ("cloud_price", "accelerator_price", "node_price", "api_price", "factor")
+#: The kinds that are prices (``catalog check --max-age-months`` checks these).
+PRICE_KINDS = ("cloud_price", "accelerator_price", "node_price", "api_price")
 
 #: Pricing modes whose rate is the accelerator's purchase price rather than an offer's.
 _OWNED_MODES = frozenset({"owned", "colocation"})
@@ -76,6 +78,14 @@ def age_months(as_of: dt.date, today: dt.date) -> float:
     return (today - as_of).days / DAYS_PER_MONTH
 
 
+def reference_day(catalog: Catalog, today: dt.date | None = None) -> dt.date:
+    """Return the day ages are measured at.
+
+    ``today`` if given, else the catalog's ``--as-of`` day, else today's date.
+    """
+    return today or catalog.as_of or dt.date.today()
+
+
 def _dated(
     kind: str, eid: str, fld: str, value: float | None, p: Price | OfferPrice | dt.date,
     today: dt.date,
@@ -95,14 +105,15 @@ def dated_values(catalog: Catalog, *, today: dt.date | None = None) -> list[Date
     catalog : Catalog
         The loaded catalog (with any overlays).
     today : datetime.date, optional
-        Reference day (default: today).
+        Reference day (default: the catalog's ``as_of`` day, else today).
 
     Returns
     -------
     list of DatedValue
-        Cloud prices, accelerator and node purchase prices, token-API prices and factors.
+        Cloud prices, accelerator and node purchase prices, token-API prices and factors (the
+        quotes in force: a ``price_history`` quote is history, not an input).
     """
-    day = today or dt.date.today()
+    day = reference_day(catalog, today)
     out: list[DatedValue] = []
     for o in catalog.offers.values():
         for i, p in enumerate(o.prices):
@@ -150,14 +161,13 @@ def _used_offer_price(offer: CloudOffer, term: str, region: str | None) -> tuple
     return min(cands, key=lambda ip: ip[1].usd_per_hour) if cands else (-1, offer.prices[0])
 
 
-def stale_price_inputs(
+def price_inputs(
     catalog: Catalog,
     used: Sequence[tuple[str, str, str | None, str | None]],
     *,
-    stale_months: float = DEFAULT_STALE_MONTHS,
     today: dt.date | None = None,
 ) -> list[dict[str, Any]]:
-    """Return the prices a comparison rests on that are older than ``stale_months``.
+    """Every dated price a comparison rests on, oldest first (one record per price record).
 
     Parameters
     ----------
@@ -166,20 +176,28 @@ def stale_price_inputs(
     used : sequence of (hardware, pricing, offer, region)
         One tuple per priced option: hardware id, pricing mode, the offer id it rented (None
         for owned hardware or a scenario-given rate) and its region (None: any).
-    stale_months : float
-        Cut-off age in months.
     today : datetime.date, optional
-        Reference day (default: today).
+        Reference day (default: the catalog's ``as_of`` day, else today).
 
     Returns
     -------
     list of dict
-        One record per distinct stale price (``DatedValue.to_json()``; a cloud price adds its
-        ``term`` and ``region``), oldest first. Options that rest on the same price record
-        share one record (see :func:`unique_stale`).
+        ``DatedValue.to_json()`` of each price (a cloud price adds its ``term`` and ``region``).
     """
-    day = today or dt.date.today()
-    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
+    return [_record(v, extra) for v, extra in _inputs(catalog, used, today)]
+
+
+def _record(v: DatedValue, extra: dict[str, Any]) -> dict[str, Any]:
+    return {**v.to_json(), **extra}
+
+
+def _inputs(
+    catalog: Catalog,
+    used: Sequence[tuple[str, str, str | None, str | None]],
+    today: dt.date | None,
+) -> list[tuple[DatedValue, dict[str, Any]]]:
+    day = reference_day(catalog, today)
+    seen: dict[tuple[str, str, str], tuple[DatedValue, dict[str, Any]]] = {}
     for hardware, pricing, offer_id, region in used:
         extra: dict[str, Any] = {}
         if offer_id and offer_id in catalog.offers:
@@ -196,9 +214,58 @@ def stale_price_inputs(
             v = _dated("accelerator_price", acc.id, "price", acc.price.usd, acc.price, day)
         else:
             continue
-        if v.age_months > stale_months:
-            seen[(v.kind, v.id, v.field)] = {**v.to_json(), **extra}
-    return unique_stale(seen.values())
+        seen[(v.kind, v.id, v.field)] = (v, extra)
+    return sorted(seen.values(), key=lambda ve: (ve[0].as_of, ve[0].id, ve[0].field))
+
+
+def stale_price_inputs(
+    catalog: Catalog,
+    used: Sequence[tuple[str, str, str | None, str | None]],
+    *,
+    stale_months: float = DEFAULT_STALE_MONTHS,
+    today: dt.date | None = None,
+) -> list[dict[str, Any]]:
+    """Return the prices a comparison rests on that are older than ``stale_months``.
+
+    Parameters are those of :func:`price_inputs`, with the cut-off age ``stale_months``.
+
+    Returns
+    -------
+    list of dict
+        One record per distinct stale price (``DatedValue.to_json()``; a cloud price adds its
+        ``term`` and ``region``), oldest first. Options that rest on the same price record
+        share one record (see :func:`unique_stale`).
+    """
+    return [
+        _record(v, extra)
+        for v, extra in _inputs(catalog, used, today)
+        if v.age_months > stale_months
+    ]
+
+
+def oldest_price_input(
+    catalog: Catalog,
+    used: Sequence[tuple[str, str, str | None, str | None]],
+    *,
+    today: dt.date | None = None,
+) -> dict[str, Any] | None:
+    """Return the oldest price a comparison rests on, with its age.
+
+    None when it rests on no catalog price (e.g. only scenario-given rates).
+    """
+    rows = _inputs(catalog, used, today)
+    return _record(*rows[0]) if rows else None
+
+
+def oldest_line(oldest: dict[str, Any] | None, label: str = "oldest price used") -> str:
+    """One line naming the oldest price an answer rests on and its age ('' if none)."""
+    if not oldest:
+        return ""
+    what = f"{oldest['id']} {oldest.get('term') or oldest['field']}"
+    if oldest.get("region"):
+        what += f" {oldest['region']}"
+    est = ", date estimated" if oldest.get("as_of_estimated") else ""
+    return f"{label}: {what} as of {oldest['as_of']}{est} ({oldest['age_months']:.1f} months old)"
 
 
 def unique_stale(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -200,8 +200,19 @@ def _root(
             "Also read from AITCO_CATALOG.",
         ),
     ] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            metavar="DATE",
+            help="Price as of DATE (YYYY-MM-DD): each price series takes its latest quote dated "
+            "on or before it (price_history), and ages are measured at it. Give it before the "
+            "command: aitco --as-of 2025-06-01 compare ...",
+        ),
+    ] = None,
 ) -> None:
     """Estimate, compare and audit what AI training and inference really cost."""
+    state.set_as_of(as_of)
 
 
 _REGISTERED: list[bool] = []

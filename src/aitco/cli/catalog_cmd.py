@@ -9,13 +9,18 @@ from typing import Annotated, Any
 import typer
 import yaml
 
+from aitco.catalog import remote
+from aitco.catalog import update as upd
+from aitco.catalog.history import catalog_as_of, price_trends
 from aitco.catalog.loader import catalog_json, load_catalog
 from aitco.catalog.schema import KINDS, Entry
-from aitco.catalog.skypilot import overlay_document
+from aitco.catalog.skypilot import DEFAULT_CLOUDS, SKYPILOT_BASE_URL, overlay_document
 from aitco.catalog.staleness import (
     DEFAULT_STALE_MONTHS,
+    PRICE_KINDS,
     dated_values,
     home_page_values,
+    oldest_line,
     stale_counts,
     stale_values,
 )
@@ -101,6 +106,9 @@ def show_cmd(
     kind, entry = cat.find(entry_id)
     data = catalog_json(entry)
     data["kind"] = kind
+    trends = price_trends(entry)
+    if trends:
+        data["price_trends"] = trends
     if json_out:
         print_json(data)
         return
@@ -121,9 +129,24 @@ def show_cmd(
             rows,
         )
     )
+    for t in trends:
+        console.print(_trend_line(t), highlight=False)
     keys = sorted({r["source_key"] for r in data["values"] if r["source_key"]})
     for key in keys:
         console.print(f"  [dim]{key}[/dim]: {cat.sources[key].cite()}", highlight=False)
+
+
+def _usd(x: float) -> str:
+    """Format a price of a trend: cents below $1,000, whole dollars above."""
+    return f"${x:,.0f}" if x >= 1000 else f"${x:,.4g}"
+
+
+def _trend_line(t: dict[str, Any]) -> str:
+    """One line of a price series: its dated quotes and the fitted change per year."""
+    quotes = " -> ".join(f"{_usd(q['usd'])} ({q['as_of']})" for q in t["quotes"])
+    rate = t["change_fraction_per_year"]
+    fit = f"; trend {rate:+.1%}/year over {t['span_years']:.1f} years" if rate is not None else ""
+    return f"price trend {t['series']}: {quotes}: {t['change_fraction']:+.1%}{fit}"
 
 
 def _short(v: Any) -> str:
@@ -163,21 +186,38 @@ def check_cmd(
             help="List prices and factors older than this many months, by kind.",
         ),
     ] = DEFAULT_STALE_MONTHS,
+    max_age_months: Annotated[
+        float | None,
+        typer.Option(
+            "--max-age-months",
+            min=0,
+            help="Exit 1 when any price (cloud, accelerator, node, token API) is older than this "
+            "many months: a check for CI pipelines.",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Validate overlay files against the schema and list the values older than N months."""
     files = files or []
     cat = load_catalog([*state.overlays(), *files])
+    day = state.as_of()
+    if day is not None:
+        cat = catalog_as_of(cat, day)
     counts = {k: len(cat.kind(k)) for k in KINDS}
     stale = stale_values(cat, stale_months=stale_months)
     by_kind = stale_counts(stale)
     dated = stale_counts(dated_values(cat))
     estimated = sum(1 for v in stale if v.as_of_estimated)
     home = home_page_values(cat)
+    prices = sorted((v for v in dated_values(cat) if v.kind in PRICE_KINDS), key=lambda v: v.as_of)
+    oldest = prices[0].to_json() if prices else None
+    too_old = (
+        [v for v in prices if v.age_months > max_age_months] if max_age_months is not None else []
+    )
     if json_out:
         print_json(
             {
-                "ok": True,
+                "ok": not too_old,
                 "files": files,
                 "counts": counts,
                 "stale_months": stale_months,
@@ -186,8 +226,13 @@ def check_cmd(
                 "stale": [v.to_json() for v in stale],
                 "home_page_values": sum(home.values()),
                 "home_page_sources": [{"source_key": k, "count": n} for k, n in home.items()],
+                "oldest_price": oldest,
+                "max_age_months": max_age_months,
+                "over_max_age": len(too_old),
             }
         )
+        if too_old:
+            raise typer.Exit(1)
         return
     if files:
         console.print(
@@ -218,6 +263,15 @@ def check_cmd(
             + ", ".join(f"{k} ({n})" for k, n in home.items()),
             highlight=False,
         )
+    if oldest:
+        console.print(oldest_line(oldest, "oldest price in the catalog"), highlight=False)
+    if too_old:
+        console.print(
+            f"[red]{len(too_old)} price(s) older than {max_age_months:g} months[/red] "
+            "(--max-age-months): refresh them (aitco catalog update, docs/catalog.md)",
+            highlight=False,
+        )
+        raise typer.Exit(1)
 
 
 class _NoAliasDumper(yaml.SafeDumper):
@@ -319,6 +373,135 @@ def import_skypilot_cmd(
     for sk in skipped:
         console.print(f"  skipped {sk['rows']} rows: {sk['reason']}", highlight=False)
     console.print(f"use it with: aitco compare --catalog {out}", highlight=False)
+
+
+update_app = typer.Typer(
+    help="Fetch the public price catalogs into a dated overlay (use it with --catalog FILE or "
+    "AITCO_CATALOG).",
+    no_args_is_help=True,
+)
+catalog_app.add_typer(update_app, name="update")
+
+_OutOpt = Annotated[
+    str, typer.Option("-o", "--output", help="Overlay YAML to write (replaced atomically).")
+]
+_OfflineOpt = Annotated[
+    bool,
+    typer.Option(
+        "--offline",
+        help="Use the copies cached by the last update (no network); prices keep the date "
+        "they were fetched.",
+    ),
+]
+
+
+def _update_done(res: upd.UpdateResult, out: str, header: str, json_out: bool) -> None:
+    overlays = upd.base_overlays(Path(out), state.overlays(), with_out=False)
+    upd.commit(res, Path(out), header, overlays)
+    summary = {"output": out, **res.summary, "cache_dir": str(remote.cache_dir())}
+    if json_out:
+        print_json(summary)
+        return
+    when = ", ".join(sorted({f.retrieved_at.isoformat() for f in res.files}))
+    origin = "cached copies fetched" if any(f.from_cache for f in res.files) else "fetched"
+    if summary["source"] == "skypilot":
+        console.print(
+            f"wrote {out}: {summary['offers']} offers ({summary['offers_new']} new, "
+            f"{summary['offers_merged']} merged into catalog offers, "
+            f"{summary['prices_newer_kept']} newer prices kept, older ones in price_history) "
+            f"from {summary['rows_read']} rows of {', '.join(summary['clouds'])} "
+            f"({origin} {when})",
+            highlight=False,
+        )
+        for sk in summary["skipped"]:
+            console.print(f"  skipped {sk['rows']} rows: {sk['reason']}", highlight=False)
+    else:
+        console.print(
+            f"wrote {out}: {len(summary['apis_refreshed'])} API prices refreshed, "
+            f"{len(summary['apis_added'])} added ({origin} {when}); not in genai-prices: "
+            f"{', '.join(summary['apis_not_in_genai_prices']) or 'none'}",
+            highlight=False,
+        )
+    console.print(
+        f"use it with: aitco --catalog {out} ... (or AITCO_CATALOG={out})", highlight=False
+    )
+
+
+@update_app.command("skypilot")
+def update_skypilot_cmd(
+    out: _OutOpt,
+    clouds: Annotated[
+        str | None,
+        typer.Option(
+            "--clouds",
+            help="Comma-separated SkyPilot clouds (default: "
+            + ",".join(DEFAULT_CLOUDS)
+            + "; others e.g. azure, oci, nebius, shadeform).",
+        ),
+    ] = None,
+    base_url: Annotated[
+        str,
+        typer.Option(
+            "--base-url",
+            help="Server with SkyPilot's layout <base-url>/catalogs/v7/<cloud>/vms.csv "
+            "(default: the public SkyPilot catalog repository).",
+        ),
+    ] = SKYPILOT_BASE_URL,
+    offline: _OfflineOpt = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Fetch SkyPilot's cloud catalogs into offers dated the day they were retrieved."""
+    names = upd.parse_clouds(clouds)
+    target = Path(out)
+    res = upd.update_skypilot(
+        names,
+        base_url=base_url,
+        offline=offline,
+        catalog=load_catalog(upd.base_overlays(target, state.overlays()), use_env=False),
+        defined=load_catalog(
+            upd.base_overlays(target, state.overlays(), with_out=False), use_env=False
+        ),
+    )
+    header = f"aitco catalog update skypilot --clouds {','.join(names)} --base-url {base_url}"
+    _update_done(res, out, header, json_out)
+
+
+@update_app.command("genai-prices")
+def update_genai_cmd(
+    out: _OutOpt,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="Where genai-prices' data.json is read (default: the URL genai-prices' own "
+            "updater reads).",
+        ),
+    ] = None,
+    providers: Annotated[
+        str | None,
+        typer.Option(
+            "--providers",
+            help="Also add every model of these genai-prices providers (comma-separated, e.g. "
+            "openai,anthropic); without it only the catalog's API prices are refreshed.",
+        ),
+    ] = None,
+    offline: _OfflineOpt = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Fetch genai-prices' token-API prices (for audit and api-vs-self-host)."""
+    provs = [p.strip() for p in (providers or "").split(",") if p.strip()]
+    target = Path(out)
+    res = upd.update_genai_prices(
+        url=url,
+        offline=offline,
+        catalog=load_catalog(upd.base_overlays(target, state.overlays()), use_env=False),
+        providers=provs,
+        defined=load_catalog(
+            upd.base_overlays(target, state.overlays(), with_out=False), use_env=False
+        ),
+    )
+    header = f"aitco catalog update genai-prices --url {res.summary['url']}"
+    _update_done(res, out, header, json_out)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:

@@ -646,6 +646,9 @@ def buy_vs_rent_cmd(
             "default: one home instance type for every mode)."
         ),
     ] = None,
+    preset: Annotated[
+        str | None, typer.Option("--preset", help="Assumption preset (see `aitco preset list`).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Owning vs renting (on-demand, reserved, spot): break-even month, NPV, break-even use."""
@@ -667,6 +670,7 @@ def buy_vs_rent_cmd(
         "modes",
         "prices",
         "overrides",
+        "preset",
     ]
     _check_keys(args, allowed, file)
     _coerce(
@@ -683,6 +687,7 @@ def buy_vs_rent_cmd(
         "region": region,
         "price_region": price_region,
         "provider": provider,
+        "preset": preset,
     }
     args.update({k: v for k, v in flags.items() if v is not None})
     if no_colocation:

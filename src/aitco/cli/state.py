@@ -6,14 +6,19 @@ Also resolves the other user-supplied model inputs every command reads the same 
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated
 
 import typer
 
+from aitco.catalog.history import catalog_as_of
 from aitco.catalog.loader import Catalog, load_catalog
+from aitco.errors import InputError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 
 _overlays: list[str] = []
+#: ``--as-of`` day of the command line (None: the prices in force today).
+_as_of: list[dt.date | None] = [None]
 
 #: ``--power-limit-w`` of the commands that run an accelerator (train, infer).
 PowerLimitOpt = Annotated[
@@ -37,9 +42,30 @@ def overlays() -> list[str]:
     return list(_overlays)
 
 
+def set_as_of(raw: str | None) -> None:
+    """Remember the global ``--as-of`` date (None: today's prices)."""
+    if raw is None:
+        _as_of[0] = None
+        return
+    try:
+        _as_of[0] = dt.date.fromisoformat(raw)
+    except ValueError as exc:
+        raise InputError("--as-of", raw, "a date YYYY-MM-DD") from exc
+
+
+def as_of() -> dt.date | None:
+    """Return the global ``--as-of`` date, or None."""
+    return _as_of[0]
+
+
 def catalog() -> Catalog:
-    """Load the catalog: built-in data, ``AITCO_CATALOG``, then the ``--catalog`` overlays."""
-    return load_catalog(_overlays)
+    """Load the catalog: built-in data, ``AITCO_CATALOG``, then the ``--catalog`` overlays.
+
+    Priced as of the ``--as-of`` date when one is given (aitco.catalog.history).
+    """
+    cat = load_catalog(_overlays)
+    day = _as_of[0]
+    return cat if day is None else catalog_as_of(cat, day)
 
 
 def efficiency(path: str | None) -> EfficiencyParams:

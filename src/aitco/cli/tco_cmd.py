@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from aitco.catalog.currency import in_usd_year, usd_year_note
-from aitco.catalog.staleness import stale_line, unique_stale
+from aitco.catalog.staleness import oldest_line, stale_line, unique_stale
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_json, table
 from aitco.cost.tco import CATEGORIES, Breakdown
@@ -85,6 +85,7 @@ def comparisons_json(comps: list[Comparison], *, explain: bool) -> dict[str, Any
                 "fastest": c.fastest,
                 "options": [o.name for o in c.options],
                 "stale_inputs": c.stale_inputs,
+                "oldest_price": c.oldest_price,
                 **({"assumptions": c.assumptions} if explain else {}),
             }
         )
@@ -97,6 +98,8 @@ def comparisons_json(comps: list[Comparison], *, explain: bool) -> dict[str, Any
             fastest=comps[0].fastest,
         )
     out["stale_inputs"] = unique_stale(s for c in comps for s in c.stale_inputs)
+    oldest = unique_stale(c.oldest_price for c in comps if c.oldest_price)
+    out["oldest_price"] = oldest[0] if oldest else None
     return out
 
 
@@ -356,6 +359,8 @@ def compare_cmd(
         render_comparison(c)
         if c.stale_inputs:
             console.print(f"[yellow]{escape(stale_line(c.stale_inputs))}[/yellow]")
+        if c.oldest_price:
+            console.print(escape(oldest_line(c.oldest_price)), highlight=False)
         if explain:
             _explain(c)
 

@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from aitco.cost import checks
+from aitco.errors import InputError
 from aitco.units import DAYS_PER_MONTH
 
 
@@ -179,3 +180,56 @@ def audit_labour_usd(audit_hours: ArrayLike, usd_per_hour: ArrayLike) -> np.ndar
     h = checks.non_negative(audit_hours, "compliance.audit_hours")
     w = checks.non_negative(usd_per_hour, "labour.usd-per-hour")
     return np.asarray(h * w, dtype=float)
+
+
+def tiered_transfer_usd(
+    gb: ArrayLike,
+    months: ArrayLike,
+    breaks_gb: ArrayLike,
+    usd_per_gb: ArrayLike,
+) -> np.ndarray:
+    r"""Transfer priced by a provider's monthly volume tiers (internet egress), spread over months.
+
+    Each month's volume :math:`V/M` pays rate :math:`p_j` on the part between breaks :math:`b_j`
+    and :math:`b_{j+1}` (like tax brackets: a free allowance is a first tier at 0 USD/GB), so
+
+    .. math::
+
+        C = M \sum_j p_j \,\mathrm{clip}\!\left(\frac{V}{M} - b_j,\ 0,\ b_{j+1} - b_j\right)
+
+    Parameters
+    ----------
+    gb : array_like, shape (...)
+        Volume transferred over the whole period. [GB]
+    months : array_like, shape (...)
+        Billed months the volume is spread over (>= 1: tiers reset each month). [months]
+    breaks_gb : array_like, shape (K,)
+        Lower bound of each tier of the monthly volume, increasing, first 0. [GB/month]
+    usd_per_gb : array_like, shape (K,)
+        Price of each tier. [USD/GB]
+
+    Returns
+    -------
+    numpy.ndarray
+        Cost over the period. [USD]
+
+    Examples
+    --------
+    >>> b, p = [0, 100, 10240, 51200, 153600], [0.0, 0.09, 0.085, 0.07, 0.05]
+    >>> [round(float(tiered_transfer_usd(v, 1, b, p)), 2) for v in (50, 1100, 20480)]
+    [0.0, 90.0, 1783.0]
+    """
+    v = checks.non_negative(gb, "transfer.gb")
+    m = checks.finite(months, "months")
+    if np.any(m < 1.0):
+        raise InputError("months", float(np.min(m)), "billed months >= 1")
+    b = checks.non_negative(breaks_gb, "transfer.tier-breaks-gb")
+    p = checks.non_negative(usd_per_gb, "transfer.tier-usd-per-gb")
+    if b.ndim != 1 or b.shape != p.shape or b.size == 0:
+        raise InputError("transfer.tier-breaks-gb", b.tolist(), "one break per tier price")
+    if np.any(np.diff(b) <= 0) or b[0] != 0:
+        raise InputError("transfer.tier-breaks-gb", b.tolist(), "increasing breaks from 0")
+    monthly = (v / m)[..., None]
+    upper = np.append(b[1:], np.inf)
+    in_tier = np.clip(monthly - b, 0.0, upper - b)
+    return np.asarray(m * np.sum(in_tier * p, axis=-1), dtype=float)

@@ -22,8 +22,8 @@ import numpy as np
 
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import ApiPrice
+from aitco.cost.factors import CostFactors
 from aitco.decide import evaluators as ev
-from aitco.decide.compare import Factors
 from aitco.errors import AitcoError, InputError, UnknownIdError
 from aitco.perf import service as perf_service
 from aitco.perf.inference import estimate_inference
@@ -137,7 +137,7 @@ def self_host_candidates(
         accelerators=[a for a, _ in pairs],
         systems=[sy for _, sy in pairs],
         model_archs=[arch],
-        factors=Factors(catalog),
+        factors=CostFactors(catalog),
     )
     grids = np.meshgrid(
         np.arange(len(known)),

@@ -9,13 +9,14 @@ reserved terms bill every hour of the commitment, plus cloud operations staff an
 The comparison is month by month over the horizon: the break-even month is the first month at
 which the cumulative rent exceeds the cumulative net cost of owning *if the hardware were sold
 that month*; NPVs discount both streams at the same rate; the break-even utilisation is the
-utilisation at which the two NPVs are equal. Every factor comes from the catalog (ids below) and
-every line is itemised with its formula and source, so a spreadsheet can rebuild it.
+utilisation at which the two NPVs are equal. Every factor comes from the catalog (ids below),
+then the assumption preset, then the user's overrides, resolved by
+:class:`aitco.cost.factors.CostFactors` as in ``aitco compare``; every line is itemised with its
+formula and source, so a spreadsheet can rebuild it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, System
 from aitco.cost import capex as capex_mod
 from aitco.cost import finance, people, power
+from aitco.cost.factors import CostFactors
 from aitco.cost.offers import select_offer
 from aitco.decide.roi import monthly_rate
 from aitco.errors import CatalogError, InputError
@@ -53,53 +55,14 @@ FACTOR_IDS: dict[str, str] = {
     "employer": "labour.employer-cost-factor",
     "seats": "ops.on-call-seats.owned",
     "prod_h": "labour.productive-hours-per-fte-year",
-    "support": "support.tier-rates",
-    "spot": "spot-interruption.per-hour",
     "restart": "restart.hours",
 }
 
 
-@dataclass
-class _F:
-    """Factor lookup with overrides and source notes."""
-
-    cat: Catalog
-    overrides: dict[str, float]
-
-    def get(self, fid: str) -> float:
-        if fid in self.overrides:
-            return float(self.overrides[fid])
-        if fid not in self.cat.factors:
-            raise CatalogError(f"factors.{fid}", None, "a factor in the catalog (or an override)")
-        return self.cat.factor_value(fid)
-
-    def first(self, fids: list[str]) -> tuple[str, float]:
-        """Return the first of ``fids`` that has a value (CatalogError naming all if none)."""
-        for fid in fids:
-            if fid in self.overrides or fid in self.cat.factors:
-                return fid, self.get(fid)
-        raise CatalogError("factors", fids, "one of these factors in the catalog (or an override)")
-
-    def has(self, fid: str) -> bool:
-        return fid in self.overrides or fid in self.cat.factors
-
-    def loaded_rate(self) -> float:
-        """Return the loaded hourly rate of operations staff (wage x employer-cost factor)."""
-        ids = FACTOR_IDS
-        return float(people.loaded_rate_usd_per_h(self.get(ids["sre"]), self.get(ids["employer"])))
-
-    def curve(self, fid: str) -> list[float]:
-        f = self.cat.factor(fid)
-        return list(f.value) if isinstance(f.value, list) else [float(f.value)]
-
-    def source(self, fid: str) -> str:
-        if fid in self.overrides:
-            return f"{fid}: user override"
-        f = self.cat.factors.get(fid)
-        if f is None:
-            return fid
-        prov = f.provenance.get("value")
-        return f"{fid}: {prov.source.cite()}" if prov else fid
+def _source(fac: CostFactors, fid: str) -> str:
+    """Return the citation of a factor (``id: where its value came from``)."""
+    fac.raw(fid)
+    return fac.sources(fid)[0]
 
 
 def _rent_price(
@@ -140,6 +103,7 @@ def buy_vs_rent(
     modes: tuple[str, ...] = RENT_MODES,
     prices: dict[str, float] | None = None,
     overrides: dict[str, float] | None = None,
+    preset: str | None = None,
 ) -> dict[str, Any]:
     r"""Compare owning ``gpus`` accelerators with renting them in each pricing mode.
 
@@ -173,7 +137,9 @@ def buy_vs_rent(
     prices : dict, optional
         Rental price overrides ``{mode: usd_per_gpu_hour}``.
     overrides : dict, optional
-        Factor overrides ``{factor_id: value}``.
+        Factor overrides ``{factor_id: value}``, applied after the preset.
+    preset : str, optional
+        Assumption preset (catalog ``presets``), as ``aitco compare --preset``.
 
     Returns
     -------
@@ -219,18 +185,16 @@ def buy_vs_rent(
             "a purchase price to price owning",
             hint="add it in a --catalog overlay",
         )
-    fac = _F(catalog, dict(overrides or {}))
-    horizon = float(horizon_years if horizon_years is not None else fac.get(FACTOR_IDS["horizon"]))
-    rate = float(discount_rate if discount_rate is not None else fac.get(FACTOR_IDS["rate"]))
+    fac = CostFactors(catalog, preset, dict(overrides or {}), where="overrides")
+    horizon = float(
+        horizon_years if horizon_years is not None else fac.value(FACTOR_IDS["horizon"])
+    )
+    rate = float(discount_rate if discount_rate is not None else fac.value(FACTOR_IDS["rate"]))
     if horizon <= 0:
         raise InputError("--horizon-years", horizon, "a horizon > 0")
     n_months = max(1, round(horizon * MONTHS_PER_YEAR))
     owned = _owned(acc, sysm, gpus, utilization, fac, region, pue_id, colocation)
-    curve_id = (
-        f"residual-value.{acc.id}"
-        if f"residual-value.{acc.id}" in catalog.factors
-        else f"residual-value.{acc.residual_class}"
-    )
+    curve_id = fac.residual_curve_id(acc.id, acc.residual_class)
     curve = fac.curve(curve_id)
     t = np.arange(1, n_months + 1, dtype=float)
     resale = finance.residual_fraction(curve, t / MONTHS_PER_YEAR) * owned["resellable_usd"]
@@ -245,7 +209,7 @@ def buy_vs_rent(
     owned["npv_usd"] = npv_own
     owned["resale_end_usd"] = float(resale[-1])
     owned["residual_curve"] = curve_id
-    owned["sources"].append(fac.source(curve_id))
+    owned["sources"].append(_source(fac, curve_id))
     rents: dict[str, Any] = {}
     months: dict[str, list[float]] = {"owned_cumulative_usd": own_cum.tolist()}
     for mode in modes:
@@ -310,7 +274,7 @@ def _owned(
     sysm: System,
     gpus: int,
     u: float,
-    fac: _F,
+    fac: CostFactors,
     region: str,
     pue_id: str | None,
     colocation: bool,
@@ -319,12 +283,12 @@ def _owned(
     ids = FACTOR_IDS
     chip = acc.price.usd
     cp = capex_mod.capex_parts_usd(
-        chip, fac.get(ids["server"]), fac.get(ids["network"]), fac.get(ids["storage"]),
-        fac.get(ids["install"]),
+        chip, fac.value(ids["server"]), fac.value(ids["network"]), fac.value(ids["storage"]),
+        fac.value(ids["install"]),
     )  # fmt: skip
     server, network = float(cp["server_usd"]), float(cp["network_usd"])
     storage, install = float(cp["storage_usd"]), float(cp["installation_usd"])
-    spares = fac.get(ids["spares"])
+    spares = fac.value(ids["spares"])
     per_gpu = float(cp["capex_usd"]) * (1.0 + spares)
     capex = per_gpu * gpus
     nodes = float(power.host_share_nodes(gpus, sysm.devices_per_node))  # host shared by slot
@@ -334,11 +298,11 @@ def _owned(
             gpus,
             tdp,
             u,
-            fac.get(ids["active"]),
-            fac.get(ids["idle"]),
+            fac.value(ids["active"]),
+            fac.value(ids["idle"]),
             nodes,
             sysm.node_power_w,
-            fac.get(ids["switch"]),
+            fac.value(ids["switch"]),
         )
     )
     it_peak_w = float(
@@ -347,23 +311,23 @@ def _owned(
             tdp,
             1.0,
             1.0,
-            fac.get(ids["idle"]),
+            fac.value(ids["idle"]),
             nodes,
             sysm.node_power_w,
-            fac.get(ids["switch"]),
+            fac.value(ids["switch"]),
         )
     )
     pid = pue_id or ("pue.liquid" if sysm.cooling == "liquid" else "pue.air")
-    pue = fac.get(pid)
+    pue = fac.value(pid)
     kwh_price_id = f"electricity.usd-per-kwh.{region}"
-    fac_w = float(power.facility_power_w(it_w, fac.get(ids["loss"]), pue))
+    fac_w = float(power.facility_power_w(it_w, fac.value(ids["loss"]), pue))
     energy_kwh = float(power.energy_kwh(fac_w, HOURS_PER_MONTH))
-    energy = float(power.electricity_usd(energy_kwh, fac.get(kwh_price_id)))
-    colo = fac.get(ids["colo"]) * it_peak_w / WATTS_PER_KILOWATT if colocation else 0.0
-    min_fte = float(people.on_call_fte(fac.get(ids["seats"]), fac.get(ids["prod_h"])))
+    energy = float(power.electricity_usd(energy_kwh, fac.value(kwh_price_id)))
+    colo = fac.value(ids["colo"]) * it_peak_w / WATTS_PER_KILOWATT if colocation else 0.0
+    min_fte = float(people.on_call_fte(fac.value(ids["seats"]), fac.value(ids["prod_h"])))
     staff = float(
         people.ops_staff_usd(
-            gpus, HOURS_PER_MONTH, fac.get(ids["fte_owned"]), fac.loaded_rate(), min_fte
+            gpus, HOURS_PER_MONTH, fac.value(ids["fte_owned"]), fac.loaded_labour_rate()[0], min_fte
         )
     )
     opex = energy + colo + staff
@@ -374,35 +338,35 @@ def _owned(
             server * gpus * (1 + spares),
             "capex",
             "g (1+k) P s",
-            {"server_fraction": fac.get(ids["server"])},
+            {"server_fraction": fac.value(ids["server"])},
         ),
         _item(
             "network",
             network * gpus * (1 + spares),
             "capex",
             "g (1+k) P(1+s) n",
-            {"network_fraction": fac.get(ids["network"])},
+            {"network_fraction": fac.value(ids["network"])},
         ),
         _item(
             "storage",
             storage * gpus * (1 + spares),
             "capex",
             "g (1+k) P(1+s) o",
-            {"storage_fraction": fac.get(ids["storage"])},
+            {"storage_fraction": fac.value(ids["storage"])},
         ),
         _item(
             "installation",
             install * gpus * (1 + spares),
             "capex",
             "(...) i",
-            {"install_fraction": fac.get(ids["install"])},
+            {"install_fraction": fac.value(ids["install"])},
         ),
         _item(
             "energy",
             energy,
             "opex_monthly",
             "P_IT/(1-loss) PUE 730.5 h e",
-            {"it_power_w": it_w, "pue": pue, "usd_per_kwh": fac.get(kwh_price_id)},
+            {"it_power_w": it_w, "pue": pue, "usd_per_kwh": fac.value(kwh_price_id)},
         ),
         _item(
             "colocation", colo, "opex_monthly", "c_kW P_IT_peak / 1000", {"it_peak_w": it_peak_w}
@@ -413,11 +377,11 @@ def _owned(
             "opex_monthly",
             "max(g/1000 FTE, on-call seats x 8766 h / productive h) x 730.5 h / 8766 h"
             " x 2080 h x wage x employer-cost factor",
-            {"fte_per_1000_gpus": fac.get(ids["fte_owned"]), "on_call_min_fte": min_fte},
+            {"fte_per_1000_gpus": fac.value(ids["fte_owned"]), "on_call_min_fte": min_fte},
         ),
     ]
     srcs = [
-        fac.source(ids[k])
+        _source(fac, ids[k])
         for k in (
             "server",
             "network",
@@ -435,9 +399,9 @@ def _owned(
             "prod_h",
         )
     ]
-    srcs += [fac.source(pid), fac.source(kwh_price_id)]
+    srcs += [_source(fac, pid), _source(fac, kwh_price_id)]
     if colocation:
-        srcs.append(fac.source(ids["colo"]))
+        srcs.append(_source(fac, ids["colo"]))
     prov = acc.provenance.get("price")
     if prov:
         srcs.insert(0, f"accelerators.{acc.id}.price: {prov.source.cite()}")
@@ -454,33 +418,31 @@ def _owned(
 
 
 def _rent(
-    mode: str, price: float, gpus: int, u: float, fac: _F, provider: str | None = None
+    mode: str, price: float, gpus: int, u: float, fac: CostFactors, provider: str | None = None
 ) -> dict[str, Any]:
     ids = FACTOR_IDS
     busy = 1.0 if mode in COMMITTED else u
     compute = gpus * HOURS_PER_MONTH * busy * price
-    chain = [*([provider] if provider else []), "default", "aws"]
     rework = 0.0
-    srcs = [fac.source(ids[k]) for k in ("fte_cloud", "sre", "employer", "restart")]
+    srcs = [_source(fac, ids[k]) for k in ("fte_cloud", "sre", "employer", "restart")]
     if mode == "spot":
-        sid, sigma = fac.first([f"{ids['spot']}.{p}" for p in chain])
-        rework = compute * sigma * fac.get(ids["restart"])
-        srcs.append(fac.source(sid))
+        sid, sigma = fac.spot_rate_per_instance_h(provider, "provider")
+        rework = compute * sigma * fac.value(ids["restart"])
+        srcs.append(_source(fac, sid))
     # the provider's support plan; a user-given price (no provider) is priced on AWS's plan
     key = (provider or "aws").lower()
     support = 0.0
     sup_in: dict[str, Any] = {"provider": key, "schedule": None}
-    if fac.has(f"{ids['support']}.{key}"):
-        sup_ids = [f"support.{t}.{key}" for t in ("tier-breaks-usd", "tier-rates")]
-        low_id = f"support.minimum-usd-per-month.{key}"
-        breaks, rates = (fac.curve(i) for i in sup_ids)
-        support = float(
-            people.tiered_fee_usd(compute + rework, 1.0, breaks, rates, fac.get(low_id))
-        )
+    sched = fac.support_schedule(key)
+    if sched is not None:
+        breaks, rates, low, sup_ids = sched
+        support = float(people.tiered_fee_usd(compute + rework, 1.0, breaks, rates, low))
         sup_in["schedule"] = {"tier_breaks_usd_per_month": breaks, "tier_rates": rates}
-        srcs += [fac.source(i) for i in (*sup_ids, low_id)]
+        srcs += [_source(fac, i) for i in sup_ids]
     staff = float(
-        people.ops_staff_usd(gpus, HOURS_PER_MONTH, fac.get(ids["fte_cloud"]), fac.loaded_rate())
+        people.ops_staff_usd(
+            gpus, HOURS_PER_MONTH, fac.value(ids["fte_cloud"]), fac.loaded_labour_rate()[0]
+        )
     )
     monthly = compute + rework + support + staff
     return {
@@ -509,7 +471,7 @@ def _rent(
                 staff,
                 "rent_monthly",
                 "g/1000 FTE 730.5 h w",
-                {"fte_per_1000_gpus": fac.get(ids["fte_cloud"])},
+                {"fte_per_1000_gpus": fac.value(ids["fte_cloud"])},
             ),
         ],
         "sources": srcs,
@@ -520,7 +482,7 @@ def _break_even_u(
     acc: Accelerator,
     sysm: System,
     gpus: int,
-    fac: _F,
+    fac: CostFactors,
     region: str,
     pue_id: str | None,
     colo: bool,

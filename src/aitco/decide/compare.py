@@ -16,7 +16,7 @@ into depreciation, technology-iteration risk and financing, plus electricity at 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,11 +24,23 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aitco.calibrate.profile import load_profile
 from aitco.catalog.loader import Catalog
-from aitco.catalog.schema import Accelerator, CloudOffer, ModelArch, System
-from aitco.catalog.staleness import stale_price_inputs
-from aitco.cost import capex as capex_mod
-from aitco.cost import carbon, cloud, data, finance, people, power, reliability
-from aitco.cost import offers as offers_mod
+from aitco.catalog.schema import Accelerator, ModelArch, System
+from aitco.catalog.staleness import oldest_price_input, stale_price_inputs
+from aitco.cost import carbon, cloud, data, people, power, reliability
+from aitco.cost.factors import CostFactors
+from aitco.cost.pricing import (
+    COMMITTED_TERM_YEARS,
+    DEFAULT_REGION,
+    HELD,
+    OWNED,
+    PAY_AS_USED,
+    RENTED,
+    GpuHourPrice,
+    offer_system,
+    owned_price,
+    rental_price,
+    slice_price,
+)
 from aitco.cost.tco import Breakdown, add_stages
 from aitco.decide.practice import practice_for
 from aitco.decide.scenario import (
@@ -40,7 +52,7 @@ from aitco.decide.scenario import (
     Scenario,
     TrainingWorkload,
 )
-from aitco.errors import AitcoError, CatalogError, InputError, UnknownIdError
+from aitco.errors import AitcoError, CatalogError, InputError
 from aitco.perf import service as service_mod
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import model_shape
@@ -58,17 +70,6 @@ from aitco.units import (
     SECONDS_PER_HOUR,
     WATTS_PER_KILOWATT,
 )
-
-RENTED = ("on_demand", "spot", "reserved_1y", "reserved_3y")
-OWNED = ("owned", "colocation")
-#: Modes that hold capacity whether or not it is busy, so scheduling fragmentation costs money.
-HELD = ("owned", "colocation", "reserved_1y", "reserved_3y")
-#: Pricing modes billed only for the hours a replica runs (an autoscaled service pays for the
-#: replicas actually running; committed and owned capacity is held at the peak all period).
-PAY_AS_USED = ("on_demand", "spot")
-#: Length of a committed term by pricing mode. [years]
-COMMITTED_TERM_YEARS: dict[str, float] = {"reserved_1y": 1.0, "reserved_3y": 3.0}
-DEFAULT_REGION = "us"
 
 
 class Comparison(BaseModel):
@@ -100,6 +101,8 @@ class Comparison(BaseModel):
     assumptions: list[str] = Field(default_factory=list)
     #: Prices the answer rests on that are older than 12 months (aitco.catalog.staleness).
     stale_inputs: list[dict[str, Any]] = Field(default_factory=list)
+    #: The oldest price the answer rests on, with its age (aitco.catalog.staleness).
+    oldest_price: dict[str, Any] | None = None
 
     def option(self, name: str) -> Breakdown:
         """Return the option called ``name`` (KeyError if absent)."""
@@ -119,112 +122,8 @@ class Comparison(BaseModel):
             "options": [o.to_json(explain=explain) for o in self.options],
             "assumptions": self.assumptions,
             "stale_inputs": self.stale_inputs,
+            "oldest_price": self.oldest_price,
         }
-
-
-# --------------------------------------------------------------------------- factors
-@dataclass
-class Factors:
-    """Factor values: catalog, then preset overrides, then scenario overrides.
-
-    Parameters
-    ----------
-    catalog : Catalog
-        The catalog.
-    preset : str, optional
-        Preset id (its ``overrides`` apply on top of the catalog).
-    overrides : dict
-        Scenario ``assumptions`` (factor id -> value), applied last.
-    """
-
-    catalog: Catalog
-    preset: str | None = None
-    overrides: dict[str, float | list[float]] = field(default_factory=dict)
-    used: dict[str, str] = field(default_factory=dict)
-    #: Engine results memoised within one :func:`compare` call (same hardware, other pricing).
-    memo: dict[Any, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self._preset_over: dict[str, float | list[float]] = {}
-        if self.preset:
-            if self.preset not in self.catalog.presets:
-                raise UnknownIdError("preset", self.preset, self.catalog.presets, field="preset")
-            self._preset_over = dict(self.catalog.presets[self.preset].overrides)
-        for fid, v in self._preset_over.items():
-            self._check_override(fid, v, f"presets.{self.preset}.overrides.{fid}")
-        for fid, v in self.overrides.items():
-            self._check_override(fid, v, f"assumptions.{fid}")
-
-    def _check_override(self, fid: str, v: float | list[float], where: str) -> None:
-        """Reject overrides that cannot be right for the factor they replace.
-
-        Unknown factor ids, non-finite or negative values, fractions outside [0, 1] and a PUE
-        below 1 (facility power can never be below IT power) are errors naming the field.
-        """
-        fac = self.catalog.factors.get(fid)
-        if fac is None:
-            # ids looked up with a fallback (e.g. residual-value.<accelerator>) are accepted when
-            # a catalog factor of the same family (the text before the last dot) exists
-            family = fid.rsplit(".", 1)[0] + "."
-            fac = next((f for k, f in self.catalog.factors.items() if k.startswith(family)), None)
-            if fac is None:
-                raise UnknownIdError("factor", fid, self.catalog.factors, field=where)
-        for x in v if isinstance(v, list) else [v]:
-            if not math.isfinite(float(x)) or float(x) < 0:
-                raise InputError(where, v, f"a finite, non-negative value in {fac.unit}")
-            if fac.category == "pue" and float(x) < 1.0:
-                raise InputError(where, v, "a PUE >= 1 (facility power >= IT power)")
-            if fac.unit.startswith("fraction") and fac.category != "finance" and float(x) > 1.0:
-                raise InputError(where, v, f"a fraction in [0, 1] ({fac.unit})")
-
-    def has(self, fid: str) -> bool:
-        """Whether ``fid`` has a value anywhere."""
-        return fid in self.overrides or fid in self._preset_over or fid in self.catalog.factors
-
-    def raw(self, fid: str, field_name: str | None = None) -> float | list[float]:
-        """Value of ``fid`` (scalar or curve) and remember where it came from."""
-        if fid in self.overrides:
-            self.used[fid] = "scenario assumptions"
-            return self.overrides[fid]
-        if fid in self._preset_over:
-            self.used[fid] = f"preset {self.preset}"
-            return self._preset_over[fid]
-        if fid in self.catalog.factors:
-            f = self.catalog.factors[fid]
-            prov = f.provenance.get("value")
-            self.used[fid] = prov.source.cite() if prov else "catalog"
-            return f.value
-        raise UnknownIdError("factor", fid, self.catalog.factors, field=field_name or fid)
-
-    def value(self, fid: str, field_name: str | None = None) -> float:
-        """Scalar value of ``fid``."""
-        v = self.raw(fid, field_name)
-        if isinstance(v, list):
-            raise CatalogError(fid, v, "a scalar factor value")
-        return float(v)
-
-    def curve(self, fid: str) -> list[float]:
-        """Curve value of ``fid`` (a scalar becomes a one-point curve)."""
-        v = self.raw(fid)
-        return [float(x) for x in v] if isinstance(v, list) else [float(v)]
-
-    def first(self, fids: list[str], field_name: str) -> tuple[str, float]:
-        """Return the first of ``fids`` that has a value, as ``(id, value)``."""
-        for fid in fids:
-            if self.has(fid):
-                return fid, self.value(fid)
-        raise CatalogError(
-            field_name, fids[0], f"one of the factors {', '.join(fids)} in the catalog"
-        )
-
-    def region_value(self, prefix: str, region: str, field_name: str) -> tuple[str, float]:
-        """Return ``<prefix>.<region>``, else the region's first part (``us-east-1`` -> ``us``)."""
-        cands = [f"{prefix}.{region}", f"{prefix}.{region.split('-')[0]}"]
-        return self.first(cands, field_name)
-
-    def sources(self, *fids: str) -> list[str]:
-        """Citations of the factors ``fids`` as used."""
-        return [f"{f}: {self.used[f]}" for f in fids if f in self.used]
 
 
 # --------------------------------------------------------------------------- public API
@@ -256,12 +155,13 @@ def compare(
     """
     preset_id = preset or scenario.preset
     eff = efficiency or _efficiency(scenario)
-    fac = Factors(catalog, preset_id, dict(scenario.assumptions))
+    fac = CostFactors(catalog, preset_id, dict(scenario.assumptions))
+    memo: dict[Any, Any] = {}  # engine results of this call (same hardware, other pricing)
     if scenario.stages:
         parts = []
         for i, st in enumerate(scenario.stages):
             b = _price(
-                scenario, st.workload, st.option, catalog, fac, eff, where=f"stages[{i}]",
+                scenario, st.workload, st.option, catalog, fac, eff, memo, where=f"stages[{i}]",
                 one_off=i == 0,
             )  # fmt: skip
             b.name = st.name
@@ -276,7 +176,7 @@ def compare(
     else:
         assert scenario.workload is not None  # guaranteed by Scenario validation
         opts = [
-            _price(scenario, scenario.workload, opt, catalog, fac, eff, where=f"options[{i}]")
+            _price(scenario, scenario.workload, opt, catalog, fac, eff, memo, where=f"options[{i}]")
             for i, opt in enumerate(scenario.options)
         ]
         _unique_names(opts)
@@ -285,14 +185,13 @@ def compare(
         )
     comp.assumptions = _assumption_lines(fac)
     _mark(comp)
-    comp.stale_inputs = stale_price_inputs(
-        catalog,
-        [
-            (b.hardware, b.pricing, b.values.get("offer"), b.values.get("region"))
-            for o in comp.options
-            for b in (o.stages or [o])
-        ],
-    )
+    used = [
+        (b.hardware, b.pricing, b.values.get("offer"), b.values.get("region"))
+        for o in comp.options
+        for b in (o.stages or [o])
+    ]
+    comp.stale_inputs = stale_price_inputs(catalog, used)
+    comp.oldest_price = oldest_price_input(catalog, used)
     return comp
 
 
@@ -341,72 +240,12 @@ def _mark(comp: Comparison) -> None:
         ).name
 
 
-def _assumption_lines(fac: Factors) -> list[str]:
-    return [f"{fid} = {fac.raw(fid)!r} ({src})" for fid, src in sorted(fac.used.items())]
+def _assumption_lines(fac: CostFactors) -> list[str]:
+    return fac.assumption_lines()
 
 
 def _option_name(opt: HardwareOption) -> str:
     return opt.name or f"{opt.hardware} x{opt.gpus} {opt.pricing}"
-
-
-@dataclass
-class _Price:
-    """Price of an accelerator-hour, and what it is made of."""
-
-    usd_per_gpu_h: float
-    parts: dict[str, float]
-    inputs: dict[str, Any]
-    sources: list[str]
-    provider: str | None = None
-    gpus_per_instance: int = 1
-    offer: str | None = None
-    capex: dict[str, float] = field(default_factory=dict)
-    #: Whole instances rented and the accelerators they bill (owned: the accelerators used).
-    instances: int = 0
-    gpus_billed: int = 0
-    #: Why the offer is not eligible for the job (it then prices the option for reference only).
-    reasons: list[str] = field(default_factory=list)
-    #: Re-select the offer for another accelerator count and unit (rented options).
-    reprice: Any = None
-
-
-#: Offers listed in a "no price" error before it says "..." (the full list: aitco catalog list).
-MAX_OFFERS_SHOWN = 8
-#: Company names users write for a provider id.
-PROVIDER_ALIASES = {
-    "amazon": "aws",
-    "amazon-web-services": "aws",
-    "ec2": "aws",
-    "google": "gcp",
-    "google-cloud": "gcp",
-    "microsoft": "azure",
-    "oracle": "oci",
-}
-
-
-def _check_provider(cat: Catalog, acc: Accelerator, opt: HardwareOption, where: str) -> None:
-    """Reject a ``provider`` the catalog does not know, or one that does not rent ``acc``."""
-    if not opt.provider or opt.provider == offers_mod.ANY_PROVIDER:
-        return
-    known = {o.provider for o in cat.offers.values()}
-    alias = PROVIDER_ALIASES.get(opt.provider.lower())
-    if opt.provider not in known and alias in known:
-        raise CatalogError(
-            f"{where}.provider",
-            opt.provider,
-            "a provider id of the catalog",
-            hint=f"did you mean {alias!r}?",
-        )
-    if opt.provider not in known:
-        raise UnknownIdError("provider", opt.provider, known, field=f"{where}.provider")
-    renting = sorted({o.provider for o in cat.offers_for(acc.id)})
-    if opt.provider not in renting:
-        raise CatalogError(
-            f"{where}.provider",
-            opt.provider,
-            f"a provider that rents {acc.id} ({', '.join(renting) or 'none'})",
-            hint=f"choose one of these, or provider: {offers_mod.ANY_PROVIDER}",
-        )
 
 
 def _rental_price(
@@ -416,147 +255,13 @@ def _rental_price(
     where: str,
     gpus: int | None = None,
     unit_gpus: int | None = None,
-) -> _Price:
-    """Price of the option's accelerator-hour from the offer that bills it (whole instances).
-
-    The offer is chosen by :func:`aitco.cost.offers.select_offer` (one function for compare,
-    sweep and optimize): ``gpus`` accelerators in units of ``unit_gpus`` that share a network.
-    """
-    term = opt.pricing
-    n = opt.gpus if gpus is None else gpus
-    if opt.usd_per_gpu_hour is not None:
-        return _Price(
-            opt.usd_per_gpu_hour,
-            {"rental": opt.usd_per_gpu_hour},
-            {"usd_per_gpu_hour": opt.usd_per_gpu_hour},
-            [f"{where}.usd_per_gpu_hour (scenario)"],
-            provider=opt.provider if opt.provider != offers_mod.ANY_PROVIDER else None,
-            instances=n,
-            gpus_billed=n,
-        )
-    cands: list[CloudOffer] = cat.offers_for(acc.id)
-    if opt.offer:
-        if opt.offer not in cat.offers:
-            raise UnknownIdError("offer", opt.offer, cat.offers, field=f"{where}.offer")
-        cands = [cat.offers[opt.offer]]
-    _check_provider(cat, acc, opt, where)
-    choice = offers_mod.select_offer(
-        cands, term, n, unit_gpus=unit_gpus, provider=opt.provider, region=opt.region
-    )
-    if choice is None:
-        have = sorted({f"{o.id}:{p.term}" for o in cat.offers_for(acc.id) for p in o.prices})
-        shown = ", ".join(have[:MAX_OFFERS_SHOWN]) + (
-            ", ..." if len(have) > MAX_OFFERS_SHOWN else ""
-        )
-        raise CatalogError(
-            f"{where}.pricing",
-            term,
-            f"a {term} price for {acc.id} in the offers (have: {shown or 'none'})",
-            hint=f"give {where}.usd_per_gpu_hour, or another pricing mode",
-        )
-    o = cat.offers[choice.offer_id]
-    per = choice.usd_per_gpu_hour
-    prov = o.provenance.get("prices")
-    src = [
-        f"offer {o.id} {choice.term} {choice.region} ${choice.usd_per_instance_hour}/h "
-        f"as of {choice.as_of}"
-    ]
-    if prov:
-        src.append(prov.source.cite())
-    return _Price(
-        per,
-        {"rental": per},
-        {
-            "offer": o.id,
-            "usd_per_instance_hour": choice.usd_per_instance_hour,
-            "accelerators_per_instance": o.accelerators_per_instance,
-            "region": choice.region,
-        },
-        src,
-        provider=o.provider,
-        gpus_per_instance=o.accelerators_per_instance,
-        offer=o.id,
-        instances=choice.instances,
-        gpus_billed=choice.gpus_billed,
-        reasons=list(choice.reasons),
-    )
-
-
-def _has_term(o: CloudOffer, term: str) -> bool:
-    return any(p.term == term for p in o.prices)
-
-
-def owned_price(
-    acc: Accelerator, sysm: System, fac: Factors, method: str = "straight_line", gpus: int = 1
-) -> _Price:
-    """Capital cost of one owned accelerator-hour (the one owned price of compare and sweep)."""
-    if acc.price is None:
-        raise CatalogError(
-            f"accelerators.{acc.id}.price",
-            None,
-            "a purchase price to price owned hardware",
-            hint="add price: {usd: ..., as_of: ...} in a --catalog overlay",
-        )
-    chip = acc.price.usd
-    fr = {k: fac.value(fid) for k, fid in capex_mod.CAPEX_FACTORS.items()}
-    for k, fid in capex_mod.CAPEX_FACTORS.items():
-        if fr[k] < 0:
-            raise InputError(fid, fr[k], "a value >= 0")
-    cp = capex_mod.capex_parts_usd(chip, fr["server"], fr["network"], fr["storage"], fr["install"])
-    server, network = float(cp["server_usd"]), float(cp["network_usd"])
-    storage, install = float(cp["storage_usd"]), float(cp["installation_usd"])
-    capex = float(cp["capex_usd"])
-    horizon = fac.value("ownership.horizon-years")
-    life = fac.value("useful-life.years")
-    rate = fac.value("finance.discount-rate")
-    curve_id = (
-        f"residual-value.{acc.id}"
-        if fac.has(f"residual-value.{acc.id}")
-        else f"residual-value.{acc.residual_class}"
-    )
-    curve = fac.curve(curve_id)
-    book = float(finance.book_value_fraction(horizon, life, method=method))
-    market = float(finance.residual_fraction(curve, horizon))
-    per_h = capex_mod.ownership_usd_per_gpu_hour(capex, book, market, rate, horizon)
-    parts = {k: per_h[k] for k in ("depreciation", "tech_iteration_risk", "financing")}
-    sources = fac.sources(
-        "server.overhead-fraction",
-        "network.capex-fraction",
-        "storage.capex-fraction",
-        "installation.fraction-of-capex",
-        "ownership.horizon-years",
-        "useful-life.years",
-        "finance.discount-rate",
-        curve_id,
-    )
-    prov = acc.provenance.get("price")
-    if prov:
-        sources.insert(0, f"accelerators.{acc.id}.price: {prov.source.cite()}")
-    return _Price(
-        per_h["total"],
-        parts,
-        {
-            "accelerator_usd": chip,
-            "server_usd": server,
-            "network_usd": network,
-            "storage_usd": storage,
-            "installation_usd": install,
-            "capex_usd_per_gpu": capex,
-            "horizon_years": horizon,
-            "useful_life_years": life,
-            "discount_rate": rate,
-            "book_value_fraction_end": book,
-            "market_value_fraction_end": market,
-            "depreciation": method,
-        },
-        sources,
-        capex={
-            "capex_usd": capex * gpus,
-            "book_value_end_usd": capex * book * gpus,
-            "market_value_end_usd": capex * market * gpus,
-            "tech_iteration_risk_usd": capex * (book - market) * gpus,
-        },
-    )
+) -> GpuHourPrice:
+    """:func:`aitco.cost.pricing.rental_price` of an option (``gpus`` in units of ``unit_gpus``)."""
+    return rental_price(
+        cat, acc, opt.pricing, opt.gpus if gpus is None else gpus, unit_gpus=unit_gpus,
+        usd_per_gpu_hour=opt.usd_per_gpu_hour, offer=opt.offer, provider=opt.provider,
+        region=opt.region, where=where,
+    )  # fmt: skip
 
 
 def _price_per_gpu_h(
@@ -564,14 +269,14 @@ def _price_per_gpu_h(
     acc: Accelerator,
     sysm: System,
     opt: HardwareOption,
-    fac: Factors,
+    fac: CostFactors,
     scn: Scenario,
     where: str,
     unit_gpus: int | None = None,
-) -> _Price:
+) -> GpuHourPrice:
     if opt.pricing in RENTED:
         return _rental_price(cat, acc, opt, where, opt.gpus, unit_gpus)
-    pr = owned_price(acc, sysm, fac, scn.ops.depreciation, opt.gpus)
+    pr = owned_price(acc, fac, scn.ops.depreciation, opt.gpus)
     pr.instances = math.ceil(opt.gpus / sysm.devices_per_node)
     pr.gpus_billed = opt.gpus
     return pr
@@ -613,30 +318,14 @@ def _checkpoint_bytes(model: ModelArch, w: TrainingWorkload) -> float:
     return trainable * reliability.CHECKPOINT_BYTES_PER_PARAM_ADAM
 
 
-def offer_system(cat: Catalog, acc: Accelerator, sysm: System, offer_id: str) -> System | None:
-    """Return the system a rented offer runs on (its NICs and scale-out fabric), or None.
-
-    None: the offer names no system of this accelerator (the hardware's own system applies).
-    An instance with no published host power takes the matching node's host power.
-    """
-    offer_sys = cat.offers[offer_id].system
-    if not (offer_sys and offer_sys in cat.systems):
-        return None
-    osys = cat.systems[offer_sys]
-    if osys.accelerator != acc.id:
-        return None
-    if osys.node_power_w == 0 and sysm.node_power_w > 0:
-        osys = osys.model_copy(update={"node_power_w": sysm.node_power_w})
-    return osys
-
-
 def _price(
     scn: Scenario,
     w: TrainingWorkload | InferenceWorkload,
     opt: HardwareOption,
     cat: Catalog,
-    fac: Factors,
+    fac: CostFactors,
     eff: EfficiencyParams,
+    memo: dict[Any, Any],
     *,
     where: str,
     one_off: bool = True,
@@ -660,8 +349,8 @@ def _price(
             sysm = osys
             price.inputs["system"] = osys.id
     if isinstance(w, TrainingWorkload):
-        return _training(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
-    return _inference(scn, w, opt, acc, sysm, model, price, fac, eff, where, one_off)
+        return _training(scn, w, opt, acc, sysm, model, price, fac, eff, memo, where, one_off)
+    return _inference(scn, w, opt, acc, sysm, model, price, fac, eff, memo, where, one_off)
 
 
 @dataclass
@@ -678,14 +367,6 @@ class _Run:
     busy_h: float = 0.0
 
 
-def _spot_rate(fac: Factors, price: _Price, opt: HardwareOption, where: str) -> tuple[str, float]:
-    prov = price.provider or opt.provider or "default"
-    return fac.first(
-        [f"spot-interruption.per-hour.{prov.lower()}", "spot-interruption.per-hour.default"],
-        f"{where}.pricing",
-    )
-
-
 def _training(
     scn: Scenario,
     w: TrainingWorkload,
@@ -693,9 +374,10 @@ def _training(
     acc: Accelerator,
     sysm: System,
     model: ModelArch,
-    price: _Price,
-    fac: Factors,
+    price: GpuHourPrice,
+    fac: CostFactors,
     eff: EfficiencyParams,
+    memo: dict[Any, Any],
     where: str,
     one_off: bool = True,
 ) -> Breakdown:
@@ -711,7 +393,7 @@ def _training(
         w.model_dump_json(),
         eff.model_dump_json(),
     )
-    res = fac.memo.get(key)
+    res = memo.get(key)
     if res is None:  # the same hardware under several pricing modes runs the engine once
         res = _plan_guarded(
             est,
@@ -734,7 +416,7 @@ def _training(
                 param_counts(model).total, acc.family, w.precision, model.moe is not None
             ),
         )
-        fac.memo[key] = res
+        memo[key] = res
     v = res.values
     productive_h = float(v["wall_clock_h"])
     n = opt.gpus
@@ -744,7 +426,10 @@ def _training(
     spot_id = None
     sigma = 0.0
     if opt.pricing == "spot":
-        spot_id, sigma = _spot_rate(fac, price, opt, where)
+        offer = fac.catalog.offers.get(price.offer) if price.offer else None
+        spot_id, sigma = fac.spot_rate_per_instance_h(
+            price.provider or opt.provider, f"{where}.pricing", offer.instance if offer else None
+        )
     g = training_goodput(
         model, w, scn.ops, fac, n, nodes, productive_h,
         spot_rate_per_instance_h=sigma, instances=instances, where=where,
@@ -844,7 +529,7 @@ def training_goodput(
     model: ModelArch,
     w: TrainingWorkload,
     ops: OpsAssumptions,
-    fac: Factors,
+    fac: CostFactors,
     gpus: Any,
     nodes: Any,
     productive_h: Any,
@@ -867,7 +552,7 @@ def training_goodput(
         Workload (method, LoRA rank, fixed checkpoint interval).
     ops : OpsAssumptions
         Checkpointing choices.
-    fac : Factors
+    fac : CostFactors
         Factor values.
     gpus, nodes : int
         Accelerators and nodes of the job. [count]
@@ -988,26 +673,26 @@ def rework_usd(
 OPS_ROLE_ID = "labour.usd-per-hour.sre"
 #: Employer cost of compensation over wages (wage -> loaded labour rate).
 EMPLOYER_COST_ID = "labour.employer-cost-factor"
-#: Factors of the on-call minimum team of an owned cluster.
+#: CostFactors of the on-call minimum team of an owned cluster.
 ON_CALL_IDS = ("ops.on-call-seats.owned", "labour.productive-hours-per-fte-year")
 #: Repair-labour models: per-incident staff hours, or scaled by the job's node count.
 REPAIR_SCALE_ID = "ops.repair-scale-per-node-doubling"
 
 
-def loaded_labour_rate(fac: Factors, role_id: str = OPS_ROLE_ID) -> tuple[float, list[str]]:
+def loaded_labour_rate(fac: CostFactors, role_id: str = OPS_ROLE_ID) -> tuple[float, list[str]]:
     """Return the loaded hourly rate of ``role_id`` (wage x employer-cost factor) and its ids."""
     w = people.loaded_rate_usd_per_h(fac.value(role_id), fac.value(EMPLOYER_COST_ID))
     return float(w), [role_id, EMPLOYER_COST_ID]
 
 
-def on_call_min_fte(fac: Factors) -> float:
+def on_call_min_fte(fac: CostFactors) -> float:
     """Return the minimum operations team of an owned cluster (24x7 on-call seats) [FTE]."""
     seats, hours = (fac.value(i) for i in ON_CALL_IDS)
     return float(people.on_call_fte(seats, hours))
 
 
 def support_schedule(
-    fac: Factors, provider: str | None
+    fac: CostFactors, provider: str | None
 ) -> tuple[Any, Any, float, list[str]] | None:
     """Return a provider's support fee brackets (breaks, rates, monthly minimum, ids), or None.
 
@@ -1040,7 +725,7 @@ def support_billed_months(wall_h: Any, term_h: Any) -> np.ndarray:
     return np.asarray(np.maximum(billed / HOURS_PER_MONTH, 1.0), dtype=float)
 
 
-def support_fee_usd(fac: Factors, providers: Any, spend_usd: Any, months: Any) -> np.ndarray:
+def support_fee_usd(fac: CostFactors, providers: Any, spend_usd: Any, months: Any) -> np.ndarray:
     """Tiered support fee of each row's provider on its spend (0 where no plan is tabled)."""
     prov = np.asarray(providers, dtype=object)
     spend = np.asarray(spend_usd, dtype=float)
@@ -1064,7 +749,7 @@ def labour_items_usd(
     interruptions: Any,
     owned: Any,
     nodes: Any,
-    fac: Factors,
+    fac: CostFactors,
     repair_model: str = "per_incident",
 ) -> dict[str, np.ndarray]:
     """Return ``ops_staff`` and the incident or repair labour of runs, as arrays [USD].
@@ -1106,7 +791,7 @@ def held_items_usd(
     held: Any,
     owned: Any,
     term_h: Any,
-    fac: Factors,
+    fac: CostFactors,
     reuse_fraction: float,
 ) -> dict[str, np.ndarray]:
     """Items of holding ``gpus`` accelerators for ``wall_h`` hours, as arrays [USD].
@@ -1140,7 +825,7 @@ def held_items_usd(
 
 
 def cloud_support_usd(
-    items: dict[str, Any], rented: Any, fac: Factors, providers: Any, wall_h: Any, term_h: Any
+    items: dict[str, Any], rented: Any, fac: CostFactors, providers: Any, wall_h: Any, term_h: Any
 ) -> np.ndarray:
     """``cloud_support`` of rented rows: each provider's tiered fee on the supported spend.
 
@@ -1165,7 +850,7 @@ def training_run_items_usd(
     held: Any,
     owned: Any,
     term_h: Any,
-    fac: Factors,
+    fac: CostFactors,
     reuse_fraction: float,
     support_provider: Any,
     nodes: Any = None,
@@ -1311,7 +996,7 @@ def serving_run_items_usd(
     held: Any,
     owned: Any,
     term_h: Any,
-    fac: Factors,
+    fac: CostFactors,
     reuse_fraction: float,
     support_provider: Any,
     nodes: Any = None,
@@ -1417,7 +1102,7 @@ def _f(x: Any) -> float | None:
         return None
 
 
-def _compute_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption) -> None:
+def _compute_items(b: Breakdown, run: _Run, price: GpuHourPrice, opt: HardwareOption) -> None:
     gh = run.gpus * run.productive_h
     for part, per_h in price.parts.items():
         formula = "gpus x productive hours x price per GPU-hour"
@@ -1439,7 +1124,7 @@ def _compute_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption) 
         )
 
 
-def _instance_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption) -> None:
+def _instance_items(b: Breakdown, run: _Run, price: GpuHourPrice, opt: HardwareOption) -> None:
     """Rented whole instances: the idle accelerators of the last instance, and a committed term.
 
     A committed (reserved) term is billed for whole terms whether used or not; what the user
@@ -1492,7 +1177,7 @@ def _instance_items(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption)
     )
 
 
-def _feasibility(values: dict[str, Any], price: _Price) -> tuple[bool, list[str]]:
+def _feasibility(values: dict[str, Any], price: GpuHourPrice) -> tuple[bool, list[str]]:
     """Whether the option can run as priced, and why not (the reasons, in words)."""
     reasons: list[str] = []
     if values.get("fits") is False:
@@ -1504,7 +1189,7 @@ def _feasibility(values: dict[str, Any], price: _Price) -> tuple[bool, list[str]
     return not reasons, reasons
 
 
-def _instance_values(price: _Price, b: Breakdown) -> dict[str, Any]:
+def _instance_values(price: GpuHourPrice, b: Breakdown) -> dict[str, Any]:
     feasible, reasons = _feasibility(b.values, price)
     b.values.pop("_extra_reasons", None)
     return {
@@ -1520,9 +1205,9 @@ def _instance_values(price: _Price, b: Breakdown) -> dict[str, Any]:
 def _reliability_items(
     b: Breakdown,
     run: _Run,
-    price: _Price,
+    price: GpuHourPrice,
     opt: HardwareOption,
-    fac: Factors,
+    fac: CostFactors,
     *,
     spot_id: str | None,
     restart_h: float,
@@ -1602,7 +1287,9 @@ def _reliability_items(
         )
 
 
-def _spares_item(b: Breakdown, run: _Run, price: _Price, opt: HardwareOption, fac: Factors) -> None:
+def _spares_item(
+    b: Breakdown, run: _Run, price: GpuHourPrice, opt: HardwareOption, fac: CostFactors
+) -> None:
     """Owned clusters keep spare accelerators to swap in for failed ones: their capital cost."""
     sid = "spares.fraction"
     if opt.pricing not in OWNED:
@@ -1632,9 +1319,9 @@ def _power_items(
     run: _Run,
     acc: Accelerator,
     sysm: System,
-    price: _Price,
+    price: GpuHourPrice,
     opt: HardwareOption,
-    fac: Factors,
+    fac: CostFactors,
     nodes: float,
     active_fraction: float | None = None,
 ) -> tuple[float, float]:
@@ -1762,9 +1449,9 @@ def _power_items(
 def _people_items(
     b: Breakdown,
     run: _Run,
-    price: _Price,
+    price: GpuHourPrice,
     opt: HardwareOption,
-    fac: Factors,
+    fac: CostFactors,
     *,
     nodes: float = 1.0,
     repair_model: str = "per_incident",
@@ -1856,7 +1543,7 @@ def _people_items(
 
 
 def training_storage_gb(
-    d: DataCosts, ops: OpsAssumptions, fac: Factors, tokens: Any, checkpoint_bytes: Any
+    d: DataCosts, ops: OpsAssumptions, fac: CostFactors, tokens: Any, checkpoint_bytes: Any
 ) -> tuple[Any, Any]:
     """Return the dataset and kept-checkpoint volumes of a training run [GB].
 
@@ -1869,7 +1556,7 @@ def training_storage_gb(
 
 
 def storage_items_usd(
-    d: DataCosts, fac: Factors, months: Any, dataset_gb: Any, checkpoint_gb: Any
+    d: DataCosts, fac: CostFactors, months: Any, dataset_gb: Any, checkpoint_gb: Any
 ) -> dict[str, np.ndarray]:
     """Return the dataset and checkpoint storage items for the months held [USD]."""
     tier_id = f"storage.usd-per-gb-month.{d.storage_tier}"
@@ -1886,7 +1573,7 @@ def storage_items_usd(
 def _data_items(
     b: Breakdown,
     scn: Scenario,
-    fac: Factors,
+    fac: CostFactors,
     months: float,
     dataset_gb: float,
     checkpoint_gb: float,
@@ -1951,7 +1638,23 @@ def _data_items(
         ("cross_zone_transfer", d.cross_zone_gb, d.cross_zone_kind, "data.cross_zone_kind"),
     )
     for name, gb, kind, field_name in transfers:
-        if one_off and gb:
+        breaks_id, tiers_id = f"transfer.tier-breaks-gb.{kind}", f"transfer.tier-usd-per-gb.{kind}"
+        if one_off and gb and fac.has(breaks_id) and fac.has(tiers_id):
+            # the provider's monthly volume tiers, the period's volume spread over its months
+            breaks, rates = fac.curve(breaks_id), fac.curve(tiers_id)
+            billed_months = max(1.0, months)
+            usd = float(data.tiered_transfer_usd(gb, billed_months, breaks, rates))
+            b.add(
+                name,
+                usd,
+                "data",
+                "GB per month priced by the provider's volume tiers x months",
+                {"gb": gb, "months": billed_months, "usd_per_gb": usd / gb},
+                fac.sources(breaks_id, tiers_id),
+                note="tiers from (GB/month): "
+                + ", ".join(f"{x:g} at ${r:g}/GB" for x, r in zip(breaks, rates, strict=False)),
+            )
+        elif one_off and gb:
             fid = f"transfer.usd-per-gb.{kind}"
             p = fac.value(fid, field_name)
             b.add(
@@ -1964,7 +1667,7 @@ def _data_items(
             )
 
 
-def _compliance_items(b: Breakdown, scn: Scenario, fac: Factors, period_days: float) -> None:
+def _compliance_items(b: Breakdown, scn: Scenario, fac: CostFactors, period_days: float) -> None:
     """Retention for the whole period the run's records are kept, and the audit labour."""
     c = scn.compliance
     if c.gb_per_day and c.retention_days:
@@ -2003,7 +1706,7 @@ def _per_token_j(kwh: float, tokens: float) -> float | None:
     return float(carbon.energy_per_token_j(kwh, tokens))
 
 
-def _carbon_items(b: Breakdown, fac: Factors, kg: float) -> None:
+def _carbon_items(b: Breakdown, fac: CostFactors, kg: float) -> None:
     cid = "carbon.usd-per-tonne"
     if fac.has(cid):
         p = fac.value(cid)
@@ -2027,9 +1730,10 @@ def _inference(
     acc: Accelerator,
     sysm: System,
     model: ModelArch,
-    price: _Price,
-    fac: Factors,
+    price: GpuHourPrice,
+    fac: CostFactors,
     eff: EfficiencyParams,
+    memo: dict[Any, Any],
     where: str,
     one_off: bool = True,
 ) -> Breakdown:
@@ -2049,9 +1753,9 @@ def _inference(
             eff.model_dump_json(),
             qps,
         )
-        if key not in fac.memo:
-            fac.memo[key] = _run_inference(gpus, qps)
-        return fac.memo[key]
+        if key not in memo:
+            memo[key] = _run_inference(gpus, qps)
+        return memo[key]
 
     def _run_inference(gpus: int, qps: float | None) -> Any:
         return _guarded(
@@ -2130,7 +1834,7 @@ def _inference(
         # the capital of the accelerators priced (a scaled service owns them, not opt.gpus)
         price.capex = {k: x * whole / opt.gpus for k, x in price.capex.items()}
     if shares > 1:
-        price = _slice_price(price, shares, w.mig, w.time_slice)
+        price = slice_price(price, shares, w.mig, w.time_slice)
     replicas = int(v.get("replicas", 1) or 1)
     hours = w.months * HOURS_PER_MONTH
     rps_capacity = _f(v.get("max_qps")) or _f(v.get("requests_per_s")) or 0.0
@@ -2326,33 +2030,6 @@ def _service_plans(
         load_profile=w.load_profile, autoscale=w.autoscale,
         prefix_cache_hit_rate=w.prefix_cache_hit_rate, efficiency=eff, field_prefix="workload.",
     )  # fmt: skip
-
-
-def _slice_price(
-    price: _Price, instances: int, profile: str | None, time_slice: int | None = None
-) -> _Price:
-    """Price of one share of a GPU: every part of the GPU-hour over the shares one GPU holds.
-
-    A share is a MIG slice, a time-slicing replica, or a time-sliced MIG slice.
-    """
-    share: dict[str, Any] = {}
-    if profile is not None:
-        share.update(mig_profile=profile, mig_slices_per_gpu=instances // (time_slice or 1))
-    if time_slice is not None:
-        share["time_slice"] = time_slice
-    return _Price(
-        price.usd_per_gpu_h / instances,
-        {k: x / instances for k, x in price.parts.items()},
-        {**price.inputs, **share, "shares_per_gpu": instances},
-        price.sources,
-        provider=price.provider,
-        gpus_per_instance=price.gpus_per_instance * instances,
-        offer=price.offer,
-        capex={k: x / instances for k, x in price.capex.items()},
-        instances=price.instances,
-        gpus_billed=price.gpus_billed * instances,
-        reasons=price.reasons,
-    )
 
 
 def serving_held(run: _Run, serving: _Run) -> _Run:

@@ -30,8 +30,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aitco.catalog.loader import Catalog
+from aitco.cost.factors import CostFactors
+from aitco.cost.pricing import offer_system
 from aitco.decide import evaluators as ev
-from aitco.decide.compare import Factors, offer_system
 from aitco.errors import EnvironmentFailure, InputError, UnknownIdError
 from aitco.limits import check_file_size, check_tree
 from aitco.perf import service
@@ -473,7 +474,7 @@ def build_plan(
             "accelerators": [a for a, _ in pairs],
             "systems": [s for _, s in pairs],
             # a catalog factor; a missing one is an error naming it (no silent default)
-            "factors": Factors(catalog),
+            "factors": CostFactors(catalog),
             "offer_systems": [
                 None
                 if hw_ids[h] in catalog.systems

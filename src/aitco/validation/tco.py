@@ -22,7 +22,8 @@ import numpy as np
 
 from aitco.catalog.loader import Catalog
 from aitco.cost import carbon, power
-from aitco.decide.compare import Factors, training_goodput
+from aitco.cost.factors import CostFactors
+from aitco.decide.compare import training_goodput
 from aitco.decide.scenario import OpsAssumptions, TrainingWorkload
 from aitco.errors import AitcoError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
@@ -36,7 +37,7 @@ ASSUMED_GPUS = 2048
 
 
 def predict_full_run(
-    row: Any, catalog: Catalog, eff: EfficiencyParams, fac: Factors
+    row: Any, catalog: Catalog, eff: EfficiencyParams, fac: CostFactors
 ) -> dict[str, Any]:
     """Predict one full-run row's GPU-hours (and energy on the card's basis).
 
@@ -155,7 +156,7 @@ def validate_full_runs(
         APE of GPU-hours with and without the goodput model, count).
     """
     eff = efficiency or DEFAULT_EFFICIENCY
-    fac = Factors(catalog, preset)
+    fac = CostFactors(catalog, preset)
     df = load_rows(path)
     rows, skipped = [], []
     for _, row in df.iterrows():

@@ -1,0 +1,120 @@
+"""Vectorised evaluators of sweep configurations: hardware/price tables and array models.
+
+A sweep turns every configuration into integer *codes* (one per swept key) and hands whole
+chunks of codes to an evaluator. The evaluator gathers per-configuration inputs from small lookup
+tables (hardware specs per accelerator, prices per accelerator x pricing mode x region, model
+shapes per model) with numpy fancy indexing and evaluates the performance and cost formulas on
+the arrays at once: there is no Python loop per configuration.
+
+Two evaluators are built in: :class:`TrainingEvaluator` (step time, MFU, memory fit, wall clock,
+GPU-hours, total cost) and :class:`ServingEvaluator` (TTFT, TPOT, throughput, $/Mtok). They are
+deliberately compact analytic models (roofline + alpha-beta collectives, from
+:mod:`aitco.perf.roofline` and :mod:`aitco.perf.comms`) for ranking millions of plans; the
+winning plans can be re-estimated with the full engines (``aitco train`` / ``aitco infer``).
+Any object with ``keys``, ``metrics`` and ``evaluate(codes) -> dict`` can be plugged in instead
+(see :class:`Evaluator`).
+
+The package splits into :mod:`~aitco.decide.evaluators.base` (the protocol, keys, metrics and
+reasons), :mod:`~aitco.decide.evaluators.tables` (hardware, price and model tables),
+:mod:`~aitco.decide.evaluators.costing` (the dollars: the items of ``aitco compare`` over
+arrays), :mod:`~aitco.decide.evaluators.screen` (the ``fast`` screening models) and
+:mod:`~aitco.decide.evaluators.engine` (the engine-backed evaluators).
+"""
+
+from __future__ import annotations
+
+from aitco.decide.evaluators.base import (
+    DEFAULT_SERVICE_MONTHS,
+    PIPELINE_SCHEDULES,
+    PRICING_MODES,
+    REASONS,
+    RECOMPUTE,
+    SERVICE_KEYS,
+    SERVICE_TEXT_KEYS,
+    SERVING_KEYS,
+    SERVING_METRICS,
+    TRAINING_ENGINE_PLAN_KEYS,
+    TRAINING_KEYS,
+    TRAINING_METRICS,
+    TRAINING_STACK_OPTIONS,
+    Evaluator,
+    describe_reasons,
+)
+from aitco.decide.evaluators.costing import (
+    ACTIVE_POWER_ID,
+    CARBON_PRICE_ID,
+    ItemPricing,
+)
+from aitco.decide.evaluators.engine import (
+    EngineServingEvaluator,
+    EngineTrainingEvaluator,
+)
+from aitco.decide.evaluators.screen import (
+    ACT_ATTN_COEFF,
+    ACT_BYTES_COEFF,
+    ACT_FULL_RECOMPUTE_COEFF,
+    ADAM_STATE_BYTES_PER_PARAM,
+    ATTN_FLOPS_COEFF,
+    BACKWARD_SHARE,
+    FULL_RECOMPUTE_EXTRA,
+    GRAD_BYTES_TRAINING,
+    INFER_FLOPS_PER_PARAM,
+    TP_ALLREDUCES_PER_LAYER,
+    TRAIN_FLOPS_PER_PARAM,
+    USABLE_MEMORY_FRACTION,
+    WEIGHT_BYTES_TRAINING,
+    ServingEvaluator,
+    TrainingEvaluator,
+)
+from aitco.decide.evaluators.tables import (
+    KV_TENSORS,
+    HardwareTable,
+    ModelTable,
+    hardware_table,
+    model_table,
+)
+from aitco.units import DTYPES
+
+__all__ = [
+    "ACTIVE_POWER_ID",
+    "ACT_ATTN_COEFF",
+    "ACT_BYTES_COEFF",
+    "ACT_FULL_RECOMPUTE_COEFF",
+    "ADAM_STATE_BYTES_PER_PARAM",
+    "ATTN_FLOPS_COEFF",
+    "BACKWARD_SHARE",
+    "CARBON_PRICE_ID",
+    "DEFAULT_SERVICE_MONTHS",
+    "DTYPES",
+    "FULL_RECOMPUTE_EXTRA",
+    "GRAD_BYTES_TRAINING",
+    "INFER_FLOPS_PER_PARAM",
+    "KV_TENSORS",
+    "PIPELINE_SCHEDULES",
+    "PRICING_MODES",
+    "REASONS",
+    "RECOMPUTE",
+    "SERVICE_KEYS",
+    "SERVICE_TEXT_KEYS",
+    "SERVING_KEYS",
+    "SERVING_METRICS",
+    "TP_ALLREDUCES_PER_LAYER",
+    "TRAINING_ENGINE_PLAN_KEYS",
+    "TRAINING_KEYS",
+    "TRAINING_METRICS",
+    "TRAINING_STACK_OPTIONS",
+    "TRAIN_FLOPS_PER_PARAM",
+    "USABLE_MEMORY_FRACTION",
+    "WEIGHT_BYTES_TRAINING",
+    "EngineServingEvaluator",
+    "EngineTrainingEvaluator",
+    "Evaluator",
+    "HardwareTable",
+    "ItemPricing",
+    "ModelTable",
+    "ServingEvaluator",
+    "TrainingEvaluator",
+    "describe_reasons",
+    "hardware_table",
+    "model_table",
+]
