@@ -504,7 +504,7 @@ def build_plan(
                 raise InputError("workload.months", months, "a service period in months (> 0)")
             if spec.evaluator == "fast":
                 evaluator = ev.ServingEvaluator(
-                    hw=hw_table, models=mt, qps=q, months=float(months), **cost
+                    hw=hw_table, models=mt, model_archs=models, qps=q, months=float(months), **cost
                 )
             else:
                 evaluator = ev.EngineServingEvaluator(
@@ -1028,6 +1028,8 @@ class SweepResult:
             "offload": getattr(self.plan.evaluator, "offload", "none"),
             # stack options of every configuration (base values; {} when none was given)
             "stack": dict(getattr(self.plan.evaluator, "stack", {})),
+            # metrics the evaluator screens rather than takes from the engines ([] for engine)
+            "screened_metrics": list(getattr(self.plan.evaluator, "screened", ())),
             "invalid_reasons": ev.describe_reasons(p.reasons),
             "top": _records(self.top),
             "pareto": _records(self.pareto),

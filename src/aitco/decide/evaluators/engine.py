@@ -47,7 +47,8 @@ from aitco.perf.inference import (
     scheduler_wait_s,
     validate_serving_inputs,
 )
-from aitco.perf.kvcache import kv_capacity
+from aitco.perf.iteration import MemoryPlan
+from aitco.perf.kvcache import KVCapacity, kv_capacity
 from aitco.perf.memory import OFFLOAD_MODES
 from aitco.perf.plan_search import dualpipe_allowed, ep_overlap_allowed
 from aitco.perf.training import (
@@ -302,6 +303,70 @@ class EngineTrainingEvaluator(ItemPricing):
         return bits
 
 
+def serving_inputs(
+    precision: str,
+    kv_precision: str | None,
+    input_tokens: int,
+    output_tokens: int,
+    gpus: int,
+    engine: str,
+    scheduler_steps: int = 1,
+    prefix_cache_hit_rate: float = 0.0,
+    max_batched_tokens: int | None = None,
+    ep: int = 1,
+) -> dict[str, Any]:
+    """Return the keyword arguments of :func:`~aitco.perf.inference.validate_serving_inputs`.
+
+    For one replica of ``gpus`` accelerators (tensor parallel, or expert parallel when
+    ``ep > 1``) in a sweep.
+    """
+    return {
+        "precision": precision, "kv_precision": kv_precision, "input_tokens": input_tokens,
+        "output_tokens": output_tokens, "batch": None, "concurrency": None, "qps": None,
+        "mode": "offline", "tp": 1 if ep > 1 else gpus, "pp": 1, "slo_ttft_ms": None,
+        "slo_tpot_ms": None, "engine": engine, "allocation": "paged", "input_cv": 0.0,
+        "output_cv": 0.0, "num_requests": 1, "seed": 0, "max_batch": None,
+        "scheduler_steps": scheduler_steps, "trace": None,
+        "prefix_cache_hit_rate": prefix_cache_hit_rate, "max_batched_tokens": max_batched_tokens,
+        "ep": ep,
+    }  # fmt: skip
+
+
+def serving_capacity(
+    model: Any, acc: Any, sysm: Any, gpus: int, kw: dict[str, Any]
+) -> tuple[Any, MemoryPlan, KVCapacity] | int:
+    """Return the engine's memory side of one serving replica, or the reason bit it is invalid for.
+
+    The inputs validated as ``aitco infer`` validates them, the per-GPU memory plan
+    (:func:`~aitco.perf.inference.memory_plan`) and the KV capacity
+    (:func:`~aitco.perf.kvcache.kv_capacity`): one definition of what fits, for the engine
+    evaluator and the ``fast`` screen alike. Returns 1 (no such plan), 64 (precision) or 16
+    (the weights do not fit).
+    """
+    ep = int(kw["ep"])
+    try:
+        if ep > 1 and gpus != ep:
+            raise PlanError("workload.ep", ep, f"option.gpus = ep ({gpus} given)")
+        inp = validate_serving_inputs(model, acc, sysm, gpus, **kw)
+    except PlanError:
+        return 1
+    except InputError as exc:
+        if exc.field in ("--precision", "--kv-precision"):
+            return 64
+        if exc.field == "--ep":  # expert parallelism of a dense model: no such plan
+            return 1
+        raise
+    prec, eng = inp.precisions, inp.engine
+    mp = memory_plan(model, acc, tp=inp.tp, pp=1, precisions=prec, engine=eng, ep=ep)
+    if not mp.fits:
+        return 16
+    cap = kv_capacity(
+        model, mp.kv_gb, input_tokens=int(kw["input_tokens"]),
+        output_tokens=int(kw["output_tokens"]), kv_precision=prec.kv, tp=inp.tp, pp=1,
+    )  # fmt: skip
+    return inp, mp, cap
+
+
 @dataclass
 class _ServiceGroup:
     """What :class:`EngineServingEvaluator` builds once per group of equal service settings."""
@@ -429,34 +494,14 @@ class EngineServingEvaluator(ItemPricing):
             except InputError:
                 return 4096
             slices *= ts_shares
-        kw: dict[str, Any] = {
-            "precision": DTYPES[pi], "kv_precision": None if ki < 0 else DTYPES[ki],
-            "input_tokens": i, "output_tokens": o, "batch": None, "concurrency": None,
-            "qps": None, "mode": "offline", "tp": 1 if ep > 1 else g, "pp": 1,
-            "slo_ttft_ms": None, "slo_tpot_ms": None, "engine": self.engine,
-            "allocation": "paged", "input_cv": 0.0, "output_cv": 0.0, "num_requests": 1,
-            "seed": 0, "max_batch": None, "scheduler_steps": steps, "trace": None,
-            "prefix_cache_hit_rate": hit, "max_batched_tokens": mbt, "ep": ep,
-        }  # fmt: skip
-        try:
-            if ep > 1 and g != ep:
-                raise PlanError("workload.ep", ep, f"option.gpus = ep ({g} given)")
-            inp = validate_serving_inputs(model, acc, sysm, g, **kw)
-        except PlanError:
-            return 1
-        except InputError as exc:
-            if exc.field in ("--precision", "--kv-precision"):
-                return 64
-            if exc.field == "--ep":  # expert parallelism of a dense model: no such plan
-                return 1
-            raise
-        prec, eng = inp.precisions, inp.engine
-        mp = memory_plan(model, acc, tp=inp.tp, pp=1, precisions=prec, engine=eng, ep=ep)
-        if not mp.fits:
-            return 16
-        cap = kv_capacity(
-            model, mp.kv_gb, input_tokens=i, output_tokens=o, kv_precision=prec.kv, tp=inp.tp, pp=1
+        kw = serving_inputs(
+            DTYPES[pi], None if ki < 0 else DTYPES[ki], i, o, g, self.engine, steps, hit, mbt, ep
         )
+        got = serving_capacity(model, acc, sysm, g, kw)
+        if isinstance(got, int):
+            return got
+        inp, mp, cap = got
+        prec, eng = inp.precisions, inp.engine
         it = iteration_model(
             model, acc, sysm, tp=inp.tp, pp=1, precisions=prec, efficiency=self.efficiency,
             engine=eng.name, ep=ep,
