@@ -114,6 +114,9 @@ def live_catalog_data(monkeypatch: pytest.MonkeyPatch) -> None:
 DEFAULT_MARKEXPR = "not integration and not refit"
 #: Markers that put a test in the integration tier unless it is marked ``refit``.
 INTEGRATION_ALIASES = ("slow", "browser")
+#: Fixtures that refit a model (cross-validation): a test that uses one is in the refit tier,
+#: whatever its markers say.
+REFIT_FIXTURES = ("cv_all",)
 #: A unit-tier test whose call takes longer is listed at the end of the run (speed it up or
 #: give it a tier); 2 s is ~1 % of the unit tier's 5-minute budget on a quiet 2-core machine.
 UNIT_BUDGET_S = 2.0
@@ -124,6 +127,8 @@ _TIERS: dict[str, str] = {}
 def tier_of(item: pytest.Item) -> str:
     """``unit``, ``integration`` or ``refit``: the tier a collected test runs in."""
     if item.get_closest_marker("refit") is not None:
+        return "refit"
+    if set(getattr(item, "fixturenames", ())) & set(REFIT_FIXTURES):
         return "refit"
     if any(item.get_closest_marker(m) is not None for m in ("integration", *INTEGRATION_ALIASES)):
         return "integration"
@@ -146,8 +151,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(msg)
     for item in items:
         tier = _TIERS[item.nodeid] = tier_of(item)
-        if tier == "integration" and item.get_closest_marker("integration") is None:
-            item.add_marker(pytest.mark.integration)
+        if item.get_closest_marker(tier) is None and tier != "unit":
+            item.add_marker(tier)
 
 
 def starts_python_or_cli(executable: Any, args: Any) -> bool:
