@@ -77,6 +77,7 @@ def refresh(shown: Any, actual: Any, path: str = "$") -> Any:
 def _scratch() -> Path:
     d = Path(tempfile.mkdtemp(prefix="aitco-cli-md-"))
     (d / "examples").symlink_to(REPO / "examples", target_is_directory=True)
+    (d / "tests").symlink_to(REPO / "tests", target_is_directory=True)  # fixture sub-folders
     for f in FIXTURES.iterdir():
         if f.is_file():
             shutil.copy(f, d / f.name)

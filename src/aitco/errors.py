@@ -103,6 +103,15 @@ class PlanError(InputError):
     """A parallel plan or configuration that is impossible (names the constraint)."""
 
 
+class InfeasiblePlan(PlanError):
+    """A plan the hardware cannot run: memory or a link the system lacks.
+
+    It does not fit in device or host memory, or needs a link the system lacks. The one
+    feasibility verdict of aitco: ``aitco infer`` refuses with it, ``compare`` marks the option
+    infeasible with its reason (no cost, no throughput).
+    """
+
+
 class ParseError(AitcoError):
     """A log or export could not be parsed at all (individual bad lines are counted instead)."""
 

@@ -1,7 +1,9 @@
 """Self-explaining results: every number with its unit, formula, inputs and dominant term.
 
 An :class:`Estimate` is what every engine returns to the interfaces. ``--explain`` prints its
-:class:`Term` objects; ``--json`` prints :meth:`Estimate.to_json`.
+:class:`Term` objects; ``--json`` prints :meth:`Estimate.to_json`. A term may have children: the
+terms it was computed from, so one tree goes from a dollar figure down to the kernel times
+(a cost item's children are the performance terms behind its hours, :mod:`aitco.cost.breakdown`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class Term(BaseModel):
         Where the inputs came from (catalog sources, user overrides).
     note : str
         Assumptions worth knowing.
+    children : list of Term
+        The terms this one was computed from (empty for a leaf).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -42,6 +46,21 @@ class Term(BaseModel):
     inputs: dict[str, Any] = Field(default_factory=dict)
     sources: list[str] = Field(default_factory=list)
     note: str = ""
+    children: list[Term] = Field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict of the term; ``children`` only when it has some (recursively)."""
+        out = self.model_dump(exclude={"children"})
+        if self.children:
+            out["children"] = [c.to_json() for c in self.children]
+        return out
+
+    def walk(self, depth: int = 0) -> list[tuple[int, Term]]:
+        """Return ``(depth, term)`` for this term and every descendant, depth first."""
+        out = [(depth, self)]
+        for c in self.children:
+            out += c.walk(depth + 1)
+        return out
 
 
 class Estimate(BaseModel):
@@ -81,7 +100,7 @@ class Estimate(BaseModel):
         out = {k: _json_safe(v) for k, v in self.values.items()}
         out["explain"] = {
             "dominant": self.dominant,
-            "terms": [t.model_dump() for t in self.terms],
+            "terms": [t.to_json() for t in self.terms],
             "assumptions": self.assumptions,
         }
         return out

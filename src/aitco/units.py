@@ -56,10 +56,23 @@ BYTES_PER_DTYPE: dict[str, float] = {
     "int8": 1.0,
     "int4": 0.5,
     "fp4": 0.5,
+    "fp6": 0.75,
 }
 
 #: Data types understood by the CLI and the models.
 DTYPES: tuple[str, ...] = tuple(BYTES_PER_DTYPE)
+
+#: Block-scaled ("microscaling") number formats: element data type (whose dense peak the
+#: tensor cores run them at), elements sharing one scale, and bytes of that scale. MX formats
+#: (OCP Microscaling Formats Specification v1.0, 2023): an 8-bit power-of-two (E8M0) scale per
+#: 32 elements. NVFP4 (arXiv:2509.25149; NVIDIA Blackwell): an FP8 E4M3 scale per 16 E2M1
+#: elements plus one FP32 scale per tensor (negligible, not counted).
+BLOCK_SCALED_FORMATS: dict[str, tuple[str, int, float]] = {
+    "mxfp8": ("fp8", 32, 1.0),
+    "mxfp6": ("fp6", 32, 1.0),
+    "mxfp4": ("fp4", 32, 1.0),
+    "nvfp4": ("fp4", 16, 1.0),
+}
 
 
 def gb_to_bytes(gb: float) -> float:

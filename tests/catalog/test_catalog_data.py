@@ -18,8 +18,17 @@ REQUIRED_ACCELERATORS = {
 }  # fmt: skip
 FAMILIES = {
     "nvidia-volta", "nvidia-ampere", "nvidia-ada", "nvidia-hopper", "nvidia-blackwell",
-    "nvidia-orin", "amd-cdna3", "intel-gaudi", "google-tpu", "aws-neuron",
+    "nvidia-blackwell-rtx", "nvidia-orin", "amd-cdna3", "amd-cdna4", "intel-gaudi", "google-tpu",
+    "aws-neuron",
 }  # fmt: skip
+#: Accelerators of 2025-26 price lists the catalog must carry (issue 31).
+REQUIRED_2026_ACCELERATORS = {
+    "mi350x", "mi355x", "b300", "gb300", "tpu-v7", "trainium3", "rtx-pro-6000-blackwell-server",
+    "h20", "h200-nvl-141gb", "gh200-96gb",
+}  # fmt: skip
+#: Parts whose vendor states a low-precision rate more than twice the BF16 one (not sparsity):
+#: Trainium3 runs MXFP8/MXFP4 at 2,517 TFLOP/s against 671 BF16 (AWS Neuron documentation).
+LOWP_RATIO_EXCEPTIONS = {"trainium3"}
 REQUIRED_FACTORS = {
     "electricity.usd-per-kwh.us", "electricity.usd-per-kwh.eu", "electricity.usd-per-kwh.cn",
     "electricity.usd-per-kwh.us-ia", "pue.air", "pue.liquid", "pue.hyperscale",
@@ -40,8 +49,9 @@ REQUIRED_FACTORS = {
 }  # fmt: skip
 #: Highest dense (non-sparse) BF16 peak of any shipped device (GB200: 2.5 PFLOP/s). [TFLOP/s]
 MAX_DENSE_BF16_TFLOPS = 2600.0
-#: Highest unidirectional scale-up bandwidth per device (NVLink 5: 900 GB/s). [GB/s]
-MAX_SCALE_UP_GB_S = 1000.0
+#: Highest unidirectional scale-up bandwidth per device (NeuronLink-v4 of Trainium3: 2.56 TB/s
+#: per device, 1,280 GB/s per direction; NVLink 5: 900 GB/s). [GB/s]
+MAX_SCALE_UP_GB_S = 1300.0
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -112,7 +122,7 @@ def test_accelerators_physically_sane(catalog) -> None:
         for lo, hi in (("fp32", "bf16"), ("bf16", "fp8"), ("fp8", "fp4")):
             if lo in pk and hi in pk:
                 assert pk[lo] <= pk[hi] * 1.0001, f"{a.id}: {lo} > {hi}"
-        if "fp8" in pk and "bf16" in pk:
+        if "fp8" in pk and "bf16" in pk and a.id not in LOWP_RATIO_EXCEPTIONS:
             # vendor figures are not exact doubles (Gaudi2 865/432, L40S 733/362); sparse = 4x
             assert pk["fp8"] <= 2.05 * pk["bf16"], f"{a.id}: fp8 more than 2x bf16 (sparse?)"
         if a.scale_up_bandwidth_gb_s is not None:
@@ -120,6 +130,25 @@ def test_accelerators_physically_sane(catalog) -> None:
         assert a.memory_gb <= 300, a.id
         if a.idle_w is not None and a.tdp_w is not None:
             assert a.idle_w < a.tdp_w, a.id
+
+
+def test_2026_accelerators_present_with_sources(catalog) -> None:
+    for aid in REQUIRED_2026_ACCELERATORS:
+        a = catalog.accelerators[aid]
+        for key in ("peak_tflops.bf16", "memory_gb", "hbm_bandwidth_gb_s"):
+            src = a.provenance[key].source
+            assert src.url or src.document, (aid, key)
+            assert src.retrieved is not None, (aid, key)
+        system = catalog.systems[a.default_system]
+        assert system.accelerator == aid
+
+
+def test_block_scaled_formats_have_their_element_peak(catalog) -> None:
+    from aitco.units import BLOCK_SCALED_FORMATS
+
+    for a in catalog.accelerators.values():
+        for fmt in a.block_scaled_formats:
+            assert BLOCK_SCALED_FORMATS[fmt][0] in a.peak_tflops, (a.id, fmt)
 
 
 def test_accelerator_defaults_resolve(catalog) -> None:

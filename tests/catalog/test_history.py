@@ -209,9 +209,15 @@ def test_check_max_age_months_exits_nonzero(
     res = json.loads(out)
     assert res["ok"] is False
     assert res["over_max_age"] > 0
-    code, out = _run(["catalog", "check", "--max-age-months", "1"], capsys)
-    assert code == 1
-    assert "older than 1 months" in " ".join(out.split())
+    from aitco.cli.app import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["catalog", "check", "--max-age-months", "1"])
+    assert exc.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err  # one error line on stderr (the table goes to stdout)
+    assert err[0].startswith("error: --max-age-months 1: ")
+    assert "older than that" in err[0]
 
 
 def test_kinds_are_not_compared(tmp_path: Path) -> None:

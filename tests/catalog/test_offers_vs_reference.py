@@ -35,6 +35,8 @@ REFRESH_SOURCES = frozenset(
         "ai-infra-index-2026-03-16",
         "techbytes-lambda-2026-05",
         "vantage-aws-2025-11",
+        "cyclenerd-gcp-pricing-2026-07-30",
+        "digitalocean-droplet-pricing-2026-05",
     }
 )
 

@@ -32,3 +32,39 @@ def test_wide_terminal_gets_every_item(capsys):
     out = _compare_text(240, capsys)
     for item in ("rental_on_demand", "rental_spot", "depreciation", "fragmentation_idle"):
         assert item in out
+
+
+def _scenario_text(path: str, width: int, capsys: pytest.CaptureFixture[str]) -> str:
+    old = render.console.width
+    render.console.width = width
+    try:
+        with pytest.raises(SystemExit) as exc:
+            main(["compare", path])
+    finally:
+        render.console.width = old
+    assert exc.value.code in (0, None)
+    return capsys.readouterr().out
+
+
+COMMITTED = """\
+name: one month of a 1-year reservation
+workload: {kind: inference, model: llama-3-8b, qps: 1.0}
+options:
+- {hardware: h100-sxm5-80gb, gpus: 1, pricing: reserved_1y, provider: any}
+- {hardware: h100-sxm5-80gb, gpus: 1, pricing: on_demand}
+- {hardware: a100-sxm4-80gb, gpus: 1, pricing: on_demand}
+"""
+
+
+@pytest.mark.slow
+def test_committed_term_has_used_and_unused_columns(tmp_path, capsys):
+    """Issue 32: the used share and the unused commitment are separate columns."""
+    path = tmp_path / "committed.yaml"
+    path.write_text(COMMITTED)
+    narrow = _scenario_text(str(path), 80, capsys)
+    assert "unused" in narrow
+    assert "commit." in narrow
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    wide = _scenario_text(str(path), 240, capsys)
+    for row in ("$/month used", "used [USD]", "unused commitment [USD]"):
+        assert row in wide

@@ -89,3 +89,13 @@ def test_one_gpu_owned_job_pays_its_host_share():
     assert w == pytest.approx(560 + 1700 / 8)
     with pytest.raises(InputError, match="devices_per_node"):
         power.host_share_nodes(1, 0)
+
+
+def test_on_call_share_scales_with_the_fleet():
+    rota = float(people.on_call_fte(1, 1878.5))  # 4.67 FTE
+    one, eight, big = (float(people.on_call_share_fte(n, rota, 4000)) for n in (1, 8, 10_000))
+    assert one == pytest.approx(rota / 4000)
+    assert eight == pytest.approx(8 * one)  # below the rota fleet: a share, linear in GPUs
+    assert big == pytest.approx(rota)  # a fleet past the rota fleet pays one whole rota
+    with pytest.raises(InputError, match="on-call-rota-gpus"):
+        people.on_call_share_fte(1, rota, 0.0)

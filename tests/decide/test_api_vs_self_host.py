@@ -135,14 +135,18 @@ def test_token_prices_side_by_side(catalog):
     split = (
         (
             sh["usd_per_million_input_tokens"] * need * i
-            + sh["usd_per_million_output_tokens"] * need * o
+            + sh["split_usd_per_million_output_tokens"] * need * o
         )
         * 3600
         / 1e6
     )
     assert split == pytest.approx(usd_h, rel=1e-3)
     assert 0 < sh["prefill_time_fraction"] < 1
-    assert sh["usage_usd_per_million_output_tokens"] <= sh["usd_per_million_output_tokens"]
+    assert sh["usage_usd_per_million_output_tokens"] <= sh["split_usd_per_million_output_tokens"]
     assert sh["usage_usd_per_million_output_tokens"] == pytest.approx(
-        sh["usd_per_million_output_tokens"] * sh["utilization"]
+        sh["split_usd_per_million_output_tokens"] * sh["utilization"]
+    )
+    # the whole cost over the output tokens: the one usd_per_million_output_tokens (issue 34)
+    assert sh["usd_per_million_output_tokens"] == pytest.approx(
+        sh["usd_per_million_tokens"] * (i + o) / o, rel=1e-9
     )

@@ -66,22 +66,36 @@ def _sums(b) -> None:
     assert math.isclose(math.fsum(i.usd for i in b.items), b.total_usd, rel_tol=1e-12)
 
 
-def test_four_gpu_owned_cluster_pays_on_call_team(cat, monkeypatch):
+def test_owned_fleet_pays_its_share_of_the_on_call_rota(cat, monkeypatch):
     monkeypatch.setattr(cmp, "_engine", lambda kind: _fake(10.0))
     own = {"hardware": "h100-sxm5-80gb", "gpus": 4, "pricing": "owned"}
+    rota = 8766 / 1878.5  # one seat around the clock: 4.67 FTE
     team = {"ops.on-call-seats.owned": 1.0, "labour.productive-hours-per-fte-year": 1878.5}
-    b = compare(_scn(own, assumptions=team), cat).options[0]
-    fte = 8766 / 1878.5
-    assert b.usd("ops_staff") == pytest.approx(fte * 10.0 / 8766 * 2080 * LOADED)
-    assert b.item("ops_staff").inputs["on_call_min_fte"] == pytest.approx(fte)
+    hours_cost = 10.0 / 8766 * 2080 * LOADED  # one FTE for the 10-hour run
+    # a fleet with a rota of its own (rota fleet 1 GPU) pays the whole rota
+    own_rota = {**team, "ops.on-call-rota-gpus": 1.0}
+    b = compare(_scn(own, assumptions=own_rota), cat).options[0]
+    assert b.usd("ops_staff") == pytest.approx(rota * hours_cost)
+    assert b.item("ops_staff").inputs["on_call_min_fte"] == pytest.approx(rota)
     _sums(b)
+    # a 4-GPU fleet sharing a rota sized for 400 GPUs pays 1 % of it (0.047 FTE > the ratio)
+    shared = {**team, "ops.on-call-rota-gpus": 400.0}
+    bs = compare(_scn(own, assumptions=shared), cat).options[0]
+    assert bs.usd("ops_staff") == pytest.approx(rota * 4 / 400 * hours_cost)
+    assert bs.item("ops_staff").inputs["staff_fte"] == pytest.approx(rota / 100)
+    # the default rota fleet (4,000 GPUs): the share (0.0047 FTE) is below the per-GPU ratio
+    bd = compare(_scn(own, assumptions=team), cat).options[0]
+    assert bd.usd("ops_staff") == pytest.approx(4 / 1000 * 2.0 * hours_cost)
+    # staff scale with the fleet: 40 GPUs pay 10x the staff of 4
+    b40 = compare(_scn({**own, "gpus": 40}, assumptions=shared), cat).options[0]
+    assert b40.usd("ops_staff") == pytest.approx(10 * bs.usd("ops_staff"))
     # without the on-call seat the same cluster pays only the per-GPU ratio (2 FTE/1000 GPUs)
     b0 = compare(_scn(own), cat).options[0]
-    assert b0.usd("ops_staff") == pytest.approx(4 / 1000 * 2.0 * 10.0 / 8766 * 2080 * LOADED)
-    # a rented cluster carries no on-call minimum
+    assert b0.usd("ops_staff") == pytest.approx(4 / 1000 * 2.0 * hours_cost)
+    # a rented cluster carries no on-call share
     rent = {**own, "pricing": "on_demand", "usd_per_gpu_hour": 2.0}
-    br = compare(_scn(rent, assumptions=team), cat).options[0]
-    assert br.usd("ops_staff") == pytest.approx(4 / 1000 * 1.0 * 10.0 / 8766 * 2080 * LOADED)
+    br = compare(_scn(rent, assumptions=own_rota), cat).options[0]
+    assert br.usd("ops_staff") == pytest.approx(4 / 1000 * 1.0 * hours_cost)
 
 
 def test_cluster_scale_repair_model(cat, monkeypatch):
@@ -141,16 +155,39 @@ def test_aws_support_follows_the_business_tiers(real):
     sup = b.item("cloud_support")
     spend = sup.inputs["spend_usd"]
     months = sup.inputs["months"]
-    assert months >= 1.0
+    # a run of a few days is held a fraction of a month: it pays its share of the month
+    assert 0.0 < months < 1.0
+    assert months == pytest.approx(b.values["wall_clock_days"] * 24 / 730.5, rel=1e-6)
     assert sup.inputs["tier_rates"] == [0.10, 0.07, 0.05, 0.03]
-    expect = people.tiered_fee_usd(
-        spend, months, [0, 10e3, 80e3, 250e3], [0.10, 0.07, 0.05, 0.03], 100.0
-    )
-    assert sup.usd == pytest.approx(float(expect))
+    breaks, rates = [0, 10e3, 80e3, 250e3], [0.10, 0.07, 0.05, 0.03]
+    rate_per_month = spend / months  # the account is billed the run's monthly rate
+    fee = float(people.monthly_fee_usd(rate_per_month, breaks, rates, 100.0))
+    assert sup.usd == pytest.approx(spend * fee / rate_per_month)
+    assert sup.usd < 0.10 * spend  # never more than the top bracket's rate on the spend
     assert spend == pytest.approx(
         sum(i.usd for i in b.items if i.category in ("compute", "reliability"))
     )
     _sums(b)
+
+
+def test_short_job_pays_its_share_of_the_monthly_minimum(real):
+    """A 17-minute job is not charged AWS's whole $100 monthly minimum (issue 32)."""
+    breaks, rates = [0, 10e3, 80e3, 250e3], [0.10, 0.07, 0.05, 0.03]
+    minutes = 17 / 60 / 730.5
+    short = float(people.support_share_usd(50.0, minutes, breaks, rates, 100.0))
+    assert short == pytest.approx(50.0 * 0.0647, rel=0.01)  # the rate of a $129k/month account
+    assert short < 5.0
+    # an account billed $500 a month pays the $100 minimum: half a month pays half of it
+    assert float(people.support_share_usd(250.0, 0.5, breaks, rates, 100.0)) == pytest.approx(50)
+    # a month or more with no other spend: the tiered fee of the month(s)
+    whole = float(people.support_share_usd(150e3, 3.0, breaks, rates, 100.0))
+    assert whole == pytest.approx(float(people.tiered_fee_usd(150e3, 3.0, breaks, rates, 100.0)))
+    # other spend on the account lowers the job's rate (the brackets fall)
+    big = float(people.support_share_usd(50e3, 1.0, breaks, rates, 100.0, 1e6))
+    assert big / 50e3 < float(people.monthly_fee_usd(50e3, breaks, rates, 100.0)) / 50e3
+    assert big / 50e3 == pytest.approx(
+        float(people.monthly_fee_usd(1.05e6, breaks, rates, 100.0)) / 1.05e6
+    )
 
 
 def test_provider_without_a_tabled_plan_pays_no_support(real):
@@ -162,3 +199,48 @@ def test_provider_without_a_tabled_plan_pays_no_support(real):
     })  # fmt: skip
     b = compare(scn, real).options[0]
     assert "cloud_support" not in [i.name for i in b.items]
+
+
+def test_committed_term_shows_used_share_and_unused_commitment_apart(cat, monkeypatch):
+    monkeypatch.setattr(cmp, "_engine", lambda kind: _fake(730.5))  # one month of a 1-year term
+    opt = {"hardware": "h100-sxm5-80gb", "gpus": 8, "pricing": "reserved_1y",
+           "usd_per_gpu_hour": 2.0}  # fmt: skip
+    b = compare(_scn(opt), cat).options[0]
+    unused = b.usd("committed_term_unused")
+    assert unused > 0
+    assert b.values["committed_term_unused_usd"] == pytest.approx(unused)
+    assert b.values["used_usd"] + b.values["committed_term_unused_usd"] == pytest.approx(
+        b.total_usd
+    )
+    # the used share is about one month of the term, the unused commitment the other eleven
+    assert unused > 10 * b.usd("rental_reserved_1y")
+    on_demand = compare(_scn({**opt, "pricing": "on_demand"}), cat).options[0]
+    assert on_demand.values["committed_term_unused_usd"] == 0.0
+    assert on_demand.values["used_usd"] == pytest.approx(on_demand.total_usd)
+
+
+@pytest.mark.parametrize(("gpus", "qps"), [(1, 10.0), (8, 96.0)])
+def test_owned_h100_service_costs_less_than_renting_by_default(catalog, gpus, qps):
+    """Issue 32: one owned H100, and 8 at about half load, cost less than renting on demand;
+    every staffing and support line names its sources."""
+    scn = Scenario.from_dict({
+        "name": "own vs rent",
+        "workload": {"kind": "inference", "model": "llama-3-8b", "qps": qps},
+        "options": [
+            {"hardware": "h100-sxm5-80gb", "gpus": gpus, "pricing": "owned"},
+            {"hardware": "h100-sxm5-80gb", "gpus": gpus, "pricing": "on_demand"},
+        ],
+    })  # fmt: skip
+    owned, rented = compare(scn, catalog).options
+    assert owned.values["total_gpus"] == rented.values["total_gpus"] == gpus
+    assert owned.total_usd < rented.total_usd
+    if gpus == 8:
+        assert 0.4 < owned.values["utilization"] < 0.6
+    for b in (owned, rented):
+        for it in b.items:
+            if it.category == "people":
+                assert it.sources, it.name
+        staff = b.item("ops_staff")
+        assert any("Data Center Knowledge" in s for s in staff.sources)
+    assert any("Site Reliability Engineering" in s for s in owned.item("ops_staff").sources)
+    assert owned.item("ops_staff").inputs["staff_fte"] < 0.05  # not a 4.67-FTE rota

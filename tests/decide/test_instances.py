@@ -92,7 +92,10 @@ def test_infeasible_option_is_never_cheapest_or_fastest(cat):
     comp = compare(scn, cat)
     bad = comp.options[0]
     assert bad.values["feasible"] is False
-    assert "does not fit in memory" in bad.values["infeasible_reasons"]
+    # the engine's one verdict with its reason (issue 31), and no throughput or cost
+    assert "GB over the 24 GB available" in bad.values["infeasible_reasons"][0]
+    assert bad.values["tokens_per_s"] is None
+    assert bad.total_usd != bad.total_usd  # NaN: no cost for an option that cannot run
     assert comp.cheapest == comp.options[1].name
     assert comp.fastest == comp.options[1].name
 
@@ -223,3 +226,26 @@ def test_cli_table_marks_an_option_without_an_eligible_offer(tmp_path, capsys):
     out, _ = capsys.readouterr()
     assert "infeasible" in out
     assert "sells no spot price" in out
+
+
+def test_inference_option_that_does_not_fit_is_infeasible_not_an_error(cat):
+    """One verdict (issue 31): a serving option whose model does not fit is infeasible with the
+    engine's reason, beside the options that run, instead of failing the whole comparison."""
+    scn = Scenario.from_dict(
+        {
+            "name": "serve-fit",
+            "workload": {"kind": "inference", "model": "llama-3-70b", "qps": 1},
+            "options": [
+                {"hardware": "l4", "gpus": 1, "pricing": "on_demand", "usd_per_gpu_hour": 0.5},
+                {"hardware": "h100-sxm5-80gb", "gpus": 8, "pricing": "on_demand",
+                 "usd_per_gpu_hour": 3.0},
+            ],
+        }
+    )  # fmt: skip
+    comp = compare(scn, cat)
+    bad, good = comp.options
+    assert bad.values["feasible"] is False
+    assert "usable" in bad.values["infeasible_reasons"][0]
+    assert bad.total_usd != bad.total_usd  # NaN: no cost
+    assert good.values.get("feasible", True) is True
+    assert comp.cheapest == good.name

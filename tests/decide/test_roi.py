@@ -292,3 +292,80 @@ def test_workbook_screenshot_is_committed_and_small():
     png = EXAMPLES.parent / "docs" / "screenshots" / "workbook-summary.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert png.stat().st_size < 300_000
+
+
+# ---------------------------------------------------------------- finance that warns (issue 32)
+def test_payback_is_not_reported_when_the_cash_turns_negative_again():
+    from aitco.cost import finance
+
+    kept = finance.payback_result(100.0, [40.0, 40.0, 40.0], npv_usd=10.0)
+    assert kept.months == pytest.approx(2.5)
+    assert kept.reason is None
+    again = finance.payback_result(100.0, [80.0, 40.0, -50.0, -10.0])
+    assert again.months is None
+    assert again.breaks_even_month == pytest.approx(1.5)
+    assert again.loses_again_month == 3
+    assert "loses money again in month 3" in again.reason
+    # recovered and stays recovered, but worth less than nothing at the discount rate
+    neg = finance.payback_result(100.0, [60.0, 41.0], npv_usd=-0.5)
+    assert neg.months is None
+    assert neg.breaks_even_month == pytest.approx(2 - 1 / 41)
+    assert "NPV" in neg.reason
+    never = finance.payback_result(100.0, [10.0, 10.0])
+    assert (never.months, never.breaks_even_month, never.reason) == (
+        None,
+        None,
+        "not within horizon",
+    )
+
+
+LOSING = roi.RoiInputs(
+    horizon_months=36,
+    monthly_savings_usd=128000,
+    monthly_cost_usd=40000,
+    variable_cost_usd=9000,
+    traffic_growth_per_month=-0.08,
+    upfront_usd=180000,
+    discount_rate=0.10,
+)
+
+
+def test_losing_project_has_no_payback_and_warns():
+    """Decaying traffic: NPV and net < 0 although month 1 pays well; no 'payback 2.5 months'."""
+    r = roi.roi_series(LOSING)
+    assert r["npv_usd"] < 0
+    assert r["net_usd"] < 0
+    assert r["loses_money"]
+    assert r["payback_months"] is None
+    assert 2 < r["breaks_even_month"] < 3
+    assert r["loses_again_month"] == 30
+    assert "loses money again in month 30" in r["payback_null_reason"]
+    assert r["warnings"][0].startswith("the project loses money: NPV -$")
+    assert any("IRR" in w and "not a return" in w for w in r["warnings"])
+    # `roi` has one meaning: the ROI of one month (here month 1), as in the flat form and rows
+    assert r["roi"] == pytest.approx(r["months"][0]["roi"])
+    assert r["roi"] == pytest.approx(float(roi.monthly_roi(128000, 49000)))
+    # a profitable project carries no warning and keeps its payback
+    ok = roi.roi_series(LOSING.model_copy(update={"monthly_cost_usd": 18000}))
+    assert ok["warnings"] == []
+    assert not ok["loses_money"]
+    assert ok["payback_months"] == pytest.approx(ok["breaks_even_month"])
+
+
+def test_cli_says_the_project_loses_money(tmp_path, capsys):
+    path = tmp_path / "loss.yaml"
+    path.write_text(
+        "roi:\n  horizon_months: 36\n  monthly_savings_usd: 128000\n  monthly_cost_usd: 40000\n"
+        "  variable_cost_usd: 9000\n  traffic_growth_per_month: -0.08\n"
+        "  savings_scale_with_traffic: true\n  upfront_usd: 180000\n  discount_rate: 0.10\n"
+    )
+    code, out, _ = run(["roi", str(path)], capsys)
+    assert code == 0
+    assert "WARNING: the project loses money" in out
+    assert out.index("WARNING") < out.index("Monthly ROI")  # said first
+    assert "payback 2." not in out
+    code, out, _ = run(["roi", str(path), "--json"], capsys)
+    d = json.loads(out)
+    assert d["payback_months"] is None
+    assert d["loses_money"] is True
+    assert d["roi"] == pytest.approx(d["months"][0]["roi"])

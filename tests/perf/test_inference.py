@@ -221,8 +221,10 @@ def test_does_not_fit_suggests_tp_and_precision() -> None:
         estimate_inference(LLAMA70, GPU, NODE, 1, tp=1, precision="bf16")
     msg = str(ei.value)
     assert "GB per GPU" in msg
-    assert "smallest tp that fits: 4" in msg
-    assert "--precision int4 fits at tp 1" in msg
+    # 141 GB of bf16 weights: half of them fit in 90% of an 80 GiB (85.9 GB) device
+    assert "smallest tp that fits: 2" in msg
+    assert "of 85.9 GB (80 GiB) is usable" in msg
+    assert "--precision fp8 fits at tp 1" in msg
 
 
 def test_bad_inputs() -> None:
@@ -236,8 +238,33 @@ def test_bad_inputs() -> None:
         estimate_inference(LLAMA8, GPU, NODE, 0)
     with pytest.raises(InputError):
         estimate_inference(LLAMA8, GPU, NODE, 1, engine="tgi")
-    with pytest.raises(InputError):
-        estimate_inference(LLAMA8, GPU, NODE, 1, batch=10**7)
+
+
+def test_static_batch_above_kv_capacity_runs_in_waves_not_refused() -> None:
+    """Issue 31: an engine queues (GUARANTEED_NO_EVICT) or preempts a static batch the cache
+    cannot hold at full length; it is never refused for a capacity the engine does not have."""
+    kw = {"input_tokens": 2048, "output_tokens": 2048, "engine": "trtllm", "efficiency": BARE}
+    top = estimate_inference(LLAMA8, GPU, NODE, 1, mode="offline", **kw).values
+    admitted = top["kv_full_length_sequences"]
+    v = estimate_inference(LLAMA8, GPU, NODE, 1, batch=3 * admitted + 1, **kw).values
+    assert v["batch_waves"] == 4
+    assert v["batch_per_wave"] <= admitted
+    one = estimate_inference(LLAMA8, GPU, NODE, 1, batch=v["batch_per_wave"], **kw).values
+    # the same throughput as one wave, at most; the later waves wait (a TTFT term)
+    assert v["output_tokens_per_s"] <= one["output_tokens_per_s"] * (1 + 1e-9)
+    assert v["ttft_s"] > one["ttft_s"]
+
+
+def test_on_demand_admission_holds_more_sequences_than_reserved() -> None:
+    """vLLM allocates KV blocks as tokens are written (preempting when full): in steady state
+    a sequence holds about I + O/2 tokens; TensorRT-LLM's default scheduler reserves I + O."""
+    kw = {"input_tokens": 512, "output_tokens": 2048, "mode": "offline", "efficiency": BARE}
+    v = estimate_inference(LLAMA70, GPU, NODE, 4, tp=4, engine="vllm-v1", **kw).values
+    t = estimate_inference(LLAMA70, GPU, NODE, 4, tp=4, engine="trtllm", **kw).values
+    assert v["kv_admission"] == "on_demand" and t["kv_admission"] == "reserved"
+    per_seq_gb = {k: x["kv_cache_gb"] / x["max_concurrency"] for k, x in (("v", v), ("t", t))}
+    # (512 + 2048/2 + 16/2) vs 512 + 2048 tokens per sequence
+    assert per_seq_gb["v"] / per_seq_gb["t"] == pytest.approx(1544 / 2560, rel=0.01)
 
 
 def test_saturation_reports_null_latency_not_infinite() -> None:
@@ -266,8 +293,12 @@ def test_memory_plan_engine_fraction_semantics() -> None:
     p = resolve_precisions(GPU, "bf16", None)
     v = memory_plan(LLAMA8, GPU, tp=1, pp=1, precisions=p, engine=ENGINES["vllm"])
     t = memory_plan(LLAMA8, GPU, tp=1, pp=1, precisions=p, engine=ENGINES["trtllm"])
-    assert v.usable_gb == pytest.approx(72.0)
-    assert t.kv_gb == pytest.approx(0.9 * (80 - t.weights_gb - t.activations_gb - t.reserve_gb))
+    device_gb = 80 * 2**30 / 1e9  # the catalog's "80 GB" are binary, as engines count them
+    assert v.device_gb == pytest.approx(device_gb)
+    assert v.usable_gb == pytest.approx(0.9 * device_gb)
+    assert t.kv_gb == pytest.approx(
+        0.9 * (device_gb - t.weights_gb - t.activations_gb - t.reserve_gb)
+    )
 
 
 def test_continuous_batching_step_counts_prefill() -> None:

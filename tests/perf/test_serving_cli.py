@@ -41,10 +41,18 @@ def test_explain_json_terms_add_up(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cost_per_token_and_price(capsys: pytest.CaptureFixture[str]) -> None:
     d = _json(["--mode", "offline", "--usd-per-gpu-hour", "2.0"], capsys)
     tokens_in = d["total_tokens_per_s"] - d["output_tokens_per_s"]
+    # the split shares the whole cost per hour (every TCO item, not the GPU rent alone)
+    out_tps = d["output_tokens_per_s"]
     usd_s = (d["usd_per_million_input_tokens"] * tokens_in
-             + d["usd_per_million_output_tokens"] * d["output_tokens_per_s"]) / 1e6  # fmt: skip
-    assert usd_s * 3600 == pytest.approx(2.0)
+             + d["split_usd_per_million_output_tokens"] * out_tps) / 1e6  # fmt: skip
+    assert usd_s * 3600 == pytest.approx(d["usd_per_h"])
+    assert d["usd_per_h"] > 2.0  # the rent, plus operations staff and the other items
     assert d["gpu_usd_per_h"] == 2.0
+    # the whole cost over the output tokens
+    assert d["usd_per_million_output_tokens"] == pytest.approx(
+        d["usd_per_h"] / 3600 / d["output_tokens_per_s"] * 1e6, rel=1e-9
+    )
+    assert sum(i["usd"] for i in d["tco"]["items"]) == pytest.approx(d["tco"]["total_usd"])
 
 
 def test_contiguous_kv_lowers_concurrency(capsys: pytest.CaptureFixture[str]) -> None:

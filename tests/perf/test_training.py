@@ -176,8 +176,16 @@ def test_impossible_plans_name_the_constraint(plan: dict, gpus: int, match: str)
 
 
 def test_unsupported_dtype() -> None:
+    """A format the part has no matrix rate for runs emulated (issue 31), saying so; a part with
+    neither the format nor a 16-bit rate refuses it."""
+    em = estimate_training(M, ACC_NO_FP8, SYS, 8, seq_len=2048, global_batch=64, precision="fp8")
+    assert em.values["precision_mode"] == "emulated"
+    assert "fp8" in em.inputs["precision_note"]
+    bf = estimate_training(M, ACC_NO_FP8, SYS, 8, seq_len=2048, global_batch=64, precision="bf16")
+    assert em.values["step_time_s"] > bf.values["step_time_s"] * 0.98
+    int8_only = ACC_NO_FP8.model_copy(update={"peak_tflops": {"int8": 100.0}})
     with pytest.raises(PlanError, match="fp8"):
-        estimate_training(M, ACC_NO_FP8, SYS, 8, seq_len=2048, global_batch=64, precision="fp8")
+        estimate_training(M, int8_only, SYS, 8, seq_len=2048, global_batch=64, precision="fp8")
 
 
 def test_bad_inputs() -> None:

@@ -79,16 +79,17 @@ def test_train_bad_plans_exit_2(
 def test_train_dtype_the_hardware_lacks(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["train", "--model", "gpt2-124m", "--hardware", "a100-sxm4-80gb", "--gpus", "8",
             "--precision", "fp8"]  # fmt: skip
-    code, _, err = run(args, capsys)
-    assert code == 2
-    assert "fp8" in err
+    code, out, _ = run(args, capsys)
+    assert code == 0  # emulated (issue 31): quantise/dequantise around 16-bit GEMMs, said so
+    assert "emulated" in out
+    assert "fp8" in out
 
 
 def test_train_not_fitting_says_by_how_much(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run([*BASE, "--gpus", "1", "--micro-batch", "512", "--global-batch", "512",
                         "--dp", "1", "--recompute", "none"], capsys)  # fmt: skip
     assert code == 0
-    assert "does not fit" in out
+    assert "infeasible" in out
     assert "GB over" in out
 
 
@@ -246,7 +247,10 @@ def test_train_offload_fits_a_13b_full_fine_tune_on_one_gpu(
     assert o["plan"]["zero"] >= 1
     assert o["time_split_s"]["offload_s"] > 0
     assert o["time_split_s"]["optimizer_s"] == 0
-    assert p["time_split_s"]["offload_s"] == 0
+    assert p["time_split_s"] == {}  # infeasible: no step time (one verdict, issue 31)
+    assert p["tokens_per_s"] is None
+    assert p["feasible"] is False
+    assert "GB over the 80 GB" in p["infeasible_reason"]
     assert sum(o["time_split_s"].values()) == pytest.approx(o["step_time_s"], rel=1e-9)
     # 13B x (12 B of Adam states + 4 B fp32 gradients) in host memory
     assert o["host_memory_per_gpu_gb"] == pytest.approx(13.0e9 * 16 / 1e9, rel=0.05)

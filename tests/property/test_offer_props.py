@@ -16,9 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aitco.catalog.loader import load_catalog
+from aitco.cost.pricing import rental_price
 from aitco.decide import evaluators as ev
-from aitco.decide.compare import _rental_price
-from aitco.decide.scenario import HardwareOption
 from aitco.errors import CatalogError
 
 CAT = load_catalog(use_env=False)
@@ -36,9 +35,8 @@ PROVIDERS = [None, "any", "aws", "gcp", "runpod", "lambda"]
 )
 def test_sweep_bills_what_compare_bills(hw, gpus, mode, provider):
     acc, _ = CAT.hardware(hw)
-    opt = HardwareOption(hardware=hw, gpus=gpus, pricing=mode, provider=provider)
     try:
-        p = _rental_price(CAT, acc, opt, "option", gpus, gpus)
+        p = rental_price(CAT, acc, mode, gpus, unit_gpus=gpus, provider=provider)
     except CatalogError:
         p = None  # no offer has a price for the mode at all
     table = ev.hardware_table(CAT, [hw], [None], provider=provider)

@@ -3,13 +3,12 @@
 Issue 12 item 1: ``total_usd`` of a sweep row is the sum of the items ``aitco compare`` builds,
 computed by the same functions, for training and serving, on-demand, spot, committed and owned.
 
-Training: the sweep evaluates the items compare shares
-(:func:`aitco.decide.compare.training_run_items_usd`: compute, idle instance GPUs, committed
-term, reliability and people; :func:`aitco.decide.compare.storage_items_usd`: dataset and
-checkpoint storage; :func:`aitco.decide.compare.power_items_usd`: the owned energy items) over
-arrays; the property draws several plans in every pricing mode, prices them with compare, then
-evaluates all of them in one vectorised call on compare's productive hours and checks each item,
-the wall clock and ``total_usd`` to 1e-9 relative.
+Training: the sweep evaluates the items compare composes (:func:`aitco.cost.tco.items_usd`, the
+one composition of :mod:`aitco.cost.tco`: compute, idle instance GPUs, committed term,
+reliability, people, storage, the owned energy items) over arrays; the property draws several
+plans in every pricing mode, prices them with compare, then evaluates all of them in one
+vectorised call on compare's productive hours and checks each item, the wall clock and
+``total_usd`` to 1e-9 relative.
 
 Serving: the property draws services of one replica (tensor-parallel degree, closed-loop batch,
 service period, pricing mode) and checks that the engine serving evaluator's ``total_usd`` (its
@@ -236,8 +235,8 @@ def test_sweep_service_items_equal_compare_items(pick, qps, months, reuse):
     assert bl["gpus_billed"][0] == b.values["gpus_billed"]
     got = {it.name: it for it in b.items}
     active = None
-    if "electricity_it_active" in got:  # owned: the engine's draw over TDP, as compare took it
-        active = np.array([got["electricity_it_active"].inputs["active_fraction_of_tdp"]])
+    if "electricity_it_active" in got:  # owned: the engine's busy share, as compare took it
+        active = np.array([got["electricity_it_active"].inputs["busy_share_of_hours"]])
     items = evaluator.serving_items(
         one_row, mode, one_row, np.array([per_replica]), np.array([n]),
         months * HOURS_PER_MONTH, np.array([b.values["utilization"]]), bl, active,

@@ -203,3 +203,25 @@ def test_source_addresses_are_links() -> None:
     md = markdown.render_markdown(data, [])
     assert "<https://arxiv.org/abs/2407.21783>" in md
     assert max(len(line) for line in md.splitlines()) < 200
+
+
+def test_report_says_a_project_loses_money(options: list[Breakdown]) -> None:
+    """Issue 32: the HTML and Markdown reports say so first, and print no payback."""
+    from aitco.decide import roi
+
+    data = model.report_from_options("demo", options)
+    losing = roi.RoiInputs(
+        horizon_months=36, monthly_savings_usd=128000, monthly_cost_usd=40000,
+        variable_cost_usd=9000, traffic_growth_per_month=-0.08, upfront_usd=180000,
+        discount_rate=0.10,
+    )  # fmt: skip
+    model.add_roi(data, losing)
+    rows = {k: t for k, _l, t in html.roi_rows(data.roi)}
+    assert rows["payback_months"].startswith("none: breaks even")
+    page = html.render_html(data, figures=[])
+    roi_part = page[page.index('<section id="roi">') :]
+    assert roi_part.index("the project loses money") < roi_part.index("<table")
+    md = markdown.render_markdown(data, [])
+    assert "**Warning:** the project loses money" in md
+    assert data.to_json()["roi_series"]["loses_money"] is True
+    assert "roi" not in data.to_json()  # `roi` keeps one meaning: the ROI of one month

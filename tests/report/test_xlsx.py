@@ -223,6 +223,9 @@ def test_cached_values_are_the_computed_values_and_names_are_the_cli_names(
     cached = cached_summary(out)
     assert list(cached) == list(xlsx.SUMMARY_KEYS)
     for key, _label, _unit in roi.ROI_SUMMARY:
+        if cli[key] is None:  # e.g. loses_again_month of a project that stays in profit
+            assert cached[key] == "none", key
+            continue
         assert cached[key] == pytest.approx(cli[key], rel=1e-12), key
         assert cached[key] != 0
     for key in ("calls_per_month", "max_calls_per_month", "calls_per_day"):
@@ -301,3 +304,34 @@ def test_cli_text_and_report_print_the_same_names_and_values(
     assert "43.18 %" in text  # roi_horizon
     assert "85.41 %" in text  # roi_monthly_mean
     assert markdown.roi_rows is html.roi_rows
+
+
+@pytest.mark.slow
+def test_project_that_loses_money_has_no_payback_and_says_so(
+    tmp_path: Path, fewer_rows: None
+) -> None:
+    """Decaying traffic: the cash breaks even, then turns negative again (issue 32)."""
+    inp = roi.RoiInputs(
+        horizon_months=24,
+        monthly_savings_usd=128000,
+        monthly_cost_usd=60000,
+        variable_cost_usd=9000,
+        traffic_growth_per_month=-0.08,
+        upfront_usd=100000,
+        discount_rate=0.1,
+    )
+    ref = roi.roi_series(inp)
+    assert ref["payback_months"] is None
+    assert ref["loses_money"]
+    assert ref["loses_again_month"] is not None
+    p = xlsx.write_roi_workbook(tmp_path / "loss.xlsx", xlsx.WorkbookInputs.from_roi_inputs(inp))
+    cells = recalc(p)
+    s = summary(cells)
+    assert s["payback_months"] == ref["payback_null_reason"]
+    assert s["breaks_even_month"] == pytest.approx(ref["breaks_even_month"], rel=1e-9)
+    assert s["loses_again_month"] == ref["loses_again_month"]
+    warning = cells["SUMMARY"][f"A{4 + len(xlsx.SUMMARY_KEYS)}"]
+    assert warning.startswith("WARNING: the project loses money")
+    openpyxl = pytest.importorskip("openpyxl")
+    stored = openpyxl.load_workbook(p, data_only=True)["Summary"]
+    assert stored[f"A{4 + len(xlsx.SUMMARY_KEYS)}"].value == warning  # cached = recalculated

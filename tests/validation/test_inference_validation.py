@@ -23,6 +23,7 @@ from aitco.validation.inference import (
     new_sources_csv,
     read_rows,
     source_group,
+    unseen_csv,
     validate,
 )
 
@@ -95,7 +96,8 @@ def test_new_sources_are_not_in_the_shared_ground_truth(fixtures_dir) -> None:
         assert source_group(r) not in shared, r["id"]
         assert r["source"]
         assert r["source_locator"]
-    assert len(read_rows()) == len(new) + len(read_rows(default_csv()))
+    unseen = read_rows(unseen_csv())
+    assert len(read_rows()) == len(new) + len(read_rows(default_csv())) + len(unseen)
 
 
 def test_new_sources_offline_throughput_out_of_sample(new_report) -> None:
@@ -173,5 +175,7 @@ def test_default_share_of_the_matmul_ceiling_is_the_derived_one(catalog) -> None
     """``gemm_share_of_ceiling`` is what the fitted families' inference rows give."""
     from aitco.validation.inference import gemm_share_of_ceiling, read_rows
 
-    share = gemm_share_of_ceiling(DEFAULT_EFFICIENCY, catalog, read_rows(None))
+    from aitco.validation.inference import _ALL
+
+    share = gemm_share_of_ceiling(DEFAULT_EFFICIENCY, catalog, read_rows(_ALL))  # fit-eligible
     assert share == pytest.approx(DEFAULT_EFFICIENCY.gemm_share_of_ceiling, abs=0.005)

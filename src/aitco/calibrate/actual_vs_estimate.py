@@ -100,6 +100,7 @@ def actual_vs_estimate(
         precision=precision,
         plan=plan,
         efficiency=efficiency,
+        speed_of_infeasible=True,  # set beside an actual run, which did run
     )
     ev = res.values
     rows: list[dict[str, Any]] = []

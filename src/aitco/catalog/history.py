@@ -31,7 +31,7 @@ import datetime as dt
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from aitco.catalog.schema import (
     Accelerator,
@@ -45,8 +45,9 @@ from aitco.catalog.schema import (
     System,
 )
 
-if TYPE_CHECKING:  # the loader calls this module; the type is for annotations only
-    from aitco.catalog.loader import Catalog
+#: The loaded catalog (:class:`aitco.catalog.loader.Catalog`, a frozen dataclass). The loader
+#: calls this module, so the type is generic here rather than imported (no import cycle).
+Catalog = TypeVar("Catalog")
 
 #: Mean length of a year in days (Gregorian), to turn date differences into years.
 DAYS_PER_YEAR = 365.2425
@@ -308,7 +309,7 @@ def with_fitted_residuals(
     Parameters
     ----------
     catalog : Catalog
-        The loaded catalog.
+        The loaded cat.
     keep : iterable of str
         Factor ids not to replace (given by a user overlay: the user's value wins).
     until : datetime.date, optional
@@ -321,27 +322,28 @@ def with_fitted_residuals(
         history allows a fit, and whose ``assumed_factors`` keep the curves they replaced
         (restored by :func:`catalog_as_of` when an earlier date allows no fit).
     """
+    cat: Any = catalog
     kept = set(keep)
-    factors = dict(catalog.factors)
-    assumed = dict(catalog.assumed_factors)
+    factors = dict(cat.factors)
+    assumed = dict(cat.assumed_factors)
     fitted: set[str] = set()
-    for acc in catalog.accelerators.values():
+    for acc in cat.accelerators.values():
         fid = f"{RESIDUAL_PREFIX}{acc.id}"
         if fid in kept:
             continue
         res = fitted_residual(acc, until=until)
         if res is not None:
-            if fid in factors and fid not in catalog.fitted_factors and fid not in assumed:
+            if fid in factors and fid not in cat.fitted_factors and fid not in assumed:
                 assumed[fid] = factors[fid]
             factors[fid] = res[1]
             fitted.add(fid)
-        elif fid in catalog.fitted_factors:  # an earlier date allows no fit: back to assumed
+        elif fid in cat.fitted_factors:  # an earlier date allows no fit: back to assumed
             if fid in assumed:
                 factors[fid] = assumed[fid]
             else:
                 factors.pop(fid, None)
     return dataclasses.replace(
-        catalog, factors=factors, assumed_factors=assumed, fitted_factors=frozenset(fitted)
+        cat, factors=factors, assumed_factors=assumed, fitted_factors=frozenset(fitted)
     )
 
 
@@ -385,14 +387,15 @@ def catalog_as_of(catalog: Catalog, day: dt.date) -> Catalog:
     refitted from the purchase quotes known on ``day``. ``Catalog.as_of`` is set, so staleness
     is measured at ``day`` too.
     """
-    offers = {k: o2 for k, o in catalog.offers.items() if (o2 := _offer_as_of(o, day)) is not None}
-    apis: dict[str, ApiPrice] = {k: a for k, a in catalog.apis.items() if a.as_of <= day}
+    cat: Any = catalog
+    offers = {k: o2 for k, o in cat.offers.items() if (o2 := _offer_as_of(o, day)) is not None}
+    apis: dict[str, ApiPrice] = {k: a for k, a in cat.apis.items() if a.as_of <= day}
     out = dataclasses.replace(
-        catalog,
-        accelerators={k: _acc_as_of(a, day) for k, a in catalog.accelerators.items()},
-        systems={k: _sys_as_of(s, day) for k, s in catalog.systems.items()},
+        cat,
+        accelerators={k: _acc_as_of(a, day) for k, a in cat.accelerators.items()},
+        systems={k: _sys_as_of(s, day) for k, s in cat.systems.items()},
         offers=offers,
         apis=apis,
         as_of=day,
     )
-    return with_fitted_residuals(out, keep=catalog.user_factor_ids, until=day)
+    return with_fitted_residuals(out, keep=cat.user_factor_ids, until=day)

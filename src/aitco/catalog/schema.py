@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from aitco.units import DTYPES
+from aitco.units import BLOCK_SCALED_FORMATS, DTYPES
 
 NonNeg = Field(ge=0)
 
@@ -161,6 +161,19 @@ class Accelerator(Entry):
         "TFLOP/s",
         default_factory=dict,
     )
+    block_scaled_formats: list[str] = _f(
+        "Block-scaled number formats the matrix units run natively (MXFP8, MXFP6, MXFP4, "
+        "NVFP4: aitco.units.BLOCK_SCALED_FORMATS), at the dense peak of their element type; "
+        "a format not listed is emulated (dequantised to a type the part has).",
+        default_factory=list,
+    )
+    host_link_gb_s: float | None = _f(
+        "Per-direction bandwidth between the device and its host's memory when it is not a "
+        "PCIe x16 link (NVLink-C2C on Grace superchips); None: the PCIe generation's rate.",
+        "GB/s",
+        default=None,
+        gt=0,
+    )
     elementwise_fused_into_matmul: bool = _f(
         "Whether the accelerator's compiler fuses elementwise work (norms, residual adds, "
         "activations, rotary, casts) into the operands and outputs of the adjacent matmuls, so "
@@ -192,6 +205,16 @@ class Accelerator(Entry):
     default_system: str | None = _f(
         "System id used when only the accelerator is named.", default=None
     )
+
+    @field_validator("block_scaled_formats")
+    @classmethod
+    def _known_formats(cls, v: list[str]) -> list[str]:
+        for k in v:
+            if k not in BLOCK_SCALED_FORMATS:
+                known = ", ".join(BLOCK_SCALED_FORMATS)
+                msg = f"unknown block-scaled format {k!r} (expected {known})"
+                raise ValueError(msg)
+        return v
 
     @field_validator("peak_tflops", "matmul_tflops")
     @classmethod
@@ -425,6 +448,13 @@ class MoE(BaseModel):
     n_shared: int = Field(default=0, ge=0, description="Shared experts always active.")
     d_ff_expert: int = Field(ge=1, description="Hidden size of one expert's FFN.")
     first_dense_layers: int = Field(default=0, ge=0, description="Leading layers with a dense FFN.")
+    n_moe_layers: int | None = Field(
+        default=None,
+        ge=1,
+        description="Layers with experts when MoE and dense FFN layers interleave (Llama 4 "
+        "``interleave_moe_layer_step``, Qwen2-MoE ``decoder_sparse_step``); None = every layer "
+        "after ``first_dense_layers``. The other layers have a dense FFN of ``d_ff``.",
+    )
     n_groups: int = Field(
         default=1,
         ge=1,
@@ -502,6 +532,13 @@ class ModelArch(Entry):
     sliding_window_every: int = Field(
         default=0, ge=0, description="Every k-th layer uses the sliding window (0 = all or none)."
     )
+    sliding_window_layers: int | None = Field(
+        default=None,
+        ge=0,
+        description="Layers that attend only to the sliding window, when the model states them "
+        "(Hugging Face ``layer_types`` / ``sliding_window_pattern``: Gemma 3 five of six, "
+        "gpt-oss every other); overrides ``sliding_window_every``.",
+    )
     moe: MoE | None = None
     mla: MLA | None = None
     published_params_b: float | None = Field(
@@ -519,6 +556,20 @@ class ModelArch(Entry):
         kv = self.n_kv_heads or self.n_heads
         if self.n_heads % kv:
             msg = f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({kv})"
+            raise ValueError(msg)
+        if self.moe is not None and self.moe.n_moe_layers is not None:
+            room = self.n_layers - self.moe.first_dense_layers
+            if self.moe.n_moe_layers > room:
+                msg = (
+                    f"moe.n_moe_layers ({self.moe.n_moe_layers}) exceeds the layers after the "
+                    f"dense ones ({room})"
+                )
+                raise ValueError(msg)
+        if self.sliding_window_layers is not None and self.sliding_window_layers > self.n_layers:
+            msg = (
+                f"sliding_window_layers ({self.sliding_window_layers}) exceeds n_layers "
+                f"({self.n_layers})"
+            )
             raise ValueError(msg)
         if self.head_dim is None and self.mla is None and self.d_model % self.n_heads:
             msg = (

@@ -178,6 +178,7 @@ COMMAND_MODULES = (
     "calibrate_cmd",
     "audit_cmd",
     "report_cmd",
+    "reconcile_cmd",
 )
 
 

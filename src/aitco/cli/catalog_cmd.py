@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 import yaml
@@ -232,7 +232,7 @@ def check_cmd(
             }
         )
         if too_old:
-            raise typer.Exit(1)
+            _fail_max_age(too_old, max_age_months)
         return
     if files:
         console.print(
@@ -266,12 +266,18 @@ def check_cmd(
     if oldest:
         console.print(oldest_line(oldest, "oldest price in the catalog"), highlight=False)
     if too_old:
-        console.print(
-            f"[red]{len(too_old)} price(s) older than {max_age_months:g} months[/red] "
-            "(--max-age-months): refresh them (aitco catalog update, docs/catalog.md)",
-            highlight=False,
-        )
-        raise typer.Exit(1)
+        _fail_max_age(too_old, max_age_months)
+
+
+def _fail_max_age(too_old: list[Any], max_age_months: float | None) -> NoReturn:
+    """One ``error:`` line on stderr and exit 1: prices older than ``--max-age-months``."""
+    typer.echo(
+        f"error: --max-age-months {max_age_months:g}: {len(too_old)} price(s) older than that, "
+        f"the oldest {too_old[0].age_months:.0f} months ({too_old[0].kind} {too_old[0].id}); "
+        "refresh them (aitco catalog update, docs/catalog.md)",
+        err=True,
+    )
+    raise typer.Exit(1)
 
 
 class _NoAliasDumper(yaml.SafeDumper):

@@ -95,11 +95,14 @@ def roi_cmd(
         inp = roi.RoiInputs.from_dict({**inp.model_dump(), **updates}, file=roi_file)
     res = roi.roi_series(inp)
     res["tornado"] = roi.tornado(inp, metric=tornado_metric, swing=tornado_swing)
-    res["roi"] = res["roi_monthly_mean"]  # deprecated alias of roi_monthly_mean
     res["priced_from_scenarios"] = priced
     if json_out:
         print_json(res)
         return
+    from rich.markup import escape
+
+    for w in res["warnings"]:  # a project that loses money says so first
+        console.print(f"[bold red]WARNING:[/bold red] {escape(w)}", highlight=False)
     rows = [
         [
             str(r["month"]),
@@ -118,13 +121,12 @@ def roi_cmd(
             rows,
         )
     )
-    summary = roi.roi_summary(res)
     console.print(
         table(
             f"Summary over {res['horizon_months']} months "
             f"(discount rate {res['discount_rate']:.1%}/yr)",
             ["name", "quantity", "value"],
-            [[k, label, roi.format_summary_value(unit, v)] for k, label, unit, v in summary],
+            [[k, label, text] for k, label, text in roi.summary_text_rows(res)],
         )
     )
     if res["irr_null_reason"]:
@@ -891,7 +893,7 @@ def api_vs_self_host_cmd(
         ]  # fmt: skip
         tok.append([
             "self-host (allocation)", sh["hardware"], res["model"],
-            sh["usd_per_million_input_tokens"], sh["usd_per_million_output_tokens"],
+            sh["usd_per_million_input_tokens"], sh["split_usd_per_million_output_tokens"],
             "aitco: every rented hour",
         ])  # fmt: skip
         tok.append([

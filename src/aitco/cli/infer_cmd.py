@@ -19,7 +19,7 @@ import typer
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
-from aitco.units import SECONDS_PER_HOUR
+from aitco.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 
 
 class Precision(StrEnum):
@@ -31,6 +31,11 @@ class Precision(StrEnum):
     int8 = "int8"
     int4 = "int4"
     fp4 = "fp4"
+    fp6 = "fp6"
+    nvfp4 = "nvfp4"
+    mxfp4 = "mxfp4"
+    mxfp6 = "mxfp6"
+    mxfp8 = "mxfp8"
 
 
 class Mode(StrEnum):
@@ -160,7 +165,10 @@ def infer(
     ] = None,
     usd_per_gpu_hour: Annotated[
         float | None,
-        typer.Option("--usd-per-gpu-hour", help="GPU price (default: cheapest catalog offer)."),
+        typer.Option(
+            "--usd-per-gpu-hour",
+            help="GPU price (default: the on-demand offer aitco compare bills, whole instances).",
+        ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show the terms.")] = False,
@@ -182,16 +190,19 @@ def infer(
     arch = cat.resolve_model(model, field="--model")
     acc, system = cat.hardware(hardware, field="--hardware")
     acc = acc.with_power_limit(power_limit_w)  # below the TDP: slower compute, less power
-    price, price_note = _gpu_price(cat, acc.id, usd_per_gpu_hour)
-    hardware_id = acc.id
     whole_gpu = acc
+    shares = 1
     if mig is not None or time_slice is not None:
-        acc, price, shares = _fractional_accelerator(acc, mig, time_slice, gpus, price)
-        what = " ".join(
-            x for x in (f"MIG {mig}" if mig else "",
-                        f"time-sliced by {time_slice}" if time_slice else "") if x
-        )  # fmt: skip
-        price_note += f"; {what}: priced at 1/{shares} of the GPU"
+        acc, shares = _fractional_accelerator(acc, mig, time_slice, gpus)
+    scn = _scenario(
+        arch.id, hardware, gpus, usd_per_gpu_hour, power_limit_w, precision=precision.value,
+        kv_precision=kv_precision.value if kv_precision else None, input_tokens=input_tokens,
+        output_tokens=output_tokens, batch=batch, concurrency=concurrency, qps=qps,
+        mode=mode.value, tp=tp, pp=pp, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms,
+        mig=mig, time_slice=time_slice,
+    )  # fmt: skip
+    # the price first: a rented offer that names its system runs the engine on it (as compare)
+    price, system, price_note = _option_price(cat, scn, whole_gpu, system)
     eff = state.efficiency(calibration)
     draft = cat.resolve_model(draft_model, field="--draft-model") if draft_model else None
     trace_arrays, bad_lines = read_trace(trace) if trace else (None, [])
@@ -217,22 +228,34 @@ def infer(
     if time_slice is not None and time_slice > 1:
         # the best case beside the guaranteed one: this replica alone on its share's GPU
         v["uncontended"] = _uncontended(run, whole_gpu, mig, time_slice)
+    tco = _service_cost(cat, v, res, scn, (acc, system, arch), (price, price_note), shares)
     _add_service_plans(
-        v, res, system, gpus, price, price_note, qps=qps, slo_ttft_ms=slo_ttft_ms,
+        v, res, system, v["gpu_usd_per_h"], qps=qps, slo_ttft_ms=slo_ttft_ms,
         slo_tpot_ms=slo_tpot_ms, disaggregate=disaggregate, load_profile=load_profile,
-        autoscale=autoscale, prefix_cache_hit_rate=prefix_cache_hit_rate, mig=mig,
-        time_slice=time_slice, efficiency=eff,
+        autoscale=autoscale, prefix_cache_hit_rate=prefix_cache_hit_rate, efficiency=eff,
     )  # fmt: skip
     if json_out:
         out: dict[str, Any] = dict(v)
         out["interval"] = {k: list(iv) for k, iv in res.interval.items()}
         out["model"] = arch.id
-        out["hardware"] = hardware_id
+        out["hardware"] = whole_gpu.id
         out["system"] = system.id
+        if tco is not None:
+            out["tco"] = tco.to_json(explain=explain)
         if explain:
             out["explain"] = res.to_estimate().to_json()["explain"]
         print_json(out)
         return
+    _render(v, res, arch.id, acc.id, gpus, qps, trace, bad_lines, draft_model)
+    if explain:
+        print_explain(res.to_estimate())
+
+
+def _render(
+    v: dict[str, Any], res: Any, model_id: str, acc_id: str, gpus: int, qps: float | None,
+    trace: str | None, bad_lines: list[int], draft_model: str | None,
+) -> None:  # fmt: skip
+    """Print the serving estimate as tables (``aitco infer`` without ``--json``)."""
     iv = res.interval
     rows: list[tuple[Any, ...]] = [
         ("TTFT (s)", v["ttft_s"], _range(iv, "ttft_s")),
@@ -246,36 +269,25 @@ def infer(
         ("KV cache (GB, per replica)", v["kv_cache_gb"], f"waste {v['kv_waste_fraction']:.1%}"),
         ("weights (GB)", v["weights_gb"], f"{fmt(v['weights_per_gpu_gb'])} per GPU"),
         ("energy per token (J)", v.get("energy_per_token_j"), ""),
-        (
-            "USD per million input tokens",
-            v.get("usd_per_million_input_tokens"),
-            f"usage basis {fmt(v.get('usage_usd_per_million_input_tokens'))}",
-        ),
+        ("USD per hour (every cost item)", v.get("usd_per_h"), v.get("price_source", "")),
         (
             "USD per million output tokens",
             v.get("usd_per_million_output_tokens"),
-            f"usage basis {fmt(v.get('usage_usd_per_million_output_tokens'))}; "
-            f"{v.get('price_source', '')}",
+            "the whole cost over the output tokens (as aitco compare)",
+        ),
+        (
+            "USD per million input tokens",
+            v.get("usd_per_million_input_tokens"),
+            f"split by prefill time; output {fmt(v.get('split_usd_per_million_output_tokens'))};"
+            f" usage basis {fmt(v.get('usage_usd_per_million_input_tokens'))} / "
+            f"{fmt(v.get('usage_usd_per_million_output_tokens'))}",
         ),
         ("tokens/s per W", v.get("tokens_per_s_per_w"), ""),
     ]
     if "speculative_speedup" in v:
         rows.append(("speculative speed-up", v["speculative_speedup"], f"draft {draft_model}"))
     if qps is not None or trace:
-        for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s"):
-            rows.append((k, v.get(k), ""))
-        rows.append(
-            (
-                "utilisation",
-                v.get("utilization"),
-                f"offered load {fmt(v.get('offered_load'))}, "
-                f"capacity {fmt(v.get('max_qps'))} req/s",
-            )
-        )
-        if "replicas_for_slo" in v:
-            rows.append(
-                ("replicas for SLO", v["replicas_for_slo"], f"GPUs {fmt(v.get('gpus_for_slo'))}")
-            )
+        rows += _load_rows(v)
     if "uncontended" in v:  # time-slicing: the figures above assume every replica busy
         u = v["uncontended"]
         rows.append(
@@ -286,7 +298,7 @@ def infer(
             )
         )
     title = (
-        f"Serving {arch.id} on {gpus} x {acc.id} ({v['precision']}, tp {v['tp']} pp {v['pp']}, "
+        f"Serving {model_id} on {gpus} x {acc_id} ({v['precision']}, tp {v['tp']} pp {v['pp']}, "
         f"{v['replicas']} replica(s), {v['engine']})"
     )
     console.print(table(title, ["", "estimate", "80% range / note"], rows, caption=v["regime"]))
@@ -307,8 +319,26 @@ def infer(
                 f"[bold]{label}:[/bold] "
                 + ", ".join(f"{k} {x if isinstance(x, str) else fmt(x)}" for k, x in d.items())
             )
-    if explain:
-        print_explain(res.to_estimate())
+
+
+def _load_rows(v: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Rows of the latencies under load (``--qps`` or ``--trace``)."""
+    rows: list[tuple[Any, ...]] = [
+        (k, v.get(k), "")
+        for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s")
+    ]
+    rows.append(
+        (
+            "utilisation",
+            v.get("utilization"),
+            f"offered load {fmt(v.get('offered_load'))}, capacity {fmt(v.get('max_qps'))} req/s",
+        )
+    )
+    if "replicas_for_slo" in v:
+        rows.append(
+            ("replicas for SLO", v["replicas_for_slo"], f"GPUs {fmt(v.get('gpus_for_slo'))}")
+        )
+    return rows
 
 
 #: Batch sizes shown for a CNN when ``--batch`` is not given.
@@ -369,7 +399,11 @@ def _infer_cnn(
 
 
 def _gpu_price(cat: Any, acc_id: str, override: float | None) -> tuple[float | None, str]:
-    """GPU-hour price: the override, or the cheapest on-demand catalog offer (None if none)."""
+    """GPU-hour price of a CNN estimate: the override, or the cheapest on-demand offer (or None).
+
+    A CNN estimate prices the accelerator-hour alone (``usd_per_million_inferences``); token
+    serving prices the whole TCO of the plan (:func:`_service_cost`).
+    """
     if override is not None:
         if not override > 0:
             raise InputError("--usd-per-gpu-hour", override, "a positive price")
@@ -397,9 +431,9 @@ def _uncontended(run: Any, gpu: Any, mig: str | None, time_slice: int) -> dict[s
 
 
 def _fractional_accelerator(
-    acc: Any, mig: str | None, time_slice: int | None, gpus: int, price: float | None
-) -> tuple[Any, Any, int]:
-    """Return a replica's share of a GPU, its price and the shares one GPU holds.
+    acc: Any, mig: str | None, time_slice: int | None, gpus: int
+) -> tuple[Any, int]:
+    """Return a replica's share of a GPU and the shares one GPU holds.
 
     :func:`aitco.perf.service.fractional_accelerator` (MIG slice and/or time-slicing).
     """
@@ -409,26 +443,116 @@ def _fractional_accelerator(
     if gpus != 1:
         flag = "--mig" if mig is not None else "--time-slice"
         raise InputError("--gpus", gpus, f"1 with {flag} (one share of a GPU per replica)")
-    return share, (None if price is None else price / n), n
+    return share, n
+
+
+def _scenario(
+    model_id: str, hardware: str, gpus: int, usd_per_gpu_hour: float | None,
+    power_limit_w: float | None, **workload: Any,
+) -> Any:  # fmt: skip
+    """Return the one-option scenario ``aitco infer`` prices: on-demand, the flags' workload."""
+    from aitco.decide.scenario import HardwareOption, InferenceWorkload, Scenario
+
+    if usd_per_gpu_hour is not None and not usd_per_gpu_hour > 0:
+        raise InputError("--usd-per-gpu-hour", usd_per_gpu_hour, "a positive price")
+    if workload.get("qps") is not None and not workload["qps"] > 0:
+        raise InputError("--qps", workload["qps"], "an arrival rate > 0")
+    # the engine checks these flags by their names; the workload only carries them to pricing
+    w = InferenceWorkload.model_construct(model=model_id, **workload)
+    opt = HardwareOption(
+        hardware=hardware, gpus=gpus, usd_per_gpu_hour=usd_per_gpu_hour,
+        power_limit_w=power_limit_w,
+    )  # fmt: skip
+    return Scenario.model_construct(name="infer", workload=w, options=[opt])
+
+
+def _option_price(cat: Any, scn: Any, acc: Any, system: Any) -> tuple[Any, Any, str]:
+    """Return the on-demand price (as ``aitco compare``), the system it runs on and a note.
+
+    None when the catalog has no on-demand offer of the accelerator and no ``--usd-per-gpu-hour``
+    is given (the cost keys are then null).
+    """
+    from aitco.cost.factors import CostFactors
+    from aitco.decide.option_cost import option_price
+    from aitco.errors import CatalogError
+
+    opt, w = scn.options[0], scn.workload
+    unit = min(opt.gpus, (w.tp or 1) * (w.pp or 1)) if (w.tp or w.pp) else opt.gpus
+    try:
+        price, sysm = option_price(
+            cat, opt, acc, system, CostFactors(cat), unit_gpus=unit, where="--hardware"
+        )
+    except CatalogError as exc:
+        return None, system, f"price: none ({exc})"
+    if opt.usd_per_gpu_hour is not None:
+        return price, sysm, "price: --usd-per-gpu-hour"
+    return price, sysm, f"price: on-demand offer {price.offer} (whole instances, as aitco compare)"
+
+
+#: Cost keys of ``aitco infer`` (null when no price is known).
+COST_KEYS = (
+    "gpu_usd_per_h", "usd_per_h", "usd_per_month", "usd_per_million_tokens",
+    "usd_per_million_output_tokens", "usd_per_million_input_tokens",
+    "split_usd_per_million_output_tokens", "usage_usd_per_million_input_tokens",
+    "usage_usd_per_million_output_tokens", "offer_id", "instances", "gpus_billed",
+)  # fmt: skip
+
+
+def _service_cost(
+    cat: Any, v: dict[str, Any], res: Any, scn: Any, hardware: tuple[Any, Any, Any],
+    priced: tuple[Any, str], shares: int,
+) -> Any:  # fmt: skip
+    """Add the cost keys of the estimated service to ``v``; return its breakdown (or None).
+
+    :func:`aitco.decide.service_cost.price_estimated`: every item of the TCO, as ``aitco
+    compare`` prices the same plan and offer. ``usd_per_h`` is the whole cost per hour of the
+    period; ``usd_per_million_output_tokens`` the whole cost over the output tokens; the input
+    and output split (:func:`aitco.cost.unit_costs.token_split_usd_per_million`) shares the
+    same cost by ``prefill_time_fraction``.
+    """
+    from aitco.cost.factors import CostFactors
+    from aitco.cost.unit_costs import token_split_usd_per_million
+    from aitco.decide.service_cost import price_estimated
+
+    w = scn.workload
+    price, v["price_source"] = priced
+    v["mig_profile"], v["time_slice"] = w.mig, w.time_slice
+    if price is None:
+        v.update(dict.fromkeys(COST_KEYS))
+        return None
+    opt = scn.options[0]
+    b = price_estimated(scn, opt, hardware, price, CostFactors(cat), res, shares=shares)
+    if shares > 1:
+        what = " ".join(
+            x for x in (f"MIG {w.mig}" if w.mig else "",
+                        f"time-sliced by {w.time_slice}" if w.time_slice else "") if x
+        )  # fmt: skip
+        v["price_source"] += f"; {what}: priced at 1/{shares} of the GPU"
+    cv = b.values
+    usd_h = b.total_usd / (w.months * HOURS_PER_MONTH)
+    util = v.get("utilization")
+    v.update(
+        gpu_usd_per_h=cv["price_usd_per_gpu_h"], usd_per_h=usd_h, usd_per_month=cv["usd_per_month"],
+        usd_per_million_tokens=cv["usd_per_million_tokens"],
+        usd_per_million_output_tokens=cv["usd_per_million_output_tokens"],
+        offer_id=cv["offer_id"], instances=cv["instances"], gpus_billed=cv["gpus_billed"],
+    )  # fmt: skip
+    v.update(
+        token_split_usd_per_million(
+            usd_h, float(v["total_tokens_per_s"]) - float(v["output_tokens_per_s"]),
+            float(v["output_tokens_per_s"]), float(v["prefill_time_fraction"]),
+            1.0 if util is None else float(util),
+        )
+    )  # fmt: skip
+    return b
 
 
 def _add_service_plans(
-    v: dict[str, Any], res: Any, system: Any, gpus: int, price: float | None, price_note: str,
-    **kw: Any,
-) -> None:  # fmt: skip
-    """Cost per token, disaggregation and the autoscaled day, added to the values ``v``."""
+    v: dict[str, Any], res: Any, system: Any, price: float | None, **kw: Any
+) -> None:
+    """Disaggregation and the autoscaled day (:func:`aitco.perf.service.service_plans`)."""
     from aitco.perf import service
 
-    if price is not None:
-        v.update(service.service_costs(v, gpus, price))
-    else:
-        v.update({k: None for k in ("gpu_usd_per_h", "usd_per_h",
-                                    "usd_per_million_input_tokens", "usd_per_million_output_tokens",
-                                    "usage_usd_per_million_input_tokens",
-                                    "usage_usd_per_million_output_tokens")})  # fmt: skip
-    v["price_source"] = price_note
-    v["mig_profile"] = kw.pop("mig")
-    v["time_slice"] = kw.pop("time_slice")
     v.update(
         service.service_plans(
             v, res.iteration, system, price, input_tokens=float(res.extra["input_tokens"]),
@@ -509,28 +633,55 @@ def validate_inference_cmd(
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    rows_set: Annotated[
+        str,
+        typer.Option(
+            "--rows",
+            help="Bundled rows to report: 'fitted' (the ground-truth copy the defaults were "
+            "fitted on), 'new' (new sources, used in refits), 'unseen' (sources no fit has "
+            "ever used) or 'all'. JSON by_row_set gives every set.",
+        ),
+    ] = "all",
 ) -> None:
     """Predict every row of an inference ground-truth CSV; print the per-row errors and APE."""
-    from aitco.validation.inference import cross_validate, validate
+    from aitco.validation.inference import (
+        ROW_SETS,
+        ValidationReport,
+        cross_validate,
+        row_set_ids,
+        validate,
+    )
 
     if cv not in (None, "group"):
         raise InputError("--cv", cv, "'group' (leave-one-source-out)")
+    keep = row_set_ids(rows_set)  # checks the name first
+    if csv is not None and rows_set != "all":
+        raise InputError(
+            "--rows", rows_set, "'all' with a CSV argument (row sets name the bundled rows)"
+        )
     if cv == "group":
         rep = cross_validate(
             csv, groups="source", base=state.efficiency(calibration), catalog=state.catalog()
         )
     else:
         rep = validate(csv, efficiency=state.efficiency(calibration), catalog=state.catalog())
+    by_set = None
+    if csv is None:
+        by_set = {name: rep.subset(row_set_ids(name)).summary() for name in ROW_SETS}
+    rep = rep.subset(keep) if keep is not None else rep
+    assert isinstance(rep, ValidationReport)
     s = rep.summary()
     if cv:
         s["cv"] = "leave-one-source-out"
     if json_out:
         print_json({
             **s,
+            "row_set": rows_set,
+            **({"by_row_set": by_set} if by_set is not None else {}),
             "rows_table": [
                 {"id": c.row_id, "metric": c.metric, "kind": c.kind, "measured": c.measured,
                  "predicted": c.predicted, "ape": c.ape, "setup": c.setup,
-                 "offered_load": c.offered_load}
+                 "offered_load": c.offered_load, "measured_load": c.measured_load}
                 for c in rep.comparisons
             ],
             "skipped": [{"id": i, "reason": r} for i, r in rep.skipped],
@@ -554,7 +705,10 @@ def validate_inference_cmd(
             "Inference validation", ["id", "metric", "published", "predicted", "APE", "setup"], rows
         )
     )
-    for kind in ("offline_throughput", "static_throughput", "latency"):
+    for kind in (
+        "offline_throughput", "static_throughput", "latency", "latency_at_measured_load",
+        "latency_below_80pct_load",
+    ):  # fmt: skip
         k = s[kind]
         if k["n"]:
             console.print(

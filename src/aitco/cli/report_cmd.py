@@ -92,6 +92,13 @@ def report_cmd(
             help="Sweep YAML (aitco sweep): add the Pareto front of its plans.",
         ),
     ] = None,
+    reconcile: Annotated[
+        str | None,
+        typer.Option(
+            "--reconcile",
+            help="JSON of `aitco reconcile --json`: add the plan-against-bill section (HTML).",
+        ),
+    ] = None,
 ) -> None:
     """Write a report: comparison, itemised breakdown and plots (HTML or Markdown)."""
     out = Path(output)
@@ -99,6 +106,10 @@ def report_cmd(
     if suffix not in (".html", ".htm", ".md", ".markdown"):
         raise InputError("-o", output, "a path ending in .html or .md")
     data = _build(scenario, roi, telemetry, sweep)
+    if reconcile is not None:
+        from aitco.report.reconcile import load_reconcile_json
+
+        data.reconcile = load_reconcile_json(reconcile)
     if suffix in (".html", ".htm"):
         from aitco.decide.scenario import write_atomic
         from aitco.report.html import render_html

@@ -168,6 +168,14 @@ def render_comparison(c: Comparison) -> None:
             ("$/GPU-h effective", "effective_usd_per_gpu_h", 3),
             ("$/M tokens", "usd_per_million_tokens", 4),
         ]
+    if any(o.values.get("committed_term_unused_usd") for o in c.options):
+        # a committed term: the used share and the unused commitment, apart
+        if c.kind == "inference":
+            head += [("$/month used", "usd_per_month_used", 0)]
+        head += [
+            ("used [USD]", "used_usd", 0),
+            ("unused commitment [USD]", "committed_term_unused_usd", 0),
+        ]
     head += [("energy [kWh]", "energy_kwh", 0), ("kg CO2e", "kg_co2e", 0)]
     if any("capex_usd" in o.values for o in c.options):
         head += [
@@ -214,15 +222,26 @@ def _render_compact(c: Comparison) -> None:
         head = [("TTFT ms", "ttft_s", 1e3), ("TPOT ms", "tpot_s", 1e3)]
     else:
         head = [("days", "wall_clock_days", 1.0)]
-    cols = ["option", *(h[0] for h in head), *(_SHORT.get(k, k) for k in cats), "other", "total"]
+    # a committed term: the unused commitment in a column of its own, out of compute
+    unused_col = any(o.values.get("committed_term_unused_usd") for o in c.options)
+    extra = ["unused\ncommit."] if unused_col else []
+    cols = [
+        "option",
+        *(h[0] for h in head),
+        *(_SHORT.get(k, k) for k in cats),
+        *extra,
+        "other",
+        "total",
+    ]
     rows: list[list[Any]] = []
     for o in c.options:
-        marks = _header(o, c).split("\n")[2:] if o.kind != "plan" else []
-        label = escape(o.name).replace(" ", "\n", 1)
-        if c.kind == "inference" and o.values.get("total_gpus") is not None:
-            label += f"\nx{int(o.values['total_gpus'])} GPUs"
-        name = "\n".join([label, *marks])
-        by_cat = [sum(i.usd for i in o.items if i.category == k) for k in cats]
+        name = _compact_label(o, c)
+        unused = float(o.values.get("committed_term_unused_usd") or 0.0)
+        by_cat = [
+            sum(i.usd for i in o.items if i.category == k and i.name != "committed_term_unused")
+            for k in cats
+        ]
+        by_cat += [unused] if unused_col else []
         other = o.total_usd - sum(by_cat)
         vals = [o.values.get(key) for _, key, _ in head]
         rows.append(
@@ -240,6 +259,15 @@ def _render_compact(c: Comparison) -> None:
         f"cheapest: {c.cheapest}; fastest: {c.fastest}. " if c.cheapest else ""
     ) + "USD by category; every item: a wider terminal, --explain or --json"
     _print_table(c, cols, rows, caption)
+
+
+def _compact_label(o: Breakdown, c: Comparison) -> str:
+    """Return an option's row label: its name, a service's GPUs and its marks."""
+    marks = _header(o, c).split("\n")[2:] if o.kind != "plan" else []
+    label = escape(o.name).replace(" ", "\n", 1)
+    if c.kind == "inference" and o.values.get("total_gpus") is not None:
+        label += f"\nx{int(o.values['total_gpus'])} GPUs"
+    return "\n".join([label, *marks])
 
 
 def _print_table(
@@ -307,6 +335,7 @@ def _explain(c: Comparison) -> None:
                 rows,
             )
         )
+        _print_tree(o)
         billed = o.values.get("gpus_billed")
         if o.values.get("offer_id"):
             console.print(
@@ -323,6 +352,39 @@ def _explain(c: Comparison) -> None:
     console.print("[bold]Factors used[/bold] (value, then where it came from):")
     for a in c.assumptions:
         console.print(f"  - {escape(a)}", highlight=False)
+
+
+def _print_tree(o: Breakdown) -> None:
+    """Print the explain tree of an option: total, items, and the performance terms behind them.
+
+    Items without performance terms are folded into one line, so the tree shows the path from
+    dollars to step time (or to TTFT/TPOT) where the engines produced the hours.
+    """
+    from rich.tree import Tree
+
+    root = Tree(f"[bold]total_usd[/bold] {fmt(o.total_usd)} USD", guide_style="dim")
+    rest = [i for i in o.items if not i.terms]
+    for item in o.items:
+        if not item.terms:
+            continue
+        node = root.add(
+            f"[bold]{item.name}_usd[/bold] {fmt(item.usd)} USD = {escape(item.formula)}"
+        )
+        _add_terms(node, item.terms)
+    if rest:
+        root.add(f"{len(rest)} other items {fmt(sum(i.usd for i in rest))} USD (table above)")
+    console.print(root)
+
+
+def _add_terms(node: Any, terms: list[Any]) -> None:
+    """Add ``terms`` under ``node``, recursively (leaves of value 0 left out)."""
+    for t in terms:
+        if not t.value and not t.children:
+            continue
+        label = f"{t.name} {fmt(t.value)} {t.unit}"
+        if t.formula:
+            label += f" = {escape(t.formula)}"
+        _add_terms(node.add(label), t.children)
 
 
 UsdYearOpt = Annotated[
@@ -357,6 +419,10 @@ def compare_cmd(
         console.print(usd_year_note(state.catalog(), usd_year)["note"], highlight=False)
     for c in comps:
         render_comparison(c)
+        for o in c.options:  # the engine's verdict with its reason, not only a mark
+            if o.values.get("feasible") is False:
+                why = "; ".join(o.values.get("infeasible_reasons", []))
+                console.print(f"[red]infeasible[/red] {escape(o.name)}: {escape(why)}")
         if c.stale_inputs:
             console.print(f"[yellow]{escape(stale_line(c.stale_inputs))}[/yellow]")
         if c.oldest_price:

@@ -22,12 +22,16 @@ from aitco.errors import InputError
 
 
 class Precision(StrEnum):
-    """Training data types."""
+    """Training number formats (``aitco.perf.precision.TRAIN_FORMATS``)."""
 
     bf16 = "bf16"
     fp16 = "fp16"
     fp8 = "fp8"
     fp32 = "fp32"
+    mxfp8 = "mxfp8"
+    nvfp4 = "nvfp4"
+    mxfp4 = "mxfp4"
+    int8 = "int8"
 
 
 class Recompute(StrEnum):
@@ -243,6 +247,40 @@ def train(
         ),
     ] = GemmLevel.framework,
     recompute: Annotated[Recompute | None, typer.Option("--recompute")] = None,
+    recompute_layers: Annotated[
+        int | None,
+        typer.Option(
+            "--recompute-layers",
+            help="Partial recomputation: N of the layers fully recomputed (Megatron "
+            "--recompute-num-layers), the others keep their activations.",
+            min=1,
+        ),
+    ] = None,
+    offload_activations: Annotated[
+        bool,
+        typer.Option(
+            "--offload-activations",
+            help="Keep every decoder layer's input in host memory over the host link (PCIe or "
+            "NVLink-C2C) and recompute the layer in the backward pass (MaxText's offloaded "
+            "decoder-layer input); full recompute.",
+        ),
+    ] = False,
+    moe_capacity_factor: Annotated[
+        float | None,
+        typer.Option(
+            "--moe-capacity-factor",
+            help="MoE expert capacity, a multiple of the even share of routed tokens; tokens "
+            "beyond it are dropped (default: dropless).",
+            min=0.01,
+        ),
+    ] = None,
+    moe_pad_to_capacity: Annotated[
+        bool,
+        typer.Option(
+            "--moe-pad-to-capacity",
+            help="Pad every expert's input to the capacity (the experts compute it all).",
+        ),
+    ] = False,
     method: Annotated[Method, typer.Option("--method")] = Method.full,
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA/QLoRA rank.", min=1)] = 16,
     optimizer: Annotated[Optimizer, typer.Option("--optimizer")] = Optimizer.adam,
@@ -294,7 +332,9 @@ def train(
         "ep_comm_overlap": ep_overlap, "offload": offload.value,
         "pipeline_schedule": pipeline_schedule.value, "loss_kernel": loss_kernel.value,
         "host_loop": host_loop.value, "elementwise_kernels": elementwise_kernels.value,
-        "gemm_level": gemm_level.value,
+        "gemm_level": gemm_level.value, "recompute_layers": recompute_layers,
+        "offload_activations": offload_activations, "moe_capacity_factor": moe_capacity_factor,
+        "moe_pad_to_capacity": moe_pad_to_capacity,
     }  # fmt: skip
     practice = practice_for(
         param_counts(arch).total, acc.family, precision.value, arch.moe is not None
@@ -328,6 +368,13 @@ def train(
         + (f" vp={p['vp']}" if p["vp"] > 1 else "")
         + (f" shard_devices={p['shard_devices']}" if p.get("shard_devices") else "")
         + (f" offload={p['offload']}" if p.get("offload", "none") != "none" else "")
+        + (" offload_activations" if p.get("offload_activations") else "")
+        + (
+            f" moe_capacity={p['moe_capacity_factor']:g}"
+            + (" padded" if p.get("moe_pad_to_capacity") else "")
+            if p.get("moe_capacity_factor")
+            else ""
+        )
         + f"  (grad. accumulation {v['gradient_accumulation']})"
     )
     rows = [
@@ -340,7 +387,7 @@ def train(
         ("HFU", v["hfu"], ""),
         ("memory per GPU (GB)", v["memory_per_gpu_gb"], f"of {fmt(v['memory_capacity_gb'])}"),
     ]
-    if p.get("offload", "none") != "none":
+    if p.get("offload", "none") != "none" or p.get("offload_activations"):
         rows.append(("host memory per GPU (GB)", v["host_memory_per_gpu_gb"], "offloaded"))
     if str(p.get("offload", "none")).endswith("-nvme"):
         rows.append(("NVMe per GPU (GB)", v["nvme_per_gpu_gb"], "offloaded"))
@@ -380,13 +427,12 @@ def train(
     ]
     if stack:  # stack options away from the defaults the efficiencies were fitted on
         console.print("stack: " + ", ".join(stack))
+    if res.inputs.get("precision_note"):  # a format the part does not run natively
+        console.print(f"[yellow]precision:[/yellow] {res.inputs['precision_note']}")
     if res.candidates > 1:
         console.print(f"plan searched over {res.candidates:,} candidates")
-    if not v["fits"]:
-        console.print(
-            f"[bold red]does not fit:[/bold red] needs {fmt(v['memory_per_gpu_gb'])} GB per GPU, "
-            f"{fmt(v['over_by_gb'])} GB over the {fmt(v['memory_capacity_gb'])} GB available"
-        )
+    if not v["feasible"]:  # the one verdict: no step time, no throughput
+        console.print(f"[bold red]infeasible:[/bold red] {v['infeasible_reason']}")
     if explain:
         print_explain(res.to_estimate())
 

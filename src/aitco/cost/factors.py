@@ -17,6 +17,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import spot_rate_ids
 from aitco.cost import people
@@ -57,8 +60,16 @@ CARBON_PRICE_ID = "carbon.usd-per-tonne"
 OPS_ROLE_ID = "labour.usd-per-hour.sre"
 #: Employer cost of compensation over wages (wage -> loaded labour rate). [-]
 EMPLOYER_COST_ID = "labour.employer-cost-factor"
-#: Factors of the on-call minimum team of an owned cluster (seats, productive hours per FTE).
-ON_CALL_IDS = ("ops.on-call-seats.owned", "labour.productive-hours-per-fte-year")
+#: Factors of the on-call rota an owned fleet shares: seats staffed around the clock, productive
+#: hours per FTE, and the fleet that needs a rota of its own (a smaller fleet pays its share).
+ON_CALL_IDS = (
+    "ops.on-call-seats.owned",
+    "labour.productive-hours-per-fte-year",
+    "ops.on-call-rota-gpus",
+)
+#: The cloud account's other monthly spend beside the priced job (support is billed per account
+#: and month: :func:`aitco.cost.people.support_share_usd`). [USD/month]
+SUPPORT_ACCOUNT_OTHER_ID = "support.account-other-usd-per-month"
 #: Staff hours per incident. [h]
 MTTR_ID = "ops.mttr-staff-hours"
 #: Repair labour growth per doubling of the job's nodes (cluster-scale repair model). [-]
@@ -259,6 +270,23 @@ class CostFactors:
         """Draw while idle, as a fraction of TDP. [fraction]."""
         return self.value(IDLE_POWER_ID)
 
+    def idle_fraction_of_board(
+        self, idle_w: ArrayLike | None, board_w: ArrayLike | None
+    ) -> np.ndarray:
+        """Idle draw over the board power: a measured ``idle_w``, else the idle factor. [fraction].
+
+        The catalog's measured ``idle_w`` where published (NaN/None: not published), else
+        ``idle-power.fraction-of-tdp``; at most 1. The one rule of compare, the sweep,
+        buy-vs-rent and the inference engine (:func:`aitco.perf.serving.idle_power_w`).
+        """
+        idle = np.asarray(np.nan if idle_w is None else idle_w, dtype=float)
+        board = np.asarray(np.nan if board_w is None else board_w, dtype=float)
+        known = np.isfinite(idle) & np.isfinite(board) & (board > 0)
+        shape = np.broadcast(idle, board).shape
+        measured = np.divide(idle, board, out=np.zeros(shape), where=known)
+        frac = np.where(known, measured, self.idle_fraction_of_tdp)
+        return np.asarray(np.minimum(frac, 1.0), dtype=float)
+
     @property
     def switch_w_per_gpu(self) -> float:
         """Network switch power per accelerator. [W]."""
@@ -302,10 +330,15 @@ class CostFactors:
         w = people.loaded_rate_usd_per_h(self.value(role_id), self.value(EMPLOYER_COST_ID))
         return float(w), [role_id, EMPLOYER_COST_ID]
 
-    def on_call_min_fte(self) -> float:
-        """Minimum operations team of an owned cluster (24x7 on-call seats). [FTE]."""
-        seats, hours = (self.value(i) for i in ON_CALL_IDS)
-        return float(people.on_call_fte(seats, hours))
+    def on_call_min_fte(self, gpus: ArrayLike) -> np.ndarray:
+        """On-call staff of an owned fleet of ``gpus``: its share of a 24x7 rota. [FTE].
+
+        A rota of ``ops.on-call-seats.owned`` seats (:func:`aitco.cost.people.on_call_fte`),
+        shared by fleets smaller than ``ops.on-call-rota-gpus``
+        (:func:`aitco.cost.people.on_call_share_fte`).
+        """
+        seats, hours, rota_gpus = (self.value(i) for i in ON_CALL_IDS)
+        return people.on_call_share_fte(gpus, people.on_call_fte(seats, hours), rota_gpus)
 
     def fte_per_1000_gpus(self, owned: bool) -> float:
         """Operations staff per 1,000 accelerators, owned or cloud. [FTE]."""
@@ -340,6 +373,11 @@ class CostFactors:
         if len(breaks) != len(rates):
             raise CatalogError(ids[0], breaks, f"one break per rate of {ids[1]} ({len(rates)})")
         return breaks, rates, self.value(ids[2]), ids
+
+    @property
+    def support_account_other_usd_per_month(self) -> float:
+        """The account's other monthly spend beside the job (support share). [USD/month]."""
+        return self.value(SUPPORT_ACCOUNT_OTHER_ID)
 
     # ----------------------------------------------------------------------- data
     def storage_usd_per_gb_month(self, tier: str, field_name: str) -> tuple[str, float]:

@@ -328,6 +328,84 @@ def payback_months(upfront_usd: float, net_monthly_usd: ArrayLike) -> float | No
     return float(t + (-prev) / n[t])
 
 
+@dataclass(frozen=True)
+class PaybackResult:
+    """When an investment is paid back, and whether it stays paid back.
+
+    Attributes
+    ----------
+    months : float or None
+        The payback: the month the cumulative net cash flow recovers the up-front investment
+        (interpolated), reported only when it stays recovered to the horizon and the NPV is not
+        negative; None otherwise, with ``reason``. [months]
+    breaks_even_month : float or None
+        The first month the cumulative net cash flow reaches 0 (interpolated), whatever
+        follows; None if it never does within the horizon. [months]
+    loses_again_month : int or None
+        The first month after ``breaks_even_month`` whose cumulative net cash flow is negative
+        again; None if it never turns negative again. [months]
+    reason : str or None
+        Why ``months`` is None (None when there is a payback).
+    """
+
+    months: float | None
+    breaks_even_month: float | None
+    loses_again_month: int | None
+    reason: str | None
+
+
+#: Why a payback is not reported, in the words every surface prints (the workbook's formula
+#: builds the same text).
+PAYBACK_NEVER = "not within horizon"
+PAYBACK_LOSES_AGAIN = "none: breaks even, then loses money again in month {month}"
+PAYBACK_NEGATIVE_NPV = "none: the NPV at the discount rate is negative"
+
+
+def payback_result(
+    upfront_usd: float, net_monthly_usd: ArrayLike, npv_usd: float | None = None
+) -> PaybackResult:
+    r"""Payback of an investment, or why there is none (the cash turns negative again, NPV < 0).
+
+    Parameters
+    ----------
+    upfront_usd : float
+        Investment at month 0. [USD]
+    net_monthly_usd : array_like
+        Net cash flow of months 1..T (benefit - spend). [USD]
+    npv_usd : float, optional
+        NPV of the flows at the discount rate; a negative NPV reports no payback. [USD]
+
+    Returns
+    -------
+    PaybackResult
+        ``months`` is :func:`payback_months` when the cumulative net cash flow
+        :math:`K_t = -U + \sum_{i\le t} n_i` stays :math:`\ge 0` from then to the horizon and
+        the NPV is not negative; else None with ``reason`` (the month it broke even and the
+        month it lost money again are kept in ``breaks_even_month``, ``loses_again_month``).
+
+    Examples
+    --------
+    >>> payback_result(100.0, [40.0, 40.0, 40.0]).months
+    2.5
+    >>> r = payback_result(100.0, [80.0, 40.0, -50.0, -10.0])
+    >>> (r.months, r.breaks_even_month, r.loses_again_month, r.reason)
+    (None, 1.5, 3, 'none: breaks even, then loses money again in month 3')
+    """
+    n = np.atleast_1d(np.asarray(net_monthly_usd, dtype=float))
+    first = payback_months(upfront_usd, n)
+    if first is None:
+        return PaybackResult(None, None, None, PAYBACK_NEVER)
+    cum = -float(upfront_usd) + np.cumsum(n)
+    months = np.arange(1, n.size + 1)
+    after = (months > first) & (cum < 0)
+    lost = int(months[np.flatnonzero(after)[0]]) if np.any(after) else None
+    if lost is not None:
+        return PaybackResult(None, first, lost, PAYBACK_LOSES_AGAIN.format(month=lost))
+    if npv_usd is not None and npv_usd < 0:
+        return PaybackResult(None, first, None, PAYBACK_NEGATIVE_NPV)
+    return PaybackResult(first, first, None, None)
+
+
 def roi_ratio(benefit_usd: ArrayLike, spend_usd: ArrayLike) -> np.ndarray:
     r"""Return on investment: net benefit over spend (the one ROI ratio of aitco).
 

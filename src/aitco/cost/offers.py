@@ -208,32 +208,54 @@ def select_offer(
     ('aws-p4de.24xlarge', 1, 8)
     """
     unit = gpus if unit_gpus is None else max(1, min(unit_gpus, gpus))
-    cands = list(offers)
-    if provider and provider != ANY_PROVIDER:
-        cands = [o for o in cands if o.provider == provider]
-    why = {o.id: ineligibility(o, gpus, unit) for o in cands}
+    cands, why = _candidates(offers, provider, gpus, unit)
     eligible = [o for o in cands if why[o.id] is None]
-    if provider == ANY_PROVIDER:
-        got = _cheapest(_choice(o, term, region, gpus, unit, ()) for o in eligible)
-        if got is not None:
-            return got
-    else:
-        home = _cheapest(_choice(o, REFERENCE_TERM, region, gpus, unit, ()) for o in eligible)
-        if home is None:
-            home = _cheapest(_choice(o, term, region, gpus, unit, ()) for o in eligible)
-        if home is not None:
-            o = next(x for x in eligible if x.id == home.offer_id)
-            got = _choice(o, term, region, gpus, unit, ())
-            if got is not None:
-                return got
-            reason = (
-                f"no eligible offer: {o.id} (the home instance type, cheapest on-demand) sells no "
-                f"{term} price; on-demand, spot and committed come from one instance type "
-                "(set provider: any, or name another provider or offer)"
-            )
-            ref = _cheapest(_choice(x, term, region, gpus, unit, (reason,)) for x in cands)
-            return ref
+    job = (term, region, gpus, unit)
+    got = (
+        _cheapest(_choice(o, *job, ()) for o in eligible)
+        if provider == ANY_PROVIDER
+        else _home_choice(eligible, cands, job)
+    )
+    if got is not None:
+        return got
     reasons = tuple(f"no eligible offer: {w}" for w in why.values() if w) or (
         f"no eligible offer with a {term} price",
     )
-    return _cheapest(_choice(o, term, region, gpus, unit, reasons) for o in cands)
+    return _cheapest(_choice(o, *job, reasons) for o in cands)
+
+
+def _candidates(
+    offers: list[CloudOffer], provider: str | None, gpus: int, unit: int
+) -> tuple[list[CloudOffer], dict[str, str | None]]:
+    """Return the offers of ``provider`` (all for None or "any") and why each is ineligible."""
+    cands = list(offers)
+    if provider and provider != ANY_PROVIDER:
+        cands = [o for o in cands if o.provider == provider]
+    return cands, {o.id: ineligibility(o, gpus, unit) for o in cands}
+
+
+def _home_choice(
+    eligible: list[CloudOffer], cands: list[CloudOffer], job: tuple[str, str | None, int, int]
+) -> OfferChoice | None:
+    """Return the ``term`` price of the home instance type (module rules), None if none is eligible.
+
+    The home type is the cheapest eligible offer by on-demand price (by the term's price when no
+    eligible offer has an on-demand one). When it sells no ``term`` price, the cheapest offer
+    with one is returned for reference, ineligible, with the reason.
+    """
+    term, region, gpus, unit = job
+    home = _cheapest(_choice(o, REFERENCE_TERM, region, gpus, unit, ()) for o in eligible)
+    if home is None:
+        home = _cheapest(_choice(o, *job, ()) for o in eligible)
+    if home is None:
+        return None
+    o = next(x for x in eligible if x.id == home.offer_id)
+    got = _choice(o, *job, ())
+    if got is not None:
+        return got
+    reason = (
+        f"no eligible offer: {o.id} (the home instance type, cheapest on-demand) sells no "
+        f"{term} price; on-demand, spot and committed come from one instance type "
+        "(set provider: any, or name another provider or offer)"
+    )
+    return _cheapest(_choice(x, *job, (reason,)) for x in cands)

@@ -30,17 +30,18 @@ References
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from aitco.cost import checks
+from aitco.cost.factors import CostFactors
 from aitco.errors import InputError
-from aitco.units import GIGA, HOURS_PER_YEAR, SECONDS_PER_HOUR
-
-#: Bytes per parameter of a full mixed-precision Adam checkpoint: bf16 weights (2) + fp32 master
-#: weights (4) + Adam first and second moments (4 + 4). Gradients are not saved. Rajbhandari et
-#: al., "ZeRO", SC20, doi:10.1109/SC41405.2020.00024 (16 B/param of model states incl. 2 B grads).
-CHECKPOINT_BYTES_PER_PARAM_ADAM = 14.0
+from aitco.perf.training import checkpoint_bytes, checkpoint_save_time_s
+from aitco.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
 
 
 def job_interruption_rate_per_h(
@@ -111,38 +112,6 @@ def optimal_checkpoint_interval_h(save_time_h: ArrayLike, mtbf_h: ArrayLike) -> 
     out = np.where(d < 2.0 * m, young, m)
     out = np.where(np.isinf(m), np.inf, out)
     return np.asarray(out, dtype=float)
-
-
-def checkpoint_save_time_h(
-    checkpoint_bytes: ArrayLike, write_bandwidth_gb_s_per_node: ArrayLike, nodes: ArrayLike
-) -> np.ndarray:
-    r"""Time to write a sharded checkpoint, all nodes writing in parallel.
-
-    Used until the training engine provides ``aitco.perf.training.checkpoint_save_time_s``.
-
-    Parameters
-    ----------
-    checkpoint_bytes : array_like
-        Size of one checkpoint. [B]
-    write_bandwidth_gb_s_per_node : array_like
-        Sustained write bandwidth of one node to the checkpoint store. [GB/s]
-    nodes : array_like
-        Nodes writing their shards in parallel. [count]
-
-    Returns
-    -------
-    numpy.ndarray
-        :math:`\delta = B / (n\,b)`. [h]
-
-    Examples
-    --------
-    >>> float(checkpoint_save_time_h(36e9, 1.0, 10))
-    0.001
-    """
-    b = checks.non_negative(checkpoint_bytes, "checkpoint_bytes")
-    bw = checks.positive(write_bandwidth_gb_s_per_node, "checkpoint.write-gb-s-per-node")
-    n = checks.positive(nodes, "nodes")
-    return np.asarray(b / (bw * GIGA * n) / SECONDS_PER_HOUR, dtype=float)
 
 
 def require_checkpoint_interval(
@@ -314,3 +283,250 @@ def fragmentation_idle_h(allocated_busy_h: ArrayLike, idle_fraction: ArrayLike) 
     h = checks.non_negative(allocated_busy_h, "gpu_hours")
     f = checks.fraction(idle_fraction, "fragmentation.idle-fraction", open_high=True)
     return np.asarray(h * f / (1.0 - f), dtype=float)
+
+
+def checkpoint_save_h(
+    trainable_params: ArrayLike, write_bandwidth_gb_s_per_node: ArrayLike, nodes: ArrayLike
+) -> np.ndarray:
+    r"""Time to write one checkpoint of a job, all its nodes writing their shards in parallel.
+
+    Parameters
+    ----------
+    trainable_params : array_like
+        Parameters whose weights and optimizer states are saved (the model, or the LoRA
+        adapters). [count]
+    write_bandwidth_gb_s_per_node : array_like
+        Sustained write bandwidth of one node to the checkpoint store. [GB/s]
+    nodes : array_like
+        Nodes writing in parallel. [count]
+
+    Returns
+    -------
+    numpy.ndarray
+        :math:`\delta` = :func:`aitco.perf.training.checkpoint_save_time_s` of the parameters
+        over the nodes' aggregate bandwidth. [h]
+
+    Examples
+    --------
+    >>> round(float(checkpoint_save_h(1.02e9, 2.0, 8)) * 3600, 4)
+    0.8925
+    """
+    bw = checks.positive(write_bandwidth_gb_s_per_node, "checkpoint.write-gb-s-per-node")
+    n = checks.positive(nodes, "nodes")
+    return np.asarray(checkpoint_save_time_s(trainable_params, bw * n), dtype=float) / (
+        SECONDS_PER_HOUR
+    )
+
+
+#: Checkpointing choices of a training run (a scenario's ``ops.checkpointing``).
+Checkpointing = Literal["optimal", "fixed", "none"]
+
+
+@dataclass(frozen=True)
+class TrainingGoodput:
+    """Goodput of training runs: interruption rates, checkpoint interval and lost hours.
+
+    Attributes
+    ----------
+    overheads : dict of str to numpy.ndarray
+        :func:`goodput_overheads` (``wall_clock_h``, ``goodput``, ``interruptions``,
+        ``rework_h``, ``restart_h``, ``checkpoint_stall_h``, ``firmware_h``). [h]
+    rate_per_h, failure_rate_per_h : numpy.ndarray
+        Interruptions per hour, all and failures only (the rest are spot preemptions). [1/h]
+    tau_h : numpy.ndarray
+        Checkpoint interval (NaN: no checkpoints). [h]
+    tau_rule : str
+        How the interval was set.
+    save_h : numpy.ndarray
+        Synchronous save time of one checkpoint. [h]
+    checkpoint_bytes : float
+        Size of one checkpoint. [B]
+    async_fraction, restart_h : float
+        Share of a save the job stalls, and restart time per interruption. [-], [h]
+    """
+
+    overheads: dict[str, np.ndarray]
+    rate_per_h: np.ndarray
+    failure_rate_per_h: np.ndarray
+    tau_h: np.ndarray
+    tau_rule: str
+    save_h: np.ndarray
+    checkpoint_bytes: float
+    async_fraction: float
+    restart_h: float
+
+    @property
+    def failure_share(self) -> np.ndarray:
+        """Share of the interruptions that are failures (1 when there are none). [fraction]."""
+        rate = self.rate_per_h
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(rate > 0, self.failure_rate_per_h / np.where(rate > 0, rate, 1.0), 1.0)
+
+    def explain_inputs(self) -> dict[str, Any]:
+        """Return the checkpointing inputs every reliability item of a run shows (``--explain``)."""
+        return {
+            "checkpoint_interval_h": self.tau_h,
+            "checkpoint_interval_rule": self.tau_rule,
+            "checkpoint_save_s": self.save_h * SECONDS_PER_HOUR,
+            "checkpoint_bytes": self.checkpoint_bytes,
+            "interruptions_per_h": self.rate_per_h,
+            "async_stall_fraction": self.async_fraction,
+        }
+
+
+def _checkpoint_interval(
+    rate: np.ndarray,
+    rate_spot: np.ndarray,
+    save_h: np.ndarray,
+    checkpointing: str,
+    checkpoint_interval_h: float | None,
+    where: str,
+) -> tuple[np.ndarray, str]:
+    """Return the checkpoint interval of each row and the rule that set it."""
+    if checkpoint_interval_h is not None and checkpointing != "none":
+        return np.full_like(rate, checkpoint_interval_h), "workload.checkpoint_interval_h"
+    if checkpointing == "fixed":
+        raise InputError(
+            "workload.checkpoint_interval_h",
+            None,
+            "an interval in hours when ops.checkpointing is 'fixed'",
+        )
+    if checkpointing == "none":
+        tau = np.full_like(rate, math.nan)
+        fld = (
+            f"{where}.pricing (spot) with ops.checkpointing"
+            if np.any(rate_spot > 0)
+            else "ops.checkpointing"
+        )
+        require_checkpoint_interval(tau, rate, fld)
+        return tau, "no checkpoints"
+    with np.errstate(divide="ignore", over="ignore"):  # a subnormal rate: MTBF inf
+        mtbf = np.where(rate > 0, 1.0 / np.where(rate > 0, rate, 1.0), math.inf)
+    tau = np.asarray(optimal_checkpoint_interval_h(save_h, mtbf), dtype=float)
+    return tau, "Young/Daly optimum sqrt(2 delta M) - delta"
+
+
+def training_goodput(
+    fac: CostFactors,
+    *,
+    trainable_params: float,
+    gpus: ArrayLike,
+    nodes: ArrayLike,
+    productive_h: ArrayLike,
+    spot_rate_per_instance_h: ArrayLike = 0.0,
+    instances: ArrayLike = 0,
+    checkpointing: str = "optimal",
+    checkpoint_interval_h: float | None = None,
+    checkpoint_async: bool = False,
+    where: str = "option",
+) -> TrainingGoodput:
+    """Goodput of training runs: interruption rates, checkpoint interval and lost hours.
+
+    Vectorised: ``gpus``, ``nodes``, ``productive_h``, ``spot_rate_per_instance_h`` and
+    ``instances`` may be arrays of equal shape (a sweep's rows); a single option is the 0-d case.
+
+    Parameters
+    ----------
+    fac : CostFactors
+        Failure rate, restart time, checkpoint bandwidth and stall, firmware downtime.
+    trainable_params : float
+        Parameters saved in a checkpoint (the model, or the LoRA adapters). [count]
+    gpus, nodes : array_like
+        Accelerators and nodes of the job. [count]
+    productive_h : array_like
+        Wall-clock hours at the modelled throughput. [h]
+    spot_rate_per_instance_h : array_like
+        Spot preemptions per instance-hour (0 when not on spot). [1/h]
+    instances : array_like
+        Instances the job runs on. [count]
+    checkpointing : {"optimal", "fixed", "none"}
+        Young/Daly interval, ``checkpoint_interval_h``, or no checkpoints.
+    checkpoint_interval_h : float, optional
+        A fixed interval. [h]
+    checkpoint_async : bool
+        Asynchronous saves stall for ``checkpoint.async-stall-fraction`` of a save.
+    where : str
+        Field prefix for errors.
+
+    Returns
+    -------
+    TrainingGoodput
+        Rates, interval, save time and :func:`goodput_overheads`.
+    """
+    rate_fail = np.asarray(job_interruption_rate_per_h(fac.failure_rate_per_gpu_h, gpus), float)
+    rate_spot = np.asarray(
+        job_interruption_rate_per_h(0.0, 0, spot_rate_per_instance_h, instances), dtype=float
+    )
+    rate = rate_fail + rate_spot
+    save_h = checkpoint_save_h(trainable_params, fac.checkpoint_write_gb_s_per_node, nodes)
+    tau, rule = _checkpoint_interval(
+        rate, rate_spot, save_h, checkpointing, checkpoint_interval_h, where
+    )
+    async_frac = fac.async_stall_fraction if checkpoint_async else 1.0
+    restart_h = fac.restart_h
+    phi = float(firmware_downtime_fraction(fac.firmware_downtime_h_per_year))
+    o = goodput_overheads(productive_h, rate, tau, save_h, restart_h, phi, async_frac)
+    return TrainingGoodput(
+        overheads=o,
+        rate_per_h=rate,
+        failure_rate_per_h=rate_fail,
+        tau_h=np.asarray(tau, dtype=float),
+        tau_rule=rule,
+        save_h=save_h,
+        checkpoint_bytes=float(checkpoint_bytes(trainable_params)),
+        async_fraction=async_frac,
+        restart_h=restart_h,
+    )
+
+
+@dataclass(frozen=True)
+class ServiceDowntime:
+    """Hours a service's held accelerators serve nothing: replica restarts and firmware.
+
+    Attributes
+    ----------
+    interruptions : numpy.ndarray
+        Failures over the period (rate x GPU-hours). [count]
+    restart_h : numpy.ndarray
+        Restart hours per accelerator (a failed replica restarts all its accelerators). [h]
+    firmware_h : numpy.ndarray
+        Firmware downtime per accelerator. [h]
+    lost_h : numpy.ndarray
+        Their sum, per accelerator. [h]
+    downtime_fraction, restart_h_each : float
+        Firmware downtime share and restart time per failure. [fraction], [h]
+    """
+
+    interruptions: np.ndarray
+    restart_h: np.ndarray
+    firmware_h: np.ndarray
+    lost_h: np.ndarray
+    downtime_fraction: float
+    restart_h_each: float
+
+
+def service_downtime(
+    fac: CostFactors, gpus: ArrayLike, gpus_per_replica: ArrayLike, hours: ArrayLike
+) -> ServiceDowntime:
+    r"""Downtime of services of ``gpus`` accelerators in replicas of ``gpus_per_replica``.
+
+    Failures :math:`I = \lambda\, g\, H`; each takes its replica down for the restart time
+    :math:`R`, so :math:`I\, r\, R` accelerator-hours serve nothing, plus the firmware share
+    :math:`\phi H` of every accelerator.
+    """
+    n = np.asarray(gpus, dtype=float)
+    hrs = np.asarray(hours, dtype=float)
+    restart_h = fac.restart_h
+    phi = float(firmware_downtime_fraction(fac.firmware_downtime_h_per_year))
+    interruptions = fac.failure_rate_per_gpu_h * n * hrs
+    restart_gpu_h = interruptions * np.asarray(gpus_per_replica, dtype=float) * restart_h
+    restart_per_gpu = restart_gpu_h / np.where(n > 0, n, 1.0)
+    firmware_h = phi * hrs * np.ones_like(n)
+    return ServiceDowntime(
+        interruptions=np.asarray(interruptions, dtype=float),
+        restart_h=np.asarray(restart_per_gpu, dtype=float),
+        firmware_h=np.asarray(firmware_h, dtype=float),
+        lost_h=np.asarray(restart_per_gpu + phi * hrs, dtype=float),
+        downtime_fraction=phi,
+        restart_h_each=restart_h,
+    )

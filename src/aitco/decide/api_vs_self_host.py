@@ -23,9 +23,13 @@ import numpy as np
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import ApiPrice
 from aitco.cost.factors import CostFactors
+from aitco.cost.unit_costs import (
+    TOKEN_SPLIT_KEYS,
+    token_split_usd_per_million,
+    usd_per_million,
+)
 from aitco.decide import evaluators as ev
 from aitco.errors import AitcoError, InputError, UnknownIdError
-from aitco.perf import service as perf_service
 from aitco.perf.inference import estimate_inference
 from aitco.units import DTYPES, HOURS_PER_MONTH, MEGA, SECONDS_PER_HOUR, optional_s_to_ms
 
@@ -403,34 +407,14 @@ def api_vs_self_host(
                 "model": "inference engine, steady-state continuous batching at the batch",
             }
 
-        plan = make_plan(int(ranked[0]))
-        if load_check:
-            slo = max_ttft_s is not None or max_tpot_s is not None
-            best_cost = math.inf
-            for n_tried, k in enumerate(ranked[: LOAD_CHECK_CANDIDATES if slo else 1], start=1):
-                cand = make_plan(int(k))
-                chk = poisson_check(
-                    catalog, model, cand, input_tokens, output_tokens, max_ttft_s, max_tpot_s
-                )
-                chk["plans_checked"] = n_tried
-                cand["load_check"] = chk
-                if not slo:
-                    plan = cand
-                    break
-                # replicas the engine needs to meet the objectives at P99 under Poisson load
-                need_r = chk.get("replicas_for_slo")
-                if not need_r:
-                    if n_tried == 1:
-                        plan = cand
-                    continue
-                scale = need_r / cand["replicas"]
-                cost = cand["usd_per_million_tokens"] * scale
-                if cost < best_cost:
-                    best_cost = cost
-                    cand["replicas"] = int(need_r)
-                    cand["usd_per_million_tokens"] = cost
-                    cand["utilization"] = cand["utilization"] / scale
-                    plan = cand
+        plan = (
+            _load_checked(
+                catalog, model, make_plan, ranked, (input_tokens, output_tokens),
+                max_ttft_s, max_tpot_s,
+            )
+            if load_check
+            else make_plan(int(ranked[0]))
+        )  # fmt: skip
         plan.update(self_host_token_prices(catalog, model, plan, input_tokens, output_tokens, vol))
         # the per-API verdicts at the user's volume use the plan finally chosen
         for row in out_apis:
@@ -442,6 +426,48 @@ def api_vs_self_host(
     return result
 
 
+def _load_checked(
+    catalog: Catalog,
+    model: str,
+    make_plan: Any,
+    ranked: np.ndarray,
+    lengths: tuple[int, int],
+    max_ttft_s: float | None,
+    max_tpot_s: float | None,
+) -> dict[str, Any]:
+    """Return the plan chosen by the Poisson check (:func:`poisson_check`) of the cheapest.
+
+    Without latency objectives the cheapest plan is checked and kept; with them the
+    ``LOAD_CHECK_CANDIDATES`` cheapest are checked, each scaled to the replicas the engine needs
+    to meet the objectives at P99, and the cheapest after scaling is kept.
+    """
+    slo = max_ttft_s is not None or max_tpot_s is not None
+    plan: dict[str, Any] = make_plan(int(ranked[0]))
+    best_cost = math.inf
+    for n_tried, k in enumerate(ranked[: LOAD_CHECK_CANDIDATES if slo else 1], start=1):
+        cand = make_plan(int(k))
+        chk = poisson_check(catalog, model, cand, *lengths, max_ttft_s, max_tpot_s)
+        chk["plans_checked"] = n_tried
+        cand["load_check"] = chk
+        if not slo:
+            return cand
+        # replicas the engine needs to meet the objectives at P99 under Poisson load
+        need_r = chk.get("replicas_for_slo")
+        if not need_r:
+            if n_tried == 1:
+                plan = cand
+            continue
+        scale = need_r / cand["replicas"]
+        cost = cand["usd_per_million_tokens"] * scale
+        if cost < best_cost:
+            best_cost = cost
+            cand["replicas"] = int(need_r)
+            cand["usd_per_million_tokens"] = cost
+            cand["utilization"] = cand["utilization"] / scale
+            plan = cand
+    return plan
+
+
 def self_host_token_prices(
     catalog: Catalog,
     model: str,
@@ -450,13 +476,15 @@ def self_host_token_prices(
     output_tokens: int,
     volume_tokens_per_month: float,
 ) -> dict[str, Any]:
-    """Self-hosted price per million input and output tokens, as token APIs quote them.
+    """Self-hosted price per million tokens: whole, and split as token APIs quote them.
 
-    The plan's monthly cost is split between input and output tokens by the share of GPU time
-    on prompt tokens (``prefill_time_fraction`` of the inference engine at the plan's load,
-    from the Poisson check when it ran, else the closed loop at the plan's batch), with
-    :func:`aitco.perf.service.usd_per_million_tokens` (the function ``aitco infer`` uses):
-    allocation basis (every rented hour) and usage basis (busy hours only).
+    ``usd_per_million_output_tokens`` is the plan's whole cost over its output tokens (the one
+    definition of every command). The split
+    (:func:`aitco.cost.unit_costs.token_split_usd_per_million`) shares the same monthly cost
+    between input and output tokens by the share of GPU time on prompt tokens
+    (``prefill_time_fraction`` of the inference engine at the plan's load, from the Poisson
+    check when it ran, else the closed loop at the plan's batch): allocation basis (every
+    rented hour) and usage basis (busy hours only).
     """
     f = (plan.get("load_check") or {}).get("prefill_time_fraction")
     if f is None:
@@ -473,20 +501,24 @@ def self_host_token_prices(
         f = res.values.get("prefill_time_fraction")
     if f is None:
         return {k: None for k in TOKEN_PRICE_KEYS}
-    usd_h = plan["usd_per_million_tokens"] * volume_tokens_per_month / MEGA / HOURS_PER_MONTH
+    monthly_usd = plan["usd_per_million_tokens"] * volume_tokens_per_month / MEGA
+    usd_h = monthly_usd / HOURS_PER_MONTH
     need = float(plan["requests_per_s_needed"])
-    out = perf_service.usd_per_million_tokens(
+    out = token_split_usd_per_million(
         usd_h, need * input_tokens, need * output_tokens, float(f), float(plan["utilization"])
     )
-    return {**out, "prefill_time_fraction": float(f)}
+    out_tokens = need * output_tokens * SECONDS_PER_MONTH
+    return {
+        **out,
+        "usd_per_million_output_tokens": usd_per_million(monthly_usd, out_tokens),
+        "prefill_time_fraction": float(f),
+    }
 
 
 #: Keys of :func:`self_host_token_prices`.
 TOKEN_PRICE_KEYS = (
-    "usd_per_million_input_tokens",
+    *TOKEN_SPLIT_KEYS,
     "usd_per_million_output_tokens",
-    "usage_usd_per_million_input_tokens",
-    "usage_usd_per_million_output_tokens",
     "prefill_time_fraction",
 )
 

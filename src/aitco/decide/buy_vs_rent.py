@@ -17,6 +17,8 @@ formula and source, so a spreadsheet can rebuild it.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,9 +26,9 @@ import numpy as np
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, System
 from aitco.cost import capex as capex_mod
-from aitco.cost import finance, people, power
+from aitco.cost import finance, items, power, reliability
 from aitco.cost.factors import CostFactors
-from aitco.cost.offers import select_offer
+from aitco.cost.pricing import rental_price
 from aitco.decide.roi import monthly_rate
 from aitco.errors import CatalogError, InputError
 from aitco.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, WATTS_PER_KILOWATT
@@ -55,6 +57,8 @@ FACTOR_IDS: dict[str, str] = {
     "employer": "labour.employer-cost-factor",
     "seats": "ops.on-call-seats.owned",
     "prod_h": "labour.productive-hours-per-fte-year",
+    "rota_gpus": "ops.on-call-rota-gpus",
+    "account_other": "support.account-other-usd-per-month",
     "restart": "restart.hours",
 }
 
@@ -65,6 +69,16 @@ def _source(fac: CostFactors, fid: str) -> str:
     return fac.sources(fid)[0]
 
 
+@dataclass(frozen=True)
+class _Rental:
+    """A rental mode's price per accelerator used, and the offer that bills it."""
+
+    usd_per_gpu_h: float
+    provider: str | None
+    offer_id: str | None
+    instances: int
+
+
 def _rent_price(
     cat: Catalog,
     acc: Accelerator,
@@ -72,19 +86,19 @@ def _rent_price(
     region: str | None,
     gpus: int = 1,
     provider: str | None = None,
-) -> tuple[float, str, str] | str:
-    """``(usd per accelerator used per hour, provider, offer id)`` for ``mode``, or why not.
+) -> _Rental | str:
+    """Return the rental of ``mode`` (:func:`aitco.cost.pricing.rental_price`), or why not.
 
-    The offer is chosen by :func:`aitco.cost.offers.select_offer` (as in ``aitco compare``):
-    every mode from one home instance type, whole instances billed (the price is per
-    accelerator *used*: the instances' price over ``gpus``).
+    Every mode from one home instance type, whole instances billed: the price is per
+    accelerator *used* (the instances' price over ``gpus``).
     """
-    c = select_offer(cat.offers_for(acc.id), mode, gpus, provider=provider, region=region)
-    if c is None:
+    try:
+        p = rental_price(cat, acc, mode, gpus, provider=provider, region=region, where="rent")
+    except CatalogError:
         return f"no {mode} offer for {acc.id} in the catalog"
-    if not c.eligible:
-        return "; ".join(c.reasons)
-    return c.usd_per_hour_billed / gpus, c.provider, c.offer_id
+    if p.reasons:
+        return "; ".join(p.reasons)
+    return _Rental(p.usd_per_gpu_h * p.gpus_billed / gpus, p.provider, p.offer, p.instances)
 
 
 def buy_vs_rent(
@@ -213,20 +227,18 @@ def buy_vs_rent(
     rents: dict[str, Any] = {}
     months: dict[str, list[float]] = {"owned_cumulative_usd": own_cum.tolist()}
     for mode in modes:
-        price = (prices or {}).get(mode)
-        src, provider = "user override", None
-        why = f"no {mode} offer for {acc.id} in the catalog"
-        if price is None:
-            found = _rent_price(catalog, acc, mode, price_region, gpus, provider)
-            if isinstance(found, str):
-                why = found
-            else:
-                price, provider, offer_id = found
-                src = f"catalog offer {offer_id}"
-        if price is None:
-            rents[mode] = {"available": False, "reason": why}
+        given = (prices or {}).get(mode)
+        # a given price: the accelerators' own nodes are the instances, no provider
+        rental: _Rental | str = (
+            _Rental(float(given), None, None, math.ceil(gpus / sysm.devices_per_node))
+            if given is not None
+            else _rent_price(catalog, acc, mode, price_region, gpus, provider)
+        )
+        if isinstance(rental, str):
+            rents[mode] = {"available": False, "reason": rental}
             continue
-        r = _rent(mode, float(price), gpus, utilization, fac, provider)
+        src = "user override" if rental.offer_id is None else f"catalog offer {rental.offer_id}"
+        r = _rent(mode, rental, gpus, utilization, fac)
         r["price_source"] = src
         cum = r["usd_per_month"] * t
         months[f"{mode}_cumulative_usd"] = cum.tolist()
@@ -243,11 +255,10 @@ def buy_vs_rent(
             pue_id,
             colocation,
             mode,
-            float(price),
+            rental,
             curve,
             n_months,
             rm,
-            provider,
         )
         rents[mode] = r
     best = min(
@@ -282,91 +293,58 @@ def _owned(
     assert acc.price is not None
     ids = FACTOR_IDS
     chip = acc.price.usd
-    cp = capex_mod.capex_parts_usd(
-        chip, fac.value(ids["server"]), fac.value(ids["network"]), fac.value(ids["storage"]),
-        fac.value(ids["install"]),
-    )  # fmt: skip
-    server, network = float(cp["server_usd"]), float(cp["network_usd"])
-    storage, install = float(cp["storage_usd"]), float(cp["installation_usd"])
-    spares = fac.value(ids["spares"])
+    fr = {k: fac.value(ids[k]) for k in ("server", "network", "storage", "install")}
+    cp = capex_mod.capex_parts_usd(chip, fr["server"], fr["network"], fr["storage"], fr["install"])
+    spares = fac.spares_fraction
     per_gpu = float(cp["capex_usd"]) * (1.0 + spares)
-    capex = per_gpu * gpus
     nodes = float(power.host_share_nodes(gpus, sysm.devices_per_node))  # host shared by slot
     tdp = acc.board_power_w or 0.0  # the TDP, or the lower power limit it is run at
-    it_w = float(
-        power.it_power_w(
-            gpus,
-            tdp,
-            u,
-            fac.value(ids["active"]),
-            fac.value(ids["idle"]),
-            nodes,
-            sysm.node_power_w,
-            fac.value(ids["switch"]),
-        )
-    )
-    it_peak_w = float(
-        power.it_power_w(
-            gpus,
-            tdp,
-            1.0,
-            1.0,
-            fac.value(ids["idle"]),
-            nodes,
-            sysm.node_power_w,
-            fac.value(ids["switch"]),
-        )
-    )
     pid = pue_id or ("pue.liquid" if sysm.cooling == "liquid" else "pue.air")
     pue = fac.value(pid)
     kwh_price_id = f"electricity.usd-per-kwh.{region}"
-    fac_w = float(power.facility_power_w(it_w, fac.value(ids["loss"]), pue))
-    energy_kwh = float(power.energy_kwh(fac_w, HOURS_PER_MONTH))
-    energy = float(power.electricity_usd(energy_kwh, fac.value(kwh_price_id)))
-    colo = fac.value(ids["colo"]) * it_peak_w / WATTS_PER_KILOWATT if colocation else 0.0
-    min_fte = float(people.on_call_fte(fac.value(ids["seats"]), fac.value(ids["prod_h"])))
-    staff = float(
-        people.ops_staff_usd(
-            gpus, HOURS_PER_MONTH, fac.value(ids["fte_owned"]), fac.loaded_labour_rate()[0], min_fte
-        )
-    )
-    opex = energy + colo + staff
-    items = [
-        _item("accelerators", chip * gpus * (1 + spares), "capex", "g (1+k) P", {"chip_usd": chip}),
-        _item(
-            "servers",
-            server * gpus * (1 + spares),
-            "capex",
-            "g (1+k) P s",
-            {"server_fraction": fac.value(ids["server"])},
-        ),
-        _item(
-            "network",
-            network * gpus * (1 + spares),
-            "capex",
-            "g (1+k) P(1+s) n",
-            {"network_fraction": fac.value(ids["network"])},
-        ),
-        _item(
-            "storage",
-            storage * gpus * (1 + spares),
-            "capex",
-            "g (1+k) P(1+s) o",
-            {"storage_fraction": fac.value(ids["storage"])},
-        ),
-        _item(
-            "installation",
-            install * gpus * (1 + spares),
-            "capex",
-            "(...) i",
-            {"install_fraction": fac.value(ids["install"])},
-        ),
+    usd_per_kwh = fac.value(kwh_price_id)
+    # the measured idle draw where published, else the idle factor (as compare)
+    idle = float(fac.idle_fraction_of_board(acc.idle_w, acc.board_power_w))
+    # a month at the utilisation: busy hours at the active draw, the rest idle (cost.items)
+    e = items.energy_kwh(
+        gpus=gpus, tdp_w=tdp, active_fraction=fac.active_fraction_of_tdp,
+        idle_fraction=idle, nodes=nodes, node_power_w=sysm.node_power_w,
+        switch_w_per_gpu=fac.switch_w_per_gpu, busy_h=u * HOURS_PER_MONTH,
+        idle_h=(1.0 - u) * HOURS_PER_MONTH, loss=fac.conversion_loss, pue=pue,
+    )  # fmt: skip
+    energy_kwh = float(e["meter_kwh"])
+    it_w = float(e["it_active_kwh"] + e["it_idle_kwh"]) * WATTS_PER_KILOWATT / HOURS_PER_MONTH
+    energy = float(items.electricity_usd(energy_kwh, usd_per_kwh))
+    it_peak_w = float(
+        items.provisioned_it_w(gpus, tdp, idle, nodes, sysm.node_power_w,
+                               fac.switch_w_per_gpu)
+    )  # fmt: skip
+    colo = (
+        float(items.colocation_usd(it_peak_w / WATTS_PER_KILOWATT,
+                                   fac.colocation_usd_per_kw_month, 1.0))
+        if colocation
+        else 0.0
+    )  # fmt: skip
+    min_fte = float(fac.on_call_min_fte(gpus))
+    fte = fac.fte_per_1000_gpus(owned=True)
+    rate = fac.loaded_labour_rate()[0]
+    staff = float(items.ops_staff_usd(gpus, HOURS_PER_MONTH, fte, rate, min_fte))
+    held = gpus * (1 + spares)
+    parts: list[tuple[str, Any, str, dict[str, Any]]] = [
+        ("accelerators", chip, "g (1+k) P", {"chip_usd": chip}),
+        ("servers", cp["server_usd"], "g (1+k) P s", {"server_fraction": fr["server"]}),
+        ("network", cp["network_usd"], "g (1+k) P(1+s) n", {"network_fraction": fr["network"]}),
+        ("storage", cp["storage_usd"], "g (1+k) P(1+s) o", {"storage_fraction": fr["storage"]}),
+        ("installation", cp["installation_usd"], "(...) i", {"install_fraction": fr["install"]}),
+    ]
+    out_items = [_item(n, float(x) * held, "capex", f, inp) for n, x, f, inp in parts]
+    out_items += [
         _item(
             "energy",
             energy,
             "opex_monthly",
             "P_IT/(1-loss) PUE 730.5 h e",
-            {"it_power_w": it_w, "pue": pue, "usd_per_kwh": fac.value(kwh_price_id)},
+            {"it_power_w": it_w, "pue": pue, "usd_per_kwh": usd_per_kwh},
         ),
         _item(
             "colocation", colo, "opex_monthly", "c_kW P_IT_peak / 1000", {"it_peak_w": it_peak_w}
@@ -375,30 +353,14 @@ def _owned(
             "operations_staff",
             staff,
             "opex_monthly",
-            "max(g/1000 FTE, on-call seats x 8766 h / productive h) x 730.5 h / 8766 h"
-            " x 2080 h x wage x employer-cost factor",
-            {"fte_per_1000_gpus": fac.value(ids["fte_owned"]), "on_call_min_fte": min_fte},
+            "max(g/1000 FTE, on-call rota FTE x min(1, g / rota fleet)) x 730.5 h / 8766 h"
+            " x 2080 h x wage x employer-cost factor (rota FTE = seats x 8766 h / productive h)",
+            {"fte_per_1000_gpus": fte, "on_call_min_fte": min_fte},
         ),
     ]
-    srcs = [
-        _source(fac, ids[k])
-        for k in (
-            "server",
-            "network",
-            "storage",
-            "install",
-            "spares",
-            "loss",
-            "idle",
-            "active",
-            "switch",
-            "fte_owned",
-            "sre",
-            "employer",
-            "seats",
-            "prod_h",
-        )
-    ]
+    keys = ("server", "network", "storage", "install", "spares", "loss", "idle", "active",
+            "switch", "fte_owned", "sre", "employer", "seats", "prod_h", "rota_gpus")  # fmt: skip
+    srcs = [_source(fac, ids[k]) for k in keys]
     srcs += [_source(fac, pid), _source(fac, kwh_price_id)]
     if colocation:
         srcs.append(_source(fac, ids["colo"]))
@@ -406,28 +368,31 @@ def _owned(
     if prov:
         srcs.insert(0, f"accelerators.{acc.id}.price: {prov.source.cite()}")
     return {
-        "capex_usd": capex,
+        "capex_usd": per_gpu * gpus,
         "capex_per_gpu_usd": per_gpu,
-        "resellable_usd": (chip + server) * gpus * (1 + spares),
-        "opex_usd_per_month": opex,
+        "resellable_usd": (chip + float(cp["server_usd"])) * held,
+        "opex_usd_per_month": energy + colo + staff,
         "energy_kwh_per_month": energy_kwh,
         "it_power_w": it_w,
-        "items": items,
+        "items": out_items,
         "sources": srcs,
     }
 
 
-def _rent(
-    mode: str, price: float, gpus: int, u: float, fac: CostFactors, provider: str | None = None
-) -> dict[str, Any]:
+def _rent(mode: str, rental: _Rental, gpus: int, u: float, fac: CostFactors) -> dict[str, Any]:
+    """Return a month of renting in ``mode``: the items of :mod:`aitco.cost.items`."""
     ids = FACTOR_IDS
+    price, provider = rental.usd_per_gpu_h, rental.provider
     busy = 1.0 if mode in COMMITTED else u
-    compute = gpus * HOURS_PER_MONTH * busy * price
+    billed_h = HOURS_PER_MONTH * busy
+    compute = float(items.rental_usd(gpus, billed_h, price))
     rework = 0.0
     srcs = [_source(fac, ids[k]) for k in ("fte_cloud", "sre", "employer", "restart")]
     if mode == "spot":
         sid, sigma = fac.spot_rate_per_instance_h(provider, "provider")
-        rework = compute * sigma * fac.value(ids["restart"])
+        # every instance's preemption stops the job (compare's goodput): restart hours lost
+        rate = float(reliability.job_interruption_rate_per_h(0.0, 0, sigma, rental.instances))
+        rework = float(items.lost_gpu_hours_usd(gpus, rate * billed_h * fac.restart_h, price))
         srcs.append(_source(fac, sid))
     # the provider's support plan; a user-given price (no provider) is priced on AWS's plan
     key = (provider or "aws").lower()
@@ -436,46 +401,40 @@ def _rent(
     sched = fac.support_schedule(key)
     if sched is not None:
         breaks, rates, low, sup_ids = sched
-        support = float(people.tiered_fee_usd(compute + rework, 1.0, breaks, rates, low))
+        other = fac.support_account_other_usd_per_month
+        support = float(items.cloud_support_usd(compute + rework, 1.0, breaks, rates, low, other))
         sup_in["schedule"] = {"tier_breaks_usd_per_month": breaks, "tier_rates": rates}
-        srcs += [_source(fac, i) for i in sup_ids]
-    staff = float(
-        people.ops_staff_usd(
-            gpus, HOURS_PER_MONTH, fac.value(ids["fte_cloud"]), fac.loaded_labour_rate()[0]
-        )
-    )
-    monthly = compute + rework + support + staff
+        sup_in["account_other_usd_per_month"] = other
+        srcs += [_source(fac, i) for i in (*sup_ids, ids["account_other"])]
+    fte = fac.fte_per_1000_gpus(owned=False)
+    staff = float(items.ops_staff_usd(gpus, HOURS_PER_MONTH, fte, fac.loaded_labour_rate()[0], 0.0))
     return {
         "available": True,
         "price_usd_per_gpu_h": price,
         "billed_fraction_of_hours": busy,
-        "usd_per_month": monthly,
+        "usd_per_month": compute + rework + support + staff,
         "items": [
             _item(
-                "compute",
-                compute,
-                "rent_monthly",
-                "g 730.5 h p x billed fraction",
+                "compute", compute, "rent_monthly", "g 730.5 h p x billed fraction",
                 {"usd_per_gpu_hour": price},
             ),
-            _item("spot_rework", rework, "rent_monthly", "compute sigma t_restart", {}),
             _item(
-                "support",
-                support,
-                "rent_monthly",
+                "spot_rework", rework, "rent_monthly",
+                "g x (sigma x instances x billed hours) x t_restart x p",
+                {"instances": rental.instances},
+            ),
+            _item(
+                "support", support, "rent_monthly",
                 "sum over brackets of rate x part of the monthly bill in the bracket (min fee)",
                 sup_in,
             ),
             _item(
-                "operations_staff",
-                staff,
-                "rent_monthly",
-                "g/1000 FTE 730.5 h w",
-                {"fte_per_1000_gpus": fac.value(ids["fte_cloud"])},
+                "operations_staff", staff, "rent_monthly", "g/1000 FTE 730.5 h w",
+                {"fte_per_1000_gpus": fte},
             ),
         ],
         "sources": srcs,
-    }
+    }  # fmt: skip
 
 
 def _break_even_u(
@@ -487,11 +446,10 @@ def _break_even_u(
     pue_id: str | None,
     colo: bool,
     mode: str,
-    price: float,
+    rental: _Rental,
     curve: list[float],
     n_months: int,
     rm: float,
-    provider: str | None = None,
 ) -> float | None:
     """Utilisation at which owning and renting in ``mode`` have the same NPV (bisection)."""
     if mode in COMMITTED:
@@ -506,7 +464,7 @@ def _break_even_u(
             * o["resellable_usd"]
         )
         npv_o = o["capex_usd"] + float(np.sum(o["opex_usd_per_month"] * disc)) - resale * disc[-1]
-        npv_r = float(np.sum(_rent(mode, price, gpus, u, fac, provider)["usd_per_month"] * disc))
+        npv_r = float(np.sum(_rent(mode, rental, gpus, u, fac)["usd_per_month"] * disc))
         return npv_r - npv_o
 
     lo, hi = 1e-6, 1.0

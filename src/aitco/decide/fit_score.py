@@ -46,7 +46,7 @@ from aitco.perf.flops import FORWARD_FLOPS_PER_PARAM, TRAINING_FLOPS_PER_PARAM, 
 from aitco.perf.iteration import weight_bytes
 from aitco.perf.kvcache import kv_bytes_per_sequence
 from aitco.perf.memory import ADAM_FP32_BYTES, training_memory_bytes
-from aitco.perf.params import param_counts
+from aitco.perf.params import moe_layer_count, param_counts
 from aitco.units import BYTES_PER_DTYPE, DTYPES, GIGA, TERA
 
 #: Memory use up to which the fit is comfortable (room for fragmentation, CUDA graphs, spikes).
@@ -271,7 +271,7 @@ def _moe(
         return _dim(1.0, "dense model: no expert all-to-all", sparsity=1.0)
     b = BYTES_PER_DTYPE[precision]
     sparsity = pc.active / pc.total
-    moe_layers = m.n_layers - m.moe.first_dense_layers
+    moe_layers = moe_layer_count(m)
     # per token per MoE layer: send the hidden state to k experts and back
     a2a_bytes = A2A_PER_MOE_LAYER * m.moe.n_active * m.d_model * b * moe_layers
     spans_nodes = m.moe.n_experts > sysm.devices_per_node and g > sysm.devices_per_node

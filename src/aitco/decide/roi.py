@@ -223,6 +223,7 @@ npv = finance.npv
 irr = finance.irr
 irr_result = finance.irr_result
 payback_months = finance.payback_months
+payback_result = finance.payback_result
 monthly_rate = finance.monthly_rate
 
 #: The ratios and figures of a ROI time series, in the order every surface prints them:
@@ -238,6 +239,8 @@ ROI_SUMMARY: tuple[tuple[str, str, str], ...] = (
     ("total_savings_usd", "total savings", "USD"),
     ("total_spend_usd", "total spend incl. up-front", "USD"),
     ("net_usd", "net (savings - spend)", "USD"),
+    ("breaks_even_month", "cumulative cash flow first reaches 0", "months"),
+    ("loses_again_month", "cumulative cash flow negative again", "months"),
 )
 
 
@@ -247,6 +250,20 @@ def roi_summary(res: dict[str, Any]) -> list[tuple[str, str, str, float | None]]
     The CLI, the report and the workbook print these rows, so the names and values agree.
     """
     return [(k, label, unit, res.get(k)) for k, label, unit in ROI_SUMMARY]
+
+
+def summary_text_rows(res: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Rows ``(key, label, text)`` of :func:`roi_summary` as text; a missing payback says why.
+
+    The CLI (``aitco roi FILE``), the HTML/Markdown report and the workbook show these texts.
+    """
+    rows = []
+    for k, label, unit, v in roi_summary(res):
+        text = format_summary_value(unit, v)
+        if k == "payback_months" and v is None and res.get("payback_null_reason"):
+            text = str(res["payback_null_reason"])
+        rows.append((k, label, text))
+    return rows
 
 
 def format_summary_value(unit: str, value: float | None) -> str:
@@ -461,9 +478,15 @@ def roi_series(inp: RoiInputs) -> dict[str, Any]:
         labour_usd, iteration_usd, spend_usd, net_usd, cumulative_usd, roi, and the
         break-even volume calls_per_month when a price and margin are given) and the summary
         values of :data:`ROI_SUMMARY` (``roi_horizon``, ``roi_monthly_mean``, ``npv_usd``,
-        ``irr_monthly``, ``irr_annual``, ``payback_months``, totals), ``irr_roots_monthly`` and
-        ``irr_null_reason``; ``cumulative_roi`` and ``mean_monthly_roi`` are deprecated
-        aliases of ``roi_horizon`` and ``roi_monthly_mean``.
+        ``irr_monthly``, ``irr_annual``, ``payback_months``, totals, ``breaks_even_month``,
+        ``loses_again_month``), ``payback_null_reason`` (why ``payback_months`` is None: never
+        within the horizon, the cumulative cash flow turns negative again, or a negative NPV;
+        :func:`aitco.cost.finance.payback_result`), ``loses_money`` (NPV or net < 0),
+        ``warnings`` (:func:`loss_warnings`: what every surface prints first when the project
+        loses money), ``irr_roots_monthly``, ``irr_null_reason``, and ``roi``: the ROI of
+        month 1 (:math:`\mathrm{ROI}_1`, the flat form's one meaning); ``cumulative_roi`` and
+        ``mean_monthly_roi`` are deprecated aliases of ``roi_horizon`` and
+        ``roi_monthly_mean``.
 
     Notes
     -----
@@ -530,18 +553,29 @@ def roi_series(inp: RoiInputs) -> dict[str, Any]:
     total_savings = float(savings.sum())
     roi_h = float(finance.roi_ratio(total_savings, total_spend)) if total_spend > 0 else None
     roi_mean = float(np.nanmean(roi_t)) if np.isfinite(roi_t).any() else None
+    npv_usd = npv(flows, rm)
+    net_usd = total_savings - total_spend
+    pb = payback_result(inp.upfront_usd, net, npv_usd)
+    warnings = loss_warnings(npv_usd, net_usd, pb, irr_m, irr_res.roots, inp)
     return {
         "horizon_months": inp.horizon_months,
         "total_savings_usd": total_savings,
         "total_spend_usd": total_spend,
-        "net_usd": total_savings - total_spend,
+        "net_usd": net_usd,
         "roi_horizon": roi_h,
         "roi_monthly_mean": roi_mean,
+        # `roi` has one meaning everywhere: the ROI of one month, (S - C) / C; here month 1
+        "roi": None if not math.isfinite(roi_t[0]) else float(roi_t[0]),
         # deprecated aliases (same values), kept so that existing readers keep working
         "cumulative_roi": roi_h,
         "mean_monthly_roi": roi_mean,
-        "payback_months": payback_months(inp.upfront_usd, net),
-        "npv_usd": npv(flows, rm),
+        "payback_months": pb.months,
+        "payback_null_reason": pb.reason,
+        "breaks_even_month": pb.breaks_even_month,
+        "loses_again_month": pb.loses_again_month,
+        "loses_money": bool(npv_usd < 0 or net_usd < 0),
+        "warnings": warnings,
+        "npv_usd": npv_usd,
         "discount_rate": inp.discount_rate,
         "discount_rate_monthly": rm,
         "irr_monthly": irr_m,
@@ -552,6 +586,45 @@ def roi_series(inp: RoiInputs) -> dict[str, Any]:
         "labour_by_role_usd": {k: r.monthly_usd for k, r in inp.labour.items()},
         "months": rows,
     }
+
+
+def loss_warnings(
+    npv_usd: float,
+    net_usd: float,
+    pb: finance.PaybackResult,
+    irr_monthly: float | None,
+    irr_roots: Sequence[float],
+    inp: RoiInputs,
+) -> list[str]:
+    """Sentences every surface prints first when a project loses money (empty when it does not).
+
+    A project loses money when its NPV at the discount rate or its net over the horizon is
+    negative; the payback it does not have and an IRR that reads as a gain are said too.
+    """
+    if npv_usd >= 0 and net_usd >= 0:
+        return []
+    out = [
+        f"the project loses money: NPV {format_summary_value('USD', npv_usd)} at "
+        f"{inp.discount_rate:.1%}/yr, net {format_summary_value('USD', net_usd)} over "
+        f"{inp.horizon_months} months"
+    ]
+    if pb.loses_again_month is not None and pb.breaks_even_month is not None:
+        out.append(
+            f"no payback: the cumulative cash flow breaks even in month "
+            f"{pb.breaks_even_month:.2f} and is negative again from month {pb.loses_again_month}"
+        )
+    elif pb.months is None and pb.breaks_even_month is not None:
+        out.append(
+            f"no payback: the cumulative cash flow breaks even in month "
+            f"{pb.breaks_even_month:.2f} but the NPV is negative"
+        )
+    if irr_monthly is not None and irr_monthly > monthly_rate(inp.discount_rate):
+        roots = ", ".join(f"{100.0 * r:.2f} %" for r in irr_roots)
+        out.append(
+            f"the IRR ({format_summary_value('1/month', irr_monthly)} a month) is not a return "
+            f"here: the NPV is negative at the discount rate (the NPV is zero at {roots} a month)"
+        )
+    return out
 
 
 def _scaled(inp: RoiInputs, name: str, factor: float) -> RoiInputs:

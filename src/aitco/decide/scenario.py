@@ -30,7 +30,10 @@ __all__ = [
     "write_atomic",
 ]
 
-Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+Precision = Literal[
+    "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp6",
+    "mxfp8", "mxfp6", "mxfp4", "nvfp4",
+]  # fmt: skip
 PricingMode = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "owned", "colocation"]
 
 
@@ -77,6 +80,20 @@ class ParallelPlan(BaseModel):
     #: or ``ceiling`` (the accelerator's measured matmul ceiling: a native C/CUDA loop such as
     #: llm.c). ``framework`` unless given.
     gemm_level: Literal["framework", "ceiling"] | None = None
+    #: Activation offload to host memory: every decoder layer's input kept in host memory over
+    #: the host link, the layer recomputed in the backward pass (MaxText's offloaded
+    #: decoder-layer input; full recompute). Off unless true.
+    offload_activations: bool | None = None
+    #: Partial recomputation: the first N layers of each stage fully recomputed (Megatron
+    #: ``--recompute-num-layers``); sets ``recompute: full`` on that share of the layers.
+    recompute_layers: int | None = Field(default=None, ge=1)
+    #: MoE capacity factor: each expert takes at most this many times its even share of the
+    #: routed tokens, the rest are dropped (GShard / Megatron ``--moe-expert-capacity-factor``);
+    #: None = dropless.
+    moe_capacity_factor: float | None = Field(default=None, gt=0)
+    #: Pad every expert's input to the capacity (Megatron ``--moe-pad-expert-input-to-capacity``):
+    #: the experts always compute the full capacity.
+    moe_pad_to_capacity: bool | None = None
 
 
 class TrainingWorkload(BaseModel):

@@ -22,7 +22,7 @@ from aitco.catalog.schema import Accelerator, CnnModel
 from aitco.errors import InputError
 from aitco.perf import roofline
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
-from aitco.perf.inference import resolve_precisions
+from aitco.perf.inference import resolve_precisions, weight_bytes_per_element
 from aitco.perf.power import compute_clock_ratio
 from aitco.units import BYTES_PER_DTYPE, GIGA
 
@@ -86,7 +86,7 @@ def cnn_batch(
         raise InputError("--gpus", gpus, "a GPU count >= 1")
     prec = resolve_precisions(acc, precision, None)
     peak = float(acc.peak_tflops[prec.compute]) * compute_clock_ratio(acc)
-    w_bytes = BYTES_PER_DTYPE[prec.weights]
+    w_bytes = weight_bytes_per_element(prec.weights)
     a_bytes = BYTES_PER_DTYPE[prec.compute]
     flops = b * model.flops_per_inference
     moved = (

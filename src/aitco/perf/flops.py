@@ -21,7 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from aitco.perf.params import attention_params_per_layer, ffn_params, param_counts
+from aitco.perf.params import (
+    attention_params_per_layer,
+    ffn_params,
+    moe_layer_count,
+    param_counts,
+)
 from aitco.perf.specs import ArchSpec
 
 F64 = NDArray[np.float64]
@@ -72,8 +77,25 @@ class ModelShape:
     lora_params: float  # adapter params for all linear projections at DEFAULT_LORA_RANK
     ffn_width_active: float  # hidden width of the FFN(s) a token passes through (for activations)
     window: int | None
+    window_layer_fraction: float = 1.0  # share of the layers that attend only to the window
     expert_groups: int = 1  # groups of group-limited routing (1: none)
     topk_expert_groups: int = 0  # groups a token may use (0: no limit)
+
+
+def sliding_window_layer_count(m: ArchSpec) -> int:
+    """Layers that attend only to a sliding window (0 if none) [count].
+
+    The model's stated ``sliding_window_layers`` (Hugging Face ``layer_types``), else every
+    ``sliding_window_every``-th layer, else all layers when a window is set.
+    """
+    if m.sliding_window is None:
+        return 0
+    stated = getattr(m, "sliding_window_layers", None)
+    if stated is not None:
+        return int(stated)
+    if m.sliding_window_every <= 0:
+        return m.n_layers
+    return m.n_layers // m.sliding_window_every
 
 
 def model_shape(m: ArchSpec, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
@@ -102,18 +124,16 @@ def model_shape(m: ArchSpec, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
         groups, topk_groups = 1, 0
     else:
         moe = m.moe
-        moe_layers = L - moe.first_dense_layers
+        moe_layers = moe_layer_count(m)
+        dense_layers = L - moe_layers
         one = ffn_params(m, moe.d_ff_expert)
         per_moe_active = one * (moe.n_active + moe.n_shared) + m.d_model * moe.n_experts
-        ffn_active = (
-            moe.first_dense_layers * ffn_params(m, m.d_ff) + moe_layers * per_moe_active
-        ) / L
+        ffn_active = (dense_layers * ffn_params(m, m.d_ff) + moe_layers * per_moe_active) / L
         experts = one * moe.n_experts * moe_layers / L
         n_exp, n_act = moe.n_experts, moe.n_active
         groups, topk_groups = moe.routing_groups
         width = (
-            moe.first_dense_layers * m.d_ff
-            + moe_layers * moe.d_ff_expert * (moe.n_active + moe.n_shared)
+            dense_layers * m.d_ff + moe_layers * moe.d_ff_expert * (moe.n_active + moe.n_shared)
         ) / L
     # LoRA on q, k, v, o and the FFN matrices: r * (in + out) per matrix
     mats = 3 if m.gated_ffn else 2
@@ -121,7 +141,8 @@ def model_shape(m: ArchSpec, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
     kv_out = m.kv_heads * hd
     lora_attn = lora_rank * ((m.d_model + q_out) * 2 + (m.d_model + kv_out) * 2)
     lora_ffn = lora_rank * mats * (m.d_model + m.d_ff)
-    window = m.sliding_window if (m.sliding_window and m.sliding_window_every == 0) else None
+    window_layers = sliding_window_layer_count(m)
+    window = m.sliding_window if window_layers else None
     return ModelShape(
         n_layers=L,
         d_model=m.d_model,
@@ -147,6 +168,7 @@ def model_shape(m: ArchSpec, lora_rank: int = DEFAULT_LORA_RANK) -> ModelShape:
         lora_params=float((lora_attn + lora_ffn) * L),
         ffn_width_active=float(width),
         window=window,
+        window_layer_fraction=window_layers / L,
         expert_groups=int(groups),
         topk_expert_groups=int(topk_groups),
     )
@@ -192,8 +214,9 @@ def attention_flops_per_token(ms: ModelShape, seq_len: ArrayLike, causal: bool =
     (QK^T and AV products); a sliding window caps the attended length.
     """
     s = np.asarray(seq_len, dtype=float)
-    if ms.window is not None:
-        s = np.minimum(s, float(ms.window))
+    if ms.window is not None:  # mean over the layers: windowed ones attend to at most the window
+        f = ms.window_layer_fraction
+        s = f * np.minimum(s, float(ms.window)) + (1.0 - f) * s
     frac = CAUSAL_FRACTION if causal else 1.0
     return FLOPS_PER_MAC * s * ms.n_heads * (ms.qk_head_dim + ms.head_dim) * frac
 

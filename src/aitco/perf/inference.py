@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aitco.catalog.schema import Accelerator, ModelArch, System
-from aitco.errors import InputError, PlanError
+from aitco.errors import InfeasiblePlan, InputError, PlanError
 from aitco.explain import Estimate, Term, dominant_term
 from aitco.perf import queueing, serving
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
@@ -79,7 +79,7 @@ from aitco.perf.iteration import (  # re-exported: the public API of this module
     _sum_terms as _sum_terms,
 )
 from aitco.perf.kvcache import KVCapacity, kv_bytes_per_sequence, kv_capacity
-from aitco.units import BYTES_PER_DTYPE, GIGA
+from aitco.units import GIGA
 
 F64 = NDArray[np.float64]
 
@@ -248,7 +248,7 @@ def _not_fit_message(
     if t is not None and t > tp:
         hint.append(f"smallest tp that fits: {t} (x pp {pp} = {t * pp} GPUs per replica)")
     for p in ("fp8", "int8", "int4", "fp4"):
-        if BYTES_PER_DTYPE[p] < BYTES_PER_DTYPE[precisions.weights]:
+        if weight_bytes_per_element(p) < weight_bytes_per_element(precisions.weights):
             try:
                 pr = resolve_precisions(acc, p, None)
             except InputError:
@@ -264,7 +264,7 @@ def _not_fit_message(
     return (
         f"weights need {mp.weights_gb:.1f} GB per GPU (+{mp.activations_gb:.1f} GB activations, "
         f"{mp.reserve_gb:.1f} GB reserve) but only {mp.usable_gb:.1f} GB of "
-        f"{mp.device_gb:.0f} GB is usable"
+        f"{mp.device_gb:.1f} GB ({acc.memory_gb:g} GiB) is usable"
         + (f"; {'; '.join(hint)}" if hint else "; no tp within the node fits: use pp or more GPUs")
     )
 
@@ -492,6 +492,43 @@ def static_batch_point(it: IterationModel, inp: ServingInputs, b: int) -> LoadPo
     )
 
 
+def static_batch_waves(it: IterationModel, inp: ServingInputs, b: int, admitted: int) -> LoadPoint:
+    r"""Return a static batch larger than the KV cache holds at full length, run in waves.
+
+    Notes
+    -----
+    Every sequence of a static batch reaches its full prompt + output length at the same time,
+    so at most ``admitted`` (:attr:`KVCapacity.full_length_sequences`) run together: a
+    ``GUARANTEED_NO_EVICT`` scheduler admits no more, and an on-demand one preempts the rest when
+    the cache fills. The batch runs in :math:`w = \lceil b / a \rceil` waves of
+    :math:`\lceil b / w \rceil` sequences; a sequence of wave :math:`k` waits for the
+    :math:`k` waves before it, :math:`(w - 1)/2` wave times on average (the
+    ``batch_wave_wait_s`` TTFT term). Throughput is the batch's output over the :math:`w` waves.
+    """
+    waves = math.ceil(b / admitted)
+    b_w = math.ceil(b / waves)
+    p = static_batch_point(it, inp, b_w)
+    wait = (waves - 1) / 2.0 * p.e2e_s
+    ttft = {**p.ttft_terms, "batch_wave_wait_s": wait}
+    o = float(inp.output_tokens)
+    return LoadPoint(
+        f"static batch of {b} in {waves} waves of {b_w} (KV cache holds {admitted} sequences at "
+        "full length)",
+        ttft,
+        p.tpot_terms,
+        p.e2e_s + wait,
+        inp.replicas * b * o / (waves * p.e2e_s),
+        float(b_w),
+        p.prefill_time_fraction,
+        values={"batch_waves": waves, "batch_per_wave": b_w},
+        assumptions=[
+            f"--batch {b} exceeds the {admitted} sequences the KV cache holds at full length: "
+            f"run in {waves} waves of {b_w} (the engine queues or preempts the rest; "
+            "never refused)"
+        ],
+    )
+
+
 def _chunked_ttft_terms(it: IterationModel, inp: ServingInputs, b: float) -> dict[str, float]:
     r"""Return the TTFT terms of a prompt joining a running batch of ``b`` (chunked prefill).
 
@@ -709,7 +746,7 @@ TERM_FORMULAS: dict[str, str] = {
     "(local peers over scale-up, remote over scale-out)",
     "lm_head_s": "max(sampled * head_flops/(gemm_eff*peak16), head_bytes/(hbm_eff*bw))",
     "kv_read_s": "context_tokens * max(kv_bytes_per_token/(hbm_eff*bw), "
-    "attn_flops_per_pair/(eff*peak))",
+    "decode_attn_flops_per_pair/(eff*peak)) (MLA: weight-absorbed, 2 h (2 d_c + d_r) L)",
     "prefill_attention_s": "prefill_pairs * attn_flops_per_pair / (attn_eff * peak16)",
     "overhead_s": "serving_overhead_s + serving_layer_overhead_s*layers "
     "+ serving_overhead_per_seq_s*seqs (fitted)",
@@ -777,6 +814,8 @@ def _memory_values(mp: MemoryPlan, cap: KVCapacity, inp: ServingInputs, b_max: i
         "kv_waste_fraction": cap.waste_fraction,
         "kv_allocation": inp.allocation,
         "kv_reserved_tokens_per_sequence": reserved,
+        "kv_admission": inp.engine.kv_admission,
+        "kv_full_length_sequences": cap.full_length_sequences * inp.replicas,
         "weights_gb": mp.weights_gb * shard,
         "weights_per_gpu_gb": mp.weights_gb,
         "memory_per_gpu_gb": mp.weights_gb + mp.activations_gb + mp.reserve_gb + mp.kv_gb,
@@ -815,12 +854,14 @@ def _memory(
         model, kv_gb, input_tokens=unique_in, output_tokens=inp.output_tokens,
         kv_precision=prec.kv, tp=inp.tp, pp=inp.pp, allocation=inp.allocation,
         reserved_tokens=reserved if inp.allocation == "contiguous" else None,
+        block_tokens=eng.kv_block_tokens, admission=eng.kv_admission,
     )  # fmt: skip
     if inp.ep > 1:  # each GPU of the group holds the KV of its own sequences
         cap = replace(cap, max_sequences=cap.max_sequences * inp.ep,
-                      max_tokens=cap.max_tokens * inp.ep)  # fmt: skip
+                      max_tokens=cap.max_tokens * inp.ep,
+                      full_length_sequences=cap.full_length_sequences * inp.ep)  # fmt: skip
     if not mp.fits or cap.max_sequences < 1:
-        raise InputError(
+        raise InfeasiblePlan(
             "--model", model.id,
             f"a model that fits on {acc.id} at tp {inp.tp} pp {inp.pp} in {prec.weights}",
             hint=_not_fit_message(model, acc, system, mp, prec, eng, inp.tp, inp.pp),
@@ -863,11 +904,8 @@ def _draft_iteration(
 def load_point(it: IterationModel, inp: ServingInputs, b_max: int, cap: KVCapacity) -> LoadPoint:
     """Return the load regime: static batch, closed loop or offline, or simulated arrivals."""
     if inp.batch is not None:
-        if inp.batch > cap.max_sequences:
-            raise InputError(
-                "--batch", inp.batch,
-                f"at most {cap.max_sequences} sequences (KV capacity per replica)",
-            )  # fmt: skip
+        if inp.batch > cap.full_length_sequences:  # the engine runs it in turns, not refuses
+            return static_batch_waves(it, inp, inp.batch, cap.full_length_sequences)
         return static_batch_point(it, inp, inp.batch)
     if inp.qps is None:
         return closed_loop_point(it, inp, b_max)
@@ -901,7 +939,14 @@ def _headline_values(
     req_s = out_tps / o
     tpot_t = point.tpot_terms
     busy = (math.fsum(tpot_t.get(k, 0.0) for k in BUSY_TERMS) / point.tpot_s) if tpot_t else 1.0
-    energy = serving.energy_per_token(acc, inp.gpus, out_tps, utilization=min(max(busy, 0.0), 1.0))
+    # open-loop arrivals leave the engine idle between requests: busy with probability 1 - e^-L,
+    # L = requests in flight per replica; a closed loop, a static batch or a full queue is busy
+    open_loop = inp.qps is not None and inp.batch is None
+    in_flight = req_s / inp.replicas * point.e2e_s if open_loop else math.inf
+    energy = serving.energy_per_token(
+        acc, inp.gpus, out_tps, utilization=min(max(busy, 0.0), 1.0),
+        time_share=float(serving.busy_time_share(in_flight)),
+    )  # fmt: skip
     # a new replica reads its weights from each node's local NVMe (nodes in parallel)
     nodes = math.ceil(inp.gpus_per_replica / system.devices_per_node)
     cold = serving.cold_start(mp.weights_gb * inp.gpus_per_replica / nodes)
@@ -938,9 +983,12 @@ def _memory_terms(
                      "reserve_gb": mp.reserve_gb},
              sources=_cite(acc, "memory_gb")),
         Term(name="max_batch_per_replica", value=float(b_max), unit="sequences",
-             formula="min(kv_cache / kv_bytes(reserved tokens), engine max_num_seqs)",
+             formula="min(kv_cache / kv_bytes(tokens held per sequence), engine max_num_seqs); "
+                     "held = reserved tokens (reserved admission) or I + O/2 + block/2 (on demand)",
              inputs={"kv_sequences": cap.max_sequences, "engine_max_num_seqs": engine_cap,
                      "kv_reserved_tokens_per_sequence": reserved,
+                     "kv_admission": inp.engine.kv_admission,
+                     "kv_block_tokens": inp.engine.kv_block_tokens,
                      "engine": inp.engine.reference}),
     ]  # fmt: skip
 

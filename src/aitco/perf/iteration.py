@@ -34,13 +34,14 @@ from aitco.errors import InputError
 from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import FLOPS_PER_MAC as FLOPS_PER_MAC  # re-export (inference)
-from aitco.perf.kvcache import kv_bytes_per_sequence
+from aitco.perf.kvcache import KV_ADMISSIONS, PAGED_BLOCK_TOKENS, kv_bytes_per_sequence
 from aitco.perf.parallelism import MAX_EXPERT_IMBALANCE as MAX_EXPERT_IMBALANCE  # re-export
 from aitco.perf.parallelism import expert_load_imbalance, moe_alltoall_split
-from aitco.perf.params import ParamCounts, param_counts
+from aitco.perf.params import ParamCounts, moe_layer_count, param_counts
 from aitco.perf.power import compute_clock_ratio
+from aitco.perf.precision import serving_weight_bytes
 from aitco.perf.training import FP8_CAST_BYTES
-from aitco.units import BYTES_PER_DTYPE, GIGA, TERA
+from aitco.units import BLOCK_SCALED_FORMATS, BYTES_PER_DTYPE, GIB, GIGA, TERA
 
 F64 = NDArray[np.float64]
 
@@ -56,6 +57,12 @@ FP4_BLOCK_OVERHEAD_BYTES = 1.0 / 16.0
 #: and NCCL workspaces, CUDA graphs). vLLM's profiler typically reports 1-2 GiB of "non-torch"
 #: memory per GPU (vLLM docs, "Memory profiling", v0.6); 1.5 GB is the assumption used here.
 RUNTIME_RESERVE_GB = 1.5
+#: Bytes of one catalog "GB" of device memory as an engine sees it. Vendors' nominal HBM sizes are
+#: binary: an "80GB" H100 SXM reports 81,559 MiB (nvidia-smi), a "141GB" H200 143,771 MiB, a
+#: "192GB" MI300X 191.5 GiB (rocm-smi); vLLM's ``gpu_memory_utilization`` and TensorRT-LLM's
+#: ``free_gpu_memory_fraction`` apply to those bytes (``torch.cuda.mem_get_info``). Counting the
+#: catalog figure in decimal GB would refuse a model that runs (Llama 3.3 70B FP8 on one H100).
+DEVICE_MEMORY_BYTES_PER_GB = float(GIB)
 #: Bytes of transient activations per scheduled token per unit of model width: the widest live
 #: tensors inside one layer are the FFN up/gate outputs (2 x d_ff) plus residual, normed input and
 #: QKV (about 4 x d_model), in 16-bit. Peak workspace = tokens x (4 d + 2 d_ff / tp) x 2 B.
@@ -71,9 +78,11 @@ DEFAULT_OUTPUT_TOKENS = 256
 ROOFLINE_P_MAX = 50.0
 #: Attention FLOPs per (query, key) pair per head per head-dimension: QK^T and PV, 2 MACs.
 ATTENTION_MACS_PER_PAIR = 2.0
-#: Fraction of accelerator TDP drawn when idle, used when the catalog has no ``idle_w``
-#: (a common 20-30 % range for datacenter GPUs; see the ``idle-power.fraction-of-tdp`` factor).
-IDLE_POWER_FRACTION_DEFAULT = 0.25
+#: Fraction of accelerator TDP drawn when idle, used when the catalog has no ``idle_w``: the
+#: catalog factor ``idle-power.fraction-of-tdp`` (a test keeps the two equal; perf does not read
+#: the catalog). aitco's H200 probe (2026-12-04) measured 121.5 W of 700 W = 0.17 with a CUDA
+#: context held and 78 W = 0.11 with none.
+IDLE_POWER_FRACTION_DEFAULT = 0.15
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,15 @@ class EngineLimits:
         TensorRT-LLM in-flight batching, Sarathi-Serve) or run in prefill-only iterations
         during which every running sequence stalls (vLLM V0's default prefill-first scheduler,
         SGLang without ``--enable-mixed-chunk``, static-batching engines).
+    kv_admission : {"on_demand", "reserved"}
+        How the scheduler admits a sequence against the KV cache: ``on_demand`` allocates blocks
+        as tokens are written and preempts when the cache is full (vLLM, SGLang), so the cache
+        holds sequences at their mean length; ``reserved`` admits a sequence only if its prompt
+        plus all its output tokens fit (TensorRT-LLM's default ``GUARANTEED_NO_EVICT``
+        capacity scheduler; static-batching servers).
+    kv_block_tokens : int
+        Tokens per KV block (vLLM ``--block-size`` 16, SGLang ``page_size`` 1, TensorRT-LLM
+        ``tokens_per_block`` 32).
     """
 
     name: str
@@ -112,6 +130,12 @@ class EngineLimits:
     reference: str
     chunked_prefill: bool = True
     mixed_batching: bool = True
+    kv_admission: str = "on_demand"
+    kv_block_tokens: int = PAGED_BLOCK_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.kv_admission not in KV_ADMISSIONS:
+            raise InputError("kv_admission", self.kv_admission, f"one of {KV_ADMISSIONS}")
 
     @property
     def separate_prefill_tokens(self) -> float | None:
@@ -152,8 +176,10 @@ ENGINES: dict[str, EngineLimits] = {
         "SGLang server_args: mem_fraction_static 0.88 (as in the v0.3 benchmark), "
         "max_running_requests derived from memory (4096 used as the cap), "
         "chunked_prefill 8192-16384; prefill (extend) batches run apart from decode batches "
-        "unless --enable-mixed-chunk (server_args enable_mixed_chunk=False, v0.3-0.4)",
+        "unless --enable-mixed-chunk (server_args enable_mixed_chunk=False, v0.3-0.4); "
+        "token-granular KV pool (page_size=1), admitted on demand",
         mixed_batching=False,
+        kv_block_tokens=1,
     ),
     "generic": EngineLimits(
         "generic",
@@ -162,9 +188,11 @@ ENGINES: dict[str, EngineLimits] = {
         0.90,
         "total",
         "generic engine (DeepSpeed-Inference, HF, FasterTransformer, llama.cpp): vLLM 0.6-like "
-        "limits, whole-prompt prefill in its own iteration",
+        "limits, whole-prompt prefill in its own iteration, each sequence's cache reserved for "
+        "its full length",
         chunked_prefill=False,
         mixed_batching=False,
+        kv_admission="reserved",
     ),
     "trtllm": EngineLimits(
         "trtllm",
@@ -173,7 +201,11 @@ ENGINES: dict[str, EngineLimits] = {
         0.90,
         "free",
         "TensorRT-LLM BuildConfig defaults: max_batch_size=2048, max_num_tokens=8192; "
-        "KvCacheConfig.free_gpu_memory_fraction=0.9",
+        "KvCacheConfig.free_gpu_memory_fraction=0.9 (docs 'How to Change KV Cache Behavior'); "
+        "capacity scheduler GUARANTEED_NO_EVICT by default: a request is admitted only when its "
+        "prompt plus max output tokens fit (docs 'Useful Runtime Options'); tokens_per_block 32",
+        kv_admission="reserved",
+        kv_block_tokens=32,
     ),
 }
 
@@ -231,11 +263,14 @@ def resolve_precisions(acc: Accelerator, precision: str, kv_precision: str | Non
     benefit) and dequantised to 16-bit for compute (as AWQ/GPTQ/Marlin kernels do). A type with
     no 16-bit path at all raises :class:`InputError`.
     """
-    if precision not in BYTES_PER_DTYPE:
-        raise InputError("--precision", precision, "one of bf16, fp16, fp8, int8, int4, fp4")
+    if precision not in BYTES_PER_DTYPE and precision not in BLOCK_SCALED_FORMATS:
+        raise InputError("--precision", precision, f"one of {', '.join(SERVING_PRECISIONS)}")
     act = "bf16" if acc.supports("bf16") else "fp16" if acc.supports("fp16") else None
     notes: list[str] = []
-    if precision in ("fp32", "tf32"):
+    if precision in BLOCK_SCALED_FORMATS:
+        compute, note = _block_scaled_compute(acc, precision, act)
+        notes.extend([note] if note else [])
+    elif precision in ("fp32", "tf32"):
         compute = precision if acc.supports(precision) else None
         act = precision
     elif precision in ("bf16", "fp16"):
@@ -266,23 +301,59 @@ def resolve_precisions(acc: Accelerator, precision: str, kv_precision: str | Non
                 hint="quantise the model to a supported type",
             )
     if kv_precision is None:
-        kv = "fp8" if precision in ("fp8", "fp4") and acc.supports("fp8") else act
+        low = precision in ("fp8", "fp4", "fp6") or precision in BLOCK_SCALED_FORMATS
+        kv = "fp8" if low and acc.supports("fp8") else act
     else:
-        if kv_precision not in BYTES_PER_DTYPE:
+        if kv_precision not in BYTES_PER_DTYPE and kv_precision not in BLOCK_SCALED_FORMATS:
             raise InputError(
-                "--kv-precision", kv_precision, "one of bf16, fp16, fp8, int8, int4, fp4"
+                "--kv-precision", kv_precision, f"one of {', '.join(SERVING_PRECISIONS)}"
             )
         kv = kv_precision
     return Precisions(precision, compute, act, kv, tuple(notes))
 
 
+#: Weight formats ``aitco infer --precision`` takes: the data types and the block-scaled formats.
+SERVING_PRECISIONS: tuple[str, ...] = (*BYTES_PER_DTYPE, *BLOCK_SCALED_FORMATS)
+
+
+def _block_scaled_compute(acc: Accelerator, fmt: str, act: str | None) -> tuple[str | None, str]:
+    """Return the compute type of a block-scaled weight format on ``acc`` and any fallback note.
+
+    Native where the part has the element type's peak and lists the format
+    (``Accelerator.block_scaled_formats``); with the element peak but not the block scaling,
+    the matmuls run at the element rate with the scales applied in software; without the
+    element peak, weight-only storage dequantised to 16 bit (the fallback of the other types).
+    """
+    element = BLOCK_SCALED_FORMATS[fmt][0]
+    if acc.supports(element) and fmt in acc.block_scaled_formats:
+        return element, ""
+    if acc.supports(element):
+        return element, (
+            f"{acc.id} runs {element} matmuls but not {fmt}'s block scaling: scales applied in "
+            "software, matmuls at the element rate"
+        )
+    return act, (
+        f"{acc.id} has no native {element} rate: {fmt} weights dequantised to {act} for compute "
+        "(weight-only fallback)"
+    )
+
+
 def weight_bytes_per_element(precision: str) -> float:
-    """Return the stored bytes per weight, including quantisation scales. [B]."""
+    """Return the stored bytes per weight, including quantisation scales. [B].
+
+    ``int4``: AWQ/GPTQ group scales; ``fp4``: NVFP4's FP8 scale per 16; ``fp6``: an MX scale
+    per 32 (the FP6 layout the hardware runs); the block-scaled formats their own scales
+    (:func:`aitco.perf.precision.serving_weight_bytes`).
+    """
+    if precision in BLOCK_SCALED_FORMATS:
+        return serving_weight_bytes(precision)
     b = BYTES_PER_DTYPE[precision]
     if precision == "int4":
         return b + INT4_GROUP_OVERHEAD_BYTES
     if precision == "fp4":
         return b + FP4_BLOCK_OVERHEAD_BYTES
+    if precision == "fp6":
+        return serving_weight_bytes("mxfp6")
     return b
 
 
@@ -361,7 +432,7 @@ def weight_bytes(model: ModelArch, precision: str, act_dtype: str) -> WeightByte
     ab = BYTES_PER_DTYPE[act_dtype]
     dense = (pc.attention + pc.ffn_dense + pc.ffn_shared + pc.router + pc.norm) * wb
     if model.moe is not None:
-        n_moe = model.n_layers - model.moe.first_dense_layers
+        n_moe = moe_layer_count(model)
         each = pc.ffn_expert / (model.moe.n_experts * n_moe) * wb
     else:
         n_moe, each = 0, 0.0
@@ -433,7 +504,10 @@ class IterationModel:
     n_moe_layers, n_experts, n_active : int
         MoE shape (0 for dense models).
     attn_flops_per_pair : float
-        Attention FLOPs per (query, context) token pair per GPU. [FLOP]
+        Attention FLOPs per (query, context) token pair per GPU (prefill). [FLOP]
+    decode_attn_flops_per_pair : float
+        The same for a decode step, 0 when equal to ``attn_flops_per_pair`` (MLA decodes in the
+        weight-absorbed form, :func:`decode_attention_flops_per_pair`). [FLOP]
     kv_bytes_per_token : float
         KV bytes per cached token per GPU. [B]
     allreduce_bytes_per_token : float
@@ -488,6 +562,7 @@ class IterationModel:
     ep: int = 1
     expert_flops_per_token: float = 0.0
     a2a_bytes_per_token: float = 0.0
+    decode_attn_flops_per_pair: float = 0.0
     a2a_bandwidth_gb_s: float = 0.0
     a2a_latency_us: float = 0.0
     a2a_efficiency: float = 1.0
@@ -720,7 +795,7 @@ class IterationModel:
         """Decode attention time per cached context token read (all stages). [s]."""
         return max(
             self.kv_bytes_per_token / self._byte_rate(),
-            self.attn_flops_per_pair / self._attn_rate(),
+            (self.decode_attn_flops_per_pair or self.attn_flops_per_pair) / self._attn_rate(),
         )
 
     @property
@@ -935,6 +1010,7 @@ def iteration_model(
         n_experts=model.moe.n_experts if model.moe else 0,
         n_active=n_active,
         attn_flops_per_pair=attention_flops_per_pair(model, tp),
+        decode_attn_flops_per_pair=decode_attention_flops_per_pair(model, tp),
         kv_bytes_per_token=float(kv_bytes_per_sequence(model, 1.0, precisions.kv, tp)),
         allreduce_bytes_per_token=d * act_b,
         allreduces_per_iteration=(2 * math.ceil(model.n_layers / pp)) if tp > 1 else 0,
@@ -960,6 +1036,27 @@ def attention_flops_per_pair(model: ModelArch, tp: int) -> float:
         pair_macs = float(model.n_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim))
     else:
         pair_macs = float(model.n_heads * model.dim_head * ATTENTION_MACS_PER_PAIR)
+    return FLOPS_PER_MAC * pair_macs * model.n_layers / tp
+
+
+def decode_attention_flops_per_pair(model: ModelArch, tp: int) -> float:
+    r"""Attention FLOPs per (query, cached token) pair of a decode step, per tp rank. [FLOP].
+
+    Notes
+    -----
+    Multi-head latent attention decodes in the weight-absorbed form (DeepSeek-V2, arXiv
+    2405.04434, §2.1.2; FlashMLA and TensorRT-LLM's MLA generation kernels): ``W_UK`` is folded
+    into the query and ``W_UV`` into the output projection, so each head scores the cached
+    latent plus its rope key, :math:`d_c + d_r`, and sums the latent values, :math:`d_c`:
+    :math:`2\,h\,(2 d_c + d_r) L / t` (128 heads x 1,088 for DeepSeek-V3, 3.4 times the
+    per-head dims of the expanded form). The cache is read once for all heads, so the step is
+    compute-bound on current GPUs. Other attention decodes as it prefills
+    (:func:`attention_flops_per_pair`).
+    """
+    if model.mla is None:
+        return attention_flops_per_pair(model, tp)
+    a = model.mla
+    pair_macs = float(model.n_heads * (2 * a.kv_lora_rank + a.qk_rope_head_dim))
     return FLOPS_PER_MAC * pair_macs * model.n_layers / tp
 
 
@@ -1070,7 +1167,7 @@ def memory_plan(
         ACTIVATION_WIDTH_D_MODEL * model.d_model + ACTIVATION_WIDTH_D_FF * model.d_ff / tp
     ) * BYTES_PER_DTYPE[precisions.activations]
     a_gb = tokens * act_per_tok / GIGA
-    m = float(acc.memory_gb)
+    m = device_memory_gb(acc)
     fixed = w_gb + a_gb + RUNTIME_RESERVE_GB
     if engine.memory_fraction_of == "free":
         usable = fixed + engine.memory_fraction * max(m - fixed, 0.0)
@@ -1078,6 +1175,11 @@ def memory_plan(
         usable = engine.memory_fraction * m
     kv = usable - fixed
     return MemoryPlan(m, usable, w_gb, a_gb, RUNTIME_RESERVE_GB, max(kv, 0.0), kv > 0)
+
+
+def device_memory_gb(acc: Accelerator) -> float:
+    """Device memory an engine sees, in decimal GB (the catalog's nominal GB are binary). [GB]."""
+    return float(acc.memory_gb) * DEVICE_MEMORY_BYTES_PER_GB / GIGA
 
 
 def default_tp(
@@ -1101,7 +1203,7 @@ def default_tp(
     if not cands:
         return 1
     for t in cands:
-        if total / (t * pp) <= DEFAULT_TP_MAX_WEIGHT_FRACTION * acc.memory_gb:
+        if total / (t * pp) <= DEFAULT_TP_MAX_WEIGHT_FRACTION * device_memory_gb(acc):
             return t
     return cands[-1]
 

@@ -14,8 +14,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aitco.errors import InputError
+from aitco.perf.flops import sliding_window_layer_count
+from aitco.perf.precision import serving_weight_bytes
 from aitco.perf.specs import ArchSpec
-from aitco.units import BYTES_PER_DTYPE, gb_to_bytes
+from aitco.units import BLOCK_SCALED_FORMATS, BYTES_PER_DTYPE, gb_to_bytes
 
 F64 = NDArray[np.float64]
 
@@ -25,11 +27,16 @@ F64 = NDArray[np.float64]
 PAGED_BLOCK_TOKENS = 16
 #: Tensors cached per layer and token by multi-head (MHA/GQA/MQA) attention: keys and values.
 KV_TENSORS = 2
+#: How a scheduler admits sequences against the KV cache (``EngineLimits.kv_admission``).
+KV_ADMISSIONS = ("on_demand", "reserved")
 
 
 def _dtype_bytes(dtype: str, field: str = "kv_precision") -> float:
+    if dtype in BLOCK_SCALED_FORMATS:  # e.g. an NVFP4 KV cache: elements plus block scales
+        return serving_weight_bytes(dtype)
     if dtype not in BYTES_PER_DTYPE:
-        raise InputError(field, dtype, f"one of {', '.join(BYTES_PER_DTYPE)}")
+        names = (*BYTES_PER_DTYPE, *BLOCK_SCALED_FORMATS)
+        raise InputError(field, dtype, f"one of {', '.join(names)}")
     return BYTES_PER_DTYPE[dtype]
 
 
@@ -57,12 +64,11 @@ def kv_elements_per_token_per_layer(model: ArchSpec) -> int:
 
 
 def sliding_window_layers(model: ArchSpec) -> int:
-    """Return the number of layers that attend only to a sliding window (0 if none)."""
-    if model.sliding_window is None:
-        return 0
-    if model.sliding_window_every <= 0:
-        return model.n_layers
-    return model.n_layers // model.sliding_window_every
+    """Return the number of layers that attend only to a sliding window (0 if none).
+
+    One definition with the FLOP count: :func:`aitco.perf.flops.sliding_window_layer_count`.
+    """
+    return sliding_window_layer_count(model)
 
 
 def kv_cache_bytes(
@@ -186,7 +192,9 @@ class KVCapacity:
     kv_cache_gb : float
         Memory given to the KV cache, per GPU. [GB]
     max_sequences : int
-        Sequences of the reserved length that fit at once (KV-bound concurrency). [count]
+        Sequences the cache holds at once under the engine's admission (KV-bound concurrency):
+        at their full reserved length when admission reserves it, at their mean length over
+        their life when blocks are allocated on demand. [count]
     max_tokens : int
         Cached tokens that fit at once. [tokens]
     waste_fraction : float
@@ -194,6 +202,9 @@ class KVCapacity:
         averaged over a sequence's life. [0-1]
     bytes_per_token : float
         KV bytes per cached token per GPU, at the reserved length. [B]
+    full_length_sequences : int
+        Sequences that fit at once at their full prompt + output length (the peak of a batch
+        whose sequences start and finish together). [count]
     """
 
     kv_cache_gb: float
@@ -201,6 +212,7 @@ class KVCapacity:
     max_tokens: int
     waste_fraction: float
     bytes_per_token: float
+    full_length_sequences: int = 0
 
 
 def fragmentation_waste_fraction(
@@ -262,6 +274,7 @@ def kv_capacity(
     allocation: str = "paged",
     block_tokens: int = PAGED_BLOCK_TOKENS,
     reserved_tokens: int | None = None,
+    admission: str = "reserved",
 ) -> KVCapacity:
     r"""Sequences and tokens that fit in ``free_memory_gb`` of KV cache per GPU.
 
@@ -283,12 +296,17 @@ def kv_capacity(
         Paged block size. [tokens]
     reserved_tokens : int, optional
         Contiguous reservation per sequence (default ``input + output``). [tokens]
+    admission : {"reserved", "on_demand"}
+        ``reserved``: each sequence holds its full ``input + output`` length from admission
+        (TensorRT-LLM's default ``GUARANTEED_NO_EVICT`` scheduler, contiguous servers).
+        ``on_demand`` (paged only): blocks are allocated as tokens are written and the scheduler
+        preempts when the cache is full (vLLM, SGLang), so in steady state a sequence holds its
+        mean length over its life, :math:`I + O/2` plus half a block.
 
     Returns
     -------
     KVCapacity
-        Capacity in sequences (each reserving its full ``input + output`` length, as TensorRT-LLM's
-        default ``GUARANTEED_NO_EVICT`` scheduler does) and in tokens.
+        Capacity in sequences (under the admission) and in tokens.
 
     Notes
     -----
@@ -305,10 +323,17 @@ def kv_capacity(
         reserved = int(reserved_tokens if reserved_tokens is not None else full)
     else:
         raise InputError("allocation", allocation, "'paged' or 'contiguous'")
+    if admission not in KV_ADMISSIONS:
+        raise InputError("kv_admission", admission, f"one of {KV_ADMISSIONS}")
     per_seq = float(kv_bytes_per_sequence(model, reserved, kv_precision, tp)) / pp
     per_token = float(kv_bytes_per_sequence(model, 1.0, kv_precision, tp)) / pp
     free_b = gb_to_bytes(free_memory_gb)
-    n_seq = int(free_b // per_seq) if per_seq > 0 else 0
+    n_full = int(free_b // per_seq) if per_seq > 0 else 0
+    n_seq = n_full
+    if admission == "on_demand" and allocation == "paged":
+        held = input_tokens + output_tokens / 2.0 + block_tokens / 2.0
+        per_held = float(kv_bytes_per_sequence(model, held, kv_precision, tp)) / pp
+        n_seq = max(int(free_b // per_held), n_full) if per_held > 0 else 0
     waste = float(
         fragmentation_waste_fraction(
             input_tokens,
@@ -324,4 +349,5 @@ def kv_capacity(
         max_tokens=int(free_b // per_token) if per_token > 0 else 0,
         waste_fraction=waste,
         bytes_per_token=per_token,
+        full_length_sequences=n_full,
     )

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aitco.perf.flops import ModelShape
+from aitco.perf.precision import TRAIN_FORMATS, train_format
 from aitco.units import BITS_PER_BYTE, GIGA
 
 F64 = NDArray[np.float64]
@@ -40,8 +41,6 @@ ADAM_FP32_BYTES = 12.0
 ADAM_8BIT_BYTES = 6.0
 #: NF4 base weights with double-quantised constants: 4 + 0.127 bits ([4]).
 QLORA_BASE_BYTES = (4.0 + 0.127) / BITS_PER_BYTE
-#: FP8 training (Transformer Engine) keeps an fp8 copy of each weight next to the bf16 one.
-FP8_WEIGHT_CACHE_BYTES = 1.0
 #: Logits are upcast to fp32 for the cross-entropy loss.
 LOGIT_BYTES = 4.0
 #: Per-device memory the framework takes before the model: CUDA context (~0.5-1 GB), NCCL
@@ -50,6 +49,10 @@ LOGIT_BYTES = 4.0
 FRAMEWORK_OVERHEAD_GB = 3.0
 #: ZeRO-3/FSDP materialise the current and the prefetched layer's full weights.
 ZERO3_LIVE_LAYERS = 2.0
+#: Decoder-layer inputs an activation-offloading run holds on the device: the layer being
+#: computed and the one being copied in or out (MaxText's offloaded decoder-layer input, the
+#: JAX ``offload_dot_with_no_batch_dims`` / host-offload remat policies). [layers]
+OFFLOADED_LIVE_LAYERS = 2.0
 #: ZeRO-Offload keeps an fp32 gradient buffer of the device's shard in host memory, where the
 #: CPU optimizer step reads it ([6], Sec. 4). [B/param]
 HOST_GRAD_BYTES = 4.0
@@ -116,28 +119,38 @@ def activation_bytes_per_token_layer(ms: ModelShape, recompute: ArrayLike, preci
 
     Notes
     -----
-    :func:`activation_elements_per_token_layer` at 2 bytes (4 in fp32). In FP8 training the
-    inputs saved for the weight-gradient GEMMs (QKV input, projection input, FFN input and
-    FFN-out input: :math:`2h + n_h d_h + f`) are kept in fp8, 1 byte (Transformer Engine).
+    :func:`activation_elements_per_token_layer` at 2 bytes (4 in fp32). In low-precision
+    training the inputs saved for the weight-gradient GEMMs (QKV input, projection input, FFN
+    input and FFN-out input: :math:`2h + n_h d_h + f`) are kept quantised, at the format's bytes
+    per element with its block scales (FP8: 1 byte, Transformer Engine; MXFP8 1.03, NVFP4 0.56:
+    :mod:`aitco.perf.precision`); the recipe's BF16 layers keep theirs in 16 bit.
     """
     elems = activation_elements_per_token_layer(ms, recompute)
     if precision == "fp32":
         return elems * 4.0
-    if precision != "fp8":
+    fmt = TRAIN_FORMATS.get(precision)
+    if fmt is None or not fmt.quantized:
         return elems * 2.0
     gemm_inputs = 2.0 * ms.d_model + ms.n_heads * ms.head_dim + ms.ffn_width_active
-    return np.where(np.asarray(recompute) == 2, elems * 2.0, elems * 2.0 - gemm_inputs * 1.0)
+    saved = (1.0 - fmt.bf16_linear_share) * gemm_inputs * (2.0 - fmt.element_bytes)
+    return np.where(np.asarray(recompute) == 2, elems * 2.0, elems * 2.0 - saved)
 
 
 def weight_bytes_per_param(precision: str, method: str) -> float:
-    """Bytes of one stored (frozen or trained) base weight [B]."""
+    """Bytes of one stored (frozen or trained) base weight [B].
+
+    16-bit weights plus the format's persistent quantised copies
+    (:attr:`aitco.perf.precision.TrainFormat.weight_cache_copies`: FP8 one, MXFP8 a row-wise and
+    a column-wise one, NVFP4 one 2D-scaled copy, INT8 none); fp32 training 4; QLoRA's NF4 base.
+    """
     if method == "qlora":
         return QLORA_BASE_BYTES
     if precision == "fp32":
         return 4.0
-    if precision == "fp8":
-        return 2.0 + FP8_WEIGHT_CACHE_BYTES
-    return 2.0
+    fmt = train_format(precision)
+    if not fmt.quantized:
+        return 2.0
+    return 2.0 + fmt.weight_cache_copies * fmt.element_bytes
 
 
 def grad_bytes_per_param(precision: str) -> float:
@@ -166,6 +179,8 @@ def training_memory_bytes(
     recompute_fraction: ArrayLike = 1.0,
     offload: str = "none",
     logit_bytes: float = LOGIT_BYTES,
+    activation_precision: str | None = None,
+    activation_offload: bool = False,
 ) -> dict[str, F64]:
     r"""Peak memory per device of a training plan, by component [B].
 
@@ -208,6 +223,12 @@ def training_memory_bytes(
         gradient buffer stays in host memory.
     logit_bytes : float
         Bytes per logit held for the loss (:func:`activation_memory_bytes`). [B]
+    activation_precision : str, optional
+        Format the saved activations are held in (default ``precision``; an emulated format's
+        fake-quantised run saves 16-bit tensors: ``bf16``).
+    activation_offload : bool
+        Decoder-layer inputs kept in host memory (with full recompute): the device holds
+        :data:`OFFLOADED_LIVE_LAYERS` of them, the host the rest (``host``).
 
     Returns
     -------
@@ -283,9 +304,16 @@ def training_memory_bytes(
         vp,
         recompute,
         recompute_fraction,
-        precision,
+        activation_precision or precision,
         logit_bytes,
     )
+    if activation_offload:  # the layer inputs move to the host; two stay (in use, in transfer)
+        stored = offloadable_activation_bytes(
+            ms, mb * seq_len / cp, tp, pp, m, vp, activation_precision or precision
+        )
+        inputs_layer = stored / np.ceil(ms.n_layers / pp) / _in_flight(pp, m, vp)
+        acts = acts - stored + OFFLOADED_LIVE_LAYERS * inputs_layer
+        host = host + stored
     overhead = np.full_like(acts, FRAMEWORK_OVERHEAD_GB * GIGA)
     total = weights + grads + opt + acts + overhead
     return {
@@ -348,11 +376,40 @@ def activation_memory_bytes(
     kept = activation_bytes_per_token_layer(ms, np.where(rc == 2, 0, rc), precision)
     inputs_only = activation_bytes_per_token_layer(ms, 2, precision)
     per_layer = (frac * inputs_only + (1.0 - frac) * kept) * tokens / tp
-    in_flight = np.minimum(pp, np.asarray(n_micro, dtype=float)) * (
-        1.0 + np.where(vp > 1, (pp - 1) / (pp * vp), 0.0)
-    )
-    acts = per_layer * np.ceil(ms.n_layers / pp) * in_flight
+    acts = per_layer * np.ceil(ms.n_layers / pp) * _in_flight(pp, n_micro, vp)
     # full recompute re-materialises one layer's full activations during its backward
     one_layer = activation_bytes_per_token_layer(ms, 0, precision) * tokens / tp
     acts = acts + np.where(rc == 2, one_layer, 0.0)
     return acts + tokens * ms.vocab_size / tp * logit_bytes
+
+
+def _in_flight(pp: ArrayLike, n_micro: ArrayLike, vp: ArrayLike) -> F64:
+    """Micro-batches whose activations the first pipeline stage holds at its peak (1F1B)."""
+    pp = np.asarray(pp, dtype=float)
+    vp = np.asarray(vp, dtype=float)
+    return np.asarray(
+        np.minimum(pp, np.asarray(n_micro, dtype=float))
+        * (1.0 + np.where(vp > 1, (pp - 1) / (pp * vp), 0.0)),
+        dtype=np.float64,
+    )
+
+
+def offloadable_activation_bytes(
+    ms: ModelShape,
+    tokens: ArrayLike,
+    tp: ArrayLike,
+    pp: ArrayLike,
+    n_micro: ArrayLike,
+    vp: ArrayLike,
+    precision: str,
+) -> F64:
+    r"""Decoder-layer inputs a fully recomputed stage keeps for its backward pass [B].
+
+    :math:`h\,b\,T/t \cdot \lceil L/p \rceil \cdot` the in-flight micro-batches: what an
+    activation-offloading run (MaxText's offloaded decoder-layer input) keeps in host memory
+    instead of on the device.
+    """
+    tokens = np.asarray(tokens, dtype=float)
+    one = activation_bytes_per_token_layer(ms, 2, precision) * tokens / np.asarray(tp, dtype=float)
+    layers = np.ceil(ms.n_layers / np.asarray(pp, dtype=float))
+    return np.asarray(one * layers * _in_flight(pp, n_micro, vp), dtype=np.float64)

@@ -113,6 +113,19 @@ def norm_params_per_layer(m: ArchSpec) -> int:
     return per_norm * n_norms
 
 
+def moe_layer_count(m: ArchSpec) -> int:
+    """Layers with routed experts (0 for a dense model) [count].
+
+    ``moe.n_moe_layers`` where MoE and dense layers interleave (Llama 4, Qwen2-MoE with a sparse
+    step), else every layer after the leading dense ones (DeepSeek ``first_k_dense_replace``).
+    The other ``n_layers - moe_layer_count`` layers have a dense FFN of ``d_ff``.
+    """
+    if m.moe is None:
+        return 0
+    n = getattr(m.moe, "n_moe_layers", None)
+    return int(n) if n is not None else m.n_layers - m.moe.first_dense_layers
+
+
 def param_counts(m: ArchSpec) -> ParamCounts:
     """Count the parameters of ``m`` by role.
 
@@ -149,8 +162,8 @@ def param_counts(m: ArchSpec) -> ParamCounts:
     if m.moe is None:
         return ParamCounts(emb, lm_head, attn, ffn_params(m, m.d_ff) * m.n_layers, 0, 0, 0, norm, 0)
     moe = m.moe
-    n_moe = m.n_layers - moe.first_dense_layers
-    dense = ffn_params(m, m.d_ff) * moe.first_dense_layers
+    n_moe = moe_layer_count(m)
+    dense = ffn_params(m, m.d_ff) * (m.n_layers - n_moe)
     one_expert = ffn_params(m, moe.d_ff_expert)
     experts = one_expert * moe.n_experts * n_moe
     shared = one_expert * moe.n_shared * n_moe

@@ -240,6 +240,9 @@ def search_plans(
     host_loop: str = "python",
     elementwise_kernels: str = "framework",
     gemm_level: str = "framework",
+    activation_offload: bool = False,
+    moe_capacity_factor: float | None = None,
+    moe_pad_to_capacity: bool = False,
 ) -> tuple[dict[str, Any], dict[str, NDArray[Any]], int, int]:
     """Fastest plan that fits (or the smallest-memory one when none fits).
 
@@ -316,6 +319,9 @@ def search_plans(
         host_loop=host_loop,
         elementwise_kernels=elementwise_kernels,
         gemm_level=gemm_level,
+        activation_offload=activation_offload,
+        moe_capacity_factor=moe_capacity_factor,
+        moe_pad_to_capacity=moe_pad_to_capacity,
     )
     best = choose_plan(cands, res, eff, practice)
     plan: dict[str, Any] = {k: int(cands[k][best]) for k in PLAN_KEYS if k != "recompute_fraction"}

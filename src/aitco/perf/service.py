@@ -1,4 +1,4 @@
-r"""Serving plans on the iteration model: cost per token, disaggregation, autoscaling, GPU shares.
+r"""Serving plans on the iteration model: disaggregation, autoscaling, GPU shares.
 
 GPU shares: MIG slices and time-slicing replicas (:func:`fractional_accelerator`).
 
@@ -65,53 +65,6 @@ DIURNAL_RELATIVE_LOAD = np.array(
      1.6, 1.62, 1.63, 1.6, 1.52, 1.4, 1.25, 1.1, 0.95, 0.8, 0.62, 0.45]
 )  # fmt: skip
 DIURNAL_RELATIVE_LOAD = DIURNAL_RELATIVE_LOAD / DIURNAL_RELATIVE_LOAD.mean()
-
-
-# ----------------------------------------------------------------------------- cost per token
-def usd_per_million_tokens(
-    usd_per_h: float,
-    input_tokens_per_s: float,
-    output_tokens_per_s: float,
-    prefill_time_fraction: float,
-    utilization: float = 1.0,
-) -> dict[str, float | None]:
-    r"""Cost per million input and output tokens, on an allocation and a usage basis.
-
-    Parameters
-    ----------
-    usd_per_h : float
-        Price of the deployment (all its GPUs). [USD/h]
-    input_tokens_per_s, output_tokens_per_s : float
-        Tokens served. [tokens/s]
-    prefill_time_fraction : float
-        Share of GPU time on prompt tokens; the rest is charged to output tokens. [0-1]
-    utilization : float
-        Busy share of the allocated time (1 for offline and closed-loop loads). [0-1]
-
-    Returns
-    -------
-    dict
-        ``usd_per_million_input_tokens``, ``usd_per_million_output_tokens`` (allocation basis:
-        every allocated GPU-hour), ``usage_usd_per_million_input_tokens`` and
-        ``usage_usd_per_million_output_tokens`` (usage basis: only busy time is charged).
-
-    Notes
-    -----
-    :math:`c_{in} = 10^6\,f\,C / (3600\,r_{in})`, :math:`c_{out} = 10^6 (1-f)\,C / (3600\,r_{out})`
-    with :math:`C` the price per hour and :math:`f` the prefill share; usage basis multiplies by
-    the utilisation. Input and output costs together recover the whole price.
-    """
-    per_s = usd_per_h / SECONDS_PER_HOUR
-    f = min(max(prefill_time_fraction, 0.0), 1.0)
-    out: dict[str, float | None] = {}
-    for basis, scale in (("", 1.0), ("usage_", min(max(utilization, 0.0), 1.0))):
-        for kind, share, rate in (("input", f, input_tokens_per_s),
-                                  ("output", 1.0 - f, output_tokens_per_s)):  # fmt: skip
-            ok = rate > 0 and math.isfinite(rate)
-            out[f"{basis}usd_per_million_{kind}_tokens"] = (
-                per_s * share * scale / rate * TOKENS_PER_MILLION if ok else None
-            )
-    return out
 
 
 # ----------------------------------------------------------------------------- disaggregation
@@ -562,32 +515,7 @@ __all__ = [
     "read_load_profile",
     "service_plans",
     "time_slice_accelerator",
-    "usd_per_million_tokens",
 ]
-
-
-def service_costs(values: dict[str, Any], gpus: int, usd_per_gpu_hour: float) -> dict[str, Any]:
-    """Cost keys of an :func:`~aitco.perf.inference.estimate_inference` result at a GPU price.
-
-    Returns
-    -------
-    dict
-        ``gpu_usd_per_h``, ``usd_per_h`` (all GPUs) and the four keys of
-        :func:`usd_per_million_tokens` (utilisation: ``utilization`` when simulated, else 1).
-    """
-    usd_h = gpus * usd_per_gpu_hour
-    util = values.get("utilization")
-    return {
-        "gpu_usd_per_h": usd_per_gpu_hour,
-        "usd_per_h": usd_h,
-        **usd_per_million_tokens(
-            usd_h,
-            float(values["total_tokens_per_s"]) - float(values["output_tokens_per_s"]),
-            float(values["output_tokens_per_s"]),
-            float(values["prefill_time_fraction"]),
-            1.0 if util is None else float(util),
-        ),
-    }
 
 
 def mig_accelerator(acc: Any, profile: str, field: str = "--mig") -> tuple[Any, int]:

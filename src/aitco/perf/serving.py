@@ -336,40 +336,116 @@ def power_w(
     )
 
 
+def idle_power_w(acc: Accelerator) -> float | None:
+    """Return the accelerator's idle draw: the published ``idle_w``, else a fraction of its TDP.
+
+    The fraction is :data:`~aitco.perf.iteration.IDLE_POWER_FRACTION_DEFAULT` (the catalog
+    factor ``idle-power.fraction-of-tdp``) of the TDP (of the power limit for a part published
+    with a limit only). None without either. [W]
+    """
+    if acc.idle_w is not None:
+        return float(acc.idle_w)
+    rated = acc.tdp_w if acc.tdp_w is not None else acc.board_power_w
+    if rated is None:
+        return None
+    return IDLE_POWER_FRACTION_DEFAULT * float(rated)
+
+
 def idle_power_fraction(acc: Accelerator) -> float:
-    """Return the idle draw over TDP: the published idle power, else the default fraction."""
-    if acc.idle_w and acc.tdp_w:
-        return float(acc.idle_w / acc.tdp_w)
-    return IDLE_POWER_FRACTION_DEFAULT
+    """Return the idle draw over the board power (:func:`idle_power_w` / ``board_power_w``)."""
+    idle, board = idle_power_w(acc), acc.board_power_w
+    if idle is None or not board:
+        return IDLE_POWER_FRACTION_DEFAULT
+    return min(1.0, idle / float(board))
+
+
+def busy_time_share(requests_in_flight: ArrayLike) -> F64:
+    r"""Return the share of the time a replica runs iterations: :math:`1 - e^{-L}`.
+
+    With Poisson arrivals the number of requests in a system that serves them in parallel
+    (M/G/:math:`\infty`, continuous batching below its batch limit) is Poisson with mean
+    :math:`L = \lambda W` (Little's law) whatever the service-time distribution, so the engine
+    is idle with probability :math:`e^{-L}` [1]_. A replica with a request always in flight
+    (closed loop, offline, a static batch, a saturated queue: :math:`L = \infty`) is always busy.
+
+    Parameters
+    ----------
+    requests_in_flight : array_like
+        Mean requests in flight per replica, :math:`L` = requests/s per replica x mean
+        end-to-end latency; ``inf`` or NaN: always busy. [requests]
+
+    Returns
+    -------
+    ndarray
+        Busy share of the time. [0-1]
+
+    References
+    ----------
+    .. [1] L. Kleinrock, *Queueing Systems, Vol. 1: Theory*, Wiley 1975, sec. 3.11 (the
+       M/G/infinity system: the number in the system is Poisson with mean lambda x E[S]).
+
+    Examples
+    --------
+    >>> round(float(busy_time_share(0.02 * 3.9)), 4)  # 0.02 requests/s of 3.9 s each
+    0.075
+    >>> float(busy_time_share(float("inf")))
+    1.0
+    """
+    lam = np.asarray(requests_in_flight, dtype=np.float64)
+    lam = np.where(np.isnan(lam), np.inf, lam)
+    if np.any(lam < 0):
+        raise InputError("requests_in_flight", float(np.min(lam)), "a mean >= 0")
+    return np.asarray(-np.expm1(-lam), dtype=np.float64)
 
 
 def energy_per_token(
-    acc: Accelerator, gpus: int, output_tokens_per_s: float, *, utilization: float
+    acc: Accelerator,
+    gpus: int,
+    output_tokens_per_s: float,
+    *,
+    utilization: float,
+    time_share: float = 1.0,
 ) -> dict[str, float | None]:
-    """Power, energy per output token, tokens per second per watt and TOPS/W of the deployment.
+    r"""Power, energy per output token, tokens per second per watt and TOPS/W of the deployment.
+
+    Each accelerator draws its idle power every hour the service runs, plus the busy share of
+    the difference to its board power:
+    :math:`P = P_\mathrm{idle} + b\,(P_\mathrm{board} - P_\mathrm{idle})` with
+    :math:`b` = ``time_share`` (share of the time the engine runs iterations,
+    :func:`busy_time_share`) x ``utilization`` (share of an iteration the units compute or
+    stream memory). :math:`P_\mathrm{idle}` is :func:`idle_power_w`.
 
     Returns
     -------
     dict
-        ``power_w`` (all GPUs), ``energy_per_token_j``, ``tokens_per_s_per_w``, ``peak_tops_per_w``
-        (peak dense ops of the best type over TDP), ``energy_per_million_tokens_kwh``. None where
-        the accelerator has no published TDP.
+        ``power_w`` (all GPUs) = ``idle_power_w`` + ``busy_power_w`` (the two parts, all GPUs),
+        ``busy_fraction`` (:math:`b`), ``energy_per_token_j``, ``tokens_per_s_per_w``,
+        ``peak_tops_per_w`` (peak dense ops of the best type over TDP),
+        ``energy_per_million_tokens_kwh``. None where the accelerator has no published TDP.
     """
     board_w = acc.board_power_w  # the TDP, or the lower power limit the device is run at
-    if board_w is None or output_tokens_per_s <= 0 or not math.isfinite(output_tokens_per_s):
-        return {
-            "power_w": None,
-            "energy_per_token_j": None,
-            "tokens_per_s_per_w": None,
-            "peak_tops_per_w": None,
-            "energy_per_million_tokens_kwh": None,
-        }
-    idle = idle_power_fraction(acc)
-    p = float(power_w(board_w, utilization, idle)) * gpus
+    idle_w = idle_power_w(acc)
+    keys = ("power_w", "idle_power_w", "busy_power_w", "busy_fraction", "energy_per_token_j",
+            "tokens_per_s_per_w", "peak_tops_per_w", "energy_per_million_tokens_kwh")  # fmt: skip
+    if (
+        board_w is None
+        or idle_w is None
+        or output_tokens_per_s <= 0
+        or not math.isfinite(output_tokens_per_s)
+    ):
+        return dict.fromkeys(keys)
+    idle_w = min(idle_w, float(board_w))
+    b = float(np.clip(utilization, 0.0, 1.0)) * float(np.clip(time_share, 0.0, 1.0))
+    idle_all = idle_w * gpus
+    busy_all = b * (float(board_w) - idle_w) * gpus
+    p = idle_all + busy_all
     j = p / output_tokens_per_s
     peak = max(acc.peak_tflops.values()) if acc.peak_tflops else 0.0
     return {
         "power_w": p,
+        "idle_power_w": idle_all,
+        "busy_power_w": busy_all,
+        "busy_fraction": b,
         "energy_per_token_j": j,
         "tokens_per_s_per_w": output_tokens_per_s / p,
         "peak_tops_per_w": peak / acc.tdp_w if peak and acc.tdp_w else None,  # TFLOP/s = TOPS

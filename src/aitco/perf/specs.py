@@ -35,6 +35,13 @@ class MoESpec(Protocol):
         """Leading layers with a dense FFN instead of experts [count]."""
 
     @property
+    def n_moe_layers(self) -> int | None:
+        """Layers with experts where they interleave with dense ones [count].
+
+        None: every layer after the leading dense ones.
+        """
+
+    @property
     def n_groups(self) -> int:
         """Expert groups of group-limited routing; 1 = none [count]."""
 
@@ -149,6 +156,10 @@ class ArchSpec(Protocol):
     @property
     def sliding_window_every(self) -> int:
         """Every k-th layer uses the sliding window (0 = all or none) [count]."""
+
+    @property
+    def sliding_window_layers(self) -> int | None:
+        """Layers that use the sliding window, when stated; overrides the above [count]."""
 
     @property
     def moe(self) -> MoESpec | None:

@@ -65,6 +65,7 @@ from aitco.perf.training_model import (
     TRAIN_PRECISIONS,
     HardwareShape,
     PublishedPractice,
+    dropped_token_fraction,
     evaluate_plans,
     gemm_fraction,
     hardware_shape,
@@ -159,7 +160,10 @@ class TrainingResult:
             Term(name=f"memory_{k}_gb", value=v, unit="GB", formula=f"{k} per device")
             for k, v in self.memory_terms_gb.items()
         ]
-        dominant = max(self.time_terms_s.items(), key=lambda kv: kv[1])[0]
+        if self.time_terms_s:
+            dominant = max(self.time_terms_s.items(), key=lambda kv: kv[1])[0]
+        else:  # an infeasible plan has no step: the largest memory term is what blocks it
+            dominant = f"memory_{max(self.memory_terms_gb.items(), key=lambda kv: kv[1])[0]}_gb"
         assumptions = [
             "MFU counts 6N + causal attention FLOPs against the training dtype's dense peak",
             "activations per Korthikanti et al. 2022 with FlashAttention and sequence parallel",
@@ -168,6 +172,8 @@ class TrainingResult:
             else "plan as given",
             "interval: 10th-90th percentile of validation log-ratio residuals",
         ]
+        if self.values.get("infeasible_reason"):
+            assumptions.append(f"infeasible: {self.values['infeasible_reason']}")
         return Estimate(
             kind="training",
             values=self.values,
@@ -217,6 +223,7 @@ def estimate_training(
     optimizer: str = "adam",
     practice: PublishedPractice | None = None,
     attention_kernel: str = "flash",
+    speed_of_infeasible: bool = False,
 ) -> TrainingResult:
     r"""Estimate one training run (searching the plan when no parallel degree is given).
 
@@ -261,6 +268,11 @@ def estimate_training(
         Optimizer state format.
     attention_kernel : {"flash", "unfused"}
         Attention implementation (``unfused``: pre-FlashAttention Megatron-LM, 2019-2021).
+    speed_of_infeasible : bool
+        Keep the step time and throughput of a plan that cannot run (``feasible`` false). Only
+        for the validation, which prices runs that did happen and reports the memory verdict
+        beside them; every command gets ``None`` (one verdict: never a speed for a plan that
+        cannot run).
     practice : PublishedPractice, optional
         Published evidence for this model size and accelerator generation: the result carries
         ``published_best_mfu`` and ``beyond_published_evidence``, and a searched plan prefers,
@@ -284,6 +296,8 @@ def estimate_training(
     shard_devices = _shard_devices(p, gpus)
     offload = _offload(p)
     _check_offload(offload, fixed, system, hw)
+    act_offload = _activation_offload(p, fixed, system, hw, ms)
+    capacity, pad = _moe_capacity(p, ms)
     best, res, n, i = search_plans(
         ms,
         hw,
@@ -305,20 +319,42 @@ def estimate_training(
         host_loop=_choice(p, "host_loop", HOST_LOOPS),
         elementwise_kernels=_choice(p, "elementwise_kernels", ELEMENTWISE_KERNELS),
         gemm_level=_choice(p, "gemm_level", GEMM_LEVELS),
+        activation_offload=act_offload,
+        moe_capacity_factor=capacity,
+        moe_pad_to_capacity=pad,
     )
     values = _values(res, i, best, p, hw, n, gpus, seq_len, global_batch, precision, method)
+    values["plan"].update(
+        offload_activations=act_offload, moe_capacity_factor=capacity, moe_pad_to_capacity=pad
+    )
+    if capacity is not None:
+        values["moe_dropped_token_fraction"] = (
+            0.0 if pad else float(dropped_token_fraction(res["expert_imbalance"][i], capacity))
+        )
+    reason = infeasible_reason(values, res, i, system, hw, gpus, n)
+    values["feasible"] = reason is None
+    values["infeasible_reason"] = reason
+    hide = reason is not None and not speed_of_infeasible
+    if hide:  # one verdict: no throughput for a plan that cannot run
+        for k in THROUGHPUT_KEYS:
+            values[k] = None
     if tokens is not None:
         values["tokens"] = tokens
-        values["wall_clock_h"] = tokens / values["tokens_per_s"] / SECONDS_PER_HOUR
-        values["gpu_hours"] = values["wall_clock_h"] * gpus
-    interval = training_interval(values, efficiency)
+        values["wall_clock_h"] = (
+            None if hide else tokens / values["tokens_per_s"] / SECONDS_PER_HOUR
+        )
+        values["gpu_hours"] = None if hide else values["wall_clock_h"] * gpus
+    interval = {} if hide else training_interval(values, efficiency)
     values["interval"] = interval
     if practice is not None:
         values["published_best_mfu"] = practice.best_mfu
         values["published_best_source"] = practice.source
         # the whole 80% interval of the predicted MFU lies above the best published run
-        values["beyond_published_evidence"] = bool(interval["mfu"][0] > practice.best_mfu)
-    time_terms = {k: float(res[k][i]) for k in TIME_TERMS}
+        values["beyond_published_evidence"] = bool(
+            interval and interval["mfu"][0] > practice.best_mfu
+        )
+    # an infeasible plan has no step time: its terms are not shown (never a throughput)
+    time_terms = {} if hide else {k: float(res[k][i]) for k in TIME_TERMS}
     mem_terms = {k: float(res[f"mem_{k}_bytes"][i]) / GIGA for k in MEMORY_TERMS}
     inputs = {
         "model": model.id,
@@ -340,11 +376,103 @@ def estimate_training(
     }
     term_inputs = _term_inputs(hw, efficiency, values, optimizer)
     term_inputs["compute_s"]["gemm_basis"] = inputs["gemm_efficiency_basis"]
+    if hw.format_note:
+        term_inputs["compute_s"]["precision_note"] = hw.format_note
+        inputs["precision_note"] = hw.format_note
     if values["plan"]["offload"] in OFFLOAD_NVME_MODES:
         term_inputs["offload_s"].update(
             nvme_read_gb_s=system.nvme_read_gb_s, nvme_write_gb_s=system.nvme_write_gb_s
         )
     return TrainingResult(values, interval, time_terms, mem_terms, inputs, n, term_inputs)
+
+
+#: Headline keys that describe how fast a plan runs: ``None`` when it cannot run.
+THROUGHPUT_KEYS = (
+    "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu",
+    "hardware_tflops_per_gpu", "mfu", "hfu",
+)  # fmt: skip
+
+
+def infeasible_reason(
+    values: dict[str, Any],
+    res: dict[str, Any],
+    i: int,
+    system: System,
+    hw: HardwareShape,
+    gpus: int,
+    n: int,
+) -> str | None:
+    """Why the chosen plan cannot run (``None`` when it can): the one feasibility verdict.
+
+    Device memory over capacity, host memory over the node's (ZeRO-Offload, activation offload),
+    or a step that needs a link the system lacks (infinite time: groups beyond the scale-up
+    domain on a system without a scale-out network).
+    """
+    searched = f"the smallest of {n:,} plans searched" if n > 1 else "the plan as given"
+    if not np.isfinite(float(res["step_time_s"][i])):
+        return (
+            f"{gpus:,} devices need a scale-out network that {system.id} lacks (scale-up domain "
+            f"{system.scale_up_domain}, scale_out_bandwidth_gb_s {system.scale_out_bandwidth_gb_s})"
+        )
+    mem = values["memory_per_gpu_gb"]
+    if mem > hw.memory_gb:
+        return (
+            f"needs {mem:,.1f} GB per device, {mem - hw.memory_gb:,.1f} GB over the "
+            f"{hw.memory_gb:,.0f} GB available ({searched}); use more devices, full recompute, "
+            "activation or ZeRO offload, or a narrower precision"
+        )
+    if not bool(res["fits"][i]):
+        host = values["host_memory_per_gpu_gb"] + values.get("nvme_per_gpu_gb", 0.0)
+        return (
+            f"the offloaded state needs {host:,.1f} GB per device of host memory or NVMe, more "
+            f"than {system.id} has per device ({searched})"
+        )
+    return None
+
+
+def _activation_offload(
+    p: dict[str, Any], fixed: dict[str, Any], system: System, hw: HardwareShape, ms: ModelShape
+) -> bool:
+    """Whether decoder-layer inputs go to host memory; hold full recompute when they do."""
+    if not p.get("offload_activations"):
+        return False
+    rc = fixed.get("recompute")
+    if rc is not None and rc != RECOMPUTE_CODES["full"]:
+        raise PlanError(
+            "--offload-activations", True, "full recompute (the offloaded layer inputs are "
+            "what the backward pass recomputes each layer from)",
+            hint=f"drop --recompute {RECOMPUTE_NAMES[rc]} or --offload-activations",
+        )  # fmt: skip
+    missing = [] if system.host_memory_gb else ["host_memory_gb"]
+    if hw.pcie_gb_s <= 0:
+        missing.append("the accelerator's pcie_gen or host_link_gb_s")
+    if missing:
+        raise InputError(
+            "--offload-activations", True,
+            f"a system whose catalog entry gives {', '.join(missing)} ({system.id} does not)",
+            hint="choose a system with these figures, or set them in a catalog overlay",
+        )  # fmt: skip
+    fixed["recompute"] = RECOMPUTE_CODES["full"]
+    fixed["recompute_fraction"] = 1.0
+    return True
+
+
+def _moe_capacity(p: dict[str, Any], ms: ModelShape) -> tuple[float | None, bool]:
+    """Return the MoE capacity factor and padding of a plan dict, checked."""
+    c = p.get("moe_capacity_factor")
+    pad = bool(p.get("moe_pad_to_capacity"))
+    if c is None:
+        if pad:
+            raise InputError(
+                "--moe-pad-to-capacity", True, "a --moe-capacity-factor to pad to"
+            )  # fmt: skip
+        return None, False
+    c = float(c)
+    if not (c > 0.0 and np.isfinite(c)):
+        raise InputError("--moe-capacity-factor", c, "a positive number (1.0: the even share)")
+    if not ms.moe_layers:
+        raise InputError("--moe-capacity-factor", c, "a mixture-of-experts model")
+    return c, pad
 
 
 def _check_inputs(
@@ -475,7 +603,7 @@ def _fixed_plan(
         fixed = {k: int(p[k]) for k in (*DEGREES, "vp") if p.get(k) is not None}
     if explicit:
         fixed = _explicit_degrees(ms, p, gpus, seq_len)
-    fixed.update(_fixed_options(p))
+    fixed.update(_fixed_options(p, ms.n_layers))
     if explicit and "micro_batch" in fixed and fixed["micro_batch"] * fixed["dp"] > global_batch:
         raise PlanError(
             "--micro-batch",
@@ -500,7 +628,21 @@ def _explicit_degrees(ms: ModelShape, p: dict[str, Any], gpus: int, seq_len: int
     return fixed
 
 
-def _fixed_options(p: dict[str, Any]) -> dict[str, Any]:
+def _recompute_layers(p: dict[str, Any], rc: Any, n_layers: int) -> dict[str, Any]:
+    """Partial recomputation by layer count (Megatron ``--recompute-num-layers``).
+
+    ``recompute_layers`` N of the model's L layers fully recomputed: ``recompute`` full on the
+    share N / L (every stage recomputes that share of its layers).
+    """
+    k = p["recompute_layers"]
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= n_layers:
+        raise InputError("--recompute-layers", k, f"a whole number of layers in 1..{n_layers}")
+    if rc not in (None, "full"):
+        raise InputError("--recompute-layers", k, "recompute full (or no --recompute)")
+    return {"recompute": RECOMPUTE_CODES["full"], "recompute_fraction": k / n_layers}
+
+
+def _fixed_options(p: dict[str, Any], n_layers: int = 1) -> dict[str, Any]:
     """Return the ZeRO stage, micro-batch and recomputation given in ``p`` (recompute coded)."""
     out: dict[str, Any] = {}
     if p.get("fsdp"):
@@ -523,6 +665,8 @@ def _fixed_options(p: dict[str, Any]) -> dict[str, Any]:
         raise InputError("--pipeline-schedule", sched, " or ".join(PIPELINE_SCHEDULES))
     if sched == "dualpipe":
         out["dualpipe"] = 1
+    if p.get("recompute_layers") is not None:
+        out.update(_recompute_layers(p, rc, n_layers))
     if p.get("recompute_fraction") is not None:
         frac = float(p["recompute_fraction"])
         if not 0.0 < frac <= 1.0:
@@ -575,6 +719,7 @@ def _values(
         "seq_len": seq_len,
         "gpus": gpus,
         "precision": precision,
+        "precision_mode": hw.format_mode,
         "method": method,
         "plan": {
             **{k: best[k] for k in DEGREES},
@@ -628,12 +773,15 @@ def _term_inputs(
             "attention_block_fixed_s": hw.attention_block_fixed_s,
             "recompute": pl["recompute"],
             "recompute_fraction": pl["recompute_fraction"],
+            "precision_mode": hw.format_mode,
+            "low_precision_linear_share": hw.lowp_linear_share,
         },
         "memory_bound_s": {
             "hbm_bandwidth_gb_s": hw.hbm_bandwidth_gb_s,
             "elementwise_hbm": e.elementwise_hbm_for(pl["elementwise_kernels"]),
             "elementwise_kernels": pl["elementwise_kernels"],
             "loss_kernel": pl["loss_kernel"],
+            "cast_bytes_per_element": hw.cast_bytes,
         },
         "tp_comm_s": {
             "tp": pl["tp"],

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aitco.catalog.schema import Accelerator, System
-from aitco.errors import InputError, PlanError
+from aitco.errors import InputError
 from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.flops import (
@@ -68,15 +68,22 @@ from aitco.perf.parallelism import (
     moe_alltoall_time_s,
 )
 from aitco.perf.power import compute_clock_ratio
+from aitco.perf.precision import (
+    HIGH_PRECISION,
+    blended_linear_peak_tflops,
+    resolve_training_format,
+)
 from aitco.units import GIGA, TERA
 
 F64 = NDArray[np.float64]
 
-#: Training data types and the peak used for their linear layers.
+#: Training data types the plan sweeps price (catalog peak keys); ``aitco train`` and
+#: ``compare`` take every format of :data:`aitco.perf.precision.TRAIN_FORMATS` (MXFP8, NVFP4,
+#: MXFP4, INT8 too).
 TRAIN_PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
-#: Attention (FlashAttention) and the LM head run in bf16 even in FP8 training (Transformer
-#: Engine keeps them in higher precision).
-HIGH_PRECISION_FOR_FP8 = "bf16"
+#: Attention (FlashAttention) and the LM head run in bf16 even in low-precision training
+#: (Transformer Engine keeps them in higher precision; arXiv:2509.25149 for NVFP4).
+HIGH_PRECISION_FOR_FP8 = HIGH_PRECISION
 #: Adam step: reads fp32 master, m, v and the gradient (16 B), writes master, m, v and the
 #: bf16 weight (14 B) per parameter.
 ADAM_STEP_BYTES_PER_PARAM = 30.0
@@ -114,7 +121,8 @@ UNFUSED_SCORE_PASSES_FWD = 6.5
 UNFUSED_SCORE_PASSES_BWD = 8.5
 #: Unfused backward runs 2 GEMMs per forward GEMM (no score recomputation, unlike FlashAttention).
 UNFUSED_BWD_MATMULS = 2.0
-#: Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element (Transformer Engine).
+#: Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element (Transformer Engine);
+#: other formats: :meth:`aitco.perf.precision.ResolvedFormat.cast_bytes_per_element`.
 FP8_CAST_BYTES = 3.0
 #: Launch and tail latency of one GPU kernel (CUDA launch overhead is a few microseconds;
 #: NVIDIA, "Getting started with CUDA graphs", 2019). [s]
@@ -150,6 +158,21 @@ class HardwareShape:
     gemm_k_half: float = 0.0  # short-K half length of this part and precision [elements]
     gemm_latency_s: float = DEFAULT_EFFICIENCY.gemm_latency_s
     attention_block_fixed_s: float = 0.0  # FlashAttention fixed time per query block [s]
+    cast_bytes: float = 0.0  # HBM bytes per quantised linear-input element and pass [B]
+    lowp_linear_share: float = 0.0  # share of the linear GEMM work on quantised operands
+    format_mode: str = "16-bit"  # native, scaled-in-software, emulated or 16-bit
+    format_note: str = ""  # how the part runs the format, in words
+
+
+def host_link_gb_s(acc: Accelerator) -> float:
+    """Per-direction rate of the device's link to its host's memory [GB/s].
+
+    The catalog's ``host_link_gb_s`` where the part is not on PCIe (NVLink-C2C of the Grace
+    superchips: 450 GB/s each way), else the x16 rate of its PCIe generation; 0 when unknown.
+    """
+    if acc.host_link_gb_s:
+        return float(acc.host_link_gb_s)
+    return PCIE_X16_GB_S.get(acc.pcie_gen or 0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -177,32 +200,25 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
     The matmul and attention peaks run at the clock a power limit below the TDP leaves
     (:func:`aitco.perf.power.compute_clock_ratio`); MFU stays against the nominal peak.
     """
-    if precision not in TRAIN_PRECISIONS:
-        raise InputError("--precision", precision, f"one of {', '.join(TRAIN_PRECISIONS)}")
-    if not acc.supports(precision):
-        raise PlanError(
-            "--precision",
-            precision,
-            f"a data type {acc.id} supports ({', '.join(sorted(acc.peak_tflops))})",
-            hint=f"{acc.id} has no dense {precision} peak",
-        )
-    lin = acc.peak_tflops[precision]
-    att_dtype = HIGH_PRECISION_FOR_FP8 if precision == "fp8" else precision
+    rf = resolve_training_format(acc, precision)  # native, scaled in software or emulated
+    gemm_dtype = rf.gemm_dtype
+    lin = blended_linear_peak_tflops(acc, rf)
+    att_dtype = HIGH_PRECISION_FOR_FP8 if rf.fmt.quantized else gemm_dtype
     att = acc.peak_tflops.get(att_dtype, acc.peak_tflops.get("fp16", lin))
     clock = compute_clock_ratio(acc)  # a power limit below the TDP slows the compute clock
+    ceiling = acc.matmul_ceiling(gemm_dtype)
+    lowp_share = 1.0 - rf.fmt.bf16_linear_share if rf.fmt.quantized else 0.0
     return HardwareShape(
         peak_linear_tflops=float(lin) * clock,
         peak_attention_tflops=float(att) * clock,
-        peak_mfu_tflops=float(lin),
+        peak_mfu_tflops=float(acc.peak_tflops[gemm_dtype]),
         hbm_bandwidth_gb_s=float(acc.hbm_bandwidth_gb_s),
         memory_gb=float(acc.memory_gb),
-        gemm_efficiency=float(eff.training_gemm_for(acc.family, acc.matmul_ceiling(precision))),
-        gemm_ceiling=float(
-            eff.training_gemm_at("ceiling", acc.family, acc.matmul_ceiling(precision))[0]
-        ),
+        gemm_efficiency=float(eff.training_gemm_for(acc.family, ceiling)),
+        gemm_ceiling=float(eff.training_gemm_at("ceiling", acc.family, ceiling)[0]),
         attention_efficiency=float(eff.attention_for(acc.family)),
         elementwise_fused=acc.elementwise_fused_into_matmul,
-        pcie_gb_s=PCIE_X16_GB_S.get(acc.pcie_gen or 0, 0.0),
+        pcie_gb_s=host_link_gb_s(acc),
         tp_overlap=float(eff.tp_overlap_for(acc.family)),
         clock_ratio=clock,
         compute_units=float(acc.compute_units or 0),
@@ -211,6 +227,10 @@ def hardware_shape(acc: Accelerator, precision: str, eff: EfficiencyParams) -> H
         ),
         gemm_latency_s=float(eff.gemm_latency_s),
         attention_block_fixed_s=float(eff.attention_block_fixed_for(acc.family)),
+        cast_bytes=rf.cast_bytes_per_element(),
+        lowp_linear_share=lowp_share,
+        format_mode=rf.mode,
+        format_note=rf.note,
     )
 
 
@@ -255,6 +275,17 @@ class RunShape:
     gemm_level : {"framework", "ceiling"}
         GEMM level of the stack (:data:`aitco.perf.efficiency.GEMM_LEVELS`): the fitted
         framework level or the measured matmul ceiling (:func:`gemm_fraction`).
+    activation_precision : str, optional
+        Format saved activations are held in, when not ``precision`` (an emulated low-precision
+        format saves 16-bit tensors).
+    activation_offload : bool
+        Decoder-layer inputs kept in host memory over the host link (full recompute):
+        :func:`aitco.perf.memory.training_memory_bytes`, :func:`activation_offload_time_s`.
+    moe_capacity_factor : float, optional
+        Expert capacity as a multiple of the even share of routed tokens (tokens beyond it
+        dropped); None: dropless (:func:`routed_load_factor`).
+    moe_pad_to_capacity : bool
+        Every expert's input padded to the capacity.
     """
 
     seq_len: float
@@ -271,6 +302,10 @@ class RunShape:
     host_loop: str = "python"
     elementwise_kernels: str = "framework"
     gemm_level: str = "framework"
+    activation_precision: str | None = None
+    activation_offload: bool = False
+    moe_capacity_factor: float | None = None
+    moe_pad_to_capacity: bool = False
 
     @property
     def logit_bytes(self) -> float:
@@ -523,7 +558,7 @@ def linear_time_s(
     layer_flops: Any = layer_matmul_flops_per_token(ms)
     if ms.moe_layers:  # the busiest GPU of an EP group runs (imbalance - 1) more routed tokens
         layer_flops = layer_flops + routed_expert_flops_per_token(ms) * (
-            expert_imbalance(ms, pa) - 1.0
+            routed_load_factor(ms, run, pa) - 1.0
         )
     launches = pa.layers * LAYER_GEMMS * (passes + pa.full_rc)
     t = (
@@ -537,14 +572,24 @@ def linear_time_s(
     return t
 
 
-def elementwise_bytes_per_token_layer(ms: ModelShape, run: RunShape, fused: bool = False) -> float:
+def elementwise_bytes_per_token_layer(
+    ms: ModelShape,
+    run: RunShape,
+    fused: bool = False,
+    cast_bytes: float | None = None,
+    lowp_share: float = 1.0,
+) -> float:
     """HBM bytes the memory-bound kernels of one layer move per token in one pass [B].
 
     Norms (2), residuals (2), the FFN activation (gated: 3 f, else 2 f), rotary on Q and K,
-    each read and written (:data:`ELEMENTWISE_RW`); MoE token permutation; FP8 casts.
-    ``fused`` (``Accelerator.elementwise_fused_into_matmul``: XLA on TPU): the norms,
-    residuals, activation, rotary and casts ride in the operands and outputs of the adjacent
-    matmuls and move no bytes of their own; only the MoE permutation (a gather) remains.
+    each read and written (:data:`ELEMENTWISE_RW`); MoE token permutation; the quantisation
+    casts of every linear input in low-precision training, ``cast_bytes`` per element
+    (:meth:`aitco.perf.precision.ResolvedFormat.cast_bytes_per_element`; default: FP8's
+    :data:`FP8_CAST_BYTES` when ``run.precision`` is fp8) on the ``lowp_share`` of the linear
+    layers the recipe quantises. ``fused`` (``Accelerator.elementwise_fused_into_matmul``: XLA
+    on TPU): the norms, residuals, activation, rotary and casts ride in the operands and outputs
+    of the adjacent matmuls and move no bytes of their own; only the MoE permutation (a gather)
+    remains.
     """
     h = float(ms.d_model)
     q = float(ms.n_heads * ms.head_dim)
@@ -557,8 +602,10 @@ def elementwise_bytes_per_token_layer(ms: ModelShape, run: RunShape, fused: bool
         layer_bytes += (
             ELEMENTWISE_RW * 2.0 * ms.n_active_experts * h * act_b * (ms.moe_layers / ms.n_layers)
         )
-    if run.precision == "fp8" and not fused:  # quantise the inputs of every linear layer, grads
-        layer_bytes += (2 * h + q + f) * FP8_CAST_BYTES
+    if cast_bytes is None:
+        cast_bytes = FP8_CAST_BYTES if run.precision == "fp8" else 0.0
+    if cast_bytes and not fused:  # quantise the inputs of every quantised linear layer, grads
+        layer_bytes += (2 * h + q + f) * cast_bytes * lowp_share
     return float(layer_bytes)
 
 
@@ -585,7 +632,9 @@ def memory_bound_time_s(
         else LOGIT_BYTES * LOSS_LOGIT_PASSES
     )
     loss_s = ms.vocab_size * loss_b / hbm_rate
-    layer_bytes = elementwise_bytes_per_token_layer(ms, run, hw.elementwise_fused)
+    layer_bytes = elementwise_bytes_per_token_layer(
+        ms, run, hw.elementwise_fused, hw.cast_bytes, hw.lowp_linear_share
+    )
     t = (
         pa.tok_layers * (layer_bytes / hbm_rate) * passes
         + pa.tok_tp * loss_s
@@ -660,7 +709,7 @@ def ep_comm_time_s(
     strides = group_strides(pa.tp, pa.cp, pa.dp)
     moe_layers = pa.layers * (ms.moe_layers / ms.n_layers)
     a2a_bytes = pa.tok_tp * (ms.n_active_experts * float(ms.d_model) * run.act_bytes)
-    a2a_bytes = a2a_bytes * expert_imbalance(ms, pa)  # the busiest GPU's share sets the time
+    a2a_bytes = a2a_bytes * routed_load_factor(ms, run, pa)  # the busiest GPU sets the time
     n_a2a = 4.0 + 2.0 * pa.full_rc
     a2a = moe_alltoall_time_s(
         system, a2a_bytes, pa.ep, strides["ep"], ms.n_active_experts,
@@ -668,6 +717,35 @@ def ep_comm_time_s(
         intra_efficiency=eff.intra_node_link, inter_efficiency=eff.scale_out_link,
     )  # fmt: skip
     return np.where(pa.ep > 1, moe_layers * n_a2a * a2a, 0.0)
+
+
+def routed_load_factor(ms: ModelShape, run: RunShape, pa: PlanArrays) -> F64:
+    r"""Routed tokens the busiest expert-parallel rank computes, over the even share.
+
+    Dropless routing (the default): the :func:`expert_imbalance` of random routing. With a
+    capacity factor :math:`C` (GShard; Megatron ``--moe-expert-capacity-factor``) a rank takes
+    at most :math:`C` times its share and drops the rest, :math:`\min(	ext{imbalance}, C)`;
+    padded to the capacity (``--moe-pad-expert-input-to-capacity``) every expert computes
+    exactly :math:`C` times its share.
+    """
+    imb = expert_imbalance(ms, pa)
+    c = run.moe_capacity_factor
+    if c is None or not ms.moe_layers:
+        return imb
+    return np.full_like(imb, c) if run.moe_pad_to_capacity else np.minimum(imb, c)
+
+
+def dropped_token_fraction(imbalance: Any, capacity_factor: float | None) -> F64:
+    r"""Share of the routed token assignments a capacity factor drops (0 when dropless).
+
+    A rank whose load is :math:`	ext{imbalance}` times its share keeps :math:`C` of it:
+    :math:`\max(0, 1 - C/	ext{imbalance})` of the busiest rank's tokens; an upper bound on the
+    mean over ranks.
+    """
+    imb = np.asarray(imbalance, dtype=float)
+    if capacity_factor is None:
+        return np.zeros_like(imb)
+    return np.asarray(np.maximum(0.0, 1.0 - capacity_factor / imb), dtype=np.float64)
 
 
 def expert_imbalance(ms: ModelShape, pa: PlanArrays) -> F64:
@@ -723,6 +801,8 @@ def plan_memory_bytes(ms: ModelShape, run: RunShape, pa: PlanArrays) -> dict[str
         trainable_params=run.lora_params,
         offload=run.offload,
         logit_bytes=run.logit_bytes,
+        activation_precision=run.activation_precision,
+        activation_offload=run.activation_offload,
     )
     if not np.any(pa.dualpipe):
         return mem
@@ -811,6 +891,36 @@ def offload_time_s(
         mb = mb + np.maximum(fetch - work_s, 0.0)
         return mb, cpu_step
     return mb, cpu_step + shard * wb / pcie
+
+
+def activation_offload_time_s(
+    ms: ModelShape,
+    hw: HardwareShape,
+    eff: EfficiencyParams,
+    run: RunShape,
+    pa: PlanArrays,
+    work_s: F64,
+) -> F64:
+    r"""Exposed time of moving decoder-layer inputs to and from host memory, per micro-batch [s].
+
+    Notes
+    -----
+    Each layer's input, :math:`T/t \cdot h\,b` bytes, goes to the host in the forward pass and
+    comes back for the layer's recomputation in the backward pass, over the host link at
+    :math:`\eta_{host} B_{link}` (``host_link``; NVLink-C2C or PCIe x16). The copies run
+    beside the compute (JAX/XLA host offload, asynchronous DMA), so only what exceeds the
+    micro-batch's work is exposed: :math:`\max(0, 2 L_s (T/t) h b / (\eta B) - t_{work})`.
+    """
+    if not run.activation_offload:
+        return np.zeros_like(pa.tp)
+    rate = hw.pcie_gb_s * GIGA * eff.host_link
+    if rate <= 0:
+        raise InputError(
+            "offload_activations", True,
+            "an accelerator with a host link (catalog pcie_gen or host_link_gb_s)",
+        )  # fmt: skip
+    bytes_mb = 2.0 * pa.layers * pa.tok_tp * float(ms.d_model) * run.act_bytes
+    return np.maximum(bytes_mb / rate - work_s, 0.0)
 
 
 def nvme_rates_b_s(system: System, run: RunShape) -> tuple[float, float]:
@@ -961,6 +1071,7 @@ def _assemble(
         "host_memory_per_gpu_bytes": mem["host"],
         "nvme_per_gpu_bytes": mem["nvme"],
         "n_micro": pa.n_micro,
+        "expert_imbalance": expert_imbalance(ms, pa),
         **terms,
         **{f"mem_{k}_bytes": mem[k] for k in MEMORY_TERMS},
     }
@@ -1008,6 +1119,9 @@ def evaluate_plans(
     host_loop: str = "python",
     elementwise_kernels: str = "framework",
     gemm_level: str = "framework",
+    activation_offload: bool = False,
+    moe_capacity_factor: float | None = None,
+    moe_pad_to_capacity: bool = False,
 ) -> dict[str, NDArray[Any]]:
     """Step time, throughput and memory of many training plans at once.
 
@@ -1022,7 +1136,8 @@ def evaluate_plans(
     seq_len, global_batch, gpus : float
         Sequence length [tokens], sequences per step [count], devices [count].
     precision, method, optimizer, lora_params, attention_kernel, shard_devices, offload,
-    loss_kernel, host_loop, elementwise_kernels, gemm_level
+    loss_kernel, host_loop, elementwise_kernels, gemm_level, activation_offload,
+    moe_capacity_factor, moe_pad_to_capacity
         As :class:`RunShape`.
     eff : EfficiencyParams
         Efficiency fractions.
@@ -1048,6 +1163,8 @@ def evaluate_plans(
         float(seq_len), float(global_batch), float(gpus), precision, method, optimizer,
         lora_params, attention_kernel, None if shard_devices is None else float(shard_devices),
         offload, loss_kernel, host_loop, elementwise_kernels, gemm_level,
+        HIGH_PRECISION if hw.format_mode == "emulated" else None,
+        bool(activation_offload), moe_capacity_factor, bool(moe_pad_to_capacity),
     )  # fmt: skip
     with np.errstate(divide="raise", invalid="raise", over="raise"):
         pa = plan_arrays(
@@ -1077,6 +1194,7 @@ def _step_terms(
     work_mb = compute_mb + membound_mb
     z3_mb, dp_s = dp_comm_times_s(system, eff, run, pa, mem, work_mb)
     off_mb, off_step = offload_time_s(hw, system, eff, run, pa, mem, work_mb)
+    off_mb = off_mb + activation_offload_time_s(ms, hw, eff, run, pa, work_mb)
     t_mb = work_mb + tp_mb + cp_mb + ep_mb + z3_mb + off_mb
     _, bubble_s = bubble_time_s(pa, t_mb)
     m = pa.n_micro
@@ -1097,7 +1215,7 @@ def _step_terms(
     }
     host_fits = (
         mem["host"] * devices_per_host(run, system) <= float(system.host_memory_gb or 0.0) * GIGA
-        if run.offload != "none"
+        if run.offload != "none" or run.activation_offload
         else np.ones_like(m, dtype=bool)
     )
     if run.offload in OFFLOAD_NVME_MODES:  # the node's drives hold its devices' shards

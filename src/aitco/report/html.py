@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup, escape
 
 from aitco import __version__
-from aitco.decide.roi import format_summary_value, roi_summary
+from aitco.decide.roi import summary_text_rows
 from aitco.formatting import duration_h, num, pct, usd, usd_si, value
 from aitco.labels import category_label, label, short_label
 from aitco.report import plots
-from aitco.report.model import HEADLINE_KEYS, ReportData
+from aitco.report.model import COMMITTED_KEYS, HEADLINE_KEYS, ReportData
 from aitco.report.plots import report_figures
+from aitco.report.reconcile import section_context
 
 if TYPE_CHECKING:  # pragma: no cover
     import jinja2
@@ -46,7 +47,7 @@ def fmt_months(x: Any) -> str:
 
 def roi_rows(res: dict[str, Any]) -> list[tuple[str, str, str]]:
     """ROI summary rows ``(key, label, text)``: the names and values ``aitco roi FILE`` prints."""
-    return [(k, label, format_summary_value(unit, v)) for k, label, unit, v in roi_summary(res)]
+    return summary_text_rows(res)
 
 
 def environment(extra_dirs: Sequence[Path] = ()) -> jinja2.Environment:
@@ -169,6 +170,10 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
             time = duration_h(24 * d)
         elif "usd_per_month" in o.values:
             time, time_key = f"{usd(o.values.get('usd_per_month'))}/month", "usd_per_month"
+            unused = o.values.get("committed_term_unused_usd")
+            if unused:  # a committed term: the used share and the unused commitment, apart
+                used = usd(o.values.get("usd_per_month_used"))
+                time += f" ({used}/month used + {usd(unused)} unused commitment)"
         else:
             time = "-"
         total = o.total_usd or 0.0
@@ -205,8 +210,17 @@ def _billing(values: Any) -> str:
 
 
 def headline_keys(data: ReportData) -> list[str]:
-    """Headline columns that at least one option has, in :data:`HEADLINE_KEYS` order."""
-    return [k for k in HEADLINE_KEYS if any(k in o.values for o in data.options)]
+    """Headline columns that at least one option has, in :data:`HEADLINE_KEYS` order.
+
+    The committed-term columns (used share, unused commitment) only when an option leaves a
+    commitment unused.
+    """
+    committed = any(o.values.get("committed_term_unused_usd") for o in data.options)
+    return [
+        k
+        for k in HEADLINE_KEYS
+        if any(k in o.values for o in data.options) and (committed or k not in COMMITTED_KEYS)
+    ]
 
 
 def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None = None) -> str:
@@ -239,4 +253,18 @@ def render_html(data: ReportData, figures: list[tuple[str, str, bytes]] | None =
         cards=summary_cards(data),
         figures=[(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs],
         scenario_yaml=yaml.safe_dump(data.scenario, sort_keys=False) if data.scenario else "",
+        r=section_context(data.reconcile) if data.reconcile else None,
+    )
+
+
+def render_reconcile_html(rec: Any) -> str:
+    """Render a self-contained HTML page of one reconciliation (a model or its JSON)."""
+    out = rec.to_json() if hasattr(rec, "to_json") else rec
+    css = Markup((templates_dir() / "report.css").read_text(encoding="utf-8"))
+    tpl = environment().get_template("reconcile_page.html.j2")
+    return tpl.render(
+        r=section_context(out),
+        css=css,
+        version=__version__,
+        generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )

@@ -136,6 +136,7 @@ def render_markdown(data: ReportData, figure_links: list[tuple[str, str]]) -> st
         out += [
             "## ROI",
             "",
+            *(_fit(f"**Warning:** {w}") + "\n" for w in r.get("warnings", [])),
             *(_fit(f"- {name} (`{key}`): {text}") for key, name, text in roi_rows(r)),
             "",
         ]

@@ -22,6 +22,8 @@ from aitco.errors import InputError
 HEADLINE_KEYS: tuple[str, ...] = (
     "wall_clock_days",
     "usd_per_month",
+    "usd_per_month_used",
+    "committed_term_unused_usd",
     "p99_e2e_latency_s",
     "e2e_latency_s",
     "ttft_s",
@@ -32,6 +34,9 @@ HEADLINE_KEYS: tuple[str, ...] = (
     "energy_kwh",
     "kg_co2e",
 )
+
+#: Headline keys of a committed term, shown only when an option holds one (an unused commitment).
+COMMITTED_KEYS: tuple[str, ...] = ("usd_per_month_used", "committed_term_unused_usd")
 
 #: Name prefixes of the items that make up the advertised price of rented compute (the start of
 #: the waterfall): ``rental_on_demand``, ``rental_spot``, ``rental_reserved_1y``...
@@ -195,6 +200,9 @@ class ReportData:
     dropped_options : list of dict
         Options the web app left out because they cannot be priced, with why
         (``{option, name, field, message}``, ``option`` counted from 1).
+    reconcile : dict, optional
+        The JSON of ``aitco reconcile`` for one option: the report adds its section (waterfall
+        from predicted to billed, variances).
     """
 
     title: str
@@ -212,6 +220,8 @@ class ReportData:
     scenario: dict[str, Any] = field(default_factory=dict)
     sweep_front: dict[str, Any] | None = None
     dropped_options: list[dict[str, Any]] = field(default_factory=list)
+    #: A reconciliation of one option with its bill (``aitco reconcile --json``), when given.
+    reconcile: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (the web API's and ``report.json``'s shape).
@@ -254,7 +264,7 @@ class ReportData:
             ],
             "pareto_time": self.pareto_time,
             "pareto_latency": self.pareto_latency,
-            "roi": self.roi,
+            "roi_series": self.roi,
             "tornado": self.tornado,
             "notes": self.notes,
             "scenario": self.scenario,

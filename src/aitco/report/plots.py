@@ -394,9 +394,10 @@ def roi_png(series: Mapping[str, Any]) -> bytes:
     ax2.set_ylabel("Monthly ROI [ratio]")
     _align_zero(ax, ax2)
     npv = series.get("npv_usd")
-    ax.set_title(
-        f"ROI and payback (NPV {_usd_short(npv)})" if isinstance(npv, int | float) else "ROI"
-    )
+    title = f"ROI and payback (NPV {_usd_short(npv)})" if isinstance(npv, int | float) else "ROI"
+    if series.get("loses_money") and isinstance(npv, int | float):
+        title = f"The project loses money (NPV {_usd_short(npv)}): no payback"
+    ax.set_title(title)
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="lower right")
@@ -537,15 +538,17 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
         ingested).
     """
     todo: list[tuple[str, str, Callable[[], bytes]]] = []
-    if data.options:
+    # an option that cannot run has no cost (total NaN): it is listed, not plotted
+    priced = [o for o in data.options if math.isfinite(o.total_usd)]
+    if priced:
         todo.append(
             (
                 "breakdown",
                 "Cost breakdown per option, by category",
-                lambda: cost_breakdown_png(data.options),
+                lambda: cost_breakdown_png(priced),
             )
         )
-        for k, o in enumerate(sorted(data.options, key=lambda o: o.total_usd)):
+        for k, o in enumerate(sorted(priced, key=lambda o: o.total_usd)):
             todo.append(
                 (
                     f"waterfall_{k + 1}",

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aitco.cost.finance import PAYBACK_LOSES_AGAIN, PAYBACK_NEGATIVE_NPV, PAYBACK_NEVER
 from aitco.decide import roi
 from aitco.decide.roi import FTE_HOURS_PER_MONTH, ROI_SUMMARY, RoiInputs
 from aitco.errors import InputError
@@ -242,8 +243,12 @@ _MONTH_COLS: tuple[tuple[str, str], ...] = (
     ("discounted_net_usd", USD_FORMAT),
     ("payback_candidate_months", "0.00"),
     ("calls_per_month", CALLS_FORMAT),
+    ("loses_again_candidate_month", "0"),
 )
 _COL = {name: chr(ord("A") + i) for i, (name, _fmt) in enumerate(_MONTH_COLS)}
+
+#: The start of the no-payback text of a cash flow that turns negative again (the month follows).
+_LOSES_AGAIN_PREFIX = PAYBACK_LOSES_AGAIN.removesuffix("{month}")
 
 #: Break-even rows of the summary, the names of ``aitco breakeven ROI_FILE --json``.
 BREAKEVEN_SUMMARY: tuple[tuple[str, str, str], ...] = (
@@ -328,7 +333,16 @@ def workbook_values(inputs: WorkbookInputs) -> dict[str, Any]:
     res = roi.roi_series(_roi_inputs(inputs))
     out = {k: _finite_or(res.get(k)) for k, _l, _u in roi.ROI_SUMMARY}
     if out["payback_months"] == "":
-        out["payback_months"] = "not within horizon"
+        out["payback_months"] = res["payback_null_reason"] or PAYBACK_NEVER
+    for k in ("breaks_even_month", "loses_again_month"):
+        if out[k] == "":
+            out[k] = "none"
+    out["_warning"] = (
+        f"WARNING: the project loses money (NPV or net below zero); payback: "
+        f"{out['payback_months']}"
+        if res["loses_money"]
+        else ""
+    )
     for k in ("irr_monthly", "irr_annual"):
         if out[k] == "":
             out[k] = "none"
@@ -519,6 +533,12 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
                 f"IF(price_per_call_usd*gross_margin>0,"
                 f'{c["spend_usd"]}{r}/(price_per_call_usd*gross_margin),"")'
             ),
+            # the month the cumulative cash flow is negative again after it broke even
+            "loses_again_candidate_month": (
+                f"IF(AND({c['cumulative_usd']}{r}<0,OR(AND(upfront_usd<=0,"
+                f"{c['net_usd']}$2>=0),COUNT({c['payback_candidate_months']}$1:"
+                f'{c["payback_candidate_months"]}{r - 1})>0)),{c["month"]}{r},"")'
+            ),
         }
         cached = _month_values(months[i], i, months, inputs.upfront_usd, rm) if t <= horizon else {}
         wm.write_formula(i + 1, 0, f'=IF({guard},{t},"")', fmts["month"], cached.get("month", ""))
@@ -595,14 +615,25 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
             "(1 + irr_monthly)^12 - 1",
         ),
         "payback_months": (
-            f"=IF(AND(upfront_usd<=0,Monthly!{_COL['net_usd']}2>=0),0,"
-            f'IF(COUNT({rng("payback_candidate_months")})=0,"not within horizon",'
-            f"MIN({rng('payback_candidate_months')})))",
-            "first month with cumulative net >= 0, linear within the month",
+            f'=IF(NOT(ISNUMBER(breaks_even_month)),"{PAYBACK_NEVER}",'
+            f'IF(ISNUMBER(loses_again_month),"{_LOSES_AGAIN_PREFIX}"&TEXT(loses_again_month,"0"),'
+            f'IF(npv_usd<0,"{PAYBACK_NEGATIVE_NPV}",breaks_even_month)))',
+            "breaks_even_month, when the cumulative net stays >= 0 and the NPV >= 0",
         ),
         "total_savings_usd": (f"=SUM({rng('savings_usd')})", "sum S_t"),
         "total_spend_usd": (f"={total_spend}", "sum C_t + U"),
         "net_usd": (f"=SUM({rng('savings_usd')})-{total_spend}", "sum S_t - sum C_t - U"),
+        "breaks_even_month": (
+            f"=IF(AND(upfront_usd<=0,Monthly!{_COL['net_usd']}2>=0),0,"
+            f'IF(COUNT({rng("payback_candidate_months")})=0,"none",'
+            f"MIN({rng('payback_candidate_months')})))",
+            "first month with cumulative net >= 0, linear within the month",
+        ),
+        "loses_again_month": (
+            f'=IF(COUNT({rng("loses_again_candidate_month")})=0,"none",'
+            f"MIN({rng('loses_again_candidate_month')}))",
+            "first month after it with cumulative net < 0",
+        ),
         "calls_per_month": (
             f'=IFERROR(AVERAGE({rng("calls_per_month")}),"")',
             "mean of C_t / (price x margin)",
@@ -628,6 +659,17 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
         su.write(r, 4, words, note_fmt)
         wb.define_name(key, f"=Summary!$B${r + 1}")
     last_summary_row = 3 + len(rows)
+    # a project that loses money says so under the figures (empty otherwise)
+    warn_fmt = wb.add_format({"bold": True, "font_color": "#B00020"})
+    su.write_formula(
+        last_summary_row,
+        0,
+        '=IF(OR(npv_usd<0,net_usd<0),"WARNING: the project loses money (NPV or net below zero);'
+        ' payback: "&payback_months,"")',
+        warn_fmt,
+        values["_warning"],
+    )
+    last_summary_row += 1
 
     # chart: cumulative net (line) and monthly ROI (secondary axis)
     horizon_last = horizon + 1
@@ -684,6 +726,10 @@ def _month_values(
     out["discounted_net_usd"] = net / (1.0 + rate_monthly) ** row["month"]
     out["payback_candidate_months"] = payback
     out["calls_per_month"] = row.get("calls_per_month", "")
+    seen = any(m["cumulative_usd"] >= 0 for m in months[:i]) or (
+        upfront_usd <= 0 and months[0]["net_usd"] >= 0
+    )
+    out["loses_again_candidate_month"] = row["month"] if cum < 0 and seen else ""
     return out
 
 

@@ -38,6 +38,8 @@ MODEL_IDS: dict[str, str] = {
     "BLOOM-176B": "bloom-176b",
     "13B GPT-style decoder (kipply benchmark)": "kipply-13b",
     "TinyLlama 1.1B": "tinyllama-1.1b",
+    "DeepSeek-R1": "deepseek-v3",  # the DeepSeek-V3 architecture (same config.json dims)
+    "gpt-oss-120b": "gpt-oss-120b",
 }
 #: Catalog id of each ground-truth hardware name (variants as stated in the row).
 HARDWARE_IDS: dict[str, str] = {
@@ -51,6 +53,13 @@ HARDWARE_IDS: dict[str, str] = {
     "A40": "a40",
     "MI300X-192GB": "mi300x",
     "MI325X-256GB": "mi325x",
+    "MI350X-288GB": "mi350x",
+    "MI355X-288GB": "mi355x",
+    "B300-SXM-270GB": "b300",
+    "GB200-186GB": "gb200",
+    "GB300-288GB": "gb300",
+    "H200-NVL-141GB": "h200-nvl-141gb",
+    "RTX-PRO-6000-Blackwell-Server": "rtx-pro-6000-blackwell-server",
 }
 
 #: MLPerf Inference Llama-2-70B (OpenOrca subset): mean output tokens per sample derived in the
@@ -80,6 +89,17 @@ THROUGHPUT = "offline_throughput"
 STATIC = "static_throughput"
 LATENCY = "latency"
 KINDS = (THROUGHPUT, STATIC, LATENCY)
+#: Issue 31, item 6: latency of a load row predicted at the measured load *relative to the
+#: measured capacity* of the same system (its Offline row): the simulation runs at
+#: ``rho_measured x predicted capacity``, so a capacity error is not scored as a latency error.
+LATENCY_AT_MEASURED_LOAD = "latency_at_measured_load"
+#: Issue 31, item 6: the latency comparisons (absolute load) of rows measured below
+#: :data:`LOW_LOAD` of their measured capacity (single requests count as load 0).
+LATENCY_BELOW_LOW_LOAD = "latency_below_80pct_load"
+#: Load (arrival rate over measured capacity) below which latency is scored on its own.
+LOW_LOAD = 0.8
+#: The latency figures the two item-6 views score (the median or mean TTFT and TPOT).
+CENTRAL_LATENCY_METRICS = ("ttft_ms_median", "tpot_ms_median", "ttft_ms_mean", "tpot_ms_mean")
 
 
 @dataclass
@@ -94,6 +114,7 @@ class Comparison:
     setup: str
     reliability: str = "A"
     offered_load: float | None = None
+    measured_load: float | None = None
 
     @property
     def ape(self) -> float:
@@ -114,6 +135,16 @@ class ValidationReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     saturated: list[tuple[str, float, float, int]] = field(default_factory=list)
 
+    def subset(self, ids: set[str] | None) -> ValidationReport:
+        """Return the comparisons, skipped and saturated rows of ``ids`` (all for ``None``)."""
+        if ids is None:
+            return self
+        return ValidationReport(
+            [c for c in self.comparisons if c.row_id in ids],
+            [x for x in self.skipped if x[0] in ids],
+            [x for x in self.saturated if x[0] in ids],
+        )
+
     def errors(self, kind: str | None = None) -> np.ndarray:
         """APEs of the comparisons of one kind (all when None). [0-1]."""
         return np.asarray([c.ape for c in self.comparisons if kind is None or c.kind == kind])
@@ -125,9 +156,18 @@ class ValidationReport:
             "rows_skipped": len(self.skipped),
             "rows_predicted_saturated": len(self.saturated),
         }
-        for kind in KINDS:
-            e = self.errors(kind)
-            r = np.asarray([c.predicted / c.measured for c in self.comparisons if c.kind == kind])
+        views = {k: [c for c in self.comparisons if c.kind == k] for k in KINDS}
+        views[LATENCY_AT_MEASURED_LOAD] = [
+            c for c in self.comparisons if c.kind == LATENCY_AT_MEASURED_LOAD
+        ]
+        views[LATENCY_BELOW_LOW_LOAD] = [
+            c for c in self.comparisons
+            if c.kind == LATENCY and c.metric in CENTRAL_LATENCY_METRICS
+            and c.measured_load is not None and c.measured_load < LOW_LOAD
+        ]  # fmt: skip
+        for kind, comps in views.items():
+            e = np.asarray([c.ape for c in comps])
+            r = np.asarray([c.predicted / c.measured for c in comps])
             out[kind] = {
                 "n": int(e.size),
                 "median_ape": float(np.median(e)) if e.size else None,
@@ -162,7 +202,7 @@ def resolve_model(catalog: Catalog, name: str) -> ModelArch | None:
 
 def _precision(row: dict[str, str]) -> str:
     p = (row.get("precision") or "").lower()
-    for key in ("fp4", "fp8", "int8", "bf16", "fp16"):
+    for key in ("nvfp4", "mxfp4", "fp4", "fp8", "int8", "bf16", "fp16"):
         if key in p:
             return key
     if "4-bit" in p:
@@ -178,7 +218,19 @@ def _parallel(row: dict[str, str]) -> tuple[int | None, int | None]:
     tp = int(m.group(1)) if m else None
     if "pipeline" in par:
         return 1, int(row["num_accelerators"])
-    return tp, None
+    m = re.search(r"pp(\d+)", par)
+    return tp, int(m.group(1)) if m else None
+
+
+def _expert_parallel(row: dict[str, str]) -> int:
+    """Expert-parallel degree the row states (``ep8``), 1 when none.
+
+    With attention data parallel (TensorRT-LLM ``enable_attention_dp``, the rows' harness
+    configs) a ``tp8 ep8`` layout is aitco's ``ep 8`` replica: attention data-parallel over the
+    group, experts sharded over it.
+    """
+    m = re.search(r"ep(\d+)", (row.get("parallelism") or "").lower())
+    return int(m.group(1)) if m else 1
 
 
 def _engine(row: dict[str, str]) -> str:
@@ -203,9 +255,38 @@ def new_sources_csv() -> Path:
     return Path(str(resources.files("aitco.validation").joinpath("data/inference_new_sources.csv")))
 
 
+def unseen_csv() -> Path:
+    """Path of the rows from sources no fit has ever used (issue 31; never fitted)."""
+    return Path(str(resources.files("aitco.validation").joinpath("data/inference_unseen.csv")))
+
+
+#: Row sets of the bundled data: every row, the ground-truth copy the defaults were fitted on,
+#: the new sources (used in refits and cross-validation), the unseen sources (never fitted).
+ROW_SETS = ("all", "fitted", "new", "unseen")
+
+
+def row_set_ids(row_set: str) -> set[str] | None:
+    """Ids of the bundled rows of a row set (:data:`ROW_SETS`); ``None`` for all."""
+    if row_set not in ROW_SETS:
+        raise InputError("--rows", row_set, f"one of {', '.join(ROW_SETS)}")
+    if row_set == "all":
+        return None
+    path = {"fitted": default_csv(), "new": new_sources_csv(), "unseen": unseen_csv()}[row_set]
+    return {r["id"] for r in read_rows(path)}
+
+
 def read_rows(path: str | Path | None = None) -> list[dict[str, str]]:
-    """Rows of an inference ground-truth CSV (default: the bundled copy plus the new sources)."""
-    paths = [Path(path)] if path not in (None, _ALL) else [default_csv(), new_sources_csv()]
+    """Rows of an inference ground-truth CSV.
+
+    ``None``: every bundled row (the ground-truth copy, the new sources and the unseen sources);
+    :data:`_ALL`: the rows a fit may use (the unseen sources are never fitted).
+    """
+    if path is None:
+        paths = [default_csv(), new_sources_csv(), unseen_csv()]
+    elif path == _ALL:
+        paths = [default_csv(), new_sources_csv()]
+    else:
+        paths = [Path(path)]
     rows: list[dict[str, str]] = []
     for p in paths:
         if not p.is_file():
@@ -241,15 +322,43 @@ def validate(
     """
     cat = catalog or load_catalog(use_env=False)
     rep = ValidationReport()
-    for row in read_rows(path):
+    rows = read_rows(path)
+    capacity = measured_capacities(rows)
+    for row in rows:
         if row_ids is not None and row["id"] not in row_ids:
             continue
         rid = row["id"]
         try:
-            _predict_row(row, cat, efficiency, rep, max_requests)
+            _predict_row(row, cat, efficiency, rep, max_requests, capacity.get(_system_key(row)))
         except AitcoError as exc:
             rep.skipped.append((rid, f"prediction failed: {exc}"))
     return rep
+
+
+def _system_key(row: dict[str, str]) -> tuple[str, ...]:
+    """Return what identifies one measured system and workload (its Offline and Server rows).
+
+    Source, model, hardware, accelerators, precision, engine, workload and the system name the
+    notes give (``system <name>``, the MLPerf rows).
+    """
+    m = re.search(r"system (\S+)", row.get("notes") or "")
+    keys = ("source", "model", "hardware", "num_accelerators", "precision", "engine", "workload")
+    return (*((row.get(k) or "").strip() for k in keys), m.group(1) if m else "")
+
+
+def measured_capacities(rows: list[dict[str, str]]) -> dict[tuple[str, ...], float]:
+    """Measured capacity (requests/s) of each system with an Offline row (:func:`_system_key`)."""
+    out: dict[tuple[str, ...], float] = {}
+    for row in rows:
+        if "offline" not in (row.get("scenario") or "").lower():
+            continue
+        rps = _f(row, "requests_per_s")
+        tps, o = _f(row, "output_tokens_per_s"), _f(row, "output_len")
+        if rps is None and tps is not None and o:
+            rps = tps / o
+        if rps:
+            out[_system_key(row)] = rps
+    return out
 
 
 @dataclass
@@ -276,6 +385,7 @@ class _RowRun:
         measured: float | None,
         predicted: float | None,
         offered_load: float | None = None,
+        measured_load: float | None = None,
     ) -> None:
         """Record one comparison (nothing when either side is missing or not finite)."""
         if measured is None or predicted is None or not math.isfinite(predicted):
@@ -291,7 +401,7 @@ class _RowRun:
         self.rep.comparisons.append(
             Comparison(
                 self.row["id"], metric, kind, measured, predicted, f"{setup} {c['engine']}",
-                self.row.get("reliability") or "C", offered_load,
+                self.row.get("reliability") or "C", offered_load, measured_load,
             )
         )  # fmt: skip
 
@@ -334,9 +444,10 @@ def _row_workload(row: dict[str, str]) -> tuple[float, float, float] | None:
     """Mean input and output lengths and their CV of a row's workload, or None if not stated."""
     wl = (row.get("workload") or "").lower()
     if "mlperf" in wl:
-        # the row's own mean output (tokens/s over samples/s of its log) when it states one
+        # the row's own mean output (tokens/s over samples/s of its log) when it states one, and
+        # its dataset's mean prompt when it states one (the Llama 2 70B assumption otherwise)
         o = _f(row, "output_len") or MLPERF_LLAMA2_OUTPUT_MEAN
-        return MLPERF_LLAMA2_INPUT_MEAN, o, MLPERF_LLAMA2_CV
+        return _f(row, "input_len") or MLPERF_LLAMA2_INPUT_MEAN, o, MLPERF_LLAMA2_CV
     if "sharegpt" in wl:
         return SHAREGPT_INPUT_MEAN, SHAREGPT_OUTPUT_MEAN, SHAREGPT_CV
     il, ol = _f(row, "input_len"), _f(row, "output_len")
@@ -370,6 +481,12 @@ def _row_run(
         "precision": _precision(row), "tp": tp, "pp": pp, "efficiency": eff,
         "engine": _engine(row),
     }  # fmt: skip
+    ep = _expert_parallel(row)
+    if ep > 1:
+        common.update(ep=ep, tp=1, pp=None)  # a replica of ep GPUs, attention data-parallel
+    m = re.search(r"kv_cache_dtype\s*=\s*(\w+)", row.get("notes") or "")
+    if m:
+        common["kv_precision"] = m.group(1).lower()
     i, o, cv = wl
     return _RowRun(
         row, model, acc, system, int(float(row["num_accelerators"])), hw, common, round(i),
@@ -383,6 +500,7 @@ def _predict_row(
     eff: EfficiencyParams,
     rep: ValidationReport,
     max_requests: int = 5000,
+    capacity_rps: float | None = None,
 ) -> None:
     run = _row_run(row, cat, eff, rep)
     if run is None:
@@ -395,15 +513,15 @@ def _predict_row(
         run.add("output_tokens_per_s", THROUGHPUT, _f(row, "output_tokens_per_s"),
                 r.values["output_tokens_per_s"])  # fmt: skip
     elif "server" in scen or "poisson" in scen:
-        _score_load(run, stated, max_requests)
+        _score_load(run, stated, max_requests, capacity_rps)
     elif "static batch" in scen:
         r = run.estimate(batch=int(_f(row, "concurrency_or_batch") or 1))
         run.add("output_tokens_per_s", STATIC, _f(row, "output_tokens_per_s"),
                 r.values["output_tokens_per_s"])  # fmt: skip
     elif "single request" in scen:
         r = run.estimate(batch=1)
-        run.add("ttft_ms_mean", LATENCY, _f(row, "ttft_ms_mean"), _ms(r.values["ttft_s"]))
-        run.add("tpot_ms_mean", LATENCY, _f(row, "tpot_ms_mean"), _ms(r.values["tpot_s"]))
+        for metric, key in (("ttft_ms_mean", "ttft_s"), ("tpot_ms_mean", "tpot_s")):
+            run.add(metric, LATENCY, _f(row, metric), _ms(r.values[key]), measured_load=0.0)
     else:
         rep.skipped.append(
             (row["id"], f"scenario {row.get('scenario')!r} not scored (workload not stated)")
@@ -420,22 +538,38 @@ LOAD_FIGURES: tuple[tuple[str, str], ...] = (
 )
 
 
-def _score_load(run: _RowRun, stated: dict[str, int], max_requests: int) -> None:
-    """Simulate a row's open-loop load and compare its latency figures (or record saturation)."""
+def _score_load(
+    run: _RowRun, stated: dict[str, int], max_requests: int, capacity_rps: float | None = None
+) -> None:
+    r"""Simulate a row's open-loop load and compare its latency figures (or record saturation).
+
+    With the measured capacity of the same system (``capacity_rps``, its Offline row) the row's
+    load :math:`\rho = \lambda / \mu_{measured}` is recorded on each comparison, and the
+    latency is also predicted at :math:`\rho` times the *predicted* capacity
+    (:data:`LATENCY_AT_MEASURED_LOAD`): queueing scored apart from the capacity error.
+    """
     row = run.row
     qps = _f(row, "request_rate_rps") or _f(row, "requests_per_s")
     n = int(_f(row, "num_requests") or 5000)
-    r = run.estimate(
-        qps=qps, input_cv=run.length_cv, output_cv=run.length_cv,
-        num_requests=min(n, max_requests), **stated,
-    )  # fmt: skip
+    sim = {"input_cv": run.length_cv, "output_cv": run.length_cv,
+           "num_requests": min(n, max_requests), **stated}  # fmt: skip
+    r = run.estimate(qps=qps, **sim)
     v = r.values
+    rho = qps / capacity_rps if qps and capacity_rps else None
+    if rho is not None and rho < 1.0:
+        rel = run.estimate(qps=rho * float(v["max_qps"]), **sim).values
+        if not rel.get("saturated"):
+            for metric, key in LOAD_FIGURES:
+                if metric in CENTRAL_LATENCY_METRICS:
+                    run.add(metric, LATENCY_AT_MEASURED_LOAD, _f(row, metric), _ms(rel.get(key)),
+                            float(rel["offered_load"]), measured_load=rho)  # fmt: skip
     if v.get("saturated"):
         n_lat = sum(_f(row, k) is not None for k, _ in LOAD_FIGURES)
         run.rep.saturated.append((row["id"], qps or 0.0, float(v["max_qps"]), n_lat))
         return
     for metric, key in LOAD_FIGURES:
-        run.add(metric, LATENCY, _f(row, metric), _ms(v.get(key)), float(v["offered_load"]))
+        run.add(metric, LATENCY, _f(row, metric), _ms(v.get(key)), float(v["offered_load"]),
+                measured_load=rho)  # fmt: skip
 
 
 def _ms(s: float | None) -> float | None:
@@ -522,7 +656,7 @@ def fit_inference_efficiency(
             path, efficiency=base.with_overrides(_nest(ov)), catalog=cat, row_ids=row_ids,
             max_requests=max_requests,
         )  # fmt: skip
-        fitted = [c for c in rep.comparisons if c.metric in FIT_METRICS]
+        fitted = [c for c in rep.comparisons if c.metric in FIT_METRICS and c.kind in KINDS]
         errs = [abs(c.log_ratio) for c in fitted]
         w = [RELIABILITY_WEIGHT.get(c.reliability, 0.25) * conditioning_weight(c) for c in fitted]
         n_sat = 2 * len(rep.saturated)  # the two median latencies of a saturated row
@@ -607,7 +741,11 @@ def interval_log_ratios(rep: ValidationReport) -> dict[str, float]:
     latency interval.
     """
     thr = [-c.log_ratio for c in rep.comparisons if c.kind == THROUGHPUT]
-    lat = [-c.log_ratio for c in rep.comparisons if c.metric in LATENCY_INTERVAL_METRICS]
+    lat = [
+        -c.log_ratio
+        for c in rep.comparisons
+        if c.metric in LATENCY_INTERVAL_METRICS and c.kind == LATENCY  # the absolute-load figures
+    ]
     return {
         "inference_throughput_log_ratio_q10": float(np.percentile(thr, 10)),
         "inference_throughput_log_ratio_q90": float(np.percentile(thr, 90)),
@@ -683,11 +821,15 @@ def cross_validate(
     ``base`` only, ``passes`` sweeps) and the fold's rows are predicted with that fit. The result
     is the out-of-sample error table, the figure that matters for runs the model has not seen.
     The refits simulate ``fit_max_requests`` requests per load row (speed); the held-out rows
-    are predicted at the full 5,000.
+    are predicted at the full 5,000. Rows of the unseen sources (:func:`unseen_csv`) are never in
+    a refit's training set: each of their sources is predicted by a refit on the other
+    fit-eligible rows.
     """
     cat = catalog or load_catalog(use_env=False)
     rows = read_rows(path)
     ids = sorted(r["id"] for r in rows)
+    # rows a refit may use: never the unseen sources (they are only ever predicted)
+    fit_ids = {r["id"] for r in read_rows(_ALL)} if path is None else set(ids)
     if groups == "source":
         by: dict[str, set[str]] = {}
         for r in rows:
@@ -699,7 +841,7 @@ def cross_validate(
         raise InputError("--cv", groups, "'source' (leave-one-source-out) or k-fold")
     out = ValidationReport()
     for held in held_out:
-        train = set(ids) - held
+        train = (set(ids) & fit_ids) - held
         ov, _ = fit_inference_efficiency(
             path if path is not None else _ALL, base=base, catalog=cat, passes=passes,
             row_ids=train, starts=(), max_requests=fit_max_requests,
@@ -711,5 +853,5 @@ def cross_validate(
     return out
 
 
-#: Sentinel path: every bundled CSV (the shared copy and the new sources).
+#: Sentinel path: every bundled CSV a fit may use (the shared copy and the new sources).
 _ALL = "__all__"

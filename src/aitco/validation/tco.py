@@ -23,8 +23,8 @@ import numpy as np
 from aitco.catalog.loader import Catalog
 from aitco.cost import carbon, power
 from aitco.cost.factors import CostFactors
-from aitco.decide.compare import training_goodput
 from aitco.decide.scenario import OpsAssumptions, TrainingWorkload
+from aitco.decide.training_cost import training_goodput
 from aitco.errors import AitcoError
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.units import KG_PER_TONNE, KWH_PER_MWH, WH_PER_MWH
@@ -65,7 +65,7 @@ def predict_full_run(
     nodes = math.ceil(n / sysm.devices_per_node)
     w = TrainingWorkload(model="validation", tokens=tokens, seq_len=int(seq), global_batch=gb)
     g = training_goodput(case.model, w, OpsAssumptions(), fac, n, nodes, productive_h)
-    wall_h = float(g["overheads"]["wall_clock_h"])
+    wall_h = float(g.overheads["wall_clock_h"])
     pred = n * wall_h
     target = "gpu_hours"
     if not observed:  # wall clock published with the cluster size: compare wall-clock hours
@@ -77,7 +77,7 @@ def predict_full_run(
         gpus=n,
         fits=bool(res.values["fits"]),
         mfu=float(res.values["mfu"]),
-        goodput=float(g["overheads"]["goodput"]),
+        goodput=float(g.overheads["goodput"]),
         gpu_hours_observed=observed,
         gpu_hours_throughput_only=n * productive_h if target == "gpu_hours" else productive_h,
         gpu_hours_predicted=pred,

@@ -542,6 +542,7 @@ def estimate_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> Traini
         case.model, acc, system, case.gpus, seq_len=case.seq_len, global_batch=case.global_batch,
         precision=precision, plan=case.plan, efficiency=eff, tokens=case.tokens,
         attention_kernel=case.attention_kernel, practice=practice,
+        speed_of_infeasible=True,  # the run happened: its speed, with the memory verdict beside
     )  # fmt: skip
 
 

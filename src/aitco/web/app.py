@@ -36,6 +36,7 @@ from aitco.report.html import environment, headline_keys, render_html, summary_c
 from aitco.report.model import ReportData, build_report
 from aitco.report.plots import report_figures
 from aitco.report.xlsx import WorkbookInputs, fill_from_option, roi_workbook_bytes
+from aitco.web import reconcile as reconcile_web
 from aitco.web.forms import (
     MAX_PLAUSIBLE_DAYS,
     check_plausible,
@@ -75,19 +76,27 @@ _SECURITY_HEADERS = {
 class BodyLimitMiddleware:
     """Refuse request bodies over ``max_bytes`` with 413, by header and while streaming."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int = MAX_BODY_BYTES,
+        path_limits: dict[str, int] | None = None,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        #: Larger limits of the upload routes, by exact path.
+        self.path_limits = dict(path_limits or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, counting the body bytes."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.path_limits.get(scope.get("path", ""), self.max_bytes)
         for k, v in scope.get("headers", []):
             if k == b"content-length":
                 try:
-                    too_big = int(v) > self.max_bytes
+                    too_big = int(v) > limit
                 except ValueError:
                     too_big = True
                 if too_big:
@@ -100,7 +109,7 @@ class BodyLimitMiddleware:
             msg = await receive()
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
-                if seen > self.max_bytes:
+                if seen > limit:
                     raise _TooLargeError
             return msg
 
@@ -110,13 +119,14 @@ class BodyLimitMiddleware:
             await self._refuse(scope, send)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
+        limit = self.path_limits.get(scope.get("path", ""), self.max_bytes)
         body = json.dumps(
             {
                 "error": {
                     "field": "body",
                     "value": "...",
-                    "expected": f"at most {self.max_bytes} bytes",
-                    "message": f"request body larger than {self.max_bytes} bytes",
+                    "expected": f"at most {limit} bytes",
+                    "message": f"request body larger than {limit} bytes",
                 }
             }
         ).encode()
@@ -390,7 +400,11 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
-    app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=max_body_bytes,
+        path_limits={p: reconcile_web.MAX_UPLOAD_BYTES for p in reconcile_web.UPLOAD_PATHS},
+    )
     app.mount("/static", StaticFiles(directory=here / "static"), name="static")
     app.mount("/static-docs", StaticFiles(directory=docs_assets_dir()), name="static-docs")
 
@@ -499,6 +513,8 @@ def create_app(
     @app.get("/redoc", response_class=HTMLResponse, include_in_schema=False)
     def redoc_docs() -> HTMLResponse:
         return HTMLResponse(env.get_template("redoc.html.j2").render(version=__version__))
+
+    reconcile_web.register(app, catalog, env, _run)
 
     # ------------------------------------------------------------------ page
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)

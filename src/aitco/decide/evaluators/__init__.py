@@ -40,11 +40,7 @@ from aitco.decide.evaluators.base import (
     Evaluator,
     describe_reasons,
 )
-from aitco.decide.evaluators.costing import (
-    ACTIVE_POWER_ID,
-    CARBON_PRICE_ID,
-    ItemPricing,
-)
+from aitco.decide.evaluators.costing import ItemPricing
 from aitco.decide.evaluators.engine import (
     EngineServingEvaluator,
     EngineTrainingEvaluator,
@@ -64,8 +60,6 @@ from aitco.decide.evaluators.tables import (
 from aitco.units import DTYPES
 
 __all__ = [
-    "ACTIVE_POWER_ID",
-    "CARBON_PRICE_ID",
     "DEFAULT_SERVICE_MONTHS",
     "DTYPES",
     "PIPELINE_SCHEDULES",

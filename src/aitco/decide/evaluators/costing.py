@@ -1,4 +1,10 @@
-"""Dollars of a sweep's rows: the items of ``aitco compare``, over arrays."""
+"""Dollars of a sweep's rows: the TCO composition of ``aitco compare``, over arrays.
+
+Every evaluator prices its rows with :class:`ItemPricing`: the sweep's bills (offers, whole
+instances, spot rates) and hours become :class:`~aitco.cost.runs.CostRows`, and
+:func:`aitco.cost.tco.items_usd` prices them with the item lines ``aitco compare`` prices one
+option with (:data:`~aitco.cost.tco.TRAINING_LINES`, :data:`~aitco.cost.tco.SERVING_LINES`).
+"""
 
 from __future__ import annotations
 
@@ -7,50 +13,28 @@ from typing import Any
 
 import numpy as np
 
-from aitco.cost import reliability
 from aitco.cost.factors import CostFactors
-from aitco.cost.pricing import COMMITTED_TERM_YEARS, DEFAULT_REGION, HELD
-from aitco.decide.compare import (
-    POWER_ITEMS,
-    SERVING_RUN_VALUES,
-    carbon_price_usd,
-    power_items_usd,
-    serving_run_items_usd,
-    storage_items_usd,
-    training_goodput,
-    training_run_items_usd,
-    training_storage_gb,
-)
+from aitco.cost.pricing import DEFAULT_REGION
+from aitco.cost.reliability import service_downtime
+from aitco.cost.runs import CostRows
+from aitco.cost.tco import items_usd
 from aitco.decide.evaluators.base import PRICING_MODES
 from aitco.decide.evaluators.tables import HardwareTable
-from aitco.decide.scenario import DataCosts, OpsAssumptions, TrainingWorkload
-from aitco.errors import CatalogError, InputError
-from aitco.perf.serving import idle_power_fraction, power_w
-from aitco.units import (
-    HOURS_PER_MONTH,
-    HOURS_PER_YEAR,
-    SECONDS_PER_HOUR,
-)
-
-# ----------------------------------------------------------------------------- pricing
-#: Carbon price factor (compare's ``carbon_price`` item; 0 = emissions reported, not priced).
-CARBON_PRICE_ID = "carbon.usd-per-tonne"
-#: Draw while computing, as a fraction of TDP (compare's power items, training and services).
-ACTIVE_POWER_ID = "utilization-power.training-fraction-of-tdp"
-#: Service period of a serving sweep when the workload gives none (``InferenceWorkload``).
+from aitco.decide.scenario import ComplianceCosts, DataCosts, OpsAssumptions, TrainingWorkload
+from aitco.decide.training_cost import training_goodput, training_storage_gb
+from aitco.errors import InputError
+from aitco.perf.serving import busy_time_share
+from aitco.units import HOURS_PER_DAY, HOURS_PER_MONTH, SECONDS_PER_HOUR
 
 
 class ItemPricing:
     """The items of ``aitco compare`` over a sweep's rows: one cost model for every evaluator.
 
     Mixed into the evaluators, which provide the attributes below. Every dollar amount comes
-    from the vectorised item functions of :mod:`aitco.decide.compare` (which build on
-    :mod:`aitco.cost`): :func:`~aitco.decide.compare.training_run_items_usd`,
-    :func:`~aitco.decide.compare.serving_run_items_usd`,
-    :func:`~aitco.decide.compare.power_items_usd`,
-    :func:`~aitco.decide.compare.storage_items_usd` and
-    :func:`~aitco.decide.compare.carbon_price_usd`, the functions ``aitco compare`` prices one
-    option with. A factor the catalog lacks is an error naming it.
+    from :func:`aitco.cost.tco.items_usd`, the composition ``aitco compare`` prices one option
+    with; the goodput of training rows from :func:`aitco.decide.training_cost.training_goodput`
+    and the downtime of services from :func:`aitco.cost.reliability.service_downtime`. A factor
+    the catalog lacks is an error naming it.
     """
 
     hw: HardwareTable
@@ -108,59 +92,22 @@ class ItemPricing:
             node_w = np.where(use, o_w[c], node_w)
         return dpn, node_w
 
-    def _power_items(
-        self,
-        hw: np.ndarray,
-        mode: np.ndarray,
-        region: np.ndarray,
-        gpus: np.ndarray,
-        nodes: np.ndarray,
-        node_w: np.ndarray,
-        busy_h: np.ndarray,
-        idle_h: np.ndarray,
-        active: np.ndarray | None = None,
-        slices: np.ndarray | float = 1.0,
-    ) -> dict[str, np.ndarray]:
-        """Return compare's power items (owned) and carbon price (every mode), per row.
+    def _idle_w(self, hw: np.ndarray) -> np.ndarray:
+        """Return the measured idle draw of each row's accelerator (NaN: not published). [W]."""
+        idle = getattr(self.hw, "idle_w", np.empty(0))
+        if len(idle) != len(self.hw.ids):
+            return np.full(np.shape(hw), np.nan)
+        return np.asarray(idle, dtype=float)[hw]
 
-        ``active``: draw while busy over TDP per row (a service's, from its busy share); None:
-        the catalog's training draw factor, as compare.
-        """
-        fac = self._fac()
-        owned = mode == PRICING_MODES.index("owned")
-        tdp = self.hw.tdp_w[hw] / slices  # a MIG slice / time-slicing share draws its share
-        no_tdp = np.isnan(tdp)
-        if np.any(owned & no_tdp):
-            h = int(hw[np.flatnonzero(owned & no_tdp)[0]])
-            raise CatalogError(
-                f"accelerators.{self.hw.ids[h]}.tdp_w", None, "a TDP to compute power"
-            )
-        pue_owned = np.array([fac.value(f"pue.{s.cooling}") for s in self.systems])[hw]
-        pue = np.where(owned, pue_owned, fac.value("pue.hyperscale"))
-        names = [r or DEFAULT_REGION for r in self.hw.regions]
-        ci = np.array([fac.region_value("carbon.kg-per-kwh", r, "carbon region")[1] for r in names])
-        usd_kwh = np.zeros(len(names))
-        if np.any(owned):
-            for r in np.unique(region[owned]):
-                usd_kwh[int(r)] = fac.region_value(
-                    "electricity.usd-per-kwh", names[int(r)], "owned region"
-                )[1]
-        amt = power_items_usd(
-            gpus=gpus, tdp_w=np.where(no_tdp, 0.0, tdp),
-            active_fraction=fac.value(ACTIVE_POWER_ID) if active is None else active,
-            idle_fraction=fac.value("idle-power.fraction-of-tdp"), nodes=nodes, node_power_w=node_w,
-            switch_w_per_gpu=fac.value("network.switch-power-w-per-gpu"), busy_h=busy_h,
-            idle_h=idle_h, loss=fac.value("power-conversion.loss"), pue=pue,
-            usd_per_kwh=np.where(owned, usd_kwh[region], 0.0), kg_per_kwh=ci[region],
-        )  # fmt: skip
-        out = {k: np.where(owned, amt[k], 0.0) for k in POWER_ITEMS}
-        if fac.has(CARBON_PRICE_ID):
-            p = fac.value(CARBON_PRICE_ID)
-            if p < 0:
-                raise InputError(CARBON_PRICE_ID, p, "a carbon price >= 0")
-            if p > 0:  # energy unknown without a TDP (rented): not priced, as in compare
-                out["carbon_price"] = np.where(no_tdp, 0.0, carbon_price_usd(amt["kg_co2e"], p))
-        return out
+    def _row_names(self, hw: np.ndarray, mode: np.ndarray, region: np.ndarray) -> dict[str, Any]:
+        """Hardware ids, pricing modes, regions and owned cooling of rows, as text."""
+        regions = [r or DEFAULT_REGION for r in self.hw.regions]
+        return {
+            "hardware": np.array(self.hw.ids, dtype=object)[hw],
+            "modes": np.array(PRICING_MODES, dtype=object)[mode],
+            "regions": np.array(regions, dtype=object)[region],
+            "cooling": np.array([s.cooling for s in self.systems], dtype=object)[hw],
+        }
 
     def run_items(
         self,
@@ -176,11 +123,9 @@ class ItemPricing:
     ) -> dict[str, np.ndarray]:
         """Return the wall clock and compare's items of training runs, as arrays.
 
-        Goodput from :func:`aitco.decide.compare.training_goodput`, the run items from
-        :func:`aitco.decide.compare.training_run_items_usd`, storage from
-        :func:`~aitco.decide.compare.storage_items_usd` and power and carbon from
-        :func:`~aitco.decide.compare.power_items_usd`: the functions ``aitco compare`` prices
-        one option with, evaluated once per model over that model's rows.
+        Goodput from :func:`aitco.decide.training_cost.training_goodput` and the items from
+        :func:`aitco.cost.tco.items_usd` -- the functions ``aitco compare`` prices one option
+        with -- evaluated once per model over that model's rows.
         """
         fac = self._fac()
         mode = pricing[rows]
@@ -194,64 +139,40 @@ class ItemPricing:
         instances = np.where(rented & offered, bl["instances"][rows], nodes)
         spot = mode == PRICING_MODES.index("spot")
         rate = np.where(spot, bl["spot_rate"][rows], 0.0)
-        term_h = np.full(rows.size, math.nan)
-        for m, years in COMMITTED_TERM_YEARS.items():
-            term_h[mode == PRICING_MODES.index(m)] = years * HOURS_PER_YEAR
-        held = np.isin(mode, [PRICING_MODES.index(m) for m in HELD if m in PRICING_MODES])
-        owned = ~rented
-        provider = self._providers()[np.where(offered, codes, -1)]
+        provider = np.where(rented, self._providers()[np.where(offered, codes, -1)], "")
+        names = self._row_names(hw[rows], mode, reg)
         wall_h = np.zeros(rows.size)
         total: dict[str, np.ndarray] = {}
         w = TrainingWorkload(model="sweep", tokens=self.tokens)
-        archs: list[Any] = self.model_archs
-        frag_f = fac.value("fragmentation.idle-fraction")
         for mi in np.unique(mdl[rows]):
             sel = np.flatnonzero(mdl[rows] == mi)
             g = training_goodput(
-                archs[int(mi)], w, self.ops, fac, n[sel], nodes[sel],
+                self.model_archs[int(mi)], w, self.ops, fac, n[sel], nodes[sel],
                 productive_h[sel], spot_rate_per_instance_h=rate[sel],
                 instances=instances[sel], where="option",
             )  # fmt: skip
-            o = g["overheads"]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                fs = np.where(g["rate_per_h"] > 0, g["failure_rate_per_h"] / g["rate_per_h"], 1.0)
-            items = training_run_items_usd(
-                gpus=n[sel],
-                productive_h=productive_h[sel],
-                overheads=o,
-                failure_share=fs,
-                usd_per_gpu_h=price[rows][sel],
-                gpus_billed=bl["gpus_billed"][rows][sel],
-                rented=rented[sel],
-                spot=spot[sel],
-                held=held[sel],
-                owned=owned[sel],
-                term_h=term_h[sel],
-                fac=fac,
-                reuse_fraction=self.committed_reuse_fraction,
-                support_provider=np.where(rented[sel], provider[sel], ""),
-                nodes=nodes[sel],
-                repair_model=self.ops.repair_model,
-            )
+            o = g.overheads
             wh = np.asarray(o["wall_clock_h"], dtype=float)
             wall_h[sel] = wh
             ds_gb, ck_gb = training_storage_gb(
-                self.data, self.ops, fac, self.tokens, g["ckpt_bytes"]
+                self.data, self.ops, fac, self.tokens, g.checkpoint_bytes
             )
-            store = storage_items_usd(self.data, fac, wh / HOURS_PER_MONTH, ds_gb, ck_gb)
-            store.pop("usd_per_gb_month")
-            items.update(store)
-            frag_gpu_h = np.where(
-                held[sel], reliability.fragmentation_idle_h(n[sel] * wh, frag_f), 0.0
-            )
-            busy = np.asarray(productive_h[sel], dtype=float)
-            items.update(
-                self._power_items(
-                    hw[rows][sel], mode[sel], reg[sel], n[sel], n[sel] / dpn[sel], node_w[sel],
-                    busy, wh - busy + frag_gpu_h / n[sel],
-                )
+            cost_rows = CostRows(
+                kind="training", gpus=n[sel], usd_per_gpu_h=price[rows][sel],
+                gpus_billed=bl["gpus_billed"][rows][sel], instances=bl["instances"][rows][sel],
+                providers=provider[sel], job_nodes=nodes[sel], host_nodes=n[sel] / dpn[sel],
+                productive_h=productive_h[sel], wall_h=wh, busy_h=productive_h[sel],
+                tdp_w=self.hw.tdp_w[hw[rows][sel]], idle_w=self._idle_w(hw[rows][sel]),
+                node_power_w=node_w[sel],
+                data=self.data, compliance=ComplianceCosts(), rework_h=o["rework_h"],
+                restart_h=o["restart_h"], checkpoint_stall_h=o["checkpoint_stall_h"],
+                firmware_h=o["firmware_h"], interruptions=o["interruptions"],
+                failure_share=g.failure_share, reuse_fraction=self.committed_reuse_fraction,
+                storage_months=wh / HOURS_PER_MONTH, dataset_gb=ds_gb, checkpoint_gb=ck_gb,
+                period_days=wh / HOURS_PER_DAY, repair_model=self.ops.repair_model,
+                **{k: v[sel] for k, v in names.items()},
             )  # fmt: skip
-            for k, a in items.items():
+            for k, a in items_usd(cost_rows, fac).items():
                 total.setdefault(k, np.zeros(rows.size))[sel] = a
         total["wall_clock_h"] = wall_h
         return total
@@ -271,59 +192,42 @@ class ItemPricing:
     ) -> dict[str, np.ndarray]:
         """Return compare's items of services of ``gpus`` accelerators for ``hours``, as arrays.
 
-        :func:`aitco.decide.compare.serving_run_items_usd` (compute, restarts, firmware,
-        spares, fragmentation, idle instance accelerators, committed term, people), power and
-        carbon from :func:`~aitco.decide.compare.power_items_usd` (the replicas' share of their
-        nodes' host power) and the stored dataset, as ``aitco compare`` prices a service.
-        ``active``: the service's draw over TDP (every hour at that draw, as compare takes the
-        engine's power); None: the catalog's draw factor over the busy hours. ``slices``: MIG
-        slices per GPU (``gpus`` then counts slices, priced and powered per slice).
-        ``hours`` may be an array (an autoscaled service billed for its running hours).
+        :func:`aitco.cost.tco.items_usd` of the services (compute, restarts, firmware,
+        spares, fragmentation, idle instance accelerators, committed term, power, people, the
+        stored dataset, carbon), as ``aitco compare`` prices a service; downtime from
+        :func:`aitco.cost.reliability.service_downtime`. ``active``: the service's busy share
+        of the hours (:func:`aitco.perf.serving.energy_per_token`'s ``busy_fraction``: board
+        power over that share of the hours, idle power over the rest, as compare takes the
+        engine's power); None: the catalog's draw factor over the ``busy`` hours. ``slices``: MIG
+        slices per GPU (``gpus`` then counts slices, priced and powered per slice). ``hours``
+        may be an array (an autoscaled service billed for its running hours).
         """
         fac = self._fac()
         n = np.asarray(gpus, dtype=float)
+        hrs = np.asarray(hours, dtype=float) * np.ones_like(n)
         rented = pricing < PRICING_MODES.index("owned")
         codes = bl["offer"].astype(np.int64)
         offered = codes >= 0
-        term_h = np.full(n.shape, math.nan)
-        for m, years in COMMITTED_TERM_YEARS.items():
-            term_h[pricing == PRICING_MODES.index(m)] = years * HOURS_PER_YEAR
-        held = np.isin(pricing, [PRICING_MODES.index(m) for m in HELD if m in PRICING_MODES])
-        provider = self._providers()[np.where(offered, codes, -1)]
+        provider = np.where(rented, self._providers()[np.where(offered, codes, -1)], "")
         dpn, node_w = self._row_systems(hw, codes, rented & offered)
-        amt = serving_run_items_usd(
-            gpus=n,
-            gpus_per_replica=gpus_per_replica,
-            hours=hours,
-            usd_per_gpu_h=bl["price"],
-            gpus_billed=bl["gpus_billed"],
-            rented=rented,
-            held=held,
-            owned=~rented,
-            term_h=term_h,
-            fac=fac,
-            reuse_fraction=self.committed_reuse_fraction,
-            support_provider=np.where(rented, provider, ""),
-            nodes=np.ceil(n / dpn),
-            repair_model=self.ops.repair_model,
-        )
-        items = {k: a for k, a in amt.items() if k not in SERVING_RUN_VALUES}
-        frag_h = amt["fragmentation_idle_gpu_h"] / n
-        if active is None:
-            busy_h = hours * np.asarray(busy, dtype=float)
-        else:
-            busy_h = np.full(n.shape, hours)
-        idle_h = hours - busy_h + frag_h
-        items.update(
-            self._power_items(
-                hw, pricing, region, n, n / slices / dpn, node_w, busy_h, idle_h, active, slices
-            )
-        )
-        if self.data.stored_gb:
-            # the dataset is stored the whole period, however many hours the replicas run
-            store = storage_items_usd(self.data, fac, self.months, self.data.stored_gb, 0.0)
-            items["dataset_storage"] = store["dataset_storage"] * np.ones_like(n)
-        return items
+        down = service_downtime(fac, n, gpus_per_replica, hrs)
+        share = np.asarray(busy if active is None else active, dtype=float)
+        busy_h = hrs * share
+        cost_rows = CostRows(
+            kind="inference", gpus=n, usd_per_gpu_h=bl["price"], gpus_billed=bl["gpus_billed"],
+            instances=bl["instances"], providers=provider, job_nodes=np.ceil(n / dpn),
+            host_nodes=n / slices / dpn, productive_h=hrs - down.lost_h, wall_h=hrs,
+            busy_h=busy_h, tdp_w=self.hw.tdp_w[hw] / slices,
+            idle_w=self._idle_w(hw) / slices, node_power_w=node_w,
+            data=self.data, compliance=ComplianceCosts(), restart_h=down.restart_h,
+            firmware_h=down.firmware_h, interruptions=down.interruptions,
+            active_fraction=None if active is None else np.ones(n.shape),
+            reuse_fraction=self.committed_reuse_fraction, storage_months=self.months,
+            dataset_gb=self.data.stored_gb or 0.0,
+            period_days=self.months * HOURS_PER_MONTH / HOURS_PER_DAY,
+            repair_model=self.ops.repair_model, **self._row_names(hw, pricing, region),
+        )  # fmt: skip
+        return items_usd(cost_rows, fac)
 
     def _serving_outputs(
         self,
@@ -386,8 +290,11 @@ class ItemPricing:
         total = np.full(tok_s.shape, math.nan)
         if np.any(ok):
             sub = {key: a[ok] for key, a in bl.items()}
-            idle = np.array([idle_power_fraction(a) for a in self.accelerators])
-            active = power_w(1.0, busy_share, idle[hw])
+            # the busy share of the hours: of an iteration x of the time (perf.serving)
+            in_flight = (
+                np.inf if q is None else served_tok_s / o / replicas * (ttft + (o - 1) * tpot)
+            )
+            active = busy_share * busy_time_share(in_flight)
             items = self.serving_items(
                 hw[ok], pricing[ok], region[ok], g[ok], n[ok], hours[ok], busy[ok], sub,
                 active[ok], slices=k[ok],

@@ -84,11 +84,10 @@ class EngineTrainingEvaluator(ItemPricing):
     Notes
     -----
     Productive hours :math:`D / \text{tokens/s}`; the wall clock and the cost are those of
-    ``aitco compare``: goodput from :func:`aitco.decide.compare.training_goodput` (failures,
-    spot preemptions, Young/Daly checkpoints, restarts, firmware) and ``total_usd`` the sum of
-    :func:`aitco.decide.compare.training_run_items_usd` (compute, idle instance GPUs, committed
-    term, reliability and people items), with the storage, power and carbon items of
-    :class:`ItemPricing`: the same model for every pricing mode, owned included.
+    ``aitco compare``: goodput from :func:`aitco.decide.training_cost.training_goodput`
+    (failures, spot preemptions, Young/Daly checkpoints, restarts, firmware) and ``total_usd``
+    the sum of the items of :func:`aitco.cost.tco.items_usd` (:class:`ItemPricing`): the same
+    model for every pricing mode, owned included.
     """
 
     hw: HardwareTable
@@ -106,7 +105,7 @@ class EngineTrainingEvaluator(ItemPricing):
     ops: OpsAssumptions = field(default_factory=OpsAssumptions)
     #: Data costs as in a scenario's ``data`` (storage tier, stored dataset volume).
     data: DataCosts = field(default_factory=DataCosts)
-    #: System each offer code runs on (:func:`aitco.decide.compare.offer_system`; None: the
+    #: System each offer code runs on (:func:`aitco.cost.pricing.offer_system`; None: the
     #: hardware's own system), as compare runs the engine on a rented offer's fabric.
     offer_systems: list[Any] = field(default_factory=list)
     #: Share of an unused committed term reused elsewhere (compare's option field).
@@ -303,6 +302,27 @@ class EngineTrainingEvaluator(ItemPricing):
         return bits
 
 
+def _serving_inputs(model: Any, acc: Any, sysm: Any, gpus: int, kw: dict[str, Any]) -> Any:
+    """Return the engine's validated inputs of a group, or the reason code of an invalid plan.
+
+    :func:`aitco.perf.inference.validate_serving_inputs`, as ``aitco infer`` checks its flags
+    (1: no such plan, 64: a precision the accelerator cannot run).
+    """
+    ep = int(kw["ep"])
+    try:
+        if ep > 1 and gpus != ep:
+            raise PlanError("workload.ep", ep, f"option.gpus = ep ({gpus} given)")
+        return validate_serving_inputs(model, acc, sysm, gpus, **kw)
+    except PlanError:
+        return 1
+    except InputError as exc:
+        if exc.field in ("--precision", "--kv-precision"):
+            return 64
+        if exc.field == "--ep":  # expert parallelism of a dense model: no such plan
+            return 1
+        raise
+
+
 def serving_inputs(
     precision: str,
     kv_precision: str | None,
@@ -337,34 +357,46 @@ def serving_capacity(
 ) -> tuple[Any, MemoryPlan, KVCapacity] | int:
     """Return the engine's memory side of one serving replica, or the reason bit it is invalid for.
 
-    The inputs validated as ``aitco infer`` validates them, the per-GPU memory plan
-    (:func:`~aitco.perf.inference.memory_plan`) and the KV capacity
-    (:func:`~aitco.perf.kvcache.kv_capacity`): one definition of what fits, for the engine
-    evaluator and the ``fast`` screen alike. Returns 1 (no such plan), 64 (precision) or 16
-    (the weights do not fit).
+    The inputs validated as ``aitco infer`` validates them (:func:`_serving_inputs`), the
+    per-GPU memory plan (:func:`~aitco.perf.inference.memory_plan`) and the KV capacity
+    (:func:`~aitco.perf.kvcache.kv_capacity`, the engine's blocks and admission): one
+    definition of what fits, for the engine evaluator and the ``fast`` screen alike. Returns 1
+    (no such plan), 64 (precision) or 16 (the weights do not fit).
     """
-    ep = int(kw["ep"])
-    try:
-        if ep > 1 and gpus != ep:
-            raise PlanError("workload.ep", ep, f"option.gpus = ep ({gpus} given)")
-        inp = validate_serving_inputs(model, acc, sysm, gpus, **kw)
-    except PlanError:
-        return 1
-    except InputError as exc:
-        if exc.field in ("--precision", "--kv-precision"):
-            return 64
-        if exc.field == "--ep":  # expert parallelism of a dense model: no such plan
-            return 1
-        raise
+    inp = _serving_inputs(model, acc, sysm, gpus, kw)
+    if isinstance(inp, int):
+        return inp
     prec, eng = inp.precisions, inp.engine
-    mp = memory_plan(model, acc, tp=inp.tp, pp=1, precisions=prec, engine=eng, ep=ep)
+    mp = memory_plan(model, acc, tp=inp.tp, pp=1, precisions=prec, engine=eng, ep=int(kw["ep"]))
     if not mp.fits:
         return 16
     cap = kv_capacity(
         model, mp.kv_gb, input_tokens=int(kw["input_tokens"]),
         output_tokens=int(kw["output_tokens"]), kv_precision=prec.kv, tp=inp.tp, pp=1,
+        block_tokens=eng.kv_block_tokens, admission=eng.kv_admission,
     )  # fmt: skip
     return inp, mp, cap
+
+
+def _gpu_share(acc: Any, mig: str | None, time_slice: int, gpus: int) -> tuple[Any, int] | int:
+    """Return a replica's share of one GPU (MIG slice, time-slicing) and the shares per GPU.
+
+    :func:`aitco.perf.service.fractional_accelerator`; an int is the reason code of a share
+    that cannot be (1: more than one GPU, 256: no such MIG slice, 4096: no time-slicing).
+    """
+    if mig is None and time_slice <= 1:
+        return acc, 1
+    if gpus != 1:
+        return 1
+    try:
+        acc, slices = service.fractional_accelerator(acc, mig, None, "workload.")
+    except InputError:
+        return 256
+    try:
+        acc, ts_shares = service.fractional_accelerator(acc, None, time_slice, "workload.")
+    except InputError:
+        return 4096
+    return acc, slices * ts_shares
 
 
 @dataclass
@@ -478,22 +510,10 @@ class EngineServingEvaluator(ItemPricing):
         mbt = None if m is None or m <= 0 else int(m)
         text = {k: None if d[k] is None else self._text(k, int(d[k])) for k in SERVICE_TEXT_KEYS}
         acc, sysm, model = self.accelerators[hi], self.systems[hi], self.model_archs[mi]
-        slices = 1
-        ts = int(d["workload.time_slice"])
-        if text["workload.mig"] is not None or ts > 1:
-            if g != 1:
-                return 1
-            try:
-                acc, slices = service.fractional_accelerator(
-                    acc, text["workload.mig"], None, "workload."
-                )
-            except InputError:
-                return 256
-            try:
-                acc, ts_shares = service.fractional_accelerator(acc, None, ts, "workload.")
-            except InputError:
-                return 4096
-            slices *= ts_shares
+        shared = _gpu_share(acc, text["workload.mig"], int(d["workload.time_slice"]), g)
+        if isinstance(shared, int):
+            return shared
+        acc, slices = shared
         kw = serving_inputs(
             DTYPES[pi], None if ki < 0 else DTYPES[ki], i, o, g, self.engine, steps, hit, mbt, ep
         )

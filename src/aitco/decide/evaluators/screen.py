@@ -141,7 +141,7 @@ class TrainingEvaluator(ItemPricing):
     ops: OpsAssumptions = field(default_factory=OpsAssumptions)
     #: Data costs as in a scenario's ``data`` (storage tier, stored dataset volume).
     data: DataCosts = field(default_factory=DataCosts)
-    #: System each offer code runs on (:func:`aitco.decide.compare.offer_system`; None: the
+    #: System each offer code runs on (:func:`aitco.cost.pricing.offer_system`; None: the
     #: hardware's own system), as compare runs the engine on a rented offer's fabric.
     offer_systems: list[Any] = field(default_factory=list)
     #: Share of an unused committed term reused elsewhere (compare's option field).
@@ -388,7 +388,7 @@ class ServingEvaluator(ItemPricing):
     ops: OpsAssumptions = field(default_factory=OpsAssumptions)
     #: Data costs as in a scenario's ``data`` (storage tier, stored dataset volume).
     data: DataCosts = field(default_factory=DataCosts)
-    #: System each offer code runs on (:func:`aitco.decide.compare.offer_system`; None: the
+    #: System each offer code runs on (:func:`aitco.cost.pricing.offer_system`; None: the
     #: hardware's own system), as compare runs the engine on a rented offer's fabric.
     offer_systems: list[Any] = field(default_factory=list)
     #: Share of an unused committed term reused elsewhere (compare's option field).

@@ -55,6 +55,8 @@ class HardwareTable:
     #: Spot preemptions per instance-hour by provider (``"default"`` for the others), as
     #: ``compare`` takes them (catalog ``spot-interruption.per-hour.<provider>``). [1/h]
     spot_rates: dict[str, float] = field(default_factory=dict)
+    #: Measured idle draw of each accelerator (catalog ``idle_w``; NaN: not published). [W]
+    idle_w: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     def __post_init__(self) -> None:
         self._bills: dict[tuple[int, int, int, int, int], tuple[float, ...]] = {}
@@ -156,6 +158,7 @@ def hardware_table(
             "sud",
             "gemm",
             "tdp",
+            "idle",
         )
     }
     price = np.full((n, len(PRICING_MODES), len(regions)), np.nan)
@@ -178,6 +181,7 @@ def hardware_table(
         cols["sud"].append(max(sysm.scale_up_domain, sysm.devices_per_node))
         cols["gemm"].append(efficiency.gemm_for(acc.family, acc.matmul_ceiling("bf16")))
         cols["tdp"].append(math.nan if acc.board_power_w is None else acc.board_power_w)
+        cols["idle"].append(math.nan if acc.idle_w is None else acc.idle_w)
         offer_lists.append(cat.offers_for(acc.id))
         for p, mode in enumerate(PRICING_MODES):
             for r in range(len(regions)):
@@ -210,6 +214,7 @@ def hardware_table(
         scale_up_domain=arr["sud"],
         gemm_eff=arr["gemm"],
         tdp_w=arr["tdp"],
+        idle_w=arr["idle"],
         regions=list(regions),
         price=price,
         price_source=src,
