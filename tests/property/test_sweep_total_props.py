@@ -101,8 +101,13 @@ def test_sweep_items_equal_compare_items(plans, tokens, reuse):
     mode = np.array([ev.PRICING_MODES.index(m) for _, _, m in plans])
     gpus = np.array([g for _, g, _ in plans])
     bill = table.bill(hw, mode, np.zeros_like(hw), gpus)
-    # no eligible offer: invalid in the sweep, infeasible in compare (test_offer_props)
-    keep = [i for i in range(len(plans)) if math.isfinite(bill["price"][i])]
+    # no eligible offer: invalid in the sweep, infeasible in compare (test_offer_props); a plan
+    # that does not fit has no run to price in either
+    keep = [
+        i
+        for i in range(len(plans))
+        if math.isfinite(bill["price"][i]) and comp.options[i].values.get("feasible", True)
+    ]
     if not keep:
         reject()
     hw, mode, gpus = hw[keep], mode[keep], gpus[keep]
