@@ -101,12 +101,13 @@ def test_sweep_items_equal_compare_items(plans, tokens, reuse):
     mode = np.array([ev.PRICING_MODES.index(m) for _, _, m in plans])
     gpus = np.array([g for _, g, _ in plans])
     bill = table.bill(hw, mode, np.zeros_like(hw), gpus)
-    # no eligible offer: invalid in the sweep, infeasible in compare (test_offer_props); a plan
-    # that does not fit has no run to price in either
+    # no eligible offer: invalid in the sweep, infeasible in compare (test_offer_props)
+    # a plan that does not fit is infeasible in compare (no hours, no cost): not priced here
     keep = [
         i
         for i in range(len(plans))
-        if math.isfinite(bill["price"][i]) and comp.options[i].values.get("feasible", True)
+        if math.isfinite(bill["price"][i])
+        and comp.options[i].values.get("productive_h") is not None
     ]
     if not keep:
         reject()

@@ -12,9 +12,18 @@ from typing import TYPE_CHECKING
 
 from aitco import __version__
 from aitco.fileio import write_atomic
-from aitco.formatting import pct, usd, value
-from aitco.labels import category_label, label
-from aitco.report.html import URL_RE, headline_keys, roi_rows, summary_cards
+from aitco.formatting import pct, usd
+from aitco.labels import category_label
+from aitco.report.html import (
+    URL_RE,
+    cell,
+    header,
+    headline_keys,
+    roi_rows,
+    summary_cards,
+    surface_time_unit,
+    verdict,
+)
 from aitco.report.plots import report_figures
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,7 +88,10 @@ def render_markdown(data: ReportData, figure_links: list[tuple[str, str]]) -> st
         "",
         "## Summary",
         "",
+        _fit(f"**{verdict(data)}**"),
+        "",
     ]
+    unit = surface_time_unit(data)
     for c in summary_cards(data):
         marks = "".join(f" **({t})**" for _k, t in c["marks"])
         per_mtok = f", {c['usd_per_mtok']} per million tokens" if c["usd_per_mtok"] != "-" else ""
@@ -97,7 +109,7 @@ def render_markdown(data: ReportData, figure_links: list[tuple[str, str]]) -> st
         out.append("")
         for k in heads:
             if k in o.values:
-                out.append(_fit(f"- {label(k)}: {value(k, o.values.get(k))}"))
+                out.append(_fit(f"- {header(k, unit)}: {cell(k, o.values.get(k), unit)}"))
         out.append("")
     out += ["## Itemised breakdown", ""]
     for o in data.options:
