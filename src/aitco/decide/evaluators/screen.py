@@ -1,4 +1,4 @@
-"""The ``fast`` screening evaluators: compact analytic training and serving models.
+"""The ``fast`` screening evaluators: the engines' relations on arrays, with a screened time.
 
 A screen ranks millions of plans quickly and leaves the winners to the engines. It is one
 performance model with the engines, not a second one: what a plan *needs* comes from the engines'
