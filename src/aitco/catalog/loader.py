@@ -15,8 +15,8 @@ Each YAML file is one document::
         hbm_bandwidth_gb_s: {value: 3350, source: nvidia-h100-datasheet, note: "HBM3"}
 
 The built-in data folder can be replaced as a whole by ``AITCO_CATALOG_DATA`` (a folder with the
-same layout and a ``sources.yaml``), e.g. the frozen copy the unit tests read
-(``tests/fixtures/catalog``, refreshed by ``scripts/freeze_test_catalog.py``).
+same layout and a ``sources.yaml``), e.g. the hand-picked test catalog library the tests read
+(``tests/fixtures/catalog``).
 
 A user overlay (``--catalog FILE`` or ``AITCO_CATALOG``, paths separated by ``os.pathsep``) has
 the same shape, or holds several kinds at once (``accelerators: [...]``, ``models: [...]``). An

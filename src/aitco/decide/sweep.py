@@ -413,6 +413,8 @@ class SweepResult:
             "offload": getattr(self.plan.evaluator, "offload", "none"),
             # stack options of every configuration (base values; {} when none was given)
             "stack": dict(getattr(self.plan.evaluator, "stack", {})),
+            # metrics the evaluator screens rather than takes from the engines ([] for engine)
+            "screened_metrics": list(getattr(self.plan.evaluator, "screened", ())),
             "invalid_reasons": ev.describe_reasons(p.reasons),
             "top": _records(self.top),
             "pareto": _records(self.pareto),

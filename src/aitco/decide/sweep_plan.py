@@ -488,7 +488,7 @@ def _default_evaluator(
         "qps": None if qps is None else float(qps),
     }
     if not engine:
-        return ev.ServingEvaluator(**serve, months=float(months), **cost)
+        return ev.ServingEvaluator(**serve, model_archs=models, months=float(months), **cost)
     return ev.EngineServingEvaluator(**serve, model_archs=models, months=float(months), **cost)
 
 
