@@ -78,3 +78,45 @@ def test_breakdown_bars_from_zero(data: Any, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(plots, "_png", lambda f: seen.append(f) or orig(f))
     plots.report_figures(data, only=("breakdown",))
     assert seen[0].axes[0].get_xlim()[0] == 0.0
+
+
+# --------------------------------------------------------------------------- reconcile waterfall
+def _reconciliation() -> dict[str, Any]:
+    """A reconciliation's JSON: a 2 % discount and small variances on a $10,000 bill."""
+    return {
+        "predicted_usd": 10_000.0,
+        "billed_usd": 10_150.0,
+        "unexplained_usd": 10.0,
+        "variances": [
+            {"cause": "price", "item": "gpu_compute", "usd": -200.0},
+            {"cause": "slower_steps", "item": "gpu_compute", "usd": 300.0},
+            {"cause": "idle_waiting", "item": "gpu_compute", "usd": 40.0},
+        ],
+    }
+
+
+@pytest.mark.parametrize("narrow", [False, True])
+def test_reconcile_waterfall_bars_from_zero_and_labels_of_11_px(narrow: bool) -> None:
+    import re
+
+    from aitco.report import reconcile as rw
+
+    svg = str(rw.waterfall_svg(_reconciliation(), narrow=narrow))
+    assert rw.svg_min_font_px(svg) >= MIN_LABEL_PX
+    width = int(re.search(r'width="(\d+)"', svg).group(1))  # type: ignore[union-attr]
+    # shown at its own size (report.css never scales it): the phone one fits a phone's column
+    assert width == (rw.NARROW_W if narrow else rw.WIDE_W)
+    if narrow:
+        assert width <= round(plots.NARROW_WIDTH_IN * plots.DPI)
+    bars = [
+        (float(x), float(w))
+        for x, w in re.findall(r'<rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)"', svg)
+    ]
+    zero = float(re.search(r'<line x1="([0-9.]+)"', svg).group(1))  # type: ignore[union-attr]
+    # the totals start at the zero line and keep their proportions
+    (x_p, w_p), (x_b, w_b) = bars[0], bars[-1]
+    assert x_p == pytest.approx(zero, abs=0.1)
+    assert x_b == pytest.approx(zero, abs=0.1)
+    assert w_b / w_p == pytest.approx(10_150.0 / 10_000.0, rel=1e-3)
+    # a variance's bar is to the same scale as the totals
+    assert bars[2][1] / w_p == pytest.approx(300.0 / 10_000.0, abs=0.002)

@@ -79,3 +79,25 @@ def test_bad_uploads_are_one_clear_message(client, d):
     assert "KEY=VALUE" in r.text
     big = client.post("/api/v1/compare", content=b"x" * (MAX_BODY_BYTES + 1))
     assert big.status_code == 413  # the JSON routes keep their small limit
+
+
+def test_a_service_month_with_its_served_load(client, fixtures_dir):
+    s = fixtures_dir / "reconcile_service"
+    files = [
+        ("scenario", ("scenario.yaml", (s / "scenario.yaml").read_bytes())),
+        ("bill", ("focus_bill.csv.gz", (s / "focus_bill.csv.gz").read_bytes())),
+        ("logs", ("vllm_bench.json", (s / "vllm_bench.json").read_bytes())),
+        ("served", ("usage_export.jsonl.gz", (s / "usage_export.jsonl.gz").read_bytes())),
+    ]
+    r = client.post("/api/v1/reconcile", data={"tags": "service=chat-llama8b"}, files=files)
+    assert r.status_code == 200, r.text
+    j = r.json()
+    assert {"higher_load", "slower_serving", "lower_utilization"} <= {
+        v["cause"] for v in j["variances"]
+    }
+    assert j["serving"]["load_vs_plan"] > 1.2
+    assert j["serving"]["capacity_benchmark"]["path"] == "log0.json"  # no server path
+    page = client.post("/reconcile", data={"tags": "service=chat-llama8b"}, files=files)
+    assert page.status_code == 200, page.text
+    assert "The service month: predicted against billed" in page.text
+    assert "waterfall-narrow" in page.text

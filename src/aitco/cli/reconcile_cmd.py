@@ -27,6 +27,8 @@ LABEL_CHARS = 48
 HALF_CENT_USD = 0.005
 #: Bill lines outside the run's scope listed in the terminal (all are in --json).
 OUT_OF_SCOPE_SHOWN = 8
+#: Hours of day per row of the terminal's load-profile table.
+PROFILE_HOURS_PER_ROW = 6
 
 
 def _tags(items: list[str] | None) -> dict[str, str]:
@@ -111,6 +113,14 @@ def reconcile_cmd(
         float | None,
         typer.Option("--tokens", help="Tokens a service served in the billed period.", min=0),
     ] = None,
+    served: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--served",
+            help="What a service served (repeatable): an OpenAI Usage API export (pages, JSONL "
+            "or .json) or a JSONL log of API responses; requests and tokens hour by hour.",
+        ),
+    ] = None,
     interval_s: Annotated[
         float | None,
         typer.Option(
@@ -160,7 +170,15 @@ def reconcile_cmd(
         check_output(output.with_name(output.stem + ".prices.yaml"), field="--prices")
     scen = Scenario.from_yaml(scenario)
     cat = state.catalog()
+    if tokens is not None and served:
+        raise InputError(
+            "--tokens", tokens, "either --tokens or --served (the served tokens come from the file)"
+        )
     parsed = parse_logs(logs or [], interval_s=interval_s, idle_threshold=idle_threshold)
+    if served:
+        from aitco.audit.served import read_served
+
+        parsed += [read_served(f) for f in served]
     rec = reconcile(
         scen,
         cat,
@@ -290,11 +308,7 @@ def render(out: dict[str, Any]) -> None:
         )
     )
     if out.get("serving"):
-        s = out["serving"]
-        srows = [[k, v] for k, v in s.items() if not isinstance(v, list | dict)]
-        console.print(
-            table("Service month: predicted against billed", ["quantity", "value"], srows)
-        )
+        _render_serving(out["serving"])
     oos = out["out_of_scope"]
     if oos:
         console.print(
@@ -318,6 +332,29 @@ def render(out: dict[str, Any]) -> None:
             console.print(f"  fitted {k} = {v:.4g}", highlight=False)
         for line in cal.get("overlay") or []:
             console.print(f"  overlay {escape(line)}", highlight=False)
+
+
+def _render_serving(s: dict[str, Any]) -> None:
+    """Print the service month and its load by hour of day (:mod:`aitco.report.reconcile`)."""
+    from aitco.report.reconcile import profile_rows, serving_rows
+
+    t = table(
+        "Service month: predicted against billed (hours; rates per second)",
+        ["quantity", "predicted", "billed or observed"],
+        [list(r) for r in serving_rows(s)],
+    )
+    t.columns[0].justify = "left"
+    console.print(t)
+    prof = profile_rows(s)
+    if prof:
+        per_row = PROFILE_HOURS_PER_ROW
+        rows = [
+            [f"{h} {o} ({p})" for h, p, o in prof[i : i + per_row]]
+            for i in range(0, len(prof), per_row)
+        ]
+        pt = table("Load by hour of day (UTC): observed requests/s (planned)", [""] * per_row, rows)
+        pt.show_header = False
+        console.print(pt)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:

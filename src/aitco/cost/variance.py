@@ -31,6 +31,15 @@ TRAINING_CAUSES = (
     "idle_waiting",
     "more_instances_longer_period",
 )
+#: Usage causes of a service month's accelerator hours, in table order (each is defined directly;
+#: together they are the whole usage variance).
+SERVING_CAUSES = (
+    "higher_load",
+    "slower_serving",
+    "lower_utilization",
+    "more_replicas",
+    "longer_period",
+)
 #: Steps of ``math.nextafter`` tried to make the float sum exact (each moves one ulp).
 MAX_ULP_STEPS = 64
 
@@ -113,6 +122,74 @@ def training_usage_split(
         "restarts_lost_work": np.asarray(g * lost_h - np.asarray(predicted_overhead_gpu_h)),
         "idle_waiting": np.asarray(g * idle_outside_h - np.asarray(predicted_idle_gpu_h)),
         "more_instances_longer_period": np.asarray(np.asarray(excess_gpu_h) + g * extra_work_h),
+    }
+
+
+def serving_usage_split(
+    *,
+    predicted_gpus: float,
+    predicted_h: float,
+    billed_span_h: float,
+    period_h: Any,
+    period_gpu_h: Any,
+    covered_h: Any,
+    load_per_s: Any,
+    planned_load_per_s: float,
+    capacity_ratio: float = 1.0,
+) -> dict[str, float]:
+    r"""Split the accelerator-hour usage variance of a service month into measured causes.
+
+    With :math:`G` the predicted accelerators (mean over the period), :math:`H_p` the predicted
+    hours, :math:`\lambda_p` the planned arrival rate and, per charge period :math:`s` of the
+    bill, its hours :math:`d_s`, accelerator-hours billed :math:`B_s`, hours covered by the load
+    evidence :math:`c_s` and the observed arrival rate :math:`\lambda_s` over them; with
+    :math:`r = \mu_p / \mu_m` the predicted over the measured capacity per accelerator
+    (1 without a benchmark) and :math:`N_s = G\,\lambda_s c_s / \lambda_p` the
+    accelerator-hours the plan's sizing (its accelerators per unit of load, at its utilisation)
+    gives the observed load:
+
+    * ``higher_load`` :math:`= \sum_s (N_s - G c_s)`: load above (below) the plan;
+    * ``slower_serving`` :math:`= \sum_s N_s (r - 1)`: the same load at the measured capacity;
+    * ``lower_utilization`` :math:`= \sum_s (B_s c_s / d_s - r N_s)`: accelerators billed
+      beyond what the observed load needed at the plan's utilisation (idle capacity);
+    * ``more_replicas`` :math:`= \sum_s B_s (1 - c_s/d_s) - G (T - \sum_s c_s)`: accelerators
+      above the plan in the hours the load evidence does not cover (all of them without it);
+    * ``longer_period`` :math:`= G (T - H_p)`: a billed span :math:`T` longer than planned.
+
+    They add up to :math:`\sum_s B_s - G H_p`, the usage variance in accelerator-hours.
+
+    Parameters
+    ----------
+    predicted_gpus, predicted_h : float
+        :math:`G` [count] and :math:`H_p` [h].
+    billed_span_h : float
+        :math:`T`, from the first to the last charge period billed. [h]
+    period_h, period_gpu_h, covered_h, load_per_s : array_like
+        Per charge period: :math:`d_s` [h], :math:`B_s` [GPU-h], :math:`c_s` [h] and
+        :math:`\lambda_s` [requests/s].
+    planned_load_per_s : float
+        :math:`\lambda_p` (0: no load split, everything is ``more_replicas``). [requests/s]
+    capacity_ratio : float
+        :math:`r`. [-]
+
+    Returns
+    -------
+    dict of str to float
+        One entry per cause of :data:`SERVING_CAUSES`. [GPU-h]
+    """
+    d = np.asarray(period_h, dtype=float)
+    b = np.asarray(period_gpu_h, dtype=float)
+    c = np.asarray(covered_h, dtype=float) if planned_load_per_s > 0 else np.zeros_like(d)
+    lam = np.asarray(load_per_s, dtype=float)
+    g = float(predicted_gpus)
+    share = np.divide(c, d, out=np.zeros_like(d), where=d > 0)
+    need = g * lam * c / planned_load_per_s if planned_load_per_s > 0 else np.zeros_like(d)
+    return {
+        "higher_load": float(np.sum(need - g * c)),
+        "slower_serving": float(np.sum(need) * (capacity_ratio - 1.0)),
+        "lower_utilization": float(np.sum(b * share - capacity_ratio * need)),
+        "more_replicas": float(np.sum(b * (1.0 - share)) - g * (billed_span_h - np.sum(c))),
+        "longer_period": g * (billed_span_h - predicted_h),
     }
 
 

@@ -52,17 +52,19 @@ from aitco.calibrate.observations import Observation
 from aitco.calibrate.parsers.base import ParseResult
 from aitco.calibrate.parsers.detect import KINDS, detect_kind, parse_any
 from aitco.calibrate.profile import CalibrationProfile
+from aitco.calibrate.served_load import SERVED_KIND
 from aitco.calibrate.timeline import RunTimeline, run_timeline
 from aitco.catalog.loader import Catalog
 from aitco.cost import variance as var
 from aitco.cost.pricing import RENTED
 from aitco.cost.tco import Breakdown, Item
 from aitco.decide.compare import Comparison, compare
-from aitco.decide.scenario import HardwareOption, Scenario, TrainingWorkload
+from aitco.decide.reconcile_serving import serving_month
+from aitco.decide.scenario import HardwareOption, InferenceWorkload, Scenario, TrainingWorkload
 from aitco.errors import InputError
 from aitco.perf.efficiency import EfficiencyParams
 from aitco.perf.params import param_counts
-from aitco.units import MEGA, SECONDS_PER_HOUR
+from aitco.units import SECONDS_PER_HOUR
 
 #: Causes of a variance, in the order the decomposition takes them.
 CAUSES = (
@@ -71,6 +73,9 @@ CAUSES = (
     "restarts_lost_work",
     "idle_waiting",
     "more_instances_longer_period",
+    "higher_load",
+    "slower_serving",
+    "lower_utilization",
     "more_replicas",
     "longer_period",
     "usage",
@@ -82,7 +87,7 @@ INTERNAL_CATEGORIES = ("people", "carbon")
 INTERNAL_ITEMS = ("audit_labour", "data_acquisition", "data_cleaning", "data_labeling")
 #: Accelerator-hour items that are idle capacity the plan expected (fragmentation of held
 #: capacity), counted against measured idle time.
-PREDICTED_IDLE_ITEMS = ("fragmentation_idle",)
+PREDICTED_IDLE_ITEMS = ("fragmentation_idle", "rented_idle")
 #: Accelerator-hour items billed beyond the accelerators used (whole instances, unused terms).
 PREDICTED_EXCESS_ITEMS = ("idle_instance_gpus", "committed_term_unused")
 #: Item groups matched to bill lines, in table order.
@@ -223,6 +228,7 @@ class Evidence:
         self.trainlog = logs[0] if logs else None
         self.telemetry = [r for r in results if r.kind in TELEMETRY_KINDS]
         self.serving = [r for r in results if r.kind in SERVING_KINDS]
+        self.served = [r for r in results if r.kind == SERVED_KIND]
         self.timeline: RunTimeline | None = run_timeline(self.trainlog) if self.trainlog else None
 
     def telemetry_hours(self) -> dict[str, float] | None:
@@ -901,64 +907,22 @@ class _Builder:
         span_b: float | None,
         slots: dict[tuple[str, str], float],
     ) -> float:
-        b, ev = self.b, self.ev
-        if not span_b:
-            self.notes.append("the bill's accelerator rows carry no charge period: usage not split")
-            return float(var.usage_variance_usd(q_b, q_p, p_p))
-        h_p = q_p / gpus if gpus else 0.0
-        mean_b = q_b / span_b
-        more = (mean_b - gpus) * span_b * p_p
-        longer = gpus * (span_b - h_p) * p_p
-        self._add(
-            "more_replicas",
-            "gpu_compute",
-            more,
-            "(mean GPUs billed at once - predicted GPUs) x billed hours x predicted $/GPU-hour",
-            {"mean_gpus_billed": mean_b, "predicted_gpus": gpus, "billed_span_h": span_b},
-        )
-        self._add(
-            "longer_period",
-            "gpu_compute",
-            longer,
-            "predicted GPUs x (billed hours - predicted hours) x predicted $/GPU-hour",
-            {"billed_span_h": span_b, "predicted_h": h_p},
-        )
-        per_hour = sorted(h / (period_hours(s, e) or 1.0) for (s, e), h in slots.items())
-        tel = ev.telemetry_hours()
-        tokens_plan = b.values.get("tokens")
-        serving: dict[str, Any] = {
-            "predicted_gpus": gpus,
-            "predicted_replicas": b.values.get("replicas"),
-            "mean_gpus_billed": mean_b,
-            "peak_gpus_billed": per_hour[-1] if per_hour else None,
-            "min_gpus_billed": per_hour[0] if per_hour else None,
-            "median_gpus_billed": per_hour[len(per_hour) // 2] if per_hour else None,
-            "predicted_gpu_h": q_p,
-            "billed_gpu_h": q_b,
-            "billed_span_h": span_b,
-            "predicted_utilization": b.values.get("utilization"),
-            "observed_utilization": (tel["busy_h"] / tel["observed_h"])
-            if tel and "busy_h" in tel and tel["observed_h"]
-            else None,
-            "predicted_tokens": tokens_plan,
-            "served_tokens": self.tokens_served,
-            "predicted_usd_per_million_tokens": b.values.get("usd_per_million_tokens"),
-            "billed_usd_per_million_tokens": None,
-        }
-        if self.tokens_served:
-            billed_total = math.fsum(g.billed_usd for g in self.bill.in_scope())
-            serving["billed_usd_per_million_tokens"] = billed_total / self.tokens_served * MEGA
-            if tokens_plan:
-                serving["traffic_vs_plan"] = self.tokens_served / float(tokens_plan)
-        for r in ev.serving:
-            serving.setdefault("benchmarks", []).append(
-                {
-                    k: r.summary.get(k)
-                    for k in ("request_throughput", "output_throughput", "mean_ttft_ms")
-                }
-            )
-        self.serving = serving
-        return 0.0
+        """Split a service month (:func:`aitco.decide.reconcile_serving.serving_month`)."""
+        w = self.scenario.workload
+        assert isinstance(w, InferenceWorkload)  # an inference option of an inference scenario
+        got = serving_month(
+            self.b, w, q_p=q_p, q_b=q_b, p_p=p_p, slots=slots, span_h=span_b,
+            served=self.ev.served, benches=self.ev.serving,
+            telemetry=self.ev.telemetry_hours(), tokens_served=self.tokens_served,
+            billed_usd=math.fsum(g.billed_usd for g in self.bill.in_scope()),
+        )  # fmt: skip
+        for cause, usd, basis, detail in got.causes:
+            self._add(cause, "gpu_compute", usd, basis, detail)
+        self.notes += got.notes
+        if got.usage_gpu_h:
+            self.evidence["usage_gpu_h"] = got.usage_gpu_h
+        self.serving = got.serving or None
+        return got.unexplained_usd
 
 
 def _line(

@@ -1,8 +1,9 @@
 """The web page of ``aitco reconcile``: upload a scenario, a FOCUS bill and the run's logs.
 
-``GET /reconcile`` shows a form (three file inputs, the option, the run's tags, the telemetry
-interval); the form posts to ``POST /reconcile``, which answers the page with the plan-against-bill
-section of the report (waterfall, variances, items). ``POST /api/v1/reconcile`` takes the same
+``GET /reconcile`` shows a form (file inputs for the scenario, the bill, the run's logs and what
+a service served; the option, the run's tags, the telemetry interval); the form posts to
+``POST /reconcile``, which answers the page with the plan-against-bill section of the report
+(waterfall, variances, items, the service month). ``POST /api/v1/reconcile`` takes the same
 multipart form and answers the JSON of ``aitco reconcile --json``. Both run
 :func:`aitco.decide.reconcile.reconcile` on the files saved in a temporary folder (removed after
 the request), so a large bill is streamed from disk, never held in memory. Uploads are limited to
@@ -22,6 +23,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from markupsafe import Markup
 
 from aitco import __version__
+from aitco.audit.served import read_served
 from aitco.catalog.loader import Catalog
 from aitco.decide.reconcile import parse_logs, reconcile
 from aitco.decide.scenario import Scenario
@@ -100,12 +102,15 @@ async def _reconcile_form(
     scen = await _save(form, "scenario", folder, "scenario")
     bill = await _save(form, "bill", folder, "bill")
     logs = await _save(form, "logs", folder, "log")
+    served = await _save(form, "served", folder, "served")
     if len(scen) != 1:
         raise InputError("scenario", len(scen), "one scenario YAML file")
     if len(bill) != 1:
         raise InputError("bill", len(bill), "one FOCUS bill (CSV, .csv.gz or Parquet)")
-    if len(logs) > MAX_LOG_FILES:
-        raise InputError("logs", len(logs), f"at most {MAX_LOG_FILES} log files")
+    if len(logs) + len(served) > MAX_LOG_FILES:
+        raise InputError(
+            "logs", len(logs) + len(served), f"at most {MAX_LOG_FILES} log and served files"
+        )
     option = str(form.get("option") or "").strip() or None
     tags = _tags(str(form.get("tags") or ""))
     interval = _number(form, "interval_s")
@@ -114,7 +119,9 @@ async def _reconcile_form(
         scenario = Scenario.from_yaml(scen[0])
         # an uploaded scenario names no file on the server (calibration, model, load profile)
         check_web_scenario(scenario, catalog)
-        parsed = parse_logs(logs, interval_s=interval)
+        parsed = parse_logs(logs, interval_s=interval) + [read_served(f) for f in served]
+        for r in parsed:  # name the uploads, not the server's temporary folder
+            r.path = Path(r.path).name
         rec = reconcile(scenario, catalog, bill[0], option=option, logs=parsed, tags=tags)
         out = rec.to_json()
         out["bill"]["path"] = "uploaded bill"  # not the server's temporary path
@@ -155,7 +162,7 @@ def register(app: FastAPI, catalog: Catalog, env: Any, run: Callable[..., Any]) 
         responses={422: {"description": "Invalid input: field, value and expectation."}},
     )
     async def reconcile_api(request: Request) -> Response:
-        """Reconcile a plan with its bill (multipart: scenario, bill, logs, option, tags).
+        """Reconcile a plan with its bill (multipart: scenario, bill, logs, served, option, tags).
 
         Same result as ``aitco reconcile --json``: ``predicted_usd``, ``billed_usd``,
         ``variances`` and ``unexplained_usd``, which add up exactly.
