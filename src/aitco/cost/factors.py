@@ -42,6 +42,10 @@ CHECKPOINT_WRITE_ID = "checkpoint.write-gb-s-per-node"
 ASYNC_STALL_ID = "checkpoint.async-stall-fraction"
 #: Held capacity the scheduler cannot fill. [fraction]
 FRAGMENTATION_ID = "fragmentation.idle-fraction"
+#: Share of a pay-as-used rented instance's billed hours when the job does not run (set-up,
+#: waiting, tear-down): 0 by default, a team's own observation (``aitco reconcile
+#: --calibrate`` writes it in its catalog overlay). [fraction]
+RENTED_IDLE_ID = "utilization.rented-idle-fraction"
 #: Spare accelerators of an owned fleet. [fraction]
 SPARES_ID = "spares.fraction"
 #: Draw while computing, as a fraction of TDP. [fraction]
@@ -240,6 +244,14 @@ class CostFactors:
     def fragmentation_idle_fraction(self) -> float:
         """Held capacity the scheduler cannot fill. [fraction]."""
         return self.value(FRAGMENTATION_ID)
+
+    @property
+    def rented_idle_fraction(self) -> float:
+        """Share of pay-as-used rented instance-hours billed while the job does not run.
+
+        [fraction].
+        """
+        return self.value(RENTED_IDLE_ID)
 
     @property
     def spares_fraction(self) -> float:

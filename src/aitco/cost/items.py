@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from aitco.cost import carbon, cloud, data, people, power, reliability
+from aitco.cost import carbon, checks, cloud, data, people, power, reliability
 from aitco.units import HOURS_PER_MONTH, KG_PER_TONNE, SECONDS_PER_HOUR
 
 F64 = np.ndarray
@@ -73,6 +73,23 @@ def committed_term_unused_usd(
     return _f(
         cloud.rental_usd(_f(gpus_billed) * unused_h * (1.0 - _f(reuse_fraction)), usd_per_gpu_h)
     )
+
+
+def rented_idle_gpu_h(billed_gpu_h: ArrayLike, idle_fraction: ArrayLike) -> F64:
+    r"""Rented accelerator-hours billed while the job does not run, :math:`b\,W f/(1-f)`. [GPU h].
+
+    With :math:`f` the observed share of a pay-as-used instance's billed hours outside the job
+    (set-up before the first step, waiting, tear-down after the last: ``utilization.rented-idle-
+    fraction``) and :math:`b\,W` the accelerator-hours billed while it runs, the billed hours
+    are :math:`b\,W/(1-f)`, of which :math:`f` idle.
+    """
+    f = checks.fraction(idle_fraction, "utilization.rented-idle-fraction", open_high=True)
+    return _f(billed_gpu_h) * f / (1.0 - f)
+
+
+def rented_idle_usd(idle_gpu_h: ArrayLike, usd_per_gpu_h: ArrayLike) -> F64:
+    """Rented idle time: :func:`rented_idle_gpu_h` x price. [USD]."""
+    return _f(cloud.rental_usd(_f(idle_gpu_h), usd_per_gpu_h))
 
 
 # ----------------------------------------------------------------------------------- reliability

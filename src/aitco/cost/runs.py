@@ -18,7 +18,7 @@ import numpy as np
 
 from aitco.cost import items
 from aitco.cost.factors import HYPERSCALE_PUE, CostFactors
-from aitco.cost.pricing import HELD, OWNED, RENTED, committed_term_h
+from aitco.cost.pricing import HELD, OWNED, PAY_AS_USED, RENTED, committed_term_h
 from aitco.errors import CatalogError
 
 
@@ -196,6 +196,11 @@ class RunCosts:
         return np.isin(self.r.modes, HELD)
 
     @cached_property
+    def pay_as_used(self) -> np.ndarray:
+        """Rows rented by the hour (on demand, spot): billed while the instance is up."""
+        return np.isin(self.r.modes, PAY_AS_USED)
+
+    @cached_property
     def spot(self) -> np.ndarray:
         """Rows on spot capacity."""
         return np.asarray(self.r.modes == "spot", dtype=bool)
@@ -244,6 +249,23 @@ class RunCosts:
             return np.zeros(self.n)
         idle = items.fragmentation_idle_gpu_h(self.held_gpu_h, self.fragmentation_f)
         return np.where(self.held, idle, 0.0)
+
+    @cached_property
+    def rented_idle_f(self) -> float:
+        """Share of pay-as-used instance-hours billed while the job does not run. [fraction]."""
+        return self.fac.rented_idle_fraction
+
+    @cached_property
+    def rented_idle_gpu_h(self) -> np.ndarray:
+        """Pay-as-used accelerator-hours billed outside a training job (0 elsewhere). [GPU h].
+
+        The factor is read only where it can apply: a training run on pay-as-used rows (held
+        capacity has its idle share in fragmentation; a service is billed for its period).
+        """
+        if not (self.training and np.any(self.pay_as_used)):
+            return np.zeros(self.n)
+        idle = items.rented_idle_gpu_h(self.r.gpus_billed * self.r.wall_h, self.rented_idle_f)
+        return np.where(self.pay_as_used, idle, 0.0)
 
     @cached_property
     def frag_h(self) -> np.ndarray:

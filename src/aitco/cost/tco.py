@@ -46,6 +46,7 @@ from aitco.cost.factors import (
     NETWORK_FRACTION_ID,
     ON_CALL_IDS,
     OPS_ROLE_ID,
+    RENTED_IDLE_ID,
     REPAIR_SCALE_ID,
     RESTART_ID,
     SPARES_ID,
@@ -89,6 +90,7 @@ SUPPORTED_SPEND_ITEMS = (
     "fragmentation_idle",
     "idle_instance_gpus",
     "committed_term_unused",
+    "rented_idle",
 )
 #: Power items of owned hardware (category ``power``), in breakdown order.
 POWER_ITEMS = (
@@ -577,6 +579,23 @@ _IDLE_INSTANCE = Line(
         "usd_per_gpu_hour": _p(c),
     },
 )
+_RENTED_IDLE = Line(
+    "rented_idle",
+    "reliability",
+    lambda c: items.rented_idle_usd(c.rented_idle_gpu_h, _p(c)),
+    "gpus billed x wall-clock hours x f/(1-f) x price (pay-as-used instance time billed while"
+    " the job does not run: set-up, waiting, tear-down; f observed, 0 by default)",
+    applies=lambda c: c.rented_idle_gpu_h > 0,
+    price_sources=True,
+    inputs=lambda c: {
+        "gpus_billed": c.r.gpus_billed,
+        "wall_clock_h": c.r.wall_h,
+        "idle_fraction": c.rented_idle_f,
+        "idle_gpu_h": c.rented_idle_gpu_h,
+        "usd_per_gpu_hour": _p(c),
+    },
+    ids=lambda c, i: [RENTED_IDLE_ID],
+)
 _COMMITTED = Line(
     "committed_term_unused",
     "compute",
@@ -771,8 +790,8 @@ _CARBON = Line(
 #: The items of a training run, in breakdown order. Add an item: one line here.
 TRAINING_LINES: tuple[Line, ...] = (
     _COMPUTE, _FAILURE, _NETWORK, _SPOT, _RESTART, _STALL, _FIRMWARE, _SPARES, _FRAGMENTATION,
-    _IDLE_INSTANCE, _COMMITTED, *_POWER, _COLOCATION, _STAFF, _INCIDENT, _REPAIR, _SUPPORT,
-    *_DATA, *_COMPLIANCE, _CARBON,
+    _IDLE_INSTANCE, _RENTED_IDLE, _COMMITTED, *_POWER, _COLOCATION, _STAFF, _INCIDENT, _REPAIR,
+    _SUPPORT, *_DATA, *_COMPLIANCE, _CARBON,
 )  # fmt: skip
 #: The items of a service held for a period, in breakdown order. Add an item: one line here.
 SERVING_LINES: tuple[Line, ...] = (
