@@ -93,6 +93,15 @@ def reconcile_cmd(
         bool,
         typer.Option("--force", help="Write the profile even when the fit is implausible."),
     ] = False,
+    write_failure_rate: Annotated[
+        bool,
+        typer.Option(
+            "--write-failure-rate",
+            help="With --calibrate: also write the run's observed interruption rate into the "
+            "overlay (one run's rate is uncertain; without this flag it is only named, with its "
+            "95% interval).",
+        ),
+    ] = False,
     tag: Annotated[
         list[str] | None,
         typer.Option(
@@ -154,6 +163,8 @@ def reconcile_cmd(
         raise InputError("-o", None, "the profile YAML to write with --calibrate")
     if (output is not None or prices is not None) and not calibrate:
         raise InputError("--calibrate", False, "--calibrate when -o or --prices is given")
+    if write_failure_rate and not calibrate:
+        raise InputError("--calibrate", False, "--calibrate when --write-failure-rate is given")
     if idle_threshold is not None and not 0 <= idle_threshold <= 1:
         raise InputError("--idle-threshold", idle_threshold, "a fraction in [0, 1]")
     if interval_s is not None and interval_s <= 0:
@@ -201,7 +212,7 @@ def reconcile_cmd(
         from aitco.calibrate.profile import save_profile
         from aitco.fileio import write_atomic
 
-        fb = feedback(rec, scen, cat)
+        fb = feedback(rec, scen, cat, write_failure_rate=write_failure_rate)
         if fb.warnings and not force:
             raise InputError(
                 "fit",

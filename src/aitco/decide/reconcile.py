@@ -56,9 +56,11 @@ from aitco.calibrate.served_load import SERVED_KIND
 from aitco.calibrate.timeline import RunTimeline, run_timeline
 from aitco.catalog.loader import Catalog
 from aitco.cost import variance as var
+from aitco.cost.factors import FAILURE_RATE_ID
 from aitco.cost.pricing import RENTED
 from aitco.cost.tco import Breakdown, Item
 from aitco.decide.compare import Comparison, compare
+from aitco.decide.reconcile_factors import idle_facts, reliability_facts
 from aitco.decide.reconcile_serving import serving_month
 from aitco.decide.scenario import HardwareOption, InferenceWorkload, Scenario, TrainingWorkload
 from aitco.errors import InputError
@@ -1000,6 +1002,7 @@ def feedback(
     *,
     params: Sequence[str] = TRAINING_FIT_PARAMS,
     today: dt.date | None = None,
+    write_failure_rate: bool = False,
 ) -> Feedback:
     """Turn a reconciliation's evidence into a calibration profile and a catalog overlay.
 
@@ -1014,6 +1017,9 @@ def feedback(
         parameter, ``gemm`` of the accelerator's family).
     today : datetime.date, optional
         Date written as the overlay source's ``retrieved`` (default: today).
+    write_failure_rate : bool
+        Also write the run's observed interruption rate into the overlay (one run's rate is
+        uncertain: by default the overlay lines only name it, with its interval).
 
     Returns
     -------
@@ -1106,15 +1112,29 @@ def feedback(
             sources=[str(rec.bill.get("path"))],
             notes=[*notes, "no training log: the efficiency parameters are not refitted"],
         )
-    overlay, written = _overlay(rec, catalog, ev, gpus, today or dt.date.today())
+    overlay, written = _overlay(
+        rec, catalog, ev, gpus, today or dt.date.today(),
+        write_failure_rate=write_failure_rate, idle_share=measured.get("idle_share_observed"),
+    )  # fmt: skip
     summary.update(measurements=measured, overlay=written)
     return Feedback(profile=profile, overlay=overlay, warnings=warnings, summary=summary)
 
 
 def _overlay(
-    rec: Reconciliation, catalog: Catalog, ev: Evidence, gpus: float, today: dt.date
+    rec: Reconciliation,
+    catalog: Catalog,
+    ev: Evidence,
+    gpus: float,
+    today: dt.date,
+    *,
+    write_failure_rate: bool = False,
+    idle_share: float | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Catalog overlay: the offer at its billed price; the observed restart rate and downtime."""
+    """Catalog overlay: the offer at its billed price; observed reliability and idle share.
+
+    The factors: :mod:`aitco.decide.reconcile_factors` (the interruption rate of one run only
+    with ``write_failure_rate``).
+    """
     ctx_b = rec._context
     opt: HardwareOption = ctx_b["option"]
     written: list[str] = []
@@ -1173,37 +1193,25 @@ def _overlay(
             f"the option prices {opt.usd_per_gpu_hour:g} USD/GPU-hour itself: set it to "
             f"{billed_h:.4g} in the scenario"
         )
+    facts: list[dict[str, Any]] = []
     tl = ev.timeline
     if tl is not None and tl.restarts and tl.span_s:
         n = len(tl.restarts)
         exposure_h = gpus * tl.span_s / SECONDS_PER_HOUR
-        rate = n / exposure_h
-        lo, hi = poisson_rate_interval(n, exposure_h)
-        down_h = _restart_downtime_h(rec, tl)
-        facts = [
-            {
-                "id": "failure.interruptions-per-gpu-hour",
-                "value": {
-                    "value": float(f"{rate:.4g}"),
-                    "source": FEEDBACK_SOURCE,
-                    "note": f"{n} restart(s) in {exposure_h:.4g} GPU-hours of one run; 95 % "
-                    f"interval {lo:.2g}-{hi:.2g} per GPU-hour (exact Poisson)",
-                },
-            }
-        ]
-        written.append(f"factors.failure.interruptions-per-gpu-hour: {rate:.4g}")
-        if down_h is not None:
-            facts.append(
-                {
-                    "id": "restart.hours",
-                    "value": {
-                        "value": float(f"{down_h:.4g}"),
-                        "source": FEEDBACK_SOURCE,
-                        "note": "observed downtime per restart (lost work excluded)",
-                    },
-                }
-            )
-            written.append(f"factors.restart.hours: {down_h:.4g}")
+        cat_rate = catalog.factors.get(FAILURE_RATE_ID)
+        facts += reliability_facts(
+            restarts=n, exposure_gpu_h=exposure_h,
+            interval=poisson_rate_interval(n, exposure_h),
+            downtime_h=_restart_downtime_h(rec, tl),
+            catalog_rate=float(cat_rate.value) if cat_rate and isinstance(cat_rate.value, float)
+            else None,
+            write_rate=write_failure_rate, source=FEEDBACK_SOURCE, written=written,
+        )  # fmt: skip
+    facts += idle_facts(
+        idle_share=idle_share, pricing=rec.pricing, kind=rec.kind, source=FEEDBACK_SOURCE,
+        written=written,
+    )  # fmt: skip
+    if facts:
         doc["factors"] = facts
     return doc, written
 
