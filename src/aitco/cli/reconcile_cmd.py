@@ -28,7 +28,7 @@ HALF_CENT_USD = 0.005
 #: Bill lines outside the run's scope listed in the terminal (all are in --json).
 OUT_OF_SCOPE_SHOWN = 8
 #: Hours of day per row of the terminal's load-profile table.
-PROFILE_HOURS_PER_ROW = 6
+PROFILE_HOURS_PER_ROW = 4
 
 
 def _tags(items: list[str] | None) -> dict[str, str]:
@@ -365,6 +365,8 @@ def _render_serving(s: dict[str, Any]) -> None:
         ]
         pt = table("Load by hour of day (UTC): observed requests/s (planned)", [""] * per_row, rows)
         pt.show_header = False
+        for c in pt.columns:
+            c.justify = "left"
         console.print(pt)
 
 
