@@ -120,6 +120,8 @@ def report_cmd(
         from aitco.report.markdown import write_markdown
 
         written = write_markdown(data, out)
+    if not data.feasible_options:  # the answer first: nothing can run
+        console.print(f"[bold red]{data.title}: {data.verdict}[/bold red]", highlight=False)
     console.print(
         f"wrote {written[0]}" + (f" and {len(written) - 1} plots" if len(written) > 1 else "")
     )
@@ -141,7 +143,7 @@ def roi_template_cmd(
     from aitco.report.xlsx import (
         WorkbookInputs,
         example_inputs,
-        fill_from_option,
+        fill_from_comparison,
         write_roi_workbook,
     )
 
@@ -151,8 +153,8 @@ def roi_template_cmd(
         inputs = WorkbookInputs.from_roi_inputs(roi_in, notes=[f"inputs from {roi}"])
     if scenario is not None:
         data = _build(scenario, None)
-        cheap = next(o for o in data.options if o.name == data.cheapest)
-        fill_from_option(inputs, cheap, data.scenario)
+        if fill_from_comparison(inputs, data) is None:  # nothing feasible: said first
+            console.print(f"[bold red]{data.title}: {data.verdict}[/bold red]", highlight=False)
     path = write_roi_workbook(output, inputs)
     console.print(f"wrote {path}")
 

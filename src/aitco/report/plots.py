@@ -532,8 +532,9 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
     Returns
     -------
     list of tuple
-        The stacked breakdown, one waterfall per option (cheapest first), the cost-vs-time and
-        cost-vs-latency fronts (when two or more options have the values), the ROI curve and
+        The stacked breakdown, one waterfall per feasible option (cheapest first), the
+        cost-vs-time and cost-vs-latency fronts of the feasible options (when two or more have
+        the values), the ROI curve and
         tornado (when ROI inputs were given) and the utilisation heatmap (when telemetry was
         ingested).
     """
@@ -548,7 +549,9 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
                 lambda: cost_breakdown_png(priced),
             )
         )
-        for k, o in enumerate(sorted(priced, key=lambda o: o.total_usd)):
+        # the hidden costs of the options that can run (an infeasible option is no answer)
+        runnable = [o for o in priced if o.is_feasible]
+        for k, o in enumerate(sorted(runnable, key=lambda o: o.total_usd)):
             todo.append(
                 (
                     f"waterfall_{k + 1}",

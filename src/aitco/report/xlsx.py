@@ -787,3 +787,28 @@ def fill_from_option(
             f"upfront_usd = total {option.total_usd:,.0f} USD of {option.name} "
             "(cheapest option of the scenario, aitco compare)"
         )
+
+
+def fill_from_comparison(inputs: WorkbookInputs, data: Any) -> OptionView | None:
+    """Fill ``inputs`` from the comparison's cheapest option; say so when there is none.
+
+    Parameters
+    ----------
+    inputs : WorkbookInputs
+        Updated in place (:func:`fill_from_option`), or given a note naming the verdict.
+    data : aitco.report.model.ReportData
+        The report of the comparison (its ``cheapest`` and ``verdict``).
+
+    Returns
+    -------
+    OptionView or None
+        The option used; None when no option is feasible (the running cost is left as it was).
+    """
+    cheap = next((o for o in data.options if data.cheapest and o.name == data.cheapest), None)
+    if cheap is None:
+        inputs.notes.append(
+            f"running cost not filled from the comparison: {data.verdict or 'no feasible option'}"
+        )
+        return None
+    fill_from_option(inputs, cheap, data.scenario)
+    return cheap

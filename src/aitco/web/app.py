@@ -31,14 +31,12 @@ from aitco import __version__
 from aitco.catalog.loader import Catalog, load_catalog
 from aitco.decide.scenario import Precision, PricingMode, Scenario
 from aitco.errors import AitcoError, InputError, UnknownIdError
-from aitco.formatting import duration_h
 from aitco.report.html import environment, headline_keys, render_html, summary_cards
 from aitco.report.model import ReportData, build_report
 from aitco.report.plots import report_figures
-from aitco.report.xlsx import WorkbookInputs, fill_from_option, roi_workbook_bytes
+from aitco.report.xlsx import WorkbookInputs, fill_from_comparison, roi_workbook_bytes
 from aitco.web import reconcile as reconcile_web
 from aitco.web.forms import (
-    MAX_PLAUSIBLE_DAYS,
     check_plausible,
     form_field,
     form_message,
@@ -253,7 +251,7 @@ class _Engine:
                 if hit is not None:
                     self._cache.move_to_end(key)
                     return key, hit
-            data = mark_implausible(self._build_dropping(scen))
+            data = self._build_dropping(scen)
             with self._lock:
                 self._cache[key] = data
                 while len(self._cache) > CACHE_SIZE:
@@ -277,23 +275,6 @@ class _Engine:
                 while len(self._figs) > CACHE_SIZE:
                     self._figs.popitem(last=False)
         return figs
-
-
-def mark_implausible(data: ReportData) -> ReportData:
-    """Mark options that would run longer than :data:`MAX_PLAUSIBLE_DAYS` as not feasible."""
-    import dataclasses
-
-    for k, o in enumerate(data.options):
-        d = o.values.get("wall_clock_days")
-        if isinstance(d, int | float) and d > MAX_PLAUSIBLE_DAYS:
-            why = (
-                f"it would take {duration_h(24 * d)} (more than {MAX_PLAUSIBLE_DAYS / 365.25:.0f}"
-                " years): add GPUs or train on fewer tokens"
-            )
-            data.options[k] = dataclasses.replace(
-                o, feasible=False, infeasible_reasons=(*o.infeasible_reasons, why)
-            )
-    return data
 
 
 def check_web_scenario(scen: Scenario, catalog: Catalog) -> None:
@@ -535,11 +516,11 @@ async def _run(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def _workbook(data: ReportData) -> bytes:
+    """Return the ROI workbook, its running cost from the comparison's cheapest option."""
     inputs = WorkbookInputs(
         notes=["Savings, prices and margins are yours to fill in (yellow cells)."]
     )
-    cheap = next((o for o in data.options if o.name == data.cheapest), data.options[0])
-    fill_from_option(inputs, cheap, data.scenario)
+    fill_from_comparison(inputs, data)
     return roi_workbook_bytes(inputs)
 
 

@@ -42,9 +42,6 @@ PLAUSIBLE: dict[str, Range] = {
     "options[].gpus": Range(1, 1e6, "GPUs", "about 10x the largest announced cluster"),
 }
 
-#: Longest run an option may take before it is marked not feasible. [days]
-MAX_PLAUSIBLE_DAYS = 3650.0
-
 #: (form input name, label) of each scenario field the form edits.
 FORM_FIELDS: dict[str, tuple[str, str]] = {
     "name": ("name", "Name"),
