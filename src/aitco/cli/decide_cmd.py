@@ -1095,6 +1095,12 @@ def levers_cmd(
         return
     b = res["base"]
     tkey = "wall_clock_days" if res["kind"] == "training" else "e2e_latency_s"
+    if not b.get("feasible", True):  # the answer first: the option as given cannot run
+        console.print(
+            f"[bold red]{res['option']} cannot run as given[/bold red]: "
+            + "; ".join(b.get("infeasible_reasons", [])),
+            highlight=False,
+        )
     console.print(
         f"[bold]{res['option']}[/bold]: {fmt(b['total_usd'])} USD, {tkey} {fmt(b.get(tkey))}",
         highlight=False,
@@ -1109,7 +1115,7 @@ def levers_cmd(
                     f"{lv['saved_fraction']:.0%}" if lv["saved_fraction"] is not None else "-",
                     time_added(lv),
                     lv["risk"],
-                    lv["change"],
+                    lv["change"] + (" (makes it feasible)" if lv.get("makes_feasible") else ""),
                 ]
             )
         else:
