@@ -195,14 +195,22 @@ def rows(repo: Path) -> list[dict[str, str]]:
         if engine == "unknown" and hw.startswith("MI3"):
             engine = "vLLM v1 (assumed: AMD's MLPerf harness runs vLLM)"
         row = {
-            "model": model, "params_total_b": f"{p_tot:g}", "params_active_b": f"{p_act:g}",
-            "engine": engine, "hardware": hw,
-            "num_accelerators": str(gpus), "parallelism": par, "precision": prec,
+            "model": model,
+            "params_total_b": f"{p_tot:g}",
+            "params_active_b": f"{p_act:g}",
+            "engine": engine,
+            "hardware": hw,
+            "num_accelerators": str(gpus),
+            "parallelism": par,
+            "precision": prec,
             "scenario": f"MLPerf {scen}",
             "workload": f"MLPerf Inference v6.0 {bench} dataset",
-            "input_len": f"{DATASET_INPUT_MEAN[model]:g}", "output_len": f"{tps / sps:.1f}",
-            "output_tokens_per_s": f"{tps:g}", "output_tokens_per_s_per_gpu": f"{tps / gpus:.1f}",
-            "requests_per_s": f"{sps:g}", "reliability": "A",
+            "input_len": f"{DATASET_INPUT_MEAN[model]:g}",
+            "output_len": f"{tps / sps:.1f}",
+            "output_tokens_per_s": f"{tps:g}",
+            "output_tokens_per_s_per_gpu": f"{tps / gpus:.1f}",
+            "requests_per_s": f"{sps:g}",
+            "reliability": "A",
             "source": f"MLPerf Inference v6.0 closed, {org}",
             "source_locator": (
                 f"https://github.com/mlcommons/inference_results_v6.0/blob/main/{f} "
@@ -238,8 +246,11 @@ def main(argv: list[str]) -> int:
     """Print the rows as CSV (header of the bundled inference CSV, ids U001...)."""
     repo = Path(argv[1])
     header = (
-        Path(__file__).resolve().parents[1] / "src/aitco/validation/data/inference.csv"
-    ).read_text(encoding="utf-8").splitlines()[0].split(",")
+        (Path(__file__).resolve().parents[1] / "src/aitco/validation/data/inference.csv")
+        .read_text(encoding="utf-8")
+        .splitlines()[0]
+        .split(",")
+    )
     w = csv.DictWriter(sys.stdout, fieldnames=header, lineterminator="\n")
     w.writeheader()
     for i, r in enumerate(rows(repo), 1):

@@ -125,7 +125,8 @@ def test_time_sliced_service_is_priced_per_share(cat) -> None:
     # a share too small for the model names the share, not more GPUs, as the way out
     # (an option that cannot run is an answer: infeasible with the reason, not an error)
     small = _one(cat, mig="2g.20gb", time_slice=2)  # 10 GiB each: 8B bf16 weights need 16 GB
-    assert small.values["feasible"] is False and small.values["fits"] is False
+    assert small.values["feasible"] is False
+    assert small.values["fits"] is False
     reason = " ".join(small.values["infeasible_reasons"])
     assert "fewer --time-slice replicas" in reason
     assert "smallest tp" not in reason

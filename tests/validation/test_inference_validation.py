@@ -173,9 +173,7 @@ def test_request_path_is_in_the_grid_and_separable() -> None:
 
 def test_default_share_of_the_matmul_ceiling_is_the_derived_one(catalog) -> None:
     """``gemm_share_of_ceiling`` is what the fitted families' inference rows give."""
-    from aitco.validation.inference import gemm_share_of_ceiling, read_rows
-
-    from aitco.validation.inference import _ALL
+    from aitco.validation.inference import _ALL, gemm_share_of_ceiling, read_rows
 
     share = gemm_share_of_ceiling(DEFAULT_EFFICIENCY, catalog, read_rows(_ALL))  # fit-eligible
     assert share == pytest.approx(DEFAULT_EFFICIENCY.gemm_share_of_ceiling, abs=0.005)
