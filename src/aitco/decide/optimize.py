@@ -14,9 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from aitco.catalog.loader import Catalog
-from aitco.decide.api_vs_self_host import poisson_check
+from aitco.cost.factors import CostFactors
+from aitco.decide.api_vs_self_host import POISSON_CHECK_REQUESTS, poisson_check
+from aitco.decide.option_cost import quoted_price
+from aitco.decide.scenario import HardwareOption, InferenceWorkload, Scenario
+from aitco.decide.service_cost import price_estimated
 from aitco.decide.sweep import Constraints, SweepResult, SweepSpec, sweep
-from aitco.errors import InputError
+from aitco.errors import AitcoError, InputError
+from aitco.perf.inference import estimate_inference
+from aitco.units import HOURS_PER_MONTH
 
 
 def with_constraints(spec: SweepSpec, **limits: Any) -> SweepSpec:
@@ -144,18 +150,14 @@ def _verify_p99(spec: SweepSpec, catalog: Catalog, out: dict[str, Any]) -> None:
         need_r = chk.get("replicas_for_slo")
         if not need_r:
             continue
-        scale = need_r / row["replicas"]
-        cost = row["usd_per_h"] * scale
-        if cost < best_cost:
-            best_cost = cost
+        priced = _priced_at_p99(spec, catalog, row, int(need_r), extra)
+        if priced is None:
+            continue
+        if priced["usd_per_h_at_p99"] < best_cost:
+            best_cost = priced["usd_per_h_at_p99"]
             chosen = {
                 **row,
-                "replicas_at_p99": int(need_r),
-                "total_gpus_at_p99": int(need_r) * int(row["gpus"]),
-                "usd_per_h_at_p99": cost,
-                "usd_per_million_output_tokens_at_p99": (
-                    row["usd_per_million_output_tokens"] * scale
-                ),
+                **priced,
                 "p99_ttft_s_at_sweep_replicas": chk.get("p99_ttft_s"),
                 "p99_tpot_s_at_sweep_replicas": chk.get("p99_tpot_s"),
             }
@@ -166,6 +168,66 @@ def _verify_p99(spec: SweepSpec, catalog: Catalog, out: dict[str, Any]) -> None:
         out["best"] = None
     else:
         out["best"] = chosen
+
+
+def _priced_at_p99(
+    spec: SweepSpec, catalog: Catalog, row: dict[str, Any], replicas: int, extra: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Price the plan the P99 check scales to, as compare prices a service (one total).
+
+    The engine estimates ``replicas`` x the row's replica (tensor parallel, the row's batch as
+    the engine's batch cap) at the workload's arrival rate; the cost path of ``compare``
+    (:func:`aitco.decide.service_cost.price_estimated`: the row's offer, whole instances, every
+    item) prices it. The row becomes that plan: ``replicas``, ``total_gpus``, ``total_usd``,
+    ``usd_per_h`` and the costs per token are the scaled plan's; the sweep's steady-state
+    figures stay as ``sweep_replicas`` and ``sweep_total_usd``. None when it cannot be priced.
+    """
+    w = spec.workload
+    months = float(w.get("months", 1.0))
+    gpr = int(row["gpus"])
+    model = catalog.resolve_model(str(row["model"]))
+    acc, sysm = catalog.hardware(str(row["hardware"]))
+    opt = HardwareOption(
+        hardware=str(row["hardware"]), gpus=replicas * gpr, pricing=str(row["pricing"]),
+        offer=row.get("offer_id") or None, provider="any" if row.get("offer_id") else None,
+    )  # fmt: skip
+    price, sysm, _note = quoted_price(catalog, opt, acc, sysm, CostFactors(catalog), unit_gpus=gpr)
+    if price is None or price.reasons:
+        return None
+    qps = float(w["qps"])
+    try:
+        res = estimate_inference(
+            model, acc, sysm, replicas * gpr, precision=str(row["precision"]),
+            input_tokens=int(row["input_tokens"]), output_tokens=int(row["output_tokens"]),
+            qps=qps, tp=gpr, max_batch=int(row["batch"]), num_requests=POISSON_CHECK_REQUESTS,
+            **extra,
+        )  # fmt: skip
+    except AitcoError:
+        return None
+    wl = InferenceWorkload.model_construct(
+        model=model.id, precision=str(row["precision"]), input_tokens=int(row["input_tokens"]),
+        output_tokens=int(row["output_tokens"]), qps=qps, months=months, tp=gpr,
+    )  # fmt: skip
+    scn = Scenario.model_construct(name=spec.name, workload=wl, options=[opt])
+    b = price_estimated(scn, opt, (acc, sysm, model), price, CostFactors(catalog), res)
+    v = b.values
+    usd_h = b.total_usd / (months * HOURS_PER_MONTH)
+    return {
+        "sweep_replicas": row["replicas"],
+        "sweep_total_usd": row["total_usd"],
+        "replicas": replicas,
+        "total_gpus": replicas * gpr,
+        "total_usd": b.total_usd,
+        "usd_per_h": usd_h,
+        "usd_per_million_output_tokens": v["usd_per_million_output_tokens"],
+        "gpus_billed": v["gpus_billed"],
+        "instances": v["instances"],
+        "offer_id": v["offer_id"],
+        "replicas_at_p99": replicas,
+        "total_gpus_at_p99": replicas * gpr,
+        "usd_per_h_at_p99": usd_h,
+        "usd_per_million_output_tokens_at_p99": v["usd_per_million_output_tokens"],
+    }
 
 
 def infeasible_message(out: dict[str, Any]) -> str:
