@@ -949,13 +949,24 @@ def arbitrage_cmd(
     baseline: Annotated[
         str | None, typer.Option(help="Offer of the single-offer baseline.")
     ] = None,
+    gpus_per_replica: Annotated[
+        int,
+        typer.Option(
+            help="Accelerators of one replica (they share a network: an offer whose instances "
+            "are smaller needs a cluster network, as in compare).",
+            min=1,
+        ),
+    ] = 1,
     json_out: JsonOpt = False,
 ) -> None:
     """Simulate a price-threshold spot/multi-cloud placement policy vs a single-offer baseline."""
+    from aitco.cli import state
     from aitco.decide.arbitrage import arbitrage
 
     res = arbitrage(
         trace,
+        gpus_per_replica=gpus_per_replica,
+        catalog=state.catalog(),
         gpus=gpus,
         threshold_usd_per_gpu_hour=threshold_usd_per_gpu_hour,
         fallback_usd_per_gpu_hour=fallback_usd_per_gpu_hour,
@@ -994,6 +1005,8 @@ def arbitrage_cmd(
             rows,
         )
     )
+    for why in res["ineligible_offers"].values():  # each reason names its offer
+        console.print(f"[yellow]left out[/yellow] {why}", highlight=False)
     sv = res["savings_vs_baseline"]
     console.print(
         f"vs baseline [bold]{res['baseline_offer']}[/bold]: "
