@@ -14,14 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from aitco.catalog.loader import Catalog
-from aitco.cost.factors import CostFactors
-from aitco.decide.api_vs_self_host import POISSON_CHECK_REQUESTS, poisson_check
-from aitco.decide.option_cost import quoted_price
-from aitco.decide.scenario import HardwareOption, InferenceWorkload, Scenario
-from aitco.decide.service_cost import price_estimated
+from aitco.decide.api_vs_self_host import poisson_check
+from aitco.decide.service_cost import price_service_plan
 from aitco.decide.sweep import Constraints, SweepResult, SweepSpec, sweep
-from aitco.errors import AitcoError, InputError
-from aitco.perf.inference import estimate_inference
+from aitco.errors import InputError
 from aitco.units import HOURS_PER_MONTH
 
 
@@ -175,41 +171,24 @@ def _priced_at_p99(
 ) -> dict[str, Any] | None:
     """Price the plan the P99 check scales to, as compare prices a service (one total).
 
-    The engine estimates ``replicas`` x the row's replica (tensor parallel, the row's batch as
-    the engine's batch cap) at the workload's arrival rate; the cost path of ``compare``
-    (:func:`aitco.decide.service_cost.price_estimated`: the row's offer, whole instances, every
-    item) prices it. The row becomes that plan: ``replicas``, ``total_gpus``, ``total_usd``,
-    ``usd_per_h`` and the costs per token are the scaled plan's; the sweep's steady-state
-    figures stay as ``sweep_replicas`` and ``sweep_total_usd``. None when it cannot be priced.
+    :func:`aitco.decide.service_cost.price_service_plan` on the row's replica (tensor parallel,
+    batch cap, offer) at ``replicas``. The row becomes that plan: ``replicas``, ``total_gpus``,
+    ``total_usd``, ``usd_per_h`` and the costs per token are the scaled plan's; the sweep's
+    steady-state figures stay as ``sweep_replicas`` and ``sweep_total_usd``. None when it
+    cannot be priced.
     """
-    w = spec.workload
-    months = float(w.get("months", 1.0))
+    months = float(spec.workload.get("months", 1.0))
     gpr = int(row["gpus"])
-    model = catalog.resolve_model(str(row["model"]))
-    acc, sysm = catalog.hardware(str(row["hardware"]))
-    opt = HardwareOption(
-        hardware=str(row["hardware"]), gpus=replicas * gpr, pricing=str(row["pricing"]),
-        offer=row.get("offer_id") or None, provider="any" if row.get("offer_id") else None,
-    )  # fmt: skip
-    price, sysm, _note = quoted_price(catalog, opt, acc, sysm, CostFactors(catalog), unit_gpus=gpr)
-    if price is None or price.reasons:
+    plan = {
+        **{k: row[k] for k in ("model", "hardware", "precision", "batch", "pricing")},
+        **{k: row[k] for k in ("input_tokens", "output_tokens")},
+        "gpus_per_replica": gpr, "replicas": replicas, "offer_id": row.get("offer_id"),
+        "requests_per_s_needed": float(spec.workload["qps"]),
+    }  # fmt: skip
+    got = price_service_plan(catalog, plan, months=months, engine_fields=extra)
+    if got is None:
         return None
-    qps = float(w["qps"])
-    try:
-        res = estimate_inference(
-            model, acc, sysm, replicas * gpr, precision=str(row["precision"]),
-            input_tokens=int(row["input_tokens"]), output_tokens=int(row["output_tokens"]),
-            qps=qps, tp=gpr, max_batch=int(row["batch"]), num_requests=POISSON_CHECK_REQUESTS,
-            **extra,
-        )  # fmt: skip
-    except AitcoError:
-        return None
-    wl = InferenceWorkload.model_construct(
-        model=model.id, precision=str(row["precision"]), input_tokens=int(row["input_tokens"]),
-        output_tokens=int(row["output_tokens"]), qps=qps, months=months, tp=gpr,
-    )  # fmt: skip
-    scn = Scenario.model_construct(name=spec.name, workload=wl, options=[opt])
-    b = price_estimated(scn, opt, (acc, sysm, model), price, CostFactors(catalog), res)
+    b, _res = got
     v = b.values
     usd_h = b.total_usd / (months * HOURS_PER_MONTH)
     return {
