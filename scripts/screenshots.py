@@ -1,15 +1,20 @@
-"""Regenerate docs/screenshots/: the web app (desktop and phone) and the HTML report.
+"""Regenerate docs/screenshots/ and the record of what each picture shows.
 
-Run from the repository root with Debian's chromium installed::
+Run from the repository root with Debian's chromium installed (CI runs it, ``.ci/run``)::
 
     PYTHONPATH=src python scripts/screenshots.py
 
-It serves the web app on 127.0.0.1 (real catalog, real engines), opens it in headless chromium
-through Playwright at 1400x900 and 390x844, renders the report of
-``examples/training-h100-vs-a100-vs-l40s.yaml`` and shoots its first screen. PNGs are reduced to
-256 colours so that each stays under :data:`MAX_PNG_BYTES`. The ROI workbook's printed summary
-is drawn by ``scripts/screenshot_workbook.py`` (headless LibreOffice), called at the end when
-``soffice`` is installed.
+It serves the web app on 127.0.0.1 (shipped catalog, real engines), opens it in headless chromium
+through Playwright at 1400x900 and 390x844, renders the report of ``examples/default.yaml`` (the
+tour's ``aitco report``) and shoots its first screen. PNGs are reduced to 256 colours so that each
+stays under :data:`MAX_PNG_BYTES`. The ROI workbook's printed summary is drawn by
+``scripts/screenshot_workbook.py`` (headless LibreOffice), called at the end when ``soffice`` is
+installed.
+
+Beside the pictures it writes :data:`RECORD` (``screenshots.json``): each PNG's SHA-256 and the
+numbers it shows, read from the page (version, verdict, every card's name, total and time) or,
+for the workbook, the summary values of its inputs. ``tests/test_screenshots.py`` recomputes
+those numbers and fails when a committed picture shows another answer than today's.
 """
 
 from __future__ import annotations
@@ -22,11 +27,23 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
-SCENARIO = ROOT / "examples" / "training-h100-vs-a100-vs-l40s.yaml"
+SCENARIO = ROOT / "examples" / "default.yaml"
+RECORD = OUT / "screenshots.json"
+#: What a summary card shows, read from the page (the report and the web app share the template).
+CARDS_JS = """() => ({
+  version: (document.querySelector("header .right") || {textContent: ""}).textContent.trim(),
+  verdict: document.querySelector("#verdict").textContent.trim(),
+  cards: Array.from(document.querySelectorAll("#summary .card")).map((c) => ({
+    name: c.dataset.option,
+    total: c.querySelector("dd.big").textContent.trim(),
+    time: c.querySelectorAll("dd")[1].textContent.trim(),
+  })),
+})"""
 #: Largest screenshot kept in the repository. [bytes]
 MAX_PNG_BYTES = 300_000
 VIEWS = {"web_desktop": (1400, 900), "web_phone": (390, 844)}
@@ -60,6 +77,39 @@ def _save(name: str, png: bytes) -> Path:
     return path
 
 
+def sha256(path: Path) -> str:
+    """Return the SHA-256 of a file (hex)."""
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def workbook_shown() -> dict[str, Any]:
+    """Return the summary values the workbook's printed summary shows (its example inputs)."""
+    from aitco.decide.roi import roi_series, roi_summary
+    from aitco.report.xlsx import _roi_inputs, example_inputs
+
+    res = roi_series(_roi_inputs(example_inputs()))
+    return {key: value for key, _label, _unit, value in roi_summary(res)}
+
+
+def write_record(shots: dict[str, dict[str, Any]]) -> None:
+    """Write :data:`RECORD`: each picture's hash and the numbers it shows."""
+    import json
+
+    from aitco import __version__
+
+    old = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
+    merged = {**old.get("shots", {}), **shots}
+    for name, shot in merged.items():
+        shot["sha256"] = sha256(OUT / name)
+    RECORD.write_text(
+        json.dumps({"version": __version__, "shots": merged}, indent=2, sort_keys=True) + "\n",
+        encoding="utf-8",
+    )
+    print(f"wrote {RECORD.relative_to(ROOT)}")
+
+
 def main() -> int:
     """Serve, shoot, save."""
     if not CHROMIUM.exists():
@@ -85,6 +135,7 @@ def main() -> int:
         time.sleep(0.05)
     base = f"http://127.0.0.1:{port}/"
     report = build_report(Scenario.from_yaml(SCENARIO), load_catalog())
+    shots: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
         for name, (w, h) in VIEWS.items():
@@ -94,14 +145,19 @@ def main() -> int:
             page.goto(base)
             page.wait_for_selector("#summary .card")
             page.wait_for_load_state("networkidle")
+            shown = page.evaluate(CARDS_JS)
             _save(name, page.screenshot())
+            shots[f"{name}.png"] = {"scenario": "built-in default (training)", "shown": shown}
             ctx.close()
         html_path = Path(tmp) / "report.html"
         html_path.write_text(render_html(report), encoding="utf-8")
         ctx = browser.new_context(viewport={"width": 1400, "height": 900})
         page = ctx.new_page()
         page.goto(html_path.as_uri())
+        shown = page.evaluate(CARDS_JS)
+        shown["version"] = page.get_attribute('meta[name="generator"]', "content") or ""
         _save("report", page.screenshot())
+        shots["report.png"] = {"scenario": str(SCENARIO.relative_to(ROOT)), "shown": shown}
         ctx.close()
         browser.close()
     server.should_exit = True
@@ -110,8 +166,13 @@ def main() -> int:
 
     if shutil.which("soffice") and shutil.which("pdftoppm"):
         print(f"wrote {workbook_summary_png().relative_to(ROOT)}")
+        shots["workbook-summary.png"] = {
+            "scenario": "aitco roi-template (example inputs)",
+            "shown": workbook_shown(),
+        }
     else:
         print("soffice/pdftoppm not installed: workbook-summary.png not redrawn", file=sys.stderr)
+    write_record(shots)
     return 0
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
-from aitco.labels import FRACTION_KEYS
+from aitco.labels import DISPLAY_UNITS, FRACTION_KEYS
 
 
 def num(x: Any, digits: int = 4) -> str:
@@ -121,6 +122,56 @@ def duration_h(hours: Any) -> str:
     return f"{days:.1f} days" if abs(days) < 100 else f"{days:,.0f} days"
 
 
+#: Values that are durations, and the hours in one of their unit. [days], [h]
+TIME_KEYS_H: dict[str, float] = {"wall_clock_days": HOURS_PER_DAY, "wall_clock_h": 1.0}
+
+
+def option_hours(values: Any) -> float | None:
+    """Return an option's duration (``wall_clock_days`` or ``wall_clock_h``) or None [h]."""
+    for key, per in TIME_KEYS_H.items():
+        v = values.get(key)
+        if _finite(v):
+            return float(v) * per
+    return None
+
+
+def time_unit(hours: Iterable[Any]) -> tuple[str, float]:
+    """Return the one time unit of a surface (its cards, table and chart axes): h or days.
+
+    Hours when the longest finite duration shown is under :data:`HOURS_BELOW_H` (a few days),
+    days beyond; every duration of the surface is then written in that unit.
+
+    Returns
+    -------
+    tuple of (str, float)
+        The unit (``"h"`` or ``"days"``) and the hours in one unit.
+
+    Examples
+    --------
+    >>> time_unit([2.9, 9.2]), time_unit([2.9, 240.0]), time_unit([])
+    (('h', 1.0), ('days', 24.0), ('h', 1.0))
+    """
+    finite = [abs(float(h)) for h in hours if _finite(h)]
+    if finite and max(finite) >= HOURS_BELOW_H:
+        return "days", HOURS_PER_DAY
+    return "h", 1.0
+
+
+def in_time_unit(hours: Any, unit: tuple[str, float]) -> str:
+    """Write a duration in a surface's :func:`time_unit` (3 significant digits).
+
+    Examples
+    --------
+    >>> hours, days = ("h", 1.0), ("days", 24.0)
+    >>> in_time_unit(2.94, hours), in_time_unit(36.0, days), in_time_unit(None, hours)
+    ('2.94 h', '1.5 days', '-')
+    """
+    if not _finite(hours):
+        return "-"
+    name, per = unit
+    return f"{num(float(hours) / per, 3)} {name}"
+
+
 def pct(x: Any, digits: int = 1) -> str:
     """Format a fraction as a percentage (0.1234 -> ``12.3%``); ``-`` if missing."""
     if not _finite(x):
@@ -142,4 +193,6 @@ def value(key: str, x: Any) -> str:
         return duration_h(x)
     if key in FRACTION_KEYS:
         return pct(x, 2 if _finite(x) and 0.99 < float(x) < 1 else 1)
+    if key in DISPLAY_UNITS and _finite(x):
+        return num(float(x) * DISPLAY_UNITS[key][1], 3)
     return num(x, 3)

@@ -21,9 +21,12 @@ LABELS: dict[str, str] = {
     "committed_term_unused_usd": "Unused commitment [$]",
     "p99_e2e_latency_s": "p99 end-to-end latency [s]",
     "e2e_latency_s": "End-to-end latency [s]",
-    "p99_ttft_s": "p99 time to first token [s]",
-    "ttft_s": "Time to first token [s]",
-    "tpot_s": "Time per output token [s]",
+    "p99_ttft_s": "p99 time to first token [ms]",
+    "p50_ttft_s": "Median time to first token [ms]",
+    "p50_tpot_s": "Median time per output token [ms]",
+    "p99_tpot_s": "p99 time per output token [ms]",
+    "ttft_s": "Time to first token [ms]",
+    "tpot_s": "Time per output token [ms]",
     "usd_per_million_tokens": "Cost per million tokens [$/M tokens]",
     "usd_per_million_output_tokens": "Cost per million output tokens [$/M tokens]",
     "gpu_hours": "GPU-hours [GPU-h]",
@@ -63,6 +66,15 @@ LABELS: dict[str, str] = {
     "total_spend_usd": "Total spend [$]",
     "cumulative_usd": "Cumulative net cash flow [$]",
     "month": "Month",
+}
+
+#: Keys whose SI value reads in another unit on every surface (tables, cards, charts): the
+#: latency of a token in milliseconds. JSON keeps the SI value (``ttft_s`` in seconds); a
+#: surface shows ``value x scale`` under the label's unit. Key -> (unit, scale).
+DISPLAY_UNITS: dict[str, tuple[str, float]] = {
+    f"{stat}{what}_s": ("ms", 1e3)
+    for stat in ("", "p50_", "p90_", "p95_", "p99_", "mean_", "median_")
+    for what in ("ttft", "tpot", "itl")
 }
 
 #: Shorter labels for the summary cards, where the unit is in the value ($, h, days).
@@ -115,9 +127,21 @@ def label(key: str) -> str:
         if key.endswith(suffix) and len(key) > len(suffix):
             base, unit = key[: -len(suffix)], u
             break
+    unit = DISPLAY_UNITS[key][0] if key in DISPLAY_UNITS else unit
     words = base.replace("_", " ").strip()
     words = words[:1].upper() + words[1:]
     return f"{words} [{unit}]" if unit else words
+
+
+def display_scale(key: str) -> float:
+    """Factor from the SI value of ``key`` to its display unit (1 unless in DISPLAY_UNITS).
+
+    Examples
+    --------
+    >>> display_scale("ttft_s"), display_scale("e2e_latency_s"), label("mean_itl_s")
+    (1000.0, 1.0, 'Mean itl [ms]')
+    """
+    return DISPLAY_UNITS[key][1] if key in DISPLAY_UNITS else 1.0
 
 
 def short_label(key: str) -> str:

@@ -73,10 +73,10 @@ def test_train_without_tokens_or_offer_has_no_total(capsys) -> None:
     got = _run(flags, capsys)
     assert got["total_usd"] is None
     assert "no --tokens" in got["price_source"]
-    # compare's verdict on the offer: AWS's home L40S instance sells no spot price
+    # compare's verdict on the offer: the home type of 16 H100s sells no spot price
     got = _run(
-        ["train", "--model", "gpt2-124m", "--hardware", "l40s", "--gpus", "8", "--tokens", "1e9",
-         "--pricing", "spot", "--provider", "aws", "--json"],
+        ["train", "--model", "gpt2-124m", "--hardware", "h100-sxm5-80gb", "--gpus", "16",
+         "--tokens", "1e9", "--pricing", "spot", "--json"],
         capsys,
     )  # fmt: skip
     assert got["total_usd"] is None

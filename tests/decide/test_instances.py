@@ -206,15 +206,16 @@ def test_sources_cite_every_cluster_network(cat):
 
 
 def test_cli_table_marks_an_option_without_an_eligible_offer(tmp_path, capsys):
-    # AWS's cheapest on-demand L40S shape for 48 GPUs (g6e.48xlarge) sells no spot price
+    # AWS's cheapest on-demand shape for one H100 (p5.4xlarge) sells no spot price (48 L40S,
+    # the former example, tie on price between two shapes: the one that sells spot wins now)
     p = tmp_path / "spot.yaml"
     p.write_text(
         "name: spot\n"
-        "workload: {kind: training, model: gpt2-124m, tokens: 2.0e9, seq_len: 1024,"
-        " global_batch: 48}\n"
+        "workload: {kind: training, model: gpt2-124m, tokens: 2.0e8, seq_len: 1024,"
+        " global_batch: 8}\n"
         "options:\n"
-        "  - {hardware: l40s, gpus: 48, pricing: spot, provider: aws}\n"
-        "  - {hardware: l40s, gpus: 48, pricing: on_demand, provider: aws}\n"
+        "  - {hardware: h100-sxm5-80gb, gpus: 1, pricing: spot, provider: aws}\n"
+        "  - {hardware: h100-sxm5-80gb, gpus: 1, pricing: on_demand, provider: aws}\n"
     )
     d = _run_json(["compare", str(p), "--json"], capsys)
     spot, od = d["options"]

@@ -126,16 +126,16 @@ def test_a_lever_compare_finds_infeasible_is_not_applicable(catalog):
     """Issue 32: the spot lever is priced by compare; where compare finds spot infeasible (the
     home instance type sells no spot price), the lever is not applicable, with compare's reason."""
     data = {
-        "name": "l40s",
+        "name": "h100",
         "workload": {"kind": "training", "model": "gpt2-124m", "tokens": 1e9, "seq_len": 1024},
-        "options": [{"hardware": "l40s", "gpus": 8, "pricing": "on_demand", "provider": "aws"}],
+        "options": [{"hardware": "h100-sxm5-80gb", "gpus": 16, "pricing": "on_demand"}],
     }
     res = levers(Scenario.from_dict(data), catalog)
     spot = next(r for r in res["levers"] if r["lever"] == "spot_checkpointing")
     data["options"][0]["pricing"] = "spot"
     direct = compare(Scenario.from_dict(data), catalog).options[0]
     assert spot["applicable"] is direct.values["feasible"]
-    assert not spot["applicable"], "the catalog's AWS L40S home type sells no spot price"
+    assert not spot["applicable"], "the home type of 16 H100s sells no spot price"
     assert spot["reason"].startswith("compare finds the change infeasible: no eligible offer")
     assert "usd_saved" not in spot
 

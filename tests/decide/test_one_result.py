@@ -29,9 +29,9 @@ WORKLOAD = {"kind": "training", "model": "llama-3-8b", "tokens": 2e8, "seq_len":
 RUNS = {"name": "h100 x8", "hardware": "h100-sxm5-80gb", "gpus": 8, "provider": "aws"}
 #: Llama 3 8B training does not fit in one L4's 24 GB.
 UNFIT = {"name": "l4 x1", "hardware": "l4", "gpus": 1, "provider": "aws"}
-#: AWS's home L40S instance type sells no spot price: priced for reference, infeasible.
-NO_OFFER = {"name": "l40s spot", "hardware": "l40s", "gpus": 48, "pricing": "spot",
-            "provider": "aws"}  # fmt: skip
+#: The home instance type of 16 H100s (no provider named) sells no spot price: priced for
+#: reference, infeasible.
+NO_OFFER = {"name": "h100 spot", "hardware": "h100-sxm5-80gb", "gpus": 16, "pricing": "spot"}
 
 
 def _scenario(*options: dict[str, Any]) -> Scenario:
@@ -82,7 +82,7 @@ def test_every_surface_renders_the_comparison_choice(mixed, catalog) -> None:
     assert j["verdict"] == comp.verdict
     assert data.pareto_time == comp.pareto_time
     marked = {c["name"]: [t for _k, t in c["marks"]] for c in summary_cards(data)}
-    assert marked["l40s spot"] == []
+    assert marked["h100 spot"] == []
     assert marked["l4 x1"] == []
     assert any(t.startswith("cheapest") for t in marked["h100 x8"])
     # the hidden-cost waterfalls show only options that can run
@@ -115,10 +115,10 @@ def test_nothing_feasible_names_no_cheapest_anywhere(none_feasible, catalog) -> 
     assert 'class="tag cheap"' not in html
     assert 'class="tag fast"' not in html
     # the verdict comes first, before the cards
-    assert html.index("no option is feasible") < html.index('class="card')
+    assert html.index("No option is feasible") < html.index('class="card')
     md = render_markdown(data, [])
     summary = md.split("## Summary", 1)[1]
-    assert summary.lstrip().startswith("**no option is feasible")
+    assert summary.lstrip().startswith("**No option is feasible")
     assert "(cheapest" not in md
     assert "(fastest" not in md
     inputs = WorkbookInputs()
@@ -198,5 +198,5 @@ def test_web_api_renders_the_comparison(web, mixed, none_feasible) -> None:
     assert j0["fastest"] is None
     assert j0["verdict"] == comp0.verdict
     frag = web.post("/api/v1/compare", json=scn0.to_dict(), headers={"HX-Request": "true"}).text
-    assert "no option is feasible" in frag
+    assert "No option is feasible" in frag
     assert 'class="tag cheap"' not in frag

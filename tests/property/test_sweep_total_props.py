@@ -102,7 +102,13 @@ def test_sweep_items_equal_compare_items(plans, tokens, reuse):
     gpus = np.array([g for _, g, _ in plans])
     bill = table.bill(hw, mode, np.zeros_like(hw), gpus)
     # no eligible offer: invalid in the sweep, infeasible in compare (test_offer_props)
-    keep = [i for i in range(len(plans)) if math.isfinite(bill["price"][i])]
+    # a plan that does not fit is infeasible in compare (no hours, no cost): not priced here
+    keep = [
+        i
+        for i in range(len(plans))
+        if math.isfinite(bill["price"][i])
+        and comp.options[i].values.get("productive_h") is not None
+    ]
     if not keep:
         reject()
     hw, mode, gpus = hw[keep], mode[keep], gpus[keep]

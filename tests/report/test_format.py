@@ -98,7 +98,9 @@ def test_twin_axes_share_zero() -> None:
     assert d >= 3.0
 
 
-def test_waterfall_starts_near_the_smallest_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_waterfall_bars_start_at_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A $15 step is drawn 15/1000 as tall as a $1,000 bar (issue 35: a cut axis drew a $4.52
+    bar taller than a $575 one); the small steps carry their dollars and share as text."""
     from tests.report.test_render import _option
 
     from aitco.report import model, plots
@@ -106,15 +108,20 @@ def test_waterfall_starts_near_the_smallest_bar(monkeypatch: pytest.MonkeyPatch)
     o = model.OptionView.from_any(
         _option("x", 1000.0, 1.0, {"labour": ("people", 20.0), "egress": ("data", 15.0)})
     )
-    seen: list[tuple[float, float]] = []
+    seen: list[Any] = []
     orig = plots._png
 
     def spy(f: Any) -> bytes:
-        seen.append(f.axes[0].get_ylim())
+        seen.append(f.axes[0])
         return orig(f)
 
     monkeypatch.setattr(plots, "_png", spy)
     plots.waterfall_png(o)
-    lo, hi = seen[0]
-    assert lo > 900.0  # the 2-4 % hidden costs are not slivers on a $0-based axis
+    ax = seen[0]
+    lo, hi = ax.get_ylim()
+    assert lo == 0.0
     assert hi >= 1035.0
+    heights = sorted(abs(p.get_height()) for p in ax.patches)
+    assert heights[0] / heights[-1] == pytest.approx(15.0 / 1035.0, rel=1e-6)
+    texts = [t.get_text() for t in ax.texts]
+    assert any("$15" in t and "+1.4%" in t for t in texts), texts

@@ -149,7 +149,13 @@ def test_workbook_structure(tmp_path: Path) -> None:
     )
     with zipfile.ZipFile(p) as z:
         names = z.namelist()
-    assert any(n.startswith("xl/charts/chart") for n in names), "the summary sheet has a chart"
+        charts = [z.read(n).decode() for n in names if n.startswith("xl/charts/chart")]
+    # the cumulative net and the monthly ROI, each on one value axis crossed at zero by the
+    # month axis (issue 35: a secondary axis put the ROI's zero line at 20 %)
+    assert len(charts) == 2, "the summary sheet has two charts"
+    for xml in charts:
+        assert xml.count("<c:valAx>") == 1
+        assert '<c:crossesAt val="0"/>' in xml
     openpyxl = pytest.importorskip("openpyxl")
     wb = openpyxl.load_workbook(p)
     assert wb.sheetnames == ["Inputs", "Monthly", "Summary"]

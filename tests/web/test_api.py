@@ -239,3 +239,91 @@ def test_catalog_lists_priceable_pricing(client: Any) -> None:
     hw = {h["id"]: h for h in client.get("/api/v1/catalog").json()["hardware"]}
     assert "spot" not in hw["a10g"]["pricing"]
     assert "on_demand" in hw["a10g"]["pricing"]
+
+
+def test_pricing_endpoint_says_what_a_row_can_price(client: Any) -> None:
+    r = client.get("/api/v1/pricing", params={"hardware": "l40s", "gpus": 48, "provider": "aws"})
+    assert r.status_code == 200, r.text
+    j = r.json()
+    assert "aws" in j["providers"]
+    assert j["pricing"]["on_demand"] == ""
+    assert j["pricing"]["spot"] == ""  # the tie goes to the instance type that sells spot too
+    assert "reserved" in j["pricing"]["reserved_1y"]
+    assert j["pricing"]["owned"] == ""
+    # a10g: no spot offer anywhere; the reason says so
+    j = client.get("/api/v1/pricing", params={"hardware": "a10g", "gpus": 1}).json()
+    assert j["pricing"]["spot"].startswith("no spot price")
+    bad = client.get("/api/v1/pricing", params={"hardware": "h100-sxm5", "gpus": 1})
+    assert bad.status_code == 422
+    assert bad.json()["error"]["field"] == "hardware"
+    bad = client.get("/api/v1/pricing", params={"hardware": "l40s", "provider": "nowhere"})
+    assert bad.status_code == 422
+    assert bad.json()["error"]["field"] == "provider"
+
+
+def test_form_offers_only_what_compare_can_price(catalog: Any) -> None:
+    """Every mode the form leaves enabled is priced by compare; every one it disables fails."""
+    from aitco.cost.pricing import OWNED
+    from aitco.decide.compare import compare
+    from aitco.web.forms import pricing_check
+
+    modes = ["on_demand", "spot", "reserved_1y", "owned"]
+    for hw, gpus, provider in [("l40s", 48, "aws"), ("a100-sxm4-80gb", 64, ""), ("l4", 1, "")]:
+        check = pricing_check(catalog, hw, gpus, provider, modes)
+        for mode, why in check.items():
+            opt = {"hardware": hw, "gpus": gpus, "pricing": mode}
+            if provider and mode not in OWNED:
+                opt["provider"] = provider
+            scen = Scenario.from_dict(
+                {
+                    "name": "p",
+                    "workload": {"kind": "training", "model": "gpt2-124m", "tokens": 1e8},
+                    "options": [opt],
+                }
+            )
+            try:
+                (o,) = compare(scen, catalog).options
+                priced = o.values.get("feasible", True) or not any(
+                    "offer" in r for r in o.values.get("infeasible_reasons", [])
+                )
+            except InputError:
+                priced = False
+            assert priced == (why == ""), (hw, gpus, provider, mode, why)
+
+
+def _openapi_examples(spec: dict[str, Any]) -> list[tuple[str, str, str, Any]]:
+    out = []
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+            for name, ex in body.get("examples", {}).items():
+                out.append((method, path, name, ex["value"]))
+            params = {
+                p["name"]: next(iter(p["examples"].values()))["value"]
+                for p in op.get("parameters", [])
+                if p.get("in") == "query" and "examples" in p
+            }
+            if params and method == "get":
+                out.append((method, path, "query", params))
+    return out
+
+
+@pytest.mark.integration
+def test_every_openapi_example_is_accepted() -> None:
+    """What Swagger's "Try it out" sends (the first example) and every other one: 200."""
+    from fastapi.testclient import TestClient
+
+    from aitco.web.app import create_app
+
+    with TestClient(create_app()) as c:
+        spec = c.get("/openapi.json").json()
+        examples = _openapi_examples(spec)
+        posted = {(m, p) for m, p, _n, _v in examples}
+        assert {("post", "/api/v1/compare"), ("post", "/api/v1/report")} <= posted
+        assert ("get", "/api/v1/pricing") in posted
+        for method, path, name, value in examples:
+            if method == "post":
+                r = c.post(path + ("?format=json" if path.endswith("report") else ""), json=value)
+            else:
+                r = c.get(path, params=value)
+            assert r.status_code == 200, f"{method} {path} example {name}: {r.text[:300]}"

@@ -32,6 +32,7 @@ from aitco import __version__
 from aitco.cli import state
 from aitco.cli.render import err_console
 from aitco.errors import AitcoError
+from aitco.extras import missing_extra
 from aitco.limits import check_value
 
 #: OS errors caused by the machine rather than by the user's input: exit 1 (not 2).
@@ -110,6 +111,12 @@ def handle_errors(fn: Callable[[], Any]) -> int:
     except UnicodeError as exc:
         _say(f"input is not UTF-8 text ({exc})")
         return EXIT_USER
+    except ModuleNotFoundError as exc:
+        missing = missing_extra(exc)  # an optional package: name the extra that brings it
+        if missing is None:
+            raise
+        _say(str(missing))
+        return missing.exit_code
     except ValueError as exc:
         if not type(exc).__module__.startswith("pandas"):  # a CSV pandas cannot parse
             raise
@@ -144,6 +151,7 @@ class AitcoGroup(typer.core.TyperGroup):
         argv = list(sys.argv[1:] if args is None else args)
         argv, paths = _extract_catalog_flags(argv)
         state.set_overlays(paths)
+        show_flags_as_flags(self)
 
         def run() -> Any:
             return super(AitcoGroup, self).main(
@@ -154,6 +162,24 @@ class AitcoGroup(typer.core.TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def show_flags_as_flags(command: Any) -> None:
+    """Give every on/off option of ``command`` (and its sub-commands) no value in ``--help``.
+
+    Typer shows each option's type (``--json <bool>``), which reads as if a flag took a value;
+    a flag is written alone (``--json``), as it is typed.
+    """
+    from typer._click.core import Context
+
+    params = list(getattr(command, "params", ()))
+    if hasattr(command, "get_help_option"):  # --help is made (once) when first asked for
+        params.append(command.get_help_option(Context(command)))
+    for p in params:
+        if getattr(p, "is_bool_flag", False) and p.metavar is None:
+            p.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        show_flags_as_flags(sub)
 
 
 app = typer.Typer(

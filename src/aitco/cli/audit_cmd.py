@@ -26,7 +26,15 @@ from aitco.audit.tokenizers import resolve_tokenizer
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import ApiPrice
 from aitco.cli import state
-from aitco.cli.render import console, err_console, fmt, print_explain, print_json, table
+from aitco.cli.render import (
+    PRICING_MODES,
+    console,
+    err_console,
+    fmt,
+    print_explain,
+    print_json,
+    table,
+)
 from aitco.errors import InputError, UnknownIdError
 from aitco.limits import MAX_TOKENS, first_non_finite
 from aitco.units import MEGA, SECONDS_PER_DAY
@@ -327,7 +335,7 @@ def audit_cmd(
         str,
         typer.Option(
             "--pricing",
-            help="on_demand, spot, reserved_1y, reserved_3y, owned or colocation.",
+            help=f"Pricing of the self-hosted GPUs: {PRICING_MODES}.",
         ),
     ] = "on_demand",
     period_days: Annotated[

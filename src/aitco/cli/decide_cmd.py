@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from aitco.cli.render import console, fmt, print_explain, print_json, table
+from aitco.cli.render import PRICING_MODES, console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
@@ -485,7 +485,8 @@ def optimize_cmd(
         str | None, typer.Option(help="Comma-separated regions allowed.")
     ] = None,
     allowed_pricing: Annotated[
-        str | None, typer.Option(help="Comma-separated pricing modes allowed.")
+        str | None,
+        typer.Option(help=f"Comma-separated pricing modes allowed, of: {PRICING_MODES}."),
     ] = None,
     backend: BackendOpt = "local",
     scheduler: SchedOpt = None,
@@ -773,7 +774,10 @@ def api_vs_self_host_cmd(
     hardware: Annotated[
         list[str] | None, typer.Option("--hardware", help="Self-host hardware (repeatable).")
     ] = None,
-    pricing: Annotated[str | None, typer.Option(help="Pricing of self-hosted GPUs.")] = None,
+    pricing: Annotated[
+        str | None,
+        typer.Option(help=f"Pricing of the self-hosted GPUs: {PRICING_MODES}."),
+    ] = None,
     max_ttft_s: Annotated[
         float | None, typer.Option(help="TTFT objective for self-hosting. [s]")
     ] = None,
@@ -857,7 +861,8 @@ def api_vs_self_host_cmd(
             f"  cheapest plan: {sh['replicas']} x {sh['gpus_per_replica']} {sh['hardware']} "
             f"{sh['precision']} "
             f"batch {sh['batch']} -> {sh['usd_per_million_tokens']:.3g} $/Mtok "
-            f"(TTFT {sh['ttft_s']:.3g} s, TPOT {sh['tpot_s']:.3g} s, {sh['utilization']:.0%} busy)",
+            f"(TTFT {1e3 * sh['ttft_s']:.3g} ms, TPOT {1e3 * sh['tpot_s']:.3g} ms, "
+            f"{sh['utilization']:.0%} busy)",
             highlight=False,
         )
     rows = [

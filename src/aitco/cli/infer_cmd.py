@@ -15,10 +15,13 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
+from aitco.labels import display_scale
+from aitco.labels import label as key_label
 from aitco.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 
 
@@ -63,10 +66,17 @@ class Allocation(StrEnum):
 
 
 def _range(res_interval: dict[str, tuple[float, float]], key: str) -> str:
+    """Return the 80 % interval of ``key`` in its display unit (TTFT/TPOT in ms)."""
     iv = res_interval.get(key)
     if not iv:
         return ""
-    return f"{fmt(iv[0])} - {fmt(iv[1])}"
+    k = display_scale(key)
+    return f"{fmt(iv[0] * k)} - {fmt(iv[1] * k)}"
+
+
+def _shown(v: Any, key: str) -> Any:
+    """Return a value in its display unit (:data:`aitco.labels.DISPLAY_UNITS`)."""
+    return v * display_scale(key) if isinstance(v, int | float) and not isinstance(v, bool) else v
 
 
 def infer(
@@ -100,7 +110,12 @@ def infer(
         float | None, typer.Option("--slo-tpot-ms", help="P99 TPOT objective.")
     ] = None,
     engine: Annotated[Engine, typer.Option("--engine", help="Engine limits.")] = Engine.vllm,
-    allocation: Annotated[Allocation, typer.Option("--kv-allocation")] = Allocation.paged,
+    allocation: Annotated[
+        Allocation,
+        typer.Option(
+            "--kv-allocation", help="KV cache in pages (vLLM) or one contiguous block per request."
+        ),
+    ] = Allocation.paged,
     length_cv: Annotated[
         float, typer.Option("--length-cv", help="Coefficient of variation of lengths (--qps).")
     ] = 0.0,
@@ -260,9 +275,9 @@ def _render(
     """Print the serving estimate as tables (``aitco infer`` without ``--json``)."""
     iv = res.interval
     rows: list[tuple[Any, ...]] = [
-        ("TTFT (s)", v["ttft_s"], _range(iv, "ttft_s")),
-        ("TPOT (s)", v["tpot_s"], _range(iv, "tpot_s")),
-        ("end-to-end latency (s)", v["e2e_latency_s"], _range(iv, "e2e_latency_s")),
+        ("TTFT [ms]", _shown(v["ttft_s"], "ttft_s"), _range(iv, "ttft_s")),
+        ("TPOT [ms]", _shown(v["tpot_s"], "tpot_s"), _range(iv, "tpot_s")),
+        ("end-to-end latency [s]", v["e2e_latency_s"], _range(iv, "e2e_latency_s")),
         ("output tokens/s", v["output_tokens_per_s"], _range(iv, "output_tokens_per_s")),
         ("total tokens/s", v["total_tokens_per_s"], _range(iv, "total_tokens_per_s")),
         ("requests/s", v["requests_per_s"], _range(iv, "requests_per_s")),
@@ -294,15 +309,16 @@ def _render(
         u = v["uncontended"]
         rows.append(
             (
-                "TPOT alone (s)",
-                u["tpot_s"],
-                f"TTFT alone {fmt(u['ttft_s'])} s: no other replica busy",
+                "TPOT alone [ms]",
+                _shown(u["tpot_s"], "tpot_s"),
+                f"TTFT alone {fmt(_shown(u['ttft_s'], 'ttft_s'))} ms: no other replica busy",
             )
         )
     title = (
         f"Serving {model_id} on {gpus} x {acc_id} ({v['precision']}, tp {v['tp']} pp {v['pp']}, "
         f"{v['replicas']} replica(s), {v['engine']})"
     )
+    rows = [(escape(str(r[0])), *r[1:]) for r in rows]  # "[ms]" is a unit, not markup
     console.print(table(title, ["", "estimate", "80% range / note"], rows, caption=v["regime"]))
     if v.get("saturated"):
         console.print(
@@ -326,7 +342,7 @@ def _render(
 def _load_rows(v: dict[str, Any]) -> list[tuple[Any, ...]]:
     """Rows of the latencies under load (``--qps`` or ``--trace``)."""
     rows: list[tuple[Any, ...]] = [
-        (k, v.get(k), "")
+        (key_label(k), _shown(v.get(k), k), "")
         for k in ("p50_ttft_s", "p99_ttft_s", "p50_tpot_s", "p99_tpot_s", "p99_e2e_latency_s")
     ]
     rows.append(

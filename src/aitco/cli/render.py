@@ -6,14 +6,19 @@ import json
 import math
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from aitco.decide.scenario import PricingMode
 from aitco.explain import Estimate
-from aitco.formatting import num
-from aitco.labels import LABELS
+from aitco.formatting import TIME_KEYS_H, num, time_unit
+from aitco.labels import DISPLAY_UNITS, LABELS, display_scale, label
+
+#: The pricing modes, as every ``--pricing`` option's help lists them.
+PRICING_MODES = ", ".join(get_args(PricingMode))
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -60,16 +65,35 @@ def table(
 ) -> Table:
     """Build a rich table from rows of values (numbers are formatted with :func:`fmt`).
 
-    A column named by a JSON key of :data:`aitco.labels.LABELS` (``wall_clock_days``) is titled
-    with its label, as in the reports and the web app.
+    A column named by a JSON key (``wall_clock_h``, ``ttft_s``) is titled with its label and
+    shown in its display unit, as in the reports and the web app: latencies of a token in ms
+    (:data:`aitco.labels.DISPLAY_UNITS`), durations in the table's one time unit (hours, or days
+    beyond a few). Titles are plain text (``[ms]`` is a unit, not markup).
     """
+    rows = [list(r) for r in rows]
     t = Table(title=title, caption=caption, show_lines=False)
+    scales = []
     for i, c in enumerate(columns):
-        head = LABELS[c] if "_" in c and c in LABELS else c
-        t.add_column(head, justify="left" if i == 0 else "right")
+        head, scale = c, 1.0
+        if c in TIME_KEYS_H:
+            unit, per_h = time_unit(r[i] * TIME_KEYS_H[c] for r in rows if _is_num(r[i]))
+            head, scale = f"{label(c)} [{unit}]", TIME_KEYS_H[c] / per_h
+        elif "_" in c and (c in LABELS or c in DISPLAY_UNITS):
+            head, scale = label(c), display_scale(c)
+        scales.append(scale)
+        t.add_column(escape(head), justify="left" if i == 0 else "right", overflow="fold")
     for r in rows:
-        t.add_row(*(v if isinstance(v, str) else fmt(v) for v in r))
+        t.add_row(
+            *(
+                v if isinstance(v, str) else fmt(v * k if _is_num(v) else v)
+                for v, k in zip(r, scales, strict=False)
+            )
+        )
     return t
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 def print_explain(est: Estimate) -> None:

@@ -16,6 +16,7 @@ import typer
 from aitco.cli import state
 from aitco.cli.render import console
 from aitco.errors import AitcoError, EnvironmentFailure, InputError
+from aitco.extras import require_extra
 
 #: Default address of ``aitco web``: localhost only.
 DEFAULT_HOST = "127.0.0.1"
@@ -105,6 +106,7 @@ def report_cmd(
     suffix = out.suffix.lower()
     if suffix not in (".html", ".htm", ".md", ".markdown"):
         raise InputError("-o", output, "a path ending in .html or .md")
+    require_extra("report", what="aitco report")
     data = _build(scenario, roi, telemetry, sweep)
     if reconcile is not None:
         from aitco.report.reconcile import load_reconcile_json
@@ -140,10 +142,11 @@ def roi_template_cmd(
     ] = None,
 ) -> None:
     """Write the ROI workbook: inputs, live monthly ROI, payback, NPV, IRR, break-even, chart."""
+    require_extra("xlsxwriter", "report", what="aitco roi-template")
     from aitco.report.xlsx import (
         WorkbookInputs,
         example_inputs,
-        fill_from_comparison,
+        workbook_for,
         write_roi_workbook,
     )
 
@@ -153,8 +156,9 @@ def roi_template_cmd(
         inputs = WorkbookInputs.from_roi_inputs(roi_in, notes=[f"inputs from {roi}"])
     if scenario is not None:
         data = _build(scenario, None)
-        if fill_from_comparison(inputs, data) is None:  # nothing feasible: said first
+        if not data.feasible_options:  # nothing feasible: said first, nothing filled
             console.print(f"[bold red]{data.title}: {data.verdict}[/bold red]", highlight=False)
+        inputs = workbook_for(data, inputs)
     path = write_roi_workbook(output, inputs)
     console.print(f"wrote {path}")
 
@@ -166,6 +170,7 @@ def web_cmd(
     port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = DEFAULT_PORT,
 ) -> None:
     """Serve the web app (scenario builder, comparison, charts, downloads) on HOST:PORT."""
+    require_extra("web", what="aitco web")
     import uvicorn
 
     from aitco.web.app import create_app

@@ -8,6 +8,9 @@ Thin: parse, call :func:`aitco.decide.compare.compare`, render. ``--json`` print
 
 from __future__ import annotations
 
+import io
+import math
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -22,6 +25,8 @@ from aitco.cost.tco import CATEGORIES, Breakdown
 from aitco.decide.compare import Comparison, compare
 from aitco.decide.scenario import Scenario
 from aitco.errors import UnknownIdError
+from aitco.formatting import in_time_unit, option_hours, time_unit
+from aitco.labels import display_scale
 from aitco.perf.efficiency import EfficiencyParams
 
 preset_app = typer.Typer(help="Assumption presets: list, show, and diff how they move the answer.")
@@ -139,74 +144,113 @@ def _item_names(c: Comparison) -> list[tuple[str, str]]:
 
 
 def render_comparison(c: Comparison) -> None:
-    """Print one comparison as a table: headline rows, every item, the total."""
+    """Print one comparison in the widest layout the terminal holds (names never cut).
+
+    Every item of every option (options as columns) when that fits; else options as rows, with
+    as many cost categories and figures as fit, option names on one line when they fit
+    (the *wide* layout), and wrapped (never cut) only on the narrowest terminals.
+    """
     if c.kind == "plan":  # one column per stage, then the plan's total
         for plan in c.options:
             stages = Comparison(
                 name=f"{plan.name}: stage by stage", kind="training", options=plan.stages
             )
             render_comparison(stages)
-            days = plan.values.get("wall_clock_days")
+            hours = option_hours(plan.values)
+            unit = time_unit([hours])
             console.print(
-                f"[bold]plan total: {fmt(plan.total_usd)} USD[/bold] over {fmt(days)} "
-                "wall-clock days "
+                f"[bold]plan total: {fmt(plan.total_usd)} USD[/bold] over "
+                f"{in_time_unit(hours, unit)} wall-clock "
                 f"({len(plan.stages)} stages, added up stage by stage)"
             )
         return
-    if console.width < _full_width(c):
-        _render_compact(c)
+    width = console.width
+    full = _items_table(c)
+    if _table_width(full) <= width:
+        console.print(full)
         return
+    for layout in ROW_LAYOUTS:
+        t = _rows_table(c, layout)
+        if _table_width(t) <= width or layout == ROW_LAYOUTS[-1]:
+            console.print(t)
+            return
+
+
+def _table_width(t: Table) -> int:
+    """Return the characters the table needs with every row on one line [columns]."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    wide = Console(width=100_000, color_system=None, file=io.StringIO())
+    return int(Measurement.get(wide, wide.options, t).maximum)
+
+
+def _headline(c: Comparison) -> list[tuple[str, str, float, int]]:
+    """(label, key, display scale, digits) of the figures shown above the items."""
+    if c.kind == "inference":
+        return [
+            ("GPUs deployed", "total_gpus", 1.0, 0),
+            ("utilisation", "utilization", 1.0, 3),
+            ("TTFT [ms]", "ttft_s", display_scale("ttft_s"), 1),
+            ("TPOT [ms]", "tpot_s", display_scale("tpot_s"), 1),
+            ("$/month", "usd_per_month", 1.0, 0),
+            ("$/M tokens", "usd_per_million_tokens", 1.0, 3),
+            ("$/M output tokens", "usd_per_million_output_tokens", 1.0, 3),
+        ]
+    unit, per_h = _time_unit(c)
+    return [
+        (f"time to finish [{unit}]", "wall_clock_h", 1.0 / per_h, -3),
+        ("goodput", "goodput", 1.0, 4),
+        ("GPU-hours", "gpu_hours", 1.0, 0),
+        ("$/GPU-h effective", "effective_usd_per_gpu_h", 1.0, 3),
+        ("$/M tokens", "usd_per_million_tokens", 1.0, 4),
+    ]
+
+
+def _time_unit(c: Comparison) -> tuple[str, float]:
+    """Return the one time unit of a comparison's table (hours, or days beyond a few)."""
+    return time_unit(option_hours(o.values) for o in c.options)
+
+
+def _items_table(c: Comparison) -> Table:
+    """Options as columns, every headline figure and every item as a row."""
     cols = ["", *(_header(o, c) for o in c.options)]
     rows: list[list[Any]] = []
-    if c.kind == "inference":
-        head = [
-            ("GPUs deployed", "total_gpus", 0),
-            ("utilisation", "utilization", 3),
-            ("TTFT [s]", "ttft_s", 3),
-            ("TPOT [s]", "tpot_s", 3),
-            ("$/month", "usd_per_month", 0),
-            ("$/M tokens", "usd_per_million_tokens", 3),
-            ("$/M output tokens", "usd_per_million_output_tokens", 3),
-        ]
-    else:
-        head = [
-            ("wall-clock days", "wall_clock_days", 3),
-            ("goodput", "goodput", 4),
-            ("GPU-hours", "gpu_hours", 0),
-            ("$/GPU-h effective", "effective_usd_per_gpu_h", 3),
-            ("$/M tokens", "usd_per_million_tokens", 4),
-        ]
+    head = _headline(c)
     if any(o.values.get("committed_term_unused_usd") for o in c.options):
         # a committed term: the used share and the unused commitment, apart
         if c.kind == "inference":
-            head += [("$/month used", "usd_per_month_used", 0)]
+            head += [("$/month used", "usd_per_month_used", 1.0, 0)]
         head += [
-            ("used [USD]", "used_usd", 0),
-            ("unused commitment [USD]", "committed_term_unused_usd", 0),
+            ("used [USD]", "used_usd", 1.0, 0),
+            ("unused commitment [USD]", "committed_term_unused_usd", 1.0, 0),
         ]
-    head += [("energy [kWh]", "energy_kwh", 0), ("kg CO2e", "kg_co2e", 0)]
+    head += [("energy [kWh]", "energy_kwh", 1.0, 0), ("kg CO2e", "kg_co2e", 1.0, 0)]
     if any(o.values.get("memory_per_gpu_gb") is not None for o in c.options):
         # an option that does not fit: the memory it needs per GPU, and what it may use
         head += [
-            ("memory needed per GPU [GB]", "memory_per_gpu_gb", 1),
-            ("memory usable per GPU [GB]", "memory_capacity_gb", 1),
+            ("memory needed per GPU [GB]", "memory_per_gpu_gb", 1.0, 1),
+            ("memory usable per GPU [GB]", "memory_capacity_gb", 1.0, 1),
         ]
     if any("capex_usd" in o.values for o in c.options):
         head += [
-            ("capex (owned) [USD]", "capex_usd", 0),
-            ("book value at end [USD]", "book_value_end_usd", 0),
-            ("market value at end [USD]", "market_value_end_usd", 0),
+            ("capex (owned) [USD]", "capex_usd", 1.0, 0),
+            ("book value at end [USD]", "book_value_end_usd", 1.0, 0),
+            ("market value at end [USD]", "market_value_end_usd", 1.0, 0),
         ]
-    for label, key, digits in head:
+    for label, key, scale, digits in head:
         rows.append(
-            [f"[bold]{escape(label)}[/bold]", *(_num(o.values.get(key), digits) for o in c.options)]
+            [
+                f"[bold]{escape(label)}[/bold]",
+                *(_num(_scaled(o.values.get(key), scale), digits) for o in c.options),
+            ]
         )
     for cat, name in _item_names(c):
         rows.append([f"{cat}: {name}", *(_num(_usd_or_none(o, name), 2) for o in c.options)])
     rows.append(
         ["[bold]total \\[USD][/bold]", *(f"[bold]{fmt(o.total_usd)}[/bold]" for o in c.options)]
     )
-    _print_table(c, cols, rows, _choices_caption(c) or None)
+    return _table(c, cols, rows, _choices_caption(c) or None, wrap_names=False)
 
 
 def _choices_caption(c: Comparison) -> str:
@@ -216,93 +260,138 @@ def _choices_caption(c: Comparison) -> str:
     return f"cheapest: {c.cheapest}" + (f"; fastest: {c.fastest}" if c.fastest else "")
 
 
-#: Characters the full table needs: the item-label column plus one column per option.
-_LABEL_COLUMN_CHARS = 36
-_OPTION_COLUMN_CHARS = 15
+@dataclass(frozen=True)
+class RowLayout:
+    """How an options-as-rows table is laid out (richest first in :data:`ROW_LAYOUTS`).
+
+    Attributes
+    ----------
+    every_category : bool
+        One column per cost category present; else :data:`_COMPACT_CATEGORIES` and "other".
+    extras : bool
+        $/M tokens, energy and CO2e columns.
+    marks_column : bool
+        Cheapest / fastest / infeasible marks in their own column (else under the name).
+    wrap_names : bool
+        Option names may wrap over lines (never cut); else each is on one line.
+    """
+
+    every_category: bool
+    extras: bool
+    marks_column: bool
+    wrap_names: bool
 
 
-def _full_width(c: Comparison) -> int:
-    return _LABEL_COLUMN_CHARS + _OPTION_COLUMN_CHARS * len(c.options)
+#: Layouts tried in order; the first that fits the terminal is printed. The first three are the
+#: *wide* layout (every cost category, names on one line).
+ROW_LAYOUTS: tuple[RowLayout, ...] = (
+    RowLayout(every_category=True, extras=True, marks_column=True, wrap_names=False),
+    RowLayout(every_category=True, extras=False, marks_column=True, wrap_names=False),
+    RowLayout(every_category=True, extras=False, marks_column=False, wrap_names=False),
+    RowLayout(every_category=False, extras=False, marks_column=False, wrap_names=False),
+    RowLayout(every_category=False, extras=False, marks_column=False, wrap_names=True),
+)
 
-
-#: Categories shown on their own in the compact table; the rest are summed as "other".
+#: Categories shown on their own in the narrowest tables; the rest are summed as "other".
 _COMPACT_CATEGORIES = ("compute", "reliability", "power", "people")
-_SHORT = {"reliability": "reliab."}
-#: Width kept for the option names ("h100-sxm5-80gb" and "x32 on_demand" on two lines).
-_OPTION_NAME_CHARS = 14
+_SHORT = {"reliability": "reliab.", "compliance": "complian."}
 
 
-def _render_compact(c: Comparison) -> None:
-    """Print options as rows with totals by category, for terminals too narrow for every item."""
-    cats = [
-        k for k in _COMPACT_CATEGORIES if any(i.category == k for o in c.options for i in o.items)
-    ]
-    if c.kind == "inference":  # two latency columns leave room for compute vs everything else
-        cats = cats[:1]
-        head = [("TTFT ms", "ttft_s", 1e3), ("TPOT ms", "tpot_s", 1e3)]
+def _rows_table(c: Comparison, layout: RowLayout) -> Table:
+    """Options as rows: their figures, totals by cost category and the total."""
+    present = [k for k in CATEGORIES if any(i.category == k for o in c.options for i in o.items)]
+    cats = present if layout.every_category else [k for k in _COMPACT_CATEGORIES if k in present]
+    if c.kind == "inference":
+        head = [
+            ("GPUs", "total_gpus", 1.0, 0),
+            ("TTFT ms", "ttft_s", display_scale("ttft_s"), 0),
+            ("TPOT ms", "tpot_s", display_scale("tpot_s"), 0),
+        ]
+        if not layout.every_category:  # two latency columns leave room for compute + the rest
+            cats = cats[:1]
     else:
-        head = [("days", "wall_clock_days", 1.0)]
+        unit, per_h = _time_unit(c)
+        head = [("hours" if unit == "h" else unit, "wall_clock_h", 1.0 / per_h, -3)]
+    rest = [k for k in present if k not in cats]
     # a committed term: the unused commitment in a column of its own, out of compute
     unused_col = any(o.values.get("committed_term_unused_usd") for o in c.options)
-    extra = ["unused\ncommit."] if unused_col else []
-    cols = [
-        "option",
-        *(h[0] for h in head),
-        *(_SHORT.get(k, k) for k in cats),
-        *extra,
-        "other",
-        "total",
-    ]
+    extras = (
+        [
+            ("$/M tok", "usd_per_million_tokens", 1.0, 3),
+            ("kWh", "energy_kwh", 1.0, 0),
+            ("kg CO2e", "kg_co2e", 1.0, 0),
+        ]
+        if layout.extras
+        else []
+    )
+    cols = ["option", *(h[0] for h in head), *(_SHORT.get(k, k) for k in cats)]
+    cols += ["unused commit."] if unused_col else []
+    cols += ["other"] if rest else []
+    cols += ["total", *(e[0] for e in extras)]
+    cols += [""] if layout.marks_column else []
     rows: list[list[Any]] = []
     for o in c.options:
-        name = _compact_label(o, c)
+        marks = _marks(o, c)
+        name = escape(o.name)
+        if layout.wrap_names:
+            name = name.replace(" ", "\n", 1)
+        if marks and not layout.marks_column:
+            name += "\n" + " ".join(marks)
         unused = float(o.values.get("committed_term_unused_usd") or 0.0)
-        by_cat = [
-            sum(i.usd for i in o.items if i.category == k and i.name != "committed_term_unused")
-            for k in cats
+        by_cat = {
+            k: math.fsum(
+                i.usd for i in o.items if i.category == k and i.name != "committed_term_unused"
+            )
+            for k in present
+        }
+        row = [
+            name,
+            *(_num(_scaled(o.values.get(key), scale), d) for _, key, scale, d in head),
+            *(_num(by_cat[k], 0) for k in cats),
         ]
-        by_cat += [unused] if unused_col else []
-        other = o.total_usd - sum(by_cat)
-        vals = [o.values.get(key) for _, key, _ in head]
-        rows.append(
-            [
-                name,
-                *(
-                    "-" if v is None else _num(float(v) * scale, 0 if scale != 1.0 else 3)
-                    for v, (_, _, scale) in zip(vals, head, strict=True)
-                ),
-                *(_num(v, 0) for v in [*by_cat, other]),
-                f"[bold]{fmt(o.total_usd)}[/bold]",
-            ]
-        )
+        if unused_col:
+            row.append(_num(unused, 0))
+        if rest:
+            row.append(_num(math.fsum(by_cat[k] for k in rest), 0))
+        row.append(f"[bold]{fmt(o.total_usd)}[/bold]")
+        row += [_num(_scaled(o.values.get(key), s), d) for _, key, s, d in extras]
+        if layout.marks_column:
+            row.append(" ".join(marks))
+        rows.append(row)
     choices = _choices_caption(c)
     caption = (f"{choices}. " if choices else "") + (
         "USD by category; every item: a wider terminal, --explain or --json"
     )
-    _print_table(c, cols, rows, caption)
+    return _table(c, cols, rows, caption, wrap_names=layout.wrap_names)
 
 
-def _compact_label(o: Breakdown, c: Comparison) -> str:
-    """Return an option's row label: its name, a service's GPUs and its marks."""
-    marks = _header(o, c).split("\n")[2:] if o.kind != "plan" else []
-    label = escape(o.name).replace(" ", "\n", 1)
-    if c.kind == "inference" and o.values.get("total_gpus") is not None:
-        label += f"\nx{int(o.values['total_gpus'])} GPUs"
-    return "\n".join([label, *marks])
+def _marks(o: Breakdown, c: Comparison) -> list[str]:
+    """Return an option's marks: cheapest, fastest, does not fit, misses SLO, infeasible."""
+    return _header(o, c).split("\n")[2:] if o.kind != "plan" else []
 
 
-def _print_table(
-    c: Comparison, cols: list[str], rows: list[list[Any]], caption: str | None
-) -> None:
-    """Print ``rows`` under ``cols`` titled with the comparison (and preset) name."""
+def _scaled(x: Any, scale: float) -> Any:
+    if isinstance(x, int | float) and not isinstance(x, bool) and scale != 1.0:
+        return float(x) * scale
+    return x
+
+
+def _table(
+    c: Comparison, cols: list[str], rows: list[list[Any]], caption: str | None, *, wrap_names: bool
+) -> Table:
+    """Build a table of ``rows`` under ``cols`` titled with the comparison (and preset)."""
     preset = f" (preset {c.preset})" if c.preset else ""
     t = Table(title=f"{c.name}{preset}", caption=caption)
-    t.add_column(cols[0], min_width=_OPTION_NAME_CHARS)
+    t.add_column(cols[0], no_wrap=not wrap_names, overflow="fold", min_width=_OPTION_NAME_CHARS)
     for col in cols[1:]:
-        t.add_column(col, justify="right", no_wrap=True)
+        t.add_column(col, justify="right", no_wrap=True, overflow="fold")
     for r in rows:
         t.add_row(*r)
-    console.print(t)
+    return t
+
+
+#: Narrowest option-name column ("h100-sxm5-80gb" on one line when names wrap). [columns]
+_OPTION_NAME_CHARS = 14
 
 
 def _usd_or_none(o: Breakdown, name: str) -> float | None:
@@ -310,6 +399,9 @@ def _usd_or_none(o: Breakdown, name: str) -> float | None:
 
 
 def _num(x: Any, digits: int) -> str:
+    """Format a table number: ``digits`` decimals, or -N for N significant digits."""
+    if digits < 0 and isinstance(x, int | float) and not isinstance(x, bool):
+        return fmt(float(x), -digits)
     if x is None or isinstance(x, str):
         return "-" if x is None else x
     if isinstance(x, bool):
@@ -511,7 +603,9 @@ def _catalog_value(cat: Any, fid: str) -> Any:
 
 @preset_app.command("show")
 def preset_show(
-    name: Annotated[str, typer.Argument(metavar="PRESET")],
+    name: Annotated[
+        str, typer.Argument(metavar="PRESET", help="Preset id (see `aitco preset list`).")
+    ],
     json_out: JsonOpt = False,
 ) -> None:
     """Show a preset's overrides beside the catalog values they replace, and its source."""
@@ -604,8 +698,8 @@ def preset_diff_data(
 
 @preset_app.command("diff")
 def preset_diff(
-    a: Annotated[str, typer.Argument(metavar="PRESET_A")],
-    b: Annotated[str, typer.Argument(metavar="PRESET_B")],
+    a: Annotated[str, typer.Argument(metavar="PRESET_A", help="Preset of the base totals.")],
+    b: Annotated[str, typer.Argument(metavar="PRESET_B", help="Preset compared with it.")],
     scenario: Annotated[
         str | None, typer.Option("--scenario", help="Scenario YAML; default: the built-in ones.")
     ] = None,

@@ -19,6 +19,7 @@ import typer
 from aitco.cli import state
 from aitco.cli.render import console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
+from aitco.formatting import time_unit
 
 
 class Precision(StrEnum):
@@ -138,11 +139,12 @@ BATCH_RULE = (
 )
 
 
-def _range(values: dict[str, Any], key: str) -> str:
+def _range(values: dict[str, Any], key: str, per: float = 1.0) -> str:
+    """Return the 80 % interval of ``key`` (divided by ``per``: hours to days)."""
     iv = values.get("interval", {}).get(key)
     if not iv:
         return ""
-    return f"{fmt(iv[0])} - {fmt(iv[1])}"
+    return f"{fmt(iv[0] / per)} - {fmt(iv[1] / per)}"
 
 
 #: Cost keys of ``aitco train`` (null when the run has no price: no --tokens, no offer for
@@ -194,9 +196,14 @@ def _cost_rows(v: dict[str, Any]) -> list[tuple[Any, ...]]:
     """Return the table rows of the run's cost (compare's total of the same option)."""
     if v.get("total_usd") is None:
         return [("total cost (USD)", None, str(v.get("price_source", "")))]
+    unit, per_h = time_unit([v["priced_wall_clock_h"]])  # hours, or days beyond a few
     return [
         ("total cost (USD)", v["total_usd"], str(v["price_source"])),
-        ("wall clock with failures (h)", v["priced_wall_clock_h"], f"goodput {fmt(v['goodput'])}"),
+        (
+            f"wall clock with failures ({unit})",
+            v["priced_wall_clock_h"] / per_h,
+            f"goodput {fmt(v['goodput'])}",
+        ),
         ("USD per million tokens", v["usd_per_million_tokens"], ""),
     ]
 
@@ -216,7 +223,9 @@ def train(
     micro_batch: Annotated[
         int | None, typer.Option("--micro-batch", help="Sequences per micro-batch.", min=1)
     ] = None,
-    precision: Annotated[Precision, typer.Option("--precision")] = Precision.bf16,
+    precision: Annotated[
+        Precision, typer.Option("--precision", help="Number format of the weights and matmuls.")
+    ] = Precision.bf16,
     tp: Annotated[int | None, typer.Option("--tp", help="Tensor parallel degree.", min=1)] = None,
     pp: Annotated[int | None, typer.Option("--pp", help="Pipeline parallel degree.", min=1)] = None,
     cp: Annotated[int | None, typer.Option("--cp", help="Context parallel degree.", min=1)] = None,
@@ -302,7 +311,13 @@ def train(
             "kernel shape laws apply to both.",
         ),
     ] = GemmLevel.framework,
-    recompute: Annotated[Recompute | None, typer.Option("--recompute")] = None,
+    recompute: Annotated[
+        Recompute | None,
+        typer.Option(
+            "--recompute",
+            help="Activation recomputation (default: the least that fits in memory).",
+        ),
+    ] = None,
     recompute_layers: Annotated[
         int | None,
         typer.Option(
@@ -337,9 +352,14 @@ def train(
             help="Pad every expert's input to the capacity (the experts compute it all).",
         ),
     ] = False,
-    method: Annotated[Method, typer.Option("--method")] = Method.full,
+    method: Annotated[
+        Method, typer.Option("--method", help="Full training, or LoRA / QLoRA adapters.")
+    ] = Method.full,
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA/QLoRA rank.", min=1)] = 16,
-    optimizer: Annotated[Optimizer, typer.Option("--optimizer")] = Optimizer.adam,
+    optimizer: Annotated[
+        Optimizer,
+        typer.Option("--optimizer", help="Optimizer states: Adam (fp32) or 8-bit Adam."),
+    ] = Optimizer.adam,
     plan: Annotated[
         str | None,
         typer.Option("--plan", help="'auto': search the plan (given degrees are held)."),
@@ -474,7 +494,10 @@ def train(
         rows.append(("NVMe per GPU (GB)", v["nvme_per_gpu_gb"], "offloaded"))
     if "gpu_hours" in v:
         rows.append(("GPU-hours", v["gpu_hours"], _range(v, "gpu_hours")))
-        rows.append(("wall clock (h)", v["wall_clock_h"], _range(v, "wall_clock_h")))
+        unit, per_h = time_unit([v["wall_clock_h"]])  # hours, or days beyond a few
+        rows.append(
+            (f"wall clock ({unit})", v["wall_clock_h"] / per_h, _range(v, "wall_clock_h", per_h))
+        )
     rows += _cost_rows(v)
     title = f"Training {arch.id} on {gpus} x {acc.id} ({precision.value}, {method.value})"
     console.print(table(title, ["", "estimate", "80% range"], rows, caption=f"plan: {plan_s}"))

@@ -20,8 +20,11 @@ marketplace/community offers (no cluster network) therefore serve single-instanc
 inference replicas only.
 
 Among eligible offers the cheapest *billed* price per hour (:math:`n_\mathrm{inst}` x instance
-price) wins, then fewer instances, then the offer id: a provider's 1-GPU shape is used for a
-1-GPU job where it exists, else the smallest shape that holds the job.
+price) wins; a tie goes to the offer that sells more pricing terms (so that an option's spot or
+committed price has the same home as its on-demand one: AWS sells 48 L40S as 12 g6e.24xlarge or 6
+g6e.48xlarge at one on-demand price, and only the former on spot), then to fewer instances, then to
+the offer id. A provider's 1-GPU shape is used for a 1-GPU job where it exists, else the smallest
+shape that holds the job.
 
 One provider per option: unless the caller asks for ``provider="any"``, an option's on-demand,
 spot and committed prices come from one *home* instance type -- the cheapest eligible offer by
@@ -69,6 +72,8 @@ class OfferChoice:
         False when no offer meets the eligibility rules and this one is shown for reference.
     reasons : list of str
         Why the job has no eligible offer (empty when ``eligible``).
+    terms_sold : int
+        Pricing terms the offer sells (breaks ties of price: module rules). [count]
     """
 
     offer_id: str
@@ -83,6 +88,7 @@ class OfferChoice:
     as_of: str = ""
     eligible: bool = True
     reasons: tuple[str, ...] = field(default_factory=tuple)
+    terms_sold: int = 0
 
     @property
     def usd_per_gpu_hour(self) -> float:
@@ -176,14 +182,16 @@ def _choice(
         as_of=as_of,
         eligible=not reasons,
         reasons=reasons,
+        terms_sold=len({p.term for p in o.prices}),
     )
 
 
 def _cheapest(choices: Iterable[OfferChoice | None]) -> OfferChoice | None:
+    """Return the cheapest billed choice; ties: more terms sold, fewer instances, offer id."""
     ok = [c for c in choices if c is not None]
     if not ok:
         return None
-    return min(ok, key=lambda c: (c.usd_per_hour_billed, c.instances, c.offer_id))
+    return min(ok, key=lambda c: (c.usd_per_hour_billed, -c.terms_sold, c.instances, c.offer_id))
 
 
 def select_offer(

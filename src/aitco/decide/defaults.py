@@ -7,14 +7,17 @@ Training
     A100-SXM4-80GB, 32 H100-SXM5-80GB and 48 L40S, each rented on-demand, on spot, and owned.
     Rented options take AWS offers so that every option's price and spot-interruption rate come
     from one provider (drop ``provider`` in a scenario file to take the cheapest offer instead).
+    No option names an offer: the scenario is what ``examples/default.yaml`` and the web app's
+    form hold (hardware, GPUs, pricing, provider), and ties between offers break as
+    :mod:`aitco.cost.offers` says.
 
 Inference
     Serving Llama 3 8B (bf16) at 10 requests/s of 512 input / 256 output tokens under a 500 ms
     TTFT and 50 ms TPOT objective for one month, on one H100 NVL, A100, L40S or L4 per replica
     (scaled up by the inference engine until the SLO is met), rented on-demand, plus an owned
-    L40S and a 1-year committed H100. Both H100 options (H100 NVL) take one Azure 1-GPU instance
-    type (NC40ads H100 v5), so that on-demand and committed come from one provider. Rented
-    services pay whole instances; the committed term is billed for the whole year.
+    L40S and a 1-year committed H100. Both H100 options (H100 NVL) are priced on the one catalog
+    1-GPU instance type that sells it (Azure NC40ads H100 v5), on-demand and committed alike.
+    Rented services pay whole instances; the committed term is billed for the whole year.
 
 References
 ----------
@@ -24,6 +27,7 @@ References
 
 from __future__ import annotations
 
+from aitco.cost.pricing import OWNED as OWNED_PRICING
 from aitco.decide.scenario import Scenario
 
 #: Chinchilla compute-optimal tokens per parameter (Hoffmann et al. 2022, arXiv:2203.15556).
@@ -37,25 +41,21 @@ DEFAULT_TRAINING_CLUSTERS: tuple[tuple[str, int], ...] = (
     ("l40s", 48),
 )
 DEFAULT_TRAINING_MODES: tuple[str, ...] = ("on_demand", "spot", "owned")
-#: AWS sells L40S spot on g6e.24xlarge (4 GPUs, EFA) but not on g6e.48xlarge: the rented L40S
-#: options take that one instance type for on-demand and spot alike.
-L40S_TRAINING_OFFER = "aws-g6e.24xlarge"
-#: The H100 service options take one 1-GPU instance type that sells both on-demand and a 1-year
-#: commitment (Azure NC40ads H100 v5, an H100 NVL), so both are priced by one provider.
+#: The H100 of the service options: the H100 NVL, sold as one GPU on-demand and committed for a
+#: year (Azure NC40ads H100 v5), so both terms come from one instance type.
 H100_SERVICE_HARDWARE = "h100-nvl-94gb"
-H100_COMMITTED_OFFER = "azure-standard-nc40ads-h100-v5"
+#: Provider of the rented training options (one provider: prices and spot interruption rates).
+TRAINING_PROVIDER = "aws"
 
 
 def default_training() -> Scenario:
     """Return the default training comparison (module docstring)."""
     options = [
         {
-            "name": f"{hw} x{n} {mode}",
             "hardware": hw,
             "gpus": n,
             "pricing": mode,
-            **({"provider": "aws"} if mode != "owned" else {}),
-            **({"offer": L40S_TRAINING_OFFER} if mode != "owned" and hw == "l40s" else {}),
+            **({"provider": TRAINING_PROVIDER} if mode not in OWNED_PRICING else {}),
         }
         for hw, n in DEFAULT_TRAINING_CLUSTERS
         for mode in DEFAULT_TRAINING_MODES
@@ -66,7 +66,6 @@ def default_training() -> Scenario:
             "description": "1.02B GPT-2-style decoder, 20 tokens/param (Hoffmann et al. 2022)",
             "workload": {
                 "kind": "training",
-                "name": "pretrain",
                 "model": "gpt2-1.02b",
                 "tokens": CHINCHILLA_TOKENS_PER_PARAM * DEFAULT_MODEL_PARAMS,
                 "seq_len": 2048,
@@ -78,22 +77,23 @@ def default_training() -> Scenario:
     )
 
 
+#: Service options of the default inference comparison: (hardware, pricing modes), one GPU per
+#: replica each, grouped by hardware as the web form's rows are.
+DEFAULT_SERVICE_OPTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (H100_SERVICE_HARDWARE, ("on_demand", "reserved_1y")),
+    ("a100-sxm4-80gb", ("on_demand",)),
+    ("l40s", ("on_demand", "owned")),
+    ("l4", ("on_demand",)),
+)
+
+
 def default_inference() -> Scenario:
     """Return the default inference-service comparison (module docstring)."""
-    opts = [
-        (H100_SERVICE_HARDWARE, "on_demand"),
-        ("a100-sxm4-80gb", "on_demand"),
-        ("l40s", "on_demand"),
-        ("l4", "on_demand"),
-        ("l40s", "owned"),
-        (H100_SERVICE_HARDWARE, "reserved_1y"),
-    ]
     return Scenario.from_dict(
         {
             "name": "llama-3-8b service, 10 req/s, 1 month",
             "workload": {
                 "kind": "inference",
-                "name": "chat-service",
                 "model": "llama-3-8b",
                 "precision": "bf16",
                 "input_tokens": 512,
@@ -104,14 +104,9 @@ def default_inference() -> Scenario:
                 "months": 1,
             },
             "options": [
-                {
-                    "name": f"{hw} {mode}",
-                    "hardware": hw,
-                    "gpus": 1,
-                    "pricing": mode,
-                    **({"offer": H100_COMMITTED_OFFER} if hw == H100_SERVICE_HARDWARE else {}),
-                }
-                for hw, mode in opts
+                {"hardware": hw, "gpus": 1, "pricing": mode}
+                for hw, modes in DEFAULT_SERVICE_OPTIONS
+                for mode in modes
             ],
             # request/response logs kept 90 days for audit (about 4 KB per request, 10 req/s)
             "compliance": {"gb_per_day": 3.456, "retention_days": 90, "storage_tier": "s3-ia"},

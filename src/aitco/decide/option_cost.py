@@ -33,7 +33,7 @@ from aitco.explain import Term
 
 def option_name(opt: HardwareOption) -> str:
     """Return the name of an option: its own, else ``<hardware> x<gpus> <pricing>``."""
-    return opt.name or f"{opt.hardware} x{opt.gpus} {opt.pricing}"
+    return opt.label  # the one naming rule (HardwareOption.label: "x1" left out)
 
 
 def option_price(

@@ -264,8 +264,9 @@ class HardwareOption(BaseModel):
 
     @property
     def label(self) -> str:
-        """Display name: the given name or ``hardware x gpus pricing``."""
-        return self.name or f"{self.hardware} x{self.gpus} {self.pricing}"
+        """Display name: the given name or ``hardware xGPUS pricing`` (``x1`` left out)."""
+        count = f" x{self.gpus}" if self.gpus != 1 else ""
+        return self.name or f"{self.hardware}{count} {self.pricing}"
 
 
 class Stage(BaseModel):

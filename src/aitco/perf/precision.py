@@ -53,8 +53,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aitco.catalog.schema import Accelerator
 from aitco.errors import InputError, PlanError
+from aitco.perf.specs import FormatSpec
 from aitco.units import BLOCK_SCALED_FORMATS, BYTES_PER_DTYPE
 
 #: 16-bit type the parts of a low-precision recipe that are not quantised run in.
@@ -187,7 +187,7 @@ def train_format(precision: str) -> TrainFormat:
     return fmt
 
 
-def resolve_training_format(acc: Accelerator, precision: str) -> ResolvedFormat:
+def resolve_training_format(acc: FormatSpec, precision: str) -> ResolvedFormat:
     """How ``acc`` runs the training format ``precision``: native, scaled in software or emulated.
 
     Raises
@@ -232,7 +232,7 @@ def resolve_training_format(acc: Accelerator, precision: str) -> ResolvedFormat:
     )  # fmt: skip
 
 
-def blended_linear_peak_tflops(acc: Accelerator, rf: ResolvedFormat) -> float:
+def blended_linear_peak_tflops(acc: FormatSpec, rf: ResolvedFormat) -> float:
     r"""Return the dense peak the linear GEMMs run at over the recipe's mix [TFLOP/s].
 
     Notes

@@ -208,3 +208,22 @@ class PowerSpec(Protocol):
     @property
     def power_limit_w(self) -> float | None:
         """Power limit the device is run at when below its TDP; None = the TDP [W]."""
+
+
+class FormatSpec(Protocol):
+    """The number formats an accelerator runs (``catalog.schema.Accelerator``)."""
+
+    @property
+    def id(self) -> str:
+        """Catalog id of the accelerator."""
+
+    @property
+    def peak_tflops(self) -> dict[str, float]:
+        """Dense peak throughput per data type [TFLOP/s]."""
+
+    @property
+    def block_scaled_formats(self) -> list[str]:
+        """Block-scaled formats the matrix units run natively (MXFP8, NVFP4, ...)."""
+
+    def supports(self, dtype: str) -> bool:
+        """Whether the accelerator has a dense peak for ``dtype``."""

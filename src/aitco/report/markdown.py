@@ -12,9 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 from aitco import __version__
 from aitco.fileio import write_atomic
-from aitco.formatting import pct, usd, value
-from aitco.labels import category_label, label
-from aitco.report.html import URL_RE, headline_keys, roi_rows, summary_cards
+from aitco.formatting import pct, usd
+from aitco.labels import category_label
+from aitco.report.html import (
+    URL_RE,
+    cell,
+    header,
+    headline_keys,
+    roi_rows,
+    summary_cards,
+    surface_time_unit,
+    verdict,
+)
 from aitco.report.plots import report_figures
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,10 +64,8 @@ def _source_line(k: int, src: str) -> str:
 
 
 def _summary_lines(data: ReportData) -> list[str]:
-    """Return the answer first: the verdict when nothing can run, then one line per option."""
-    out = ["## Summary", ""]
-    if data.verdict and not data.feasible_options:
-        out += [_fit(f"**{_cell(data.verdict)}**"), ""]
+    """Return the answer first (the verdict), then one line per option."""
+    out = ["## Summary", "", _fit(f"**{verdict(data)}**"), ""]
     for c in summary_cards(data):
         marks = "".join(f" **({t})**" for _k, t in c["marks"])
         per_mtok = f", {c['usd_per_mtok']} per million tokens" if c["usd_per_mtok"] != "-" else ""
@@ -74,12 +81,17 @@ def _summary_lines(data: ReportData) -> list[str]:
 
 
 def _comparison_lines(data: ReportData) -> list[str]:
-    """One section per option: its total and headline values."""
+    """Return one section per option: its total and headline values."""
     heads = headline_keys(data)
+    unit = surface_time_unit(data)
     out = ["## Comparison", ""]
     for o in data.options:
         out += [_fit(f"### {_cell(o.name)}: {usd(o.total_usd)}"), ""]
-        out += [_fit(f"- {label(k)}: {value(k, o.values.get(k))}") for k in heads if k in o.values]
+        out += [
+            _fit(f"- {header(k, unit)}: {cell(k, o.values.get(k), unit)}")
+            for k in heads
+            if k in o.values
+        ]
         out.append("")
     return out
 

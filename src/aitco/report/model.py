@@ -18,6 +18,7 @@ from aitco.decide.choices import LATENCY_KEYS, Choices, choose, pareto_points
 from aitco.decide.compare import compare as default_compare
 from aitco.decide.sweep import sweep
 from aitco.errors import InputError
+from aitco.formatting import option_hours, time_unit
 
 #: Headline values shown in the comparison table, in order, when an option has them.
 HEADLINE_KEYS: tuple[str, ...] = (
@@ -246,6 +247,14 @@ class ReportData:
     dropped_options: list[dict[str, Any]] = field(default_factory=list)
     #: A reconciliation of one option with its bill (``aitco reconcile --json``), when given.
     reconcile: dict[str, Any] | None = None
+
+    def time_unit(self) -> tuple[str, float]:
+        """Return the one time unit of all this report shows (:func:`aitco.formatting.time_unit`).
+
+        Cards, tables and chart axes write every duration in it: hours when the longest option
+        takes under a few days, days beyond.
+        """
+        return time_unit(option_hours(o.values) for o in self.options)
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (the web API's and ``report.json``'s shape).

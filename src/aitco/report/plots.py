@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aitco.formatting import usd_si
-from aitco.labels import category_label, label
+from aitco.labels import category_label, display_scale, label
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -45,13 +45,38 @@ MAX_LABEL_CHARS = 40
 MAX_ANNOTATED_CELLS = 120
 #: Resolution of the PNGs. [dots per inch]
 DPI = 110
+#: Smallest text in a chart. [pt] At :data:`DPI` it is 8 x 110 / 72 = 12.2 px, so a chart shown
+#: at its own size (the report and the web app never enlarge a figure past it) has labels of at
+#: least 11 px, the floor the browser tests check on a desktop and a phone.
+MIN_FONT_PT = 8.0
+#: Width of a chart's phone variant (``narrow=True``): 330 px, the width of a 390 px phone
+#: screen's content column, so the phone shows it at about its own size. [in]
+NARROW_WIDTH_IN = 3.0
+#: Widest chart on a desktop: 1,100 px at :data:`DPI`, inside the report's and the web page's
+#: content column at 1400 px, so a desktop never shrinks a chart. [in]
+MAX_WIDTH_IN = 10.0
+#: PNG text key holding the smallest font of a chart in pixels at its own size.
+MIN_FONT_KEY = "aitco:min-font-px"
 
 
-def _figure(width_in: float, height_in: float) -> tuple[Figure, Axes]:
+def _figure(width_in: float, height_in: float, narrow: bool = False) -> tuple[Figure, Axes]:
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width_in, height_in), dpi=DPI, layout="constrained")
+    width = NARROW_WIDTH_IN if narrow else min(width_in, MAX_WIDTH_IN)
+    fig = Figure(figsize=(width, height_in), dpi=DPI, layout="constrained")
     return fig, fig.add_subplot()
+
+
+def _min_font_px(fig: Figure) -> float:
+    """Return the smallest font of the figure's visible texts, in pixels at its own size."""
+    from matplotlib.text import Text
+
+    sizes = [
+        float(t.get_fontsize())
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and t.get_figure() is not None
+    ]
+    return min(sizes, default=MIN_FONT_PT) * DPI / 72.0
 
 
 def _png(fig: Figure) -> bytes:
@@ -65,13 +90,69 @@ def _png(fig: Figure) -> bytes:
         # a name in a script the bundled font lacks is drawn as boxes, not refused
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
         fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
+    # drawn once: the tick labels exist now; their smallest font goes in a text chunk
+    return _with_text(buf.getvalue(), MIN_FONT_KEY, f"{_min_font_px(fig):.2f}")
+
+
+def _with_text(png: bytes, key: str, value: str) -> bytes:
+    """Return ``png`` with a ``tEXt`` chunk ``key`` = ``value`` after its header chunk."""
+    import struct
+    import zlib
+
+    data = key.encode("latin-1") + b"\x00" + value.encode("latin-1")
+    chunk = struct.pack(">I", len(data)) + b"tEXt" + data
+    chunk += struct.pack(">I", zlib.crc32(b"tEXt" + data) & 0xFFFFFFFF)
+    (ihdr_len,) = struct.unpack(">I", png[8:12])
+    end = 8 + 12 + ihdr_len  # signature, then IHDR (length, type, data, crc)
+    return png[:end] + chunk + png[end:]
+
+
+def png_text(png: bytes, key: str) -> str | None:
+    """Return the value of a PNG ``tEXt`` chunk (e.g. :data:`MIN_FONT_KEY`), or None.
+
+    Examples
+    --------
+    >>> png_text(b"not a png", MIN_FONT_KEY) is None
+    True
+    """
+    import struct
+
+    if not png.startswith(b"\x89PNG\r\n\x1a\n"):
+        return None
+    pos = 8
+    while pos + 8 <= len(png):
+        (length,) = struct.unpack(">I", png[pos : pos + 4])
+        kind = png[pos + 4 : pos + 8]
+        data = png[pos + 8 : pos + 8 + length]
+        if kind == b"tEXt" and b"\x00" in data:
+            k, v = data.split(b"\x00", 1)
+            if k.decode("latin-1") == key:
+                return v.decode("latin-1")
+        if kind == b"IDAT":  # text chunks come before the image data
+            return None
+        pos += 12 + length
+    return None
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """Return the width and height of a PNG from its header [px]."""
+    import struct
+
+    w, h = struct.unpack(">II", png[16:24])
+    return int(w), int(h)
 
 
 def _label(name: str) -> str:
     """Printable label of at most :data:`MAX_LABEL_CHARS` characters (with an ellipsis)."""
     name = "".join(ch if ch.isprintable() else "?" for ch in name)
     return name if len(name) <= MAX_LABEL_CHARS else name[: MAX_LABEL_CHARS - 1] + "…"
+
+
+def _max_ticks(n: int) -> Any:
+    """Return matplotlib's ``MaxNLocator(n)`` (at most ``n`` + 1 ticks: a phone's axis)."""
+    from matplotlib.ticker import MaxNLocator as Locator
+
+    return Locator(n)
 
 
 def _usd_axis(ax: Axes, axis: str = "x") -> None:
@@ -121,32 +202,73 @@ def _align_zero(ax: Axes, ax2: Axes) -> None:
             a.set_ylim(0.0, hi)
 
 
+def _figure_with_key(
+    width_in: float, height_in: float, names: Sequence[str], narrow: bool
+) -> tuple[Figure, Axes, Axes | None]:
+    """Make a figure whose numbered-point key goes beside the axes (under them on a phone)."""
+    if not narrow or not names:
+        fig, ax = _figure(width_in, height_in, narrow)
+        return fig, ax, None
+    from matplotlib.figure import Figure
+
+    key_h = 0.2 * len(names) + 0.2
+    fig = Figure(figsize=(NARROW_WIDTH_IN, height_in + key_h), dpi=DPI, layout="constrained")
+    ax, key_ax = fig.subplots(2, 1, height_ratios=[height_in, key_h])
+    key_ax.set_axis_off()
+    return fig, ax, key_ax
+
+
 def _numbered_labels(
-    ax: Axes, xs: Sequence[float], ys: Sequence[float], names: Sequence[str]
+    ax: Axes,
+    xs: Sequence[float],
+    ys: Sequence[float],
+    names: Sequence[str],
+    key_ax: Axes | None = None,
 ) -> None:
-    """Label points by number and list ``number. name`` beside the axes (no overlaps)."""
+    """Label points by number and list ``number. name`` beside the axes (or in ``key_ax``)."""
     for k, (x, y) in enumerate(zip(xs, ys, strict=True), start=1):
         ax.annotate(
             str(k),
             (x, y),
             textcoords="offset points",
             xytext=(5, 5),
-            fontsize=8,
+            fontsize=MIN_FONT_PT,
             weight="bold",
             clip_on=True,
         )
     if names:
         key = "\n".join(f"{k}. {_label(n)}" for k, n in enumerate(names, start=1))
-        ax.text(1.02, 1.0, key, transform=ax.transAxes, va="top", ha="left", fontsize=8)
+        if key_ax is not None:  # a phone: the key under the axes
+            key_ax.text(0.0, 1.0, key, va="top", ha="left", fontsize=MIN_FONT_PT)
+        else:
+            ax.text(1.02, 1.0, key, transform=ax.transAxes, va="top", ha="left", fontsize=8)
 
 
-def cost_breakdown_png(options: Sequence[OptionView]) -> bytes:
-    """Horizontal stacked bars: each option's total split by cost category.
+def _names_above_bars(ax: Axes, names: Sequence[str]) -> None:
+    """Write each bar's name above it, left-aligned (a phone has no room for tick labels)."""
+    ax.set_yticks([])
+    at_left = ax.get_yaxis_transform()  # x in axes fraction, y in data
+    for y, n in enumerate(names):
+        ax.text(
+            0.01,
+            y - 0.42,
+            _label(n),
+            transform=at_left,
+            va="bottom",
+            ha="left",
+            fontsize=MIN_FONT_PT,
+        )
+
+
+def cost_breakdown_png(options: Sequence[OptionView], *, narrow: bool = False) -> bytes:
+    """Horizontal stacked bars from zero: each option's total split by cost category.
 
     Parameters
     ----------
     options : sequence of OptionView
         The compared options.
+    narrow : bool
+        The phone variant (:data:`NARROW_WIDTH_IN` wide, names above the bars).
 
     Returns
     -------
@@ -161,7 +283,8 @@ def cost_breakdown_png(options: Sequence[OptionView]) -> bytes:
     order = [c for c in CATEGORY_COLOURS if c in cats] + [
         c for c in cats if c not in CATEGORY_COLOURS
     ]
-    fig, ax = _figure(8.0, 0.55 * len(options) + 1.6)
+    per_bar = 0.8 if narrow else 0.55
+    fig, ax = _figure(8.0, per_bar * len(options) + 1.6 + (0.5 if narrow else 0), narrow)
     ys = list(range(len(options)))
     left = [0.0] * len(options)
     extra: dict[str, str] = {}
@@ -171,6 +294,7 @@ def cost_breakdown_png(options: Sequence[OptionView]) -> bytes:
             ys,
             w,
             left=left,
+            height=0.5 if narrow else 0.8,
             color=_colour(c, extra),
             label=category_label(c),
             edgecolor="white",
@@ -178,25 +302,34 @@ def cost_breakdown_png(options: Sequence[OptionView]) -> bytes:
         )
         left = [a + b for a, b in zip(left, w, strict=True)]
     for y, o in enumerate(options):
-        ax.text(o.total_usd, y, "  " + _usd_short(o.total_usd), va="center", fontsize=8)
-    ax.set_yticks(ys, [_label(o.name) for o in options])
-    ax.invert_yaxis()
+        ax.text(o.total_usd, y, " " + _usd_short(o.total_usd), va="center", fontsize=MIN_FONT_PT)
+    if narrow:
+        _names_above_bars(ax, [o.name for o in options])
+        ax.set_ylim(len(options) - 0.5, -1.0)
+    else:
+        ax.set_yticks(ys, [_label(o.name) for o in options])
+        ax.invert_yaxis()
     _usd_axis(ax, "x")
-    ax.set_xlim(0, max((o.total_usd for o in options), default=1.0) * 1.18 or 1.0)
+    ax.set_xlim(0, max((o.total_usd for o in options), default=1.0) * 1.3 or 1.0)
+    if narrow:
+        ax.xaxis.set_major_locator(_max_ticks(4))
     ax.set_xlabel("Total cost [$]")
-    ax.set_title("Cost breakdown per option")
-    fig.legend(loc="outside lower center", ncols=min(6, len(order)), fontsize=8, frameon=False)
+    ax.set_title("Cost breakdown per option", fontsize=10 if narrow else None)
+    ncols = min(3 if narrow else 6, len(order))
+    fig.legend(loc="outside lower center", ncols=max(ncols, 1), fontsize=8, frameon=False)
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
 
 
-def waterfall_png(option: OptionView) -> bytes:
-    """Hidden-cost waterfall: from the advertised compute price to the full TCO.
+def waterfall_png(option: OptionView, *, narrow: bool = False) -> bytes:
+    """Hidden-cost waterfall from zero: from the advertised compute price to the full TCO.
 
     Parameters
     ----------
     option : OptionView
         One option.
+    narrow : bool
+        The phone variant.
 
     Returns
     -------
@@ -207,7 +340,9 @@ def waterfall_png(option: OptionView) -> bytes:
     -----
     The first bar is :meth:`OptionView.rental_usd`; each other item is a floating bar starting
     where the previous one ended (items under :data:`WATERFALL_MIN_SHARE` of the total are
-    grouped); the last bar is the total, equal to the sum of every item.
+    grouped); the last bar is the total, equal to the sum of every item. The value axis starts at
+    zero, so bar heights keep their proportions: a hidden cost of 1 % is a thin step, and its
+    dollar amount and share are written above it.
     """
     start = option.rental_usd()
     steps: list[tuple[str, float, str]] = []
@@ -220,43 +355,45 @@ def waterfall_png(option: OptionView) -> bytes:
     if small:
         steps.append(("other (small items)", small, "other"))
     labels = ["compute price", *[_label(s[0]).replace("_", " ") for s in steps], "full TCO"]
-    fig, ax = _figure(max(6.5, 0.62 * len(labels) + 2), 4.4)
+    fig, ax = _figure(max(6.5, 0.62 * len(labels) + 2), 4.8 if narrow else 4.4, narrow)
     extra: dict[str, str] = {}
     ax.bar(0, start, color=CATEGORY_COLOURS["compute"])
     level = start
-    levels = [start, option.total_usd]
+    total = option.total_usd or 1.0
     for k, (_n, usd, cat) in enumerate(steps, start=1):
         ax.bar(k, usd, bottom=level, color=_colour(cat, extra))
-        ax.text(k, level + max(usd, 0), _usd_short(usd), ha="center", va="bottom", fontsize=8)
+        share = f"\n{usd / total:+.1%}" if not narrow else ""
+        ax.text(
+            k,
+            level + max(usd, 0),
+            _usd_short(usd) + share,
+            ha="center",
+            va="bottom",
+            fontsize=MIN_FONT_PT,
+        )
         level += usd
-        levels.append(level)
-    # start the axis near the smallest bar so that 1-4 % hidden costs are visible, not slivers
-    lo, hi = min(levels), max(levels)
-    if lo > 0 and hi > lo:
-        ax.set_ylim(max(0.0, lo - 0.6 * (hi - lo)), hi + 0.15 * (hi - lo))
     ax.bar(len(labels) - 1, option.total_usd, color="#333333")
-    ax.text(0, start, _usd_short(start), ha="center", va="bottom", fontsize=8)
+    ax.text(0, start, _usd_short(start), ha="center", va="bottom", fontsize=MIN_FONT_PT)
     ax.text(
         len(labels) - 1,
         option.total_usd,
         _usd_short(option.total_usd),
         ha="center",
         va="bottom",
-        fontsize=8,
+        fontsize=MIN_FONT_PT,
         weight="bold",
     )
-    ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right", fontsize=8)
+    hi = max(start, option.total_usd, *(0.0,))
+    ax.set_ylim(min(0.0, level, start), hi * 1.22 if hi > 0 else 1.0)  # from zero
+    rotation = 60 if narrow else 35
+    ax.set_xticks(range(len(labels)), labels, rotation=rotation, ha="right", fontsize=MIN_FONT_PT)
     _usd_axis(ax, "y")
-    ax.set_ylabel(
-        r"Cumulative cost [\$] (axis starts at {})".format(
-            _usd_short(ax.get_ylim()[0]).replace("$", r"\$")
-        )
-        if ax.get_ylim()[0] > 0
-        else "Cumulative cost [$]"
-    )
+    ax.set_ylabel("Cumulative cost [$]")
     uplift = (option.total_usd / start - 1.0) if start > 0 else math.nan
-    extra_txt = f": +{uplift:.0%} over the compute price" if math.isfinite(uplift) else ""
-    ax.set_title(f"{_label(option.name)}\ncompute price to full TCO{extra_txt}", fontsize=9)
+    extra_txt = f": +{uplift:.1%} over the compute price" if math.isfinite(uplift) else ""
+    sep = "\n" if narrow else ""
+    title = f"{_label(option.name)}\ncompute price to full TCO{extra_txt.replace(': ', ':' + sep)}"
+    ax.set_title(title, fontsize=MIN_FONT_PT if narrow else 9)
     ax.grid(axis="y", alpha=0.3)
     return _png(fig)
 
@@ -268,6 +405,8 @@ def pareto_png(
     title: str,
     x_key: str = "x",
     y_key: str = "total_usd",
+    x_scale: float = 1.0,
+    narrow: bool = False,
 ) -> bytes:
     """Scatter of options (x to minimise vs cost) with the Pareto front joined by a step line.
 
@@ -281,35 +420,41 @@ def pareto_png(
         Plot title.
     x_key, y_key : str
         Keys of the coordinates in ``points`` (y in USD).
+    x_scale : float
+        Factor from the points' x to the axis unit (e.g. 24 to draw days in hours).
+    narrow : bool
+        The phone variant (the key of the numbered points under the axes).
 
     Returns
     -------
     bytes
         PNG image.
     """
-    fig, ax = _figure(7.0, 4.4)
+    names = [p["name"] for p in points]
+    fig, ax, key_ax = _figure_with_key(7.0, 3.6 if narrow else 4.4, names, narrow)
+
+    def x(p: Mapping[str, Any]) -> float:
+        return float(p[x_key]) * x_scale
+
     off = [p for p in points if not p["front"]]
-    xk, yk = x_key, y_key
-    on = sorted((p for p in points if p["front"]), key=lambda p: p[xk])
-    ax.scatter([p[xk] for p in off], [p[yk] for p in off], c="#999999", label="dominated", zorder=2)
-    ax.scatter(
-        [p[xk] for p in on], [p[yk] for p in on], c="#D55E00", label="Pareto front", zorder=3
-    )
+    yk = y_key
+    on = sorted((p for p in points if p["front"]), key=x)
+    ax.scatter([x(p) for p in off], [p[yk] for p in off], c="#999999", label="dominated", zorder=2)
+    ax.scatter([x(p) for p in on], [p[yk] for p in on], c="#D55E00", label="Pareto front", zorder=3)
     if len(on) > 1:
-        ax.step([p[xk] for p in on], [p[yk] for p in on], where="post", color="#D55E00", alpha=0.6)
-    _numbered_labels(
-        ax, [p[xk] for p in points], [p[yk] for p in points], [p["name"] for p in points]
-    )
+        ax.step([x(p) for p in on], [p[yk] for p in on], where="post", color="#D55E00", alpha=0.6)
+    _numbered_labels(ax, [x(p) for p in points], [p[yk] for p in points], names, key_ax)
     _usd_axis(ax, "y")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Total cost [$]")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10 if narrow else None)
+    ax.margins(x=0.12, y=0.1)  # room for the point numbers
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _png(fig)
 
 
-def sweep_front_png(front: Mapping[str, Any]) -> bytes:
+def sweep_front_png(front: Mapping[str, Any], *, narrow: bool = False) -> bytes:
     """Plot the Pareto front of a sweep: each configuration on the front, joined by a step line.
 
     Parameters
@@ -317,6 +462,8 @@ def sweep_front_png(front: Mapping[str, Any]) -> bytes:
     front : mapping
         :attr:`aitco.report.model.ReportData.sweep_front` (``metrics``: the two minimised
         metrics, the first drawn on the y axis; ``rows``: the front's configurations).
+    narrow : bool
+        The phone variant.
 
     Returns
     -------
@@ -332,16 +479,16 @@ def sweep_front_png(front: Mapping[str, Any]) -> bytes:
         ),
         key=lambda r: r[x_key],
     )
-    fig, ax = _figure(7.5, 4.6)
-    xs = [r[x_key] for r in rows]
-    ys = [r[y_key] for r in rows]
-    ax.step(xs, ys, where="post", color="#D55E00", alpha=0.6)
-    ax.scatter(xs, ys, color="#D55E00", zorder=3, label=f"Pareto front ({len(rows)} plans)")
     names = [
         " ".join(str(r[k]) for k in ("hardware", "gpus", "pricing", "precision") if k in r)
         for r in rows
     ]
-    _numbered_labels(ax, xs, ys, names)
+    fig, ax, key_ax = _figure_with_key(7.5, 3.6 if narrow else 4.6, names, narrow)
+    xs = [r[x_key] * display_scale(x_key) for r in rows]
+    ys = [r[y_key] * display_scale(y_key) for r in rows]
+    ax.step(xs, ys, where="post", color="#D55E00", alpha=0.6)
+    ax.scatter(xs, ys, color="#D55E00", zorder=3, label=f"Pareto front ({len(rows)} plans)")
+    _numbered_labels(ax, xs, ys, names, key_ax)
     if y_key.endswith("_usd") or "_usd_per_" in y_key or y_key.startswith("usd_per_"):
         _usd_axis(ax, "y")
     if x_key.endswith("_usd") or x_key.startswith("usd_per_"):
@@ -352,20 +499,25 @@ def sweep_front_png(front: Mapping[str, Any]) -> bytes:
     ax.set_title(
         f"Sweep: {label(y_key)} vs {label(x_key)}"
         + (f" ({n:,} plans evaluated)" if isinstance(n, int) else ""),
-        fontsize=10,
+        fontsize=MIN_FONT_PT if narrow else 10,
+        wrap=True,
     )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _png(fig)
 
 
-def roi_png(series: Mapping[str, Any]) -> bytes:
+def roi_png(series: Mapping[str, Any], *, narrow: bool = False) -> bytes:
     """Cumulative net cash flow and monthly ROI over the horizon, with the payback month.
+
+    The two value axes share their zero (the month axis crosses both at zero).
 
     Parameters
     ----------
     series : mapping
         A :func:`aitco.decide.roi.roi_series` result.
+    narrow : bool
+        The phone variant.
 
     Returns
     -------
@@ -375,17 +527,11 @@ def roi_png(series: Mapping[str, Any]) -> bytes:
     months = [r["month"] for r in series["months"]]
     cum = [r["cumulative_usd"] for r in series["months"]]
     roi = [r["roi"] for r in series["months"]]
-    fig, ax = _figure(7.5, 4.2)
+    fig, ax = _figure(7.5, 4.6 if narrow else 4.2, narrow)
     ax.axhline(0, color="#333333", linewidth=0.8)
     ax.plot(months, cum, color="#0072B2", linewidth=2, label="Cumulative net cash flow [$]")
     ax.fill_between(months, cum, 0, where=[c < 0 for c in cum], color="#D55E00", alpha=0.15)
     ax.fill_between(months, cum, 0, where=[c >= 0 for c in cum], color="#009E73", alpha=0.15)
-    pb = series.get("payback_months")
-    if isinstance(pb, int | float):
-        ax.axvline(pb, color="#009E73", linestyle="--", linewidth=1)
-        ax.text(
-            pb, ax.get_ylim()[1], f" payback {pb:.1f} months", va="top", fontsize=8, color="#006644"
-        )
     _usd_axis(ax, "y")
     ax.set_xlabel("Month")
     ax.set_ylabel("Cumulative net cash flow [$]")
@@ -393,28 +539,57 @@ def roi_png(series: Mapping[str, Any]) -> bytes:
     ax2.plot(months, roi, color="#E69F00", linestyle="--", label="Monthly ROI [ratio]")
     ax2.set_ylabel("Monthly ROI [ratio]")
     _align_zero(ax, ax2)
+    pb = series.get("payback_months")
+    if isinstance(pb, int | float):
+        ax.axvline(pb, color="#009E73", linestyle="--", linewidth=1)
+        ax.text(
+            pb,
+            ax.get_ylim()[1],
+            f" payback {pb:.1f} months",
+            va="top",
+            fontsize=MIN_FONT_PT,
+            color="#006644",
+        )
     npv = series.get("npv_usd")
     title = f"ROI and payback (NPV {_usd_short(npv)})" if isinstance(npv, int | float) else "ROI"
     if series.get("loses_money") and isinstance(npv, int | float):
         title = f"The project loses money (NPV {_usd_short(npv)}): no payback"
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10 if narrow else None, wrap=True)
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="lower right")
+    if narrow:
+        fig.legend(h1 + h2, l1 + l2, fontsize=8, loc="outside lower center", frameon=False)
+    else:
+        ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="lower right")
     ax.grid(alpha=0.3)
     return _png(fig)
 
 
-def tornado_png(bars: Sequence[Mapping[str, Any]], *, metric: str = "npv_usd") -> bytes:
+def tornado_swing(bars: Sequence[Mapping[str, Any]]) -> float | None:
+    """Return the relative swing of a tornado's inputs from its bars (0.2 = -20 % and +20 %)."""
+    for b in bars:
+        base, low = b.get("base_value"), b.get("low_value")
+        if isinstance(base, int | float) and isinstance(low, int | float) and base:
+            return round(1.0 - float(low) / float(base), 6)
+    return None
+
+
+def tornado_png(
+    bars: Sequence[Mapping[str, Any]], *, metric: str = "npv_usd", narrow: bool = False
+) -> bytes:
     """Sensitivity tornado: the metric at each input's low and high value, widest bar on top.
+
+    The swing (each input moved by -s and +s, one at a time) is stated in the title and legend.
 
     Parameters
     ----------
     bars : sequence of mapping
         :func:`aitco.decide.roi.tornado` rows (``input``, ``metric_base``, ``metric_low``,
-        ``metric_high``, ``low_value``, ``high_value``).
+        ``metric_high``, ``base_value``, ``low_value``, ``high_value``).
     metric : str
         Name of the metric, for the axis label.
+    narrow : bool
+        The phone variant (input names above their bars).
 
     Returns
     -------
@@ -427,23 +602,41 @@ def tornado_png(bars: Sequence[Mapping[str, Any]], *, metric: str = "npv_usd") -
         if isinstance(b.get("metric_low"), int | float)
         and isinstance(b.get("metric_high"), int | float)
     ]
-    fig, ax = _figure(7.5, 0.45 * max(len(rows), 1) + 1.6)
+    per_bar = 0.7 if narrow else 0.45
+    fig, ax = _figure(7.5, per_bar * max(len(rows), 1) + 1.8, narrow)
     if not rows:
         ax.text(0.5, 0.5, "no input moves the metric", ha="center", transform=ax.transAxes)
         return _png(fig)
+    swing = tornado_swing(rows)
+    pm = f"{swing:.0%}" if swing is not None else "the swing"
     base = float(rows[0]["metric_base"])
     names = [label(str(b["input"])) for b in rows]
     lo = [float(b["metric_low"]) - base for b in rows]
     hi = [float(b["metric_high"]) - base for b in rows]
-    ax.barh(names, lo, left=base, color="#56B4E9", label="input -swing")
-    ax.barh(names, hi, left=base, color="#E69F00", label="input +swing")
+    ys = list(range(len(rows)))
+    height = 0.45 if narrow else 0.8
+    ax.barh(ys, lo, left=base, height=height, color="#56B4E9", label=f"input -{pm}")
+    ax.barh(ys, hi, left=base, height=height, color="#E69F00", label=f"input +{pm}")
     ax.axvline(base, color="#333333", linewidth=1)
-    ax.invert_yaxis()
+    if narrow:
+        _names_above_bars(ax, names)
+        ax.set_ylim(len(rows) - 0.5, -1.0)
+        ax.xaxis.set_major_locator(_max_ticks(3))
+    else:
+        ax.set_yticks(ys, names)
+        ax.invert_yaxis()
     if metric.endswith("_usd"):
         _usd_axis(ax, "x")
     ax.set_xlabel(label(metric))
-    ax.set_title(f"Sensitivity of {label(metric)} (one input at a time)")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(
+        f"Sensitivity of {label(metric)}: each input moved ±{pm}, one at a time",
+        fontsize=MIN_FONT_PT if narrow else 10,
+        wrap=True,
+    )
+    if narrow:
+        fig.legend(fontsize=8, loc="outside lower center", ncols=2, frameon=False)
+    else:
+        ax.legend(fontsize=8, loc="lower right")
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
 
@@ -455,6 +648,7 @@ def utilisation_heatmap_png(
     *,
     idle_threshold: float = 0.3,
     title: str = "Accelerator utilisation",
+    narrow: bool = False,
 ) -> bytes:
     """Heatmap of utilisation per device over time, idle cells (below the threshold) hatched.
 
@@ -470,6 +664,8 @@ def utilisation_heatmap_png(
         Utilisation below which a device counts as idle. [0-1]
     title : str
         Plot title.
+    narrow : bool
+        The phone variant.
 
     Returns
     -------
@@ -480,7 +676,7 @@ def utilisation_heatmap_png(
     from matplotlib.patches import Rectangle
 
     m = np.asarray(matrix, dtype=float)
-    fig, ax = _figure(8.0, 0.3 * m.shape[0] + 2.0)
+    fig, ax = _figure(8.0, 0.3 * m.shape[0] + 2.0, narrow)
     im = ax.imshow(m, aspect="auto", cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest")
     for r, c in zip(*np.nonzero(np.isfinite(m) & (m < idle_threshold)), strict=True):
         ax.add_patch(
@@ -496,29 +692,33 @@ def utilisation_heatmap_png(
             f"{m[r, c]:.0%}",
             ha="center",
             va="center",
-            fontsize=7,
+            fontsize=MIN_FONT_PT,
             color="white" if m[r, c] < 0.6 else "black",
         )
-    ax.set_yticks(range(len(devices)), devices, fontsize=7)
+    ax.set_yticks(range(len(devices)), devices, fontsize=MIN_FONT_PT)
     step = max(1, len(times) // 10)
     ax.set_xticks(
         range(0, len(times), step),
         [times[i] for i in range(0, len(times), step)],
         rotation=30,
         ha="right",
-        fontsize=7,
+        fontsize=MIN_FONT_PT,
     )
     cb = fig.colorbar(im, ax=ax)
     cb.set_label("Utilisation [0-1]")
     finite = m[np.isfinite(m)]
     idle_share = float((finite < idle_threshold).mean()) if finite.size else math.nan
     ax.set_title(
-        f"{title} (idle < {idle_threshold:.0%}: {idle_share:.0%} of samples, hatched)", fontsize=10
+        f"{title} (idle < {idle_threshold:.0%}: {idle_share:.0%} of samples, hatched)",
+        fontsize=MIN_FONT_PT if narrow else 10,
+        wrap=True,
     )
     return _png(fig)
 
 
-def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple[str, str, bytes]]:
+def report_figures(
+    data: Any, only: Collection[str] | None = None, *, narrow: bool = False
+) -> list[tuple[str, str, bytes]]:
     """Every plot that applies to a report, as ``(file stem, caption, PNG bytes)``.
 
     Parameters
@@ -528,6 +728,8 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
     only : collection of str, optional
         Stems to render (``breakdown``, ``waterfall_1``..., ``pareto_time``, ``pareto_latency``,
         ``roi``, ``tornado``, ``utilisation``); default all.
+    narrow : bool
+        The phone variants (:data:`NARROW_WIDTH_IN` wide), shown on screens up to 600 px.
 
     Returns
     -------
@@ -536,7 +738,8 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
         cost-vs-time and cost-vs-latency fronts of the feasible options (when two or more have
         the values), the ROI curve and
         tornado (when ROI inputs were given) and the utilisation heatmap (when telemetry was
-        ingested).
+        ingested). Durations are drawn in the report's one time unit
+        (:meth:`aitco.report.model.ReportData.time_unit`), as its cards and tables write them.
     """
     todo: list[tuple[str, str, Callable[[], bytes]]] = []
     # an option that cannot run has no cost (total NaN): it is listed, not plotted
@@ -546,7 +749,7 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
             (
                 "breakdown",
                 "Cost breakdown per option, by category",
-                lambda: cost_breakdown_png(priced),
+                lambda: cost_breakdown_png(priced, narrow=narrow),
             )
         )
         # the hidden costs of the options that can run (an infeasible option is no answer)
@@ -556,19 +759,22 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
                 (
                     f"waterfall_{k + 1}",
                     f"Hidden costs of {o.name}: compute price to full TCO",
-                    functools.partial(waterfall_png, o),
+                    functools.partial(waterfall_png, o, narrow=narrow),
                 )
             )
     if len(data.pareto_time) >= 2:
+        unit, per_h = data.time_unit()
         todo.append(
             (
                 "pareto_time",
                 "Cost vs time: the Pareto front",
                 lambda: pareto_png(
                     data.pareto_time,
-                    xlabel="Time to finish [days]",
+                    xlabel=f"Time to finish [{unit}]",
                     title="Cost vs time to train",
                     x_key="wall_clock_days",
+                    x_scale=24.0 / per_h,
+                    narrow=narrow,
                 ),
             )
         )
@@ -582,6 +788,7 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
                     xlabel="Latency [s]",
                     title="Cost vs latency",
                     x_key="latency_s",
+                    narrow=narrow,
                 ),
             )
         )
@@ -591,17 +798,22 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
             (
                 "pareto_sweep",
                 f"Pareto front of the sweep {sf.get('source', '')}".rstrip(),
-                lambda: sweep_front_png(sf),
+                lambda: sweep_front_png(sf, narrow=narrow),
             )
         )
     if data.roi is not None:
-        todo.append(("roi", "ROI and payback over the horizon", lambda: roi_png(data.roi)))
+        roi = data.roi
+        todo.append(
+            ("roi", "ROI and payback over the horizon", lambda: roi_png(roi, narrow=narrow))
+        )
     if data.tornado:
+        swing = tornado_swing(data.tornado)
+        pm = f" moved ±{swing:.0%}" if swing is not None else ""
         todo.append(
             (
                 "tornado",
-                f"Sensitivity of {data.tornado_metric} to each input",
-                lambda: tornado_png(data.tornado, metric=data.tornado_metric),
+                f"Sensitivity of {label(data.tornado_metric)} to each input{pm}, one at a time",
+                lambda: tornado_png(data.tornado, metric=data.tornado_metric, narrow=narrow),
             )
         )
     if data.utilisation is not None:
@@ -615,6 +827,7 @@ def report_figures(data: Any, only: Collection[str] | None = None) -> list[tuple
                     u["devices"],
                     u["times"],
                     idle_threshold=float(u.get("idle_threshold", 0.3)),
+                    narrow=narrow,
                 ),
             )
         )

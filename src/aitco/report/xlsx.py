@@ -1,4 +1,4 @@
-"""The ROI workbook: inputs, live monthly formulas, payback, NPV, IRR, break-even and a chart.
+"""The ROI workbook: inputs, live monthly formulas, payback, NPV, IRR, break-even and charts.
 
 The workbook is the spreadsheet form of :func:`aitco.decide.roi.roi_series`: each monthly row
 holds the same formulas (traffic factor, savings, infrastructure, labour, iterations, spend,
@@ -14,7 +14,8 @@ Sheets
     One row per month, ``MAX(horizon, DEFAULT_ROWS)`` rows; months past the horizon are blank.
 ``Summary``
     Flat ROI, cumulative ROI, payback month, NPV, IRR, break-even calls per month and per day,
-    and a chart of the cumulative net cash flow and the monthly ROI.
+    and two charts, the cumulative net cash flow and the monthly ROI, each on its own value
+    axis crossed by the month axis at zero.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from aitco.decide import roi
 from aitco.decide.roi import FTE_HOURS_PER_MONTH, ROI_SUMMARY, RoiInputs
 from aitco.errors import InputError
 from aitco.fileio import write_atomic
-from aitco.report.model import OptionView
+from aitco.report.model import OptionView, ReportData
 from aitco.units import DAYS_PER_MONTH
 
 #: Monthly rows written when the horizon is shorter, so that a user can lengthen it. [months]
@@ -671,37 +672,43 @@ def roi_workbook_bytes(inputs: WorkbookInputs) -> bytes:
     )
     last_summary_row += 1
 
-    # chart: cumulative net (line) and monthly ROI (secondary axis)
+    # charts: the cumulative net and the monthly ROI, each on its own value axis so that the
+    # month axis crosses it at zero (a secondary axis cannot keep its zero on the month axis
+    # once a user edits an input and Excel rescales)
     horizon_last = horizon + 1
+    months = f"=Monthly!$A$2:$A${horizon_last}"
     chart = wb.add_chart({"type": "line"})
     chart.add_series(
         {
             "name": "cumulative net [USD]",
-            "categories": f"=Monthly!$A$2:$A${horizon_last}",
+            "categories": months,
             "values": f"=Monthly!$I$2:$I${horizon_last}",
             "line": {"color": "#1f77b4", "width": 2.25},
         }
     )
-    roi_line = wb.add_chart({"type": "line"})
-    roi_line.add_series(
+    chart.set_title({"name": "Cumulative net cash flow"})
+    chart.set_x_axis({"name": "month", "label_position": "low"})
+    chart.set_y_axis({"name": "cumulative net [USD]", "num_format": USD_FORMAT, "crossing": 0})
+    chart.set_legend({"none": True})
+    roi_chart = wb.add_chart({"type": "line"})
+    roi_chart.add_series(
         {
             "name": "monthly ROI",
-            "categories": f"=Monthly!$A$2:$A${horizon_last}",
+            "categories": months,
             "values": f"=Monthly!${_COL['roi']}$2:${_COL['roi']}${horizon_last}",
-            "y2_axis": True,
-            "line": {"color": "#ff7f0e", "dash_type": "dash"},
+            "line": {"color": "#ff7f0e", "width": 2.25},
         }
     )
-    chart.combine(roi_line)
-    chart.set_title({"name": "Cumulative net cash flow and monthly ROI"})
-    chart.set_x_axis({"name": "month", "label_position": "low"})
-    chart.set_y_axis({"name": "cumulative net [USD]", "num_format": USD_FORMAT})
-    roi_line.set_y2_axis({"name": "monthly ROI", "num_format": "0%"})
-    chart.set_legend({"position": "bottom"})
+    roi_chart.set_title({"name": "Monthly ROI"})
+    roi_chart.set_x_axis({"name": "month", "label_position": "low"})
+    roi_chart.set_y_axis({"name": "monthly ROI", "num_format": "0%", "crossing": 0})
+    roi_chart.set_legend({"none": True})
     chart_row = last_summary_row + 1
-    chart_rows = 20  # 20 rows of 20 px = the chart's 400 px
-    chart.set_size({"width": 900, "height": 400})
+    chart_rows = 30  # two charts of 300 px, 15 rows of 20 px each
+    chart.set_size({"width": 900, "height": 300})
+    roi_chart.set_size({"width": 900, "height": 300})
     su.insert_chart(chart_row, 0, chart)
+    su.insert_chart(chart_row + chart_rows // 2, 0, roi_chart)
     su.set_landscape()
     su.fit_to_pages(1, 1)
     su.center_horizontally()
@@ -812,3 +819,16 @@ def fill_from_comparison(inputs: WorkbookInputs, data: Any) -> OptionView | None
         return None
     fill_from_option(inputs, cheap, data.scenario)
     return cheap
+
+
+def workbook_for(data: ReportData, inputs: WorkbookInputs | None = None) -> WorkbookInputs:
+    """Return the ROI workbook's inputs for a compared scenario (one path for CLI and web).
+
+    The inputs (default: :func:`example_inputs`) with the running or up-front cost of the
+    comparison's cheapest option (:func:`fill_from_comparison`): what ``aitco roi-template
+    SCENARIO`` writes and what the web app's "ROI workbook" button downloads. With no feasible
+    option, nothing is filled and a note gives the comparison's verdict.
+    """
+    out = example_inputs() if inputs is None else inputs
+    fill_from_comparison(out, data)
+    return out

@@ -89,11 +89,11 @@ THROUGHPUT = "offline_throughput"
 STATIC = "static_throughput"
 LATENCY = "latency"
 KINDS = (THROUGHPUT, STATIC, LATENCY)
-#: Issue 31, item 6: latency of a load row predicted at the measured load *relative to the
+#: Latency of a load row predicted at the measured load *relative to the
 #: measured capacity* of the same system (its Offline row): the simulation runs at
 #: ``rho_measured x predicted capacity``, so a capacity error is not scored as a latency error.
 LATENCY_AT_MEASURED_LOAD = "latency_at_measured_load"
-#: Issue 31, item 6: the latency comparisons (absolute load) of rows measured below
+#: The latency comparisons (absolute load) of rows measured below
 #: :data:`LOW_LOAD` of their measured capacity (single requests count as load 0).
 LATENCY_BELOW_LOW_LOAD = "latency_below_80pct_load"
 #: Load (arrival rate over measured capacity) below which latency is scored on its own.
@@ -256,7 +256,7 @@ def new_sources_csv() -> Path:
 
 
 def unseen_csv() -> Path:
-    """Path of the rows from sources no fit has ever used (issue 31; never fitted)."""
+    """Path of the rows from sources no fit has ever used (never fitted)."""
     return Path(str(resources.files("aitco.validation").joinpath("data/inference_unseen.csv")))
 
 

@@ -12,7 +12,6 @@ bodies are limited to :data:`MAX_BODY_BYTES`; ``aitco web`` binds to 127.0.0.1 b
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import threading
@@ -29,30 +28,36 @@ from fastapi.staticfiles import StaticFiles
 
 from aitco import __version__
 from aitco.catalog.loader import Catalog, load_catalog
+from aitco.decide.defaults import default_inference, default_training
 from aitco.decide.scenario import Precision, PricingMode, Scenario
 from aitco.errors import AitcoError, InputError, UnknownIdError
-from aitco.report.html import environment, headline_keys, render_html, summary_cards
+from aitco.report.html import answer_context, environment, figure_views, render_html
 from aitco.report.model import ReportData, build_report
 from aitco.report.plots import report_figures
-from aitco.report.xlsx import WorkbookInputs, fill_from_comparison, roi_workbook_bytes
+from aitco.report.xlsx import example_inputs, roi_workbook_bytes, workbook_for
 from aitco.web import reconcile as reconcile_web
 from aitco.web.forms import (
+    FormRow,
     check_plausible,
     form_field,
     form_message,
+    form_rows,
     priceable_pricing,
+    pricing_check,
+    providers_for,
 )
 
 #: Largest request body accepted. [bytes]
 MAX_BODY_BYTES = 64 * 1024
 #: Comparisons kept in memory (keyed by the canonical scenario JSON).
 CACHE_SIZE = 64
-#: Plots shown on the page (the downloaded report has them all).
-FRAGMENT_FIGURES = ("breakdown", "waterfall_1", "pareto_time", "pareto_latency")
+#: Plots shown on the page (the downloaded report has them all; the page draws the cost
+#: breakdown itself, as bars).
+FRAGMENT_FIGURES = ("waterfall_1", "pareto_time", "pareto_latency")
 #: The one network address in the vendored ReDoc bundle (its logo), replaced by a local icon.
 REDOC_CDN_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
-#: Option rows offered by the page's scenario builder.
-FORM_OPTION_ROWS = 3
+#: Empty option rows the page's scenario builder offers below each kind's default rows.
+FORM_SPARE_ROWS = 1
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -259,17 +264,21 @@ class _Engine:
         return key, data
 
     def figures(
-        self, key: str, data: ReportData, only: tuple[str, ...] | None = None
+        self,
+        key: str,
+        data: ReportData,
+        only: tuple[str, ...] | None = None,
+        narrow: bool = False,
     ) -> list[tuple[str, str, bytes]]:
-
-        fkey = f"{only}:{key}"
+        """Return the report's charts (or their phone variants), drawn once per scenario."""
+        fkey = f"{only}:{narrow}:{key}"
         with self._key_lock("figs:" + fkey):
             with self._lock:
                 hit = self._figs.get(fkey)
             if hit is not None:
                 return hit
             with self._plot_lock:
-                figs = report_figures(data, only=only)
+                figs = report_figures(data, only=only, narrow=narrow)
             with self._lock:
                 self._figs[fkey] = figs
                 while len(self._figs) > CACHE_SIZE:
@@ -320,10 +329,37 @@ def _scenario_schema(catalog: Catalog) -> tuple[dict[str, Any], dict[str, Any]]:
     return s, defs
 
 
+def _body_examples() -> dict[str, Any]:
+    """Request examples of the scenario body: the two built-in default comparisons.
+
+    Swagger's "Try it out" sends the first; ``tests/web/test_api.py`` posts every one.
+    """
+    return {
+        "training": {
+            "summary": "The default training comparison (aitco compare)",
+            "value": default_training().to_dict(),
+        },
+        "service": {
+            "summary": "The default inference-service comparison (aitco compare)",
+            "value": default_inference().to_dict(),
+        },
+    }
+
+
+def _ex(value: Any) -> dict[str, Any]:
+    """One OpenAPI example of a query parameter (the row "48 L40S on AWS" of the page)."""
+    return {"row": {"summary": "48 L40S rented on AWS", "value": value}}
+
+
 _BODY = {
     "requestBody": {
         "required": True,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Scenario"}}},
+        "content": {
+            "application/json": {
+                "schema": {"$ref": "#/components/schemas/Scenario"},
+                "examples": _body_examples(),
+            }
+        },
     }
 }
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -435,6 +471,35 @@ def create_app(
         """Pick-lists of the scenario builder: hardware, models, pricing modes, precisions."""
         return pick_lists(catalog)
 
+    @app.get("/api/v1/pricing", tags=["catalog"], responses=_ERRORS)
+    def pricing_api(
+        hardware: str = Query(
+            ...,
+            max_length=80,
+            description="Accelerator or system id.",
+            openapi_examples=_ex("l40s"),
+        ),
+        gpus: int = Query(
+            1,
+            ge=1,
+            le=1_000_000,
+            description="GPUs of the option (of one replica).",
+            openapi_examples=_ex(48),
+        ),
+        provider: str = Query(
+            "",
+            max_length=40,
+            description="'' (one home instance type), 'any', or a provider id.",
+            openapi_examples=_ex("aws"),
+        ),
+    ) -> dict[str, Any]:
+        """Which pricing modes the form can price for GPUS x HARDWARE on PROVIDER, and why not.
+
+        The answer of the offer selection ``compare`` prices with: ``pricing`` maps each mode to
+        ``""`` (priceable) or the reason it is not; ``providers`` lists who rents the hardware.
+        """
+        return pricing_lists(catalog, hardware, gpus, provider)
+
     @app.post("/api/v1/compare", tags=["compare"], openapi_extra=_BODY, responses=_ERRORS)
     async def compare_api(request: Request) -> Response:
         """Compare the options of a scenario: totals, itemised breakdown, Pareto points.
@@ -445,7 +510,8 @@ def create_app(
         key, data = await _run(engine.report, body)
         if _is_htmx(request):
             figs = await _run(engine.figures, key, data, FRAGMENT_FIGURES)
-            return HTMLResponse(_fragment(env, data, figs))
+            small = await _run(engine.figures, key, data, FRAGMENT_FIGURES, True)
+            return HTMLResponse(_fragment(env, data, figs, small))
         return JSONResponse(_finite(data.to_json()))
 
     @app.post("/api/v1/report", tags=["report"], openapi_extra=_BODY, responses=_ERRORS)
@@ -454,8 +520,21 @@ def create_app(
         format: str = Query(
             "html", pattern="^(html|json|xlsx)$", description="html, json or xlsx."
         ),
+        monthly_savings_usd: float | None = Query(
+            None,
+            ge=0,
+            le=1e12,
+            description="ROI workbook: benefit per month (savings or revenue). [USD/month]",
+        ),
+        horizon_months: int | None = Query(
+            None, ge=1, le=600, description="ROI workbook: months simulated. [months]"
+        ),
     ) -> Response:
-        """Download the report (self-contained HTML), the comparison JSON or the ROI workbook."""
+        """Download the report (self-contained HTML), the comparison JSON or the ROI workbook.
+
+        The workbook starts from the ``aitco roi-template`` example inputs, with the cheapest
+        option's cost and the benefit and horizon given here (as the page's ROI fields send).
+        """
         body = await _json_body(request)
         key, data = await _run(engine.report, body)
         stem = _safe_stem(data.title)
@@ -463,7 +542,7 @@ def create_app(
             content = json.dumps(_finite(data.to_json()), indent=2).encode()
             return Response(content, media_type="application/json", headers=_attach(f"{stem}.json"))
         if format == "xlsx":
-            content = await _run(_workbook, data)
+            content = await _run(_workbook, data, monthly_savings_usd, horizon_months)
             return Response(
                 content,
                 media_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
@@ -498,11 +577,12 @@ def create_app(
     reconcile_web.register(app, catalog, env, _run)
 
     # ------------------------------------------------------------------ page
+    form = form_defaults(catalog)
+
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> HTMLResponse:
-        lists = pick_lists(catalog)
         html = env.get_template("index.html.j2").render(
-            lists=lists, rows=FORM_OPTION_ROWS, version=__version__, defaults=_form_defaults(lists)
+            lists=pick_lists(catalog), version=__version__, form=form
         )
         return HTMLResponse(html)
 
@@ -515,22 +595,25 @@ async def _run(fn: Callable[..., Any], *args: Any) -> Any:
     return await run_in_threadpool(fn, *args)
 
 
-def _workbook(data: ReportData) -> bytes:
-    """Return the ROI workbook, its running cost from the comparison's cheapest option."""
-    inputs = WorkbookInputs(
-        notes=["Savings, prices and margins are yours to fill in (yellow cells)."]
-    )
-    fill_from_comparison(inputs, data)
-    return roi_workbook_bytes(inputs)
+def _workbook(data: ReportData, savings_usd: float | None, horizon_months: int | None) -> bytes:
+    inputs = example_inputs()
+    if savings_usd is not None:
+        inputs.monthly_savings_usd = savings_usd
+        inputs.notes.append(f"monthly_savings_usd = {savings_usd:,.0f} USD: from the web form")
+    if horizon_months is not None:
+        inputs.horizon_months = horizon_months
+        inputs.notes.append(f"horizon_months = {horizon_months}: from the web form")
+    return roi_workbook_bytes(workbook_for(data, inputs))
 
 
-def _fragment(env: Any, data: ReportData, figs: list[tuple[str, str, bytes]]) -> str:
-    shown = [(s, c, base64.b64encode(b).decode("ascii")) for s, c, b in figs]
-    return str(
-        env.get_template("results.html.j2").render(
-            data=data, headline=headline_keys(data), figures=shown, cards=summary_cards(data)
-        )
-    )
+def _fragment(
+    env: Any,
+    data: ReportData,
+    figs: list[tuple[str, str, bytes]],
+    narrow: list[tuple[str, str, bytes]],
+) -> str:
+    shown = figure_views(figs, narrow)
+    return str(env.get_template("results.html.j2").render(**answer_context(data), figures=shown))
 
 
 def docs_assets_dir() -> Path:
@@ -587,20 +670,68 @@ def pick_lists(catalog: Catalog) -> dict[str, Any]:
     }
 
 
-def _form_defaults(lists: dict[str, Any]) -> dict[str, Any]:
-    ids = [h["id"] for h in lists["hardware"]]
+def pricing_lists(catalog: Catalog, hardware: str, gpus: int, provider: str) -> dict[str, Any]:
+    """Return the priceable modes of one option row of the page (``GET /api/v1/pricing``).
 
-    def pick(*cands: str) -> str:
-        return next((c for c in cands if c in ids), ids[0] if ids else "")
+    Raises
+    ------
+    InputError
+        An unknown hardware id, or a provider that does not rent it.
+    """
+    from typing import get_args
 
-    models = lists["models"]
-    model = next(
-        (m for m in ("gpt2-1.02b", "gpt2-xl", "llama-3-8b") if m in models),
-        models[0] if models else "",
-    )
+    known = sorted([*catalog.accelerators, *catalog.systems])
+    if hardware not in known:
+        raise UnknownIdError("hardware", hardware, known, field="hardware")
+    providers = providers_for(catalog, hardware)
+    if provider not in ("", "any", *providers):
+        raise InputError(
+            "provider",
+            provider,
+            f"'', 'any' or a provider that rents {hardware}",
+            hint=f"providers: {', '.join(providers) or 'none'}",
+        )
+    modes = list(get_args(PricingMode))
     return {
-        "model": model,
-        "hardware": [pick("a100-sxm4-80gb"), pick("h100-sxm5-80gb"), pick("l40s")],
-        "gpus": [64, 32, 48],
-        "pricing": ["on_demand", "on_demand", "on_demand"],
+        "hardware": hardware,
+        "gpus": gpus,
+        "provider": provider,
+        "providers": providers,
+        "pricing": pricing_check(catalog, hardware, gpus, provider or None, modes),
     }
+
+
+def form_defaults(catalog: Catalog) -> dict[str, Any]:
+    """Return the page's form filled with the built-in default scenarios (one per kind).
+
+    The training form holds :func:`aitco.decide.defaults.default_training`, the inference form
+    :func:`aitco.decide.defaults.default_inference`: the page's first answer is ``aitco
+    compare``'s (``tests/web/test_default.py`` compares them).
+    """
+    from typing import get_args
+
+    modes = list(get_args(PricingMode))
+    out: dict[str, Any] = {"modes": modes}
+    for kind, scen in (("training", default_training()), ("inference", default_inference())):
+        rows = [*form_rows(scen), *(FormRow("", 1, "", ()) for _ in range(FORM_SPARE_ROWS))]
+        out[kind] = {
+            "name": scen.name,
+            "workload": scen.workload.model_dump(mode="json") if scen.workload else {},
+            "compliance": scen.compliance.model_dump(mode="json"),
+            "rows": [
+                {
+                    "row": r,
+                    "providers": providers_for(catalog, r.hardware) if r.hardware else [],
+                    "check": pricing_check(catalog, r.hardware, r.gpus, r.provider, modes)
+                    if r.hardware
+                    else {},
+                }
+                for r in rows
+            ],
+        }
+    roi = example_inputs()
+    out["roi"] = {
+        "monthly_savings_usd": roi.monthly_savings_usd,
+        "horizon_months": roi.horizon_months,
+    }
+    return out

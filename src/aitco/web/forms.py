@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aitco.cost.offers import ANY_PROVIDER, select_offer
+from aitco.cost.pricing import OWNED as OWNED_PRICING
 from aitco.errors import InputError
 
 
@@ -40,6 +42,10 @@ PLAUSIBLE: dict[str, Range] = {
     "workload.qps": Range(0, 1e6, "requests/s", "a million requests per second"),
     "workload.months": Range(0, 120, "months", "ten years of service"),
     "options[].gpus": Range(1, 1e6, "GPUs", "about 10x the largest announced cluster"),
+    "workload.slo_ttft_ms": Range(0.001, 3.6e6, "ms", "an hour to the first token"),
+    "workload.slo_tpot_ms": Range(0.001, 6e4, "ms", "a minute per output token"),
+    "compliance.gb_per_day": Range(0, 1e6, "GB/day", "a petabyte a day"),
+    "compliance.retention_days": Range(0, 36525, "days", "a hundred years"),
 }
 
 #: (form input name, label) of each scenario field the form edits.
@@ -58,6 +64,11 @@ FORM_FIELDS: dict[str, tuple[str, str]] = {
     "options[].hardware": ("hardware", "Hardware"),
     "options[].gpus": ("gpus", "GPUs"),
     "options[].pricing": ("pricing", "Pricing"),
+    "options[].provider": ("provider", "Provider"),
+    "workload.slo_ttft_ms": ("slo_ttft_ms", "TTFT target"),
+    "workload.slo_tpot_ms": ("slo_tpot_ms", "TPOT target"),
+    "compliance.gb_per_day": ("log_gb_per_day", "Request logs kept"),
+    "compliance.retention_days": ("log_retention_days", "Logs kept for"),
     "--precision": ("precision", "Precision"),
 }
 
@@ -173,15 +184,137 @@ def form_can_follow(hint: str) -> bool:
     return True
 
 
-def priceable_pricing(catalog: Any, hw_id: str, modes: list[str]) -> list[str]:
-    """Pricing modes ``hw_id`` can be priced with: offer terms, and owned modes with a price."""
-    acc_id = hw_id
+def _accelerator_id(catalog: Any, hw_id: str) -> str:
     if hw_id in catalog.systems:
-        acc_id = getattr(catalog.systems[hw_id], "accelerator", hw_id)
-    terms = {p.term for o in catalog.offers_for(acc_id) for p in o.prices}
-    acc = catalog.accelerators.get(acc_id)
+        return str(getattr(catalog.systems[hw_id], "accelerator", hw_id))
+    return hw_id
+
+
+def _has_purchase_price(catalog: Any, hw_id: str) -> bool:
+    acc = catalog.accelerators.get(_accelerator_id(catalog, hw_id))
     sysm = catalog.systems.get(hw_id)
-    owned = (acc is not None and acc.price is not None) or (
+    return (acc is not None and acc.price is not None) or (
         sysm is not None and getattr(sysm, "price", None) is not None
     )
-    return [m for m in modes if m in terms or (owned and m in ("owned", "colocation"))]
+
+
+def priceable_pricing(catalog: Any, hw_id: str, modes: list[str]) -> list[str]:
+    """Pricing modes ``hw_id`` can be priced with by some offer, and owned modes with a price."""
+    terms = {p.term for o in catalog.offers_for(_accelerator_id(catalog, hw_id)) for p in o.prices}
+    owned = _has_purchase_price(catalog, hw_id)
+    return [m for m in modes if m in terms or (owned and m in OWNED_PRICING)]
+
+
+def providers_for(catalog: Any, hw_id: str) -> list[str]:
+    """Return the providers with an offer of ``hw_id``'s accelerator, sorted."""
+    return sorted({o.provider for o in catalog.offers_for(_accelerator_id(catalog, hw_id))})
+
+
+def pricing_check(
+    catalog: Any, hw_id: str, gpus: int, provider: str | None, modes: list[str]
+) -> dict[str, str]:
+    """Why each pricing mode cannot price ``gpus`` x ``hw_id`` on ``provider`` ("" when it can).
+
+    The offer is chosen by :func:`aitco.cost.offers.select_offer`, the function ``compare``
+    prices with, so the form offers exactly what the comparison can price: a mode is refused
+    when no offer sells it, when the provider's home instance type does not sell it (on-demand,
+    spot and committed come from one instance type unless the provider is ``any``), or when no
+    offer can hold the job (a multi-node job needs a cluster network). Owned modes need a
+    purchase price.
+
+    Parameters
+    ----------
+    catalog : aitco.catalog.loader.Catalog
+        The catalog.
+    hw_id : str
+        Accelerator or system id.
+    gpus : int
+        Accelerators of the option (of one replica for a service). [count]
+    provider : str or None
+        ``None`` or ``""``: one home instance type of any provider; ``"any"``: the cheapest
+        offer of any provider for each mode; else a provider id.
+    modes : list of str
+        Pricing modes to check.
+
+    Returns
+    -------
+    dict
+        Mode -> reason it cannot be priced, ``""`` when it can.
+    """
+    out: dict[str, str] = {}
+    offers = catalog.offers_for(_accelerator_id(catalog, hw_id))
+    prov = provider or None
+    if prov not in (None, ANY_PROVIDER):
+        offers = [o for o in offers if o.provider == prov]
+    n = max(1, int(gpus))
+    for mode in modes:
+        if mode in OWNED_PRICING:
+            ok = _has_purchase_price(catalog, hw_id)
+            out[mode] = "" if ok else f"no purchase price for {hw_id} in the catalog"
+            continue
+        choice = select_offer(offers, mode, n, unit_gpus=n, provider=prov)
+        if choice is None:
+            where = f" from {prov}" if prov not in (None, ANY_PROVIDER) else ""
+            out[mode] = f"no {mode.replace('_', ' ')} price for {hw_id}{where}"
+        elif not choice.eligible:
+            out[mode] = "; ".join(choice.reasons)
+        else:
+            out[mode] = ""
+    return out
+
+
+@dataclass(frozen=True)
+class FormRow:
+    """One row of the page's option table: hardware, GPUs, provider and the pricing modes ticked.
+
+    A row stands for one option per ticked mode (``hardware xGPUS mode``); the provider applies
+    to the rented modes (``""``: one home instance type of any provider).
+    """
+
+    hardware: str
+    gpus: int
+    provider: str
+    pricing: tuple[str, ...]
+
+
+def form_rows(scenario: Any) -> list[FormRow]:
+    """Group a scenario's options into the page's rows (hardware, GPUs, provider of rented modes).
+
+    Options that name an offer, a region or a price override cannot be shown on the form.
+
+    Raises
+    ------
+    InputError
+        An option the form has no field for.
+    """
+    rows: dict[tuple[str, int], tuple[str, list[str]]] = {}
+    for k, opt in enumerate(scenario.options):
+        extra = [f for f in ("offer", "region", "usd_per_gpu_hour") if getattr(opt, f) is not None]
+        if extra:
+            raise InputError(f"options[{k}].{extra[0]}", getattr(opt, extra[0]), "no such field")
+        key = (opt.hardware, opt.gpus)
+        provider, modes = rows.get(key, ("", []))
+        if opt.pricing not in OWNED_PRICING and opt.provider:
+            rented = [m for m in modes if m not in OWNED_PRICING]
+            if rented and provider != opt.provider:
+                raise InputError(
+                    f"options[{k}].provider", opt.provider, f"{provider or 'none'} (as its row)"
+                )
+            provider = opt.provider
+        rows[key] = (provider, [*modes, opt.pricing])
+    return [FormRow(hw, n, prov, tuple(modes)) for (hw, n), (prov, modes) in rows.items()]
+
+
+def options_from_rows(rows: list[FormRow]) -> list[dict[str, Any]]:
+    """Return the scenario options of the page's rows, as ``app.js`` builds them."""
+    return [
+        {
+            "hardware": r.hardware,
+            "gpus": r.gpus,
+            "pricing": mode,
+            **({"provider": r.provider} if r.provider and mode not in OWNED_PRICING else {}),
+        }
+        for r in rows
+        if r.hardware
+        for mode in r.pricing
+    ]
