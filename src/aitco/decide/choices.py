@@ -218,13 +218,17 @@ def choose(options: Sequence[Any], kind: str) -> Choices:
     cheapest = str(_get(min(ok, key=lambda o: float(_get(o, "total_usd"))), "name"))
     days = [(str(_get(o, "name")), _number(_get(o, "wall_clock_days")), o) for o in ok]
     timed = [(n, d, float(_get(o, "total_usd"))) for n, d, o in days if d is not None]
-    lat = [(str(_get(o, "name")), latency_s(o), float(_get(o, "total_usd"))) for o in ok]
+    lat = [
+        (str(_get(o, "name")), x, float(_get(o, "total_usd")))
+        for o in ok
+        if (x := latency_s(o)) is not None
+    ]
     got = Choices(
         feasible_options=names,
         cheapest=cheapest,
         fastest=_fastest(ok, kind),
         pareto_time=pareto_points(timed, x_key="wall_clock_days"),
-        pareto_latency=pareto_points([t for t in lat if t[1] is not None], x_key="latency_s"),
+        pareto_latency=pareto_points(lat, x_key="latency_s"),
     )
     return Choices(**{**got.__dict__, "verdict": verdict_line(options, got)})
 

@@ -197,12 +197,12 @@ def _engine_verdict(
         )
         return {"feasible": True, "infeasible_reasons": [], "note": note}
     pc = param_counts(m)
-    res = estimate_training(
+    run = estimate_training(
         m, acc, sysm, g, seq_len=seq_len,
         global_batch=default_global_batch(pc.active, g, seq_len, None), precision=precision,
         practice=practice_for(pc.total, acc.family, precision, m.moe is not None),
     )  # fmt: skip
-    v = res.values
+    v = run.values
     if not v.get("feasible", True):
         why = v["infeasible_reason"]
         if not v.get("fits", True):

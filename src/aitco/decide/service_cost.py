@@ -402,18 +402,19 @@ def price_service_plan(
     if price is None or price.reasons:
         return None
     qps = float(plan["requests_per_s_needed"])
-    lengths = {k: int(plan[k]) for k in ("input_tokens", "output_tokens")}
+    precision = str(plan["precision"])
+    i_tok, o_tok = int(plan["input_tokens"]), int(plan["output_tokens"])
     try:
         res = estimate_inference(
-            model, acc, sysm, replicas * gpr, precision=str(plan["precision"]), qps=qps, tp=gpr,
-            max_batch=int(plan["batch"]), num_requests=PLAN_SIMULATED_REQUESTS, **lengths,
-            **(engine_fields or {}),
+            model, acc, sysm, replicas * gpr, precision=precision, qps=qps, tp=gpr,
+            max_batch=int(plan["batch"]), num_requests=PLAN_SIMULATED_REQUESTS,
+            input_tokens=i_tok, output_tokens=o_tok, **(engine_fields or {}),
         )  # fmt: skip
     except AitcoError:
         return None
     w = InferenceWorkload.model_construct(
-        model=model.id, precision=str(plan["precision"]), qps=qps, months=months, tp=gpr,
-        **lengths,
+        model=model.id, precision=precision, qps=qps, months=months, tp=gpr,  # type: ignore[arg-type]
+        input_tokens=i_tok, output_tokens=o_tok,
     )  # fmt: skip
     scn = Scenario.model_construct(name="plan", workload=w, options=[opt])
     return price_estimated(scn, opt, (acc, sysm, model), price, fac, res), res
