@@ -53,7 +53,10 @@ def _is_rental(name: str) -> bool:
 
 #: The choices and the latency keys are decide/'s (aitco.decide.choices), re-exported here.
 __all__ = [
+    "COMMITTED_KEYS",
+    "HEADLINE_KEYS",
     "LATENCY_KEYS",
+    "RENTAL_ITEM_PREFIXES",
     "ItemView",
     "OptionView",
     "ReportData",
