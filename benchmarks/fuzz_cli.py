@@ -1,13 +1,20 @@
-"""Longer CLI fuzz run (issue 18): every command x option x hostile value, or a random sample.
+"""Longer CLI fuzz run (issues 18, 37): every door x hostile value, or a random sample.
+
+The doors are the command-line options and arguments (``tests/fuzz/harness.py``) and, since
+issue 37, the values inside the files a command reads and its output paths
+(``tests/fuzz/doors.py``: scenario, overlay and ``config.json`` fields, trace and log rows,
+outputs equal to inputs).
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/fuzz_cli.py            # every slot x every hostile value
+    PYTHONPATH=src python benchmarks/fuzz_cli.py            # every case of every door
     PYTHONPATH=src python benchmarks/fuzz_cli.py 2000       # 2000 random cases (seeded)
     PYTHONPATH=src python benchmarks/fuzz_cli.py 500 --seed 7 --command train
+    PYTHONPATH=src python benchmarks/fuzz_cli.py --doors files   # only the file doors
 
-Prints one line per problem found and a summary (cases tried, exit statuses, problems); exits 1
-when a case misbehaved. The rules are those of ``tests/fuzz/harness.py``.
+Prints one line per problem found and a summary (cases tried, exit statuses, problems, slowest
+case); exits 1 when a case misbehaved or ran past ``--max-seconds``. The rules are those of
+``tests/fuzz/harness.py`` and ``tests/fuzz/doors.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fuzz"))
 
+import doors
 import harness
 
 
@@ -32,33 +40,50 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--command", action="append", help="only these commands (repeatable)")
     ap.add_argument("--fast", action="store_true", help="skip the slow commands")
+    ap.add_argument("--doors", choices=("all", "flags", "files"), default="all")
+    ap.add_argument("--max-seconds", type=float, default=60.0, help="a slower case is a problem")
     ap.add_argument("--verbose", action="store_true", help="print every case and its time")
     a = ap.parse_args(argv)
-    slots = [
-        s for s in harness.slots(include_slow=not a.fast) if not a.command or s.command in a.command
-    ]
-    cases = [(s, v) for s in slots for v in s.values]
+    cases: list[tuple[object, str]] = []
+    if a.doors in ("all", "flags"):
+        slots = [
+            s
+            for s in harness.slots(include_slow=not a.fast)
+            if not a.command or s.command in a.command
+        ]
+        cases += [(s, v) for s in slots for v in s.values]
+    if a.doors in ("all", "files"):
+        cases += [(d, v) for d, v in doors.cases() if not a.command or d.name in a.command]
     if a.count is not None:
         rng = random.Random(a.seed)
         cases = [rng.choice(cases) for _ in range(a.count)]
     codes: collections.Counter[int] = collections.Counter()
     problems = 0
+    slowest = (0.0, "")
     t0 = time.perf_counter()
-    for slot, value in cases:
+    for case, value in cases:
         t = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="aitco-fuzz-") as tmp:
-            o = harness.check(harness.build_args(slot, value, Path(tmp)))
+            if isinstance(case, doors.Door):
+                o = doors.run_case(case, value, Path(tmp))
+            else:
+                o = harness.check(harness.build_args(case, value, Path(tmp)))  # type: ignore[arg-type]
+        dt = time.perf_counter() - t
+        slowest = max(slowest, (dt, " ".join(o.args)))
         if a.verbose:
-            print(f"{time.perf_counter() - t:6.2f}s {o.exit_code} {o.args}", flush=True)
+            print(f"{dt:6.2f}s {o.exit_code} {o.args}", flush=True)
         codes[o.exit_code] += 1
-        if o.problem:
+        problem = o.problem or (
+            f"ran {dt:.0f} s (> {a.max_seconds:g} s)" if dt > a.max_seconds else None
+        )
+        if problem:
             problems += 1
-            print(f"PROBLEM {o.problem}: aitco {' '.join(map(repr, o.args))}", flush=True)
+            print(f"PROBLEM {problem}: aitco {' '.join(map(repr, o.args))}", flush=True)
     dt = time.perf_counter() - t0
     print(
-        f"{len(cases)} hostile cases over {len({s.command for s in slots})} commands and "
-        f"{len(slots)} options/arguments in {dt:.0f} s: exit statuses "
-        f"{dict(sorted(codes.items()))}, {problems} problems"
+        f"{len(cases)} hostile cases in {dt:.0f} s: exit statuses "
+        f"{dict(sorted(codes.items()))}, {problems} problems; slowest {slowest[0]:.1f} s "
+        f"(aitco {slowest[1][:120]})"
     )
     return 1 if problems else 0
 

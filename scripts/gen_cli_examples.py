@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Refresh the JSON outputs shown in docs/cli.md from real runs of the commands above them.
+"""Refresh docs/cli.md: the input bounds from limits.py and the JSON outputs of real runs.
+
+The "Input ranges" tables between ``<!-- bounds:start -->`` and ``<!-- bounds:end -->`` are
+:func:`aitco.limits.bounds_markdown` (the one table of bounds the code checks).
 
 Each ``console`` block of the page that shows ``$ aitco ... --json`` followed by a JSON object
 is re-run (in-process, from a scratch folder holding ``examples/`` and the fixtures of
@@ -119,6 +122,18 @@ def updated(text: str, cwd: Path) -> str:
     return BLOCK.sub(one, text)
 
 
+BOUNDS = re.compile(r"(<!-- bounds:start[^\n]*-->\n).*?(<!-- bounds:end -->)", re.S)
+
+
+def with_bounds(text: str) -> str:
+    """Return the page with the bounds tables regenerated from :mod:`aitco.limits`."""
+    from aitco.limits import bounds_markdown
+
+    if not BOUNDS.search(text):
+        raise SystemExit(f"{PAGE}: no <!-- bounds:start --> ... <!-- bounds:end --> markers")
+    return BOUNDS.sub(lambda m: m.group(1) + bounds_markdown() + "\n" + m.group(2), text)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Rewrite docs/cli.md, or with ``--check`` report whether it is current."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -127,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     text = PAGE.read_text(encoding="utf-8")
     cwd = _scratch()
     try:
-        new = updated(text, cwd)
+        new = with_bounds(updated(text, cwd))
     finally:
         shutil.rmtree(cwd, ignore_errors=True)
     if args.check:

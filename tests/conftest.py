@@ -22,12 +22,13 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 #: Fixtures the tests need, copied with their provenance (tests/fixtures/README.md).
 FIXTURES = REPO / "tests" / "fixtures"
-#: The frozen copy of the built-in catalog data that unit tests read (``AITCO_CATALOG_DATA``), so a
-#: catalog update cannot change their results; refresh it with ``scripts/freeze_test_catalog.py``.
-#: ``tests/catalog/`` and ``tests/test_docs_run.py`` read the live data (``live_catalog_data``).
-FROZEN_CATALOG = FIXTURES / "catalog"
+#: The hand-picked test catalog library the tests read (``AITCO_CATALOG_DATA``), so a catalog
+#: update cannot change their results; it changes only on purpose (its ``README.md``).
+#: ``tests/catalog/``, ``tests/validation/`` and ``tests/test_docs_run.py`` read the shipped data
+#: (``live_catalog_data``).
+TEST_CATALOG = FIXTURES / "catalog"
 #: Set at import, before any test module loads a catalog, and inherited by CLI subprocesses.
-os.environ["AITCO_CATALOG_DATA"] = str(FROZEN_CATALOG)
+os.environ["AITCO_CATALOG_DATA"] = str(TEST_CATALOG)
 #: An empty cache directory for the whole run (``aitco catalog update`` caches; genai-prices data
 #: a developer fetched must not change audit results): tests that fetch set their own.
 os.environ["AITCO_CACHE_DIR"] = tempfile.mkdtemp(prefix="aitco-test-cache-")
@@ -92,15 +93,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 
 @pytest.fixture(scope="session")
 def catalog():
-    """The frozen test catalog (``tests/fixtures/catalog``, no user overlays)."""
+    """The test catalog library (``tests/fixtures/catalog``, no user overlays)."""
     from aitco.catalog.loader import load_catalog
 
-    return load_catalog(use_env=False, data_dir=FROZEN_CATALOG)
+    return load_catalog(use_env=False, data_dir=TEST_CATALOG)
 
 
 @pytest.fixture
 def live_catalog_data(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the code under test read the shipped catalog data instead of the frozen copy."""
+    """Make the code under test read the shipped catalog data instead of the test library."""
     monkeypatch.delenv("AITCO_CATALOG_DATA", raising=False)
 
 
@@ -113,6 +114,9 @@ def live_catalog_data(monkeypatch: pytest.MonkeyPatch) -> None:
 DEFAULT_MARKEXPR = "not integration and not refit"
 #: Markers that put a test in the integration tier unless it is marked ``refit``.
 INTEGRATION_ALIASES = ("slow", "browser")
+#: Fixtures that refit a model (cross-validation): a test that uses one is in the refit tier,
+#: whatever its markers say.
+REFIT_FIXTURES = ("cv_all",)
 #: A unit-tier test whose call takes longer is listed at the end of the run (speed it up or
 #: give it a tier); 2 s is ~1 % of the unit tier's 5-minute budget on a quiet 2-core machine.
 UNIT_BUDGET_S = 2.0
@@ -123,6 +127,8 @@ _TIERS: dict[str, str] = {}
 def tier_of(item: pytest.Item) -> str:
     """``unit``, ``integration`` or ``refit``: the tier a collected test runs in."""
     if item.get_closest_marker("refit") is not None:
+        return "refit"
+    if set(getattr(item, "fixturenames", ())) & set(REFIT_FIXTURES):
         return "refit"
     if any(item.get_closest_marker(m) is not None for m in ("integration", *INTEGRATION_ALIASES)):
         return "integration"
@@ -145,8 +151,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(msg)
     for item in items:
         tier = _TIERS[item.nodeid] = tier_of(item)
-        if tier == "integration" and item.get_closest_marker("integration") is None:
-            item.add_marker(pytest.mark.integration)
+        if item.get_closest_marker(tier) is None and tier != "unit":
+            item.add_marker(tier)
 
 
 def starts_python_or_cli(executable: Any, args: Any) -> bool:

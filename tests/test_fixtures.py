@@ -21,7 +21,7 @@ def _files() -> list[str]:
         and p.name != "README.md"
         and not p.relative_to(FIXTURES).is_relative_to(
             "catalog"
-        )  # the frozen test catalog: its own README, every value keeps its source
+        )  # the test catalog library: its own README, every value keeps its source
     )
 
 

@@ -12,9 +12,11 @@ import pytest
 from tests.conftest import DEFAULT_MARKEXPR, REPO, starts_python_or_cli, tier_of
 
 
-def _item(*markers: str) -> SimpleNamespace:
-    """A stand-in for a collected test carrying ``markers``."""
-    return SimpleNamespace(get_closest_marker=lambda m: m if m in markers else None)
+def _item(*markers: str, fixtures: tuple[str, ...] = ()) -> SimpleNamespace:
+    """A stand-in for a collected test carrying ``markers`` and using ``fixtures``."""
+    return SimpleNamespace(
+        get_closest_marker=lambda m: m if m in markers else None, fixturenames=list(fixtures)
+    )
 
 
 def test_the_default_run_is_the_unit_tier():
@@ -38,6 +40,12 @@ def test_the_default_run_is_the_unit_tier():
 )
 def test_tier_of(markers, tier):
     assert tier_of(_item(*markers)) == tier
+
+
+def test_a_cross_validation_fixture_puts_a_test_in_the_refit_tier():
+    assert tier_of(_item(fixtures=("catalog", "cv_all"))) == "refit"
+    assert tier_of(_item("slow", fixtures=("cv_all",))) == "refit"
+    assert tier_of(_item(fixtures=("catalog",))) == "unit"
 
 
 def test_ci_runs_the_readme_command_then_the_other_tiers():

@@ -1,4 +1,4 @@
-"""Catalog tests read the live catalog (``src/aitco/catalog/data``), not the frozen test copy."""
+"""Catalog tests read the live catalog (``src/aitco/catalog/data``), not the test library."""
 
 from __future__ import annotations
 

@@ -657,6 +657,7 @@ def test_audit_retry_waste_exact(tmp_path: Path, capsys: pytest.CaptureFixture[s
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("live_catalog_data")  # the shipped catalog must list them
 def test_catalog_lists_every_required_accelerator(capsys: pytest.CaptureFixture[str]) -> None:
     d = run_json(JSON_COMMANDS["catalog list"], capsys)
     ids = {e["id"] for e in d["entries"]}

@@ -1,4 +1,4 @@
-"""compare(): wiring, hand-computed totals, invariants and bad input (frozen test factors)."""
+"""compare(): wiring, hand-computed totals, invariants and bad input (test-library factors)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The public CLI contract of ``aitco compare|tco|preset|validate tco`` (frozen test factors)."""
+"""The public CLI contract of ``aitco compare|tco|preset|validate tco`` (test-library factors)."""
 
 from __future__ import annotations
 
@@ -161,6 +161,7 @@ def test_bad_input_exit_2_names_field(tmp_path, capsys, yaml_text, field):
     assert field in err
 
 
+@pytest.mark.usefixtures("live_catalog_data")  # validation measures the shipped catalog
 def test_validate_tco_json(capsys):
     code, out, _ = run(["validate", "tco", "--json"], capsys)
     assert code == 0

@@ -280,10 +280,12 @@ def test_engine_evaluator_equals_estimate_training(catalog):
     for j in ok[:: max(1, ok.size // 10)]:
         v = {k: (a[j] if a.shape[0] > 1 else a[0]) for k, a in pos.items()}
         acc, sysm = catalog.hardware(spec.grid["hardware"][int(v["option.hardware"])])
+        # a rented plan runs on the fabric of the offer the sweep billed (as compare prices it)
+        offer_sys = plan.evaluator.offer_systems[int(m["offer_code"][j])]
         r = estimate_training(
             model,
             acc,
-            sysm,
+            offer_sys or sysm,
             int(v["option.gpus"]),
             seq_len=2048,
             global_batch=256,

@@ -217,6 +217,7 @@ class Outcome:
     args: list[str]
     exit_code: int
     problem: str | None
+    stdout: str = ""
 
 
 def check(args: list[str], runner: CliRunner | None = None) -> Outcome:
@@ -225,6 +226,13 @@ def check(args: list[str], runner: CliRunner | None = None) -> Outcome:
     cmd = _command()
     with mock.patch("typer.testing._get_command", return_value=cmd):  # build the tree once
         res = runner.invoke(cli_app.app, args, catch_exceptions=True)
+    outcome = _judge(args, res)
+    outcome.stdout = res.stdout
+    return outcome
+
+
+def _judge(args: list[str], res: Any) -> Outcome:
+    """Judge one finished run (see :func:`check`)."""
     code = res.exit_code
     exc = res.exception
     if exc is not None and not isinstance(exc, SystemExit):

@@ -1,7 +1,10 @@
-"""CLI fuzz suite (issue 18), bounded for the normal test run.
+"""CLI fuzz suite (issues 18, 37), bounded for the normal test run.
 
 Hypothesis picks a command, one of its options or arguments, and a hostile value (see
-``harness.py`` for the values and the rules). The longer run is ``benchmarks/fuzz_cli.py``.
+``harness.py`` for the values and the rules); and a door that is not a flag -- a field of a
+scenario, an overlay or a ``config.json``, a trace or log row, an output path equal to an input
+(``doors.py``) -- and a hostile value as a person types it. The longer run is
+``benchmarks/fuzz_cli.py``.
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import doors
 import harness
 
 #: Bounded for CI: the slow commands are left to benchmarks/fuzz_cli.py.
 SLOTS = harness.slots(include_slow=False)
 #: Cases per run of the bounded suite (about 0.05-0.5 s each).
 MAX_EXAMPLES = 150
+#: Door cases per run (about 0.1-1.5 s each: most reach the real engine or are refused).
+MAX_DOOR_EXAMPLES = 40
 
 
 def test_every_command_is_fuzzed() -> None:
@@ -87,3 +93,36 @@ def test_optimize_with_no_feasible_plan_prints_one_error_line(json_flag: list[st
     o = harness.check(["optimize", sweep, "--no-progress", *json_flag, "--deadline-h", "1.0"])
     assert o.exit_code == 2
     assert o.problem is None, o.problem
+
+
+def test_every_kind_of_door_is_fuzzed() -> None:
+    kinds = {d.name for d in doors.DOORS}
+    assert {"scenario", "serving scenario", "overlay", "factor overlay", "config.json",
+            "trace row", "audit row", "training-log row", "output = input"} <= kinds  # fmt: skip
+    assert len(doors.cases()) >= 500
+
+
+@settings(
+    max_examples=MAX_DOOR_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(st.sampled_from(doors.cases()))
+def test_hostile_value_inside_a_file_never_reaches_a_traceback(
+    case: tuple[doors.Door, str],
+) -> None:
+    door, value = case
+    with tempfile.TemporaryDirectory(prefix="aitco-fuzz-") as tmp:
+        outcome = doors.run_case(door, value, Path(tmp))
+    assert outcome.problem is None, f"{outcome.problem}: aitco {outcome.args}"
+
+
+@pytest.mark.parametrize("how", ["same path", "symlink", "hardlink"])
+def test_output_equal_to_input_is_always_drawn(how: str) -> None:
+    """The issue's overwrite cases, always run (not left to the draw)."""
+    for door in (d for d in doors.DOORS if d.name == "output = input"):
+        with tempfile.TemporaryDirectory(prefix="aitco-fuzz-") as tmp:
+            o = doors.run_case(door, how, Path(tmp))
+        assert o.problem is None, f"{o.problem}: aitco {o.args}"
+        assert o.exit_code == 2

@@ -103,6 +103,7 @@ def test_infer_saturation_is_reported(capsys: pytest.CaptureFixture[str]) -> Non
     assert d["p99_ttft_s"] is None
 
 
+@pytest.mark.usefixtures("live_catalog_data")  # validation measures the shipped catalog
 def test_validate_inference_table(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["validate", "inference"], capsys)
     assert code == 0
@@ -111,6 +112,7 @@ def test_validate_inference_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "I058" in out  # unmapped rows are listed, not dropped
 
 
+@pytest.mark.usefixtures("live_catalog_data")  # validation measures the shipped catalog
 def test_validate_inference_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["validate", "inference", "--json"], capsys)
     assert code == 0

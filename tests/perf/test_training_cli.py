@@ -93,6 +93,7 @@ def test_train_not_fitting_says_by_how_much(capsys: pytest.CaptureFixture[str]) 
     assert "GB over" in out
 
 
+@pytest.mark.usefixtures("live_catalog_data")  # validation measures the shipped catalog
 def test_validate_training_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["validate", "training", "--json"], capsys)
     assert code == 0
@@ -102,6 +103,7 @@ def test_validate_training_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(r["skipped"] or r["ape"] >= 0 for r in d["rows_table"])
 
 
+@pytest.mark.usefixtures("live_catalog_data")  # validation measures the shipped catalog
 def test_validate_training_custom_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from aitco.validation.training import DATA_CSV
 
@@ -184,6 +186,7 @@ def test_train_plan_carries_the_published_evidence(capsys: pytest.CaptureFixture
     assert d["beyond_published_evidence"] is (d["interval"]["mfu"][0] > d["published_best_mfu"])
 
 
+@pytest.mark.usefixtures("live_catalog_data")  # validation measures the shipped catalog
 def test_validate_training_cv_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from aitco.validation.training import DATA_CSV
 

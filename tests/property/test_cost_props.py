@@ -16,6 +16,13 @@ from aitco.cost import cloud, data, finance, people, power, reliability
 from aitco.cost.tco import Breakdown
 from aitco.decide import compare as cmp
 from aitco.decide.scenario import Scenario
+from aitco.limits import MIN_MAGNITUDE
+
+
+def _typed(lo: float, hi: float) -> st.SearchStrategy[float]:
+    """Numbers a user can give (limits.py): 0, or a magnitude of at least MIN_MAGNITUDE."""
+    return st.floats(lo, hi).filter(lambda x: x == 0 or abs(x) >= MIN_MAGNITUDE)
+
 
 DATA = Path(__file__).parents[1] / "decide" / "data" / "tco_test_catalog.yaml"
 price = st.floats(0.0, 1e3, allow_nan=False)
@@ -129,7 +136,7 @@ def test_compare_raising_pue_never_lowers_cost(cat, pue, dp):
 
 
 @settings(max_examples=15)
-@given(p=st.floats(0.0, 50.0))
+@given(p=_typed(0.0, 50.0))
 def test_compare_rental_total_is_affine_in_price(cat, p):
     def total(x):
         scn = Scenario.from_dict(
@@ -155,7 +162,7 @@ def test_compare_rental_total_is_affine_in_price(cat, p):
 
 
 @settings(max_examples=10)
-@given(lam=st.floats(0, 1e-3))
+@given(lam=_typed(0, 1e-3))
 def test_compare_zero_failures_zero_rework(cat, lam):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(cmp, "_engine", lambda kind: _fake)
@@ -170,7 +177,7 @@ def test_compare_zero_failures_zero_rework(cat, lam):
 
 
 @settings(max_examples=10)
-@given(p=st.floats(0.0, 1.0))
+@given(p=_typed(0.0, 1.0))
 def test_compare_owned_total_is_affine_in_electricity_price(cat, p):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(cmp, "_engine", lambda kind: _fake)

@@ -131,7 +131,8 @@ def test_libreoffice_shows_the_computed_values_on_open(
     for key, _label, _unit in roi.ROI_SUMMARY:
         a, b, ref = opened.get(key), recalc.get(key), cli[key]
         if ref is None:  # no such month (e.g. never loses again): text in the cell, as on open
-            assert isinstance(a, str) and a, (key, a)
+            assert isinstance(a, str), (key, a)
+            assert a, (key, a)
             assert a == b, (key, a, b)
             continue
         assert isinstance(a, float), (key, a)

@@ -139,7 +139,7 @@ def test_default_share_of_the_matmul_ceiling_is_the_derived_one(catalog) -> None
     assert share == pytest.approx(DEFAULT_EFFICIENCY.training_gemm_share_of_ceiling, abs=0.005)
 
 
-@pytest.mark.slow
+@pytest.mark.refit
 def test_tpu_rows_held_out_are_within_10_percent(cv_all) -> None:
     """The TPU rows (one source, MaxText) held out: no TPU row in their fold's fit, so what
     brings them within 10% median is physics from the catalog (the measured matmul share and

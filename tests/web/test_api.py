@@ -168,8 +168,9 @@ def test_openapi_lists_catalog_ids(client: Any, catalog: Any) -> None:
 @pytest.mark.parametrize(
     ("patch", "field", "value"),
     [
-        ({"workload": {**BODY["workload"], "tokens": 1e30}}, "workload.tokens", 1e30),
-        ({"options": [{"hardware": "l4", "gpus": 10**9}]}, "options[0].gpus", 10**9),
+        # inside the CLI's ranges (limits.py), outside the form's narrower ones
+        ({"workload": {**BODY["workload"], "tokens": 1e17}}, "workload.tokens", 1e17),
+        ({"options": [{"hardware": "l4", "gpus": 1_500_000}]}, "options[0].gpus", 1_500_000),
         (
             {"workload": {"kind": "inference", "model": "gpt2-124m", "months": 360}},
             "workload.months",

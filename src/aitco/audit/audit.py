@@ -43,6 +43,7 @@ from aitco.audit.log import LineStats, UsageRecord, is_export_page, read_log, sc
 from aitco.audit.tokenizers import ApproxTokenizer, TokenCounter
 from aitco.catalog.schema import ApiPrice
 from aitco.explain import Estimate, Term, dominant_term
+from aitco.fileio import read_bytes
 from aitco.units import DAYS_PER_MONTH, MEGA, SECONDS_PER_DAY
 
 SECONDS_PER_MONTH = DAYS_PER_MONTH * SECONDS_PER_DAY
@@ -1015,12 +1016,13 @@ def _json_document(
     if p.suffix.lower() != ".json" or not p.is_file() or p.stat().st_size > MAX_JSON_DOCUMENT_BYTES:
         return None
     try:
-        doc = json.loads(p.read_bytes())
-    except ValueError:
+        raw = read_bytes(p, field="LOG", limit=MAX_JSON_DOCUMENT_BYTES)
+        doc = json.loads(raw)
+    except (ValueError, RecursionError):
         return None
     pages = doc if isinstance(doc, list) else [doc]
     if not pages or not all(is_export_page(x) for x in pages):
         return None
-    stats.lines = len(p.read_text(encoding="utf-8", errors="replace").splitlines())
+    stats.lines = len(raw.decode("utf-8", errors="replace").splitlines())
     stats.pages = len(pages)
     return [(1, x) for x in pages]

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aitco.errors import InputError, ParseError
+from aitco.errors import ParseError
+from aitco.fileio import open_input
+from aitco.limits import MAX_TOKENS
 
 try:  # orjson is optional: several times faster on large logs
     import orjson
@@ -170,9 +173,23 @@ def _int(d: dict[str, Any], key: str, where: str) -> int:
     v = d.get(key)
     if v is None:
         return 0
-    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != int(v):
-        raise MalformedLine(f"{where}.{key} = {v!r} is not a non-negative integer")
+    ok = isinstance(v, int | float) and not isinstance(v, bool)
+    if not (ok and 0 <= v <= MAX_TOKENS and float(v).is_integer()):  # NaN and inf fail too
+        raise MalformedLine(
+            f"{where}.{key} = {v!r} is not a non-negative integer of at most {MAX_TOKENS:g}"
+        )
     return int(v)
+
+
+def _seconds(v: Any) -> float | None:
+    """Return a finite timestamp [s], else None (NaN, infinity, a 400-digit integer, text)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    try:
+        x = float(v)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
 
 
 def _sub(d: dict[str, Any], key: str) -> dict[str, Any]:
@@ -219,7 +236,7 @@ def parse_response(obj: Any, line_no: int) -> UsageRecord:
         api="unknown",
         http_status=_status(obj),
         retry_of=str(retry_of) if retry_of is not None else None,
-        created_s=float(created) if isinstance(created, int | float) else None,
+        created_s=_seconds(created),
         request=request,
     )
     # --- failure and timeout
@@ -323,11 +340,10 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
     A ``.gz`` file is decompressed on the fly.
     """
     p = Path(path)
-    if not p.is_file():
-        raise InputError("LOG", str(path), "an existing JSONL file")
-    opener = gzip.open if p.suffix == ".gz" else open
+    raw = open_input(p, field="LOG", binary=True)  # a regular file only (no FIFO, no device)
+    fh: Any = gzip.GzipFile(fileobj=raw, mode="rb") if p.suffix == ".gz" else raw
     try:
-        with opener(p, "rb") as fh:
+        with fh, raw:
             yield from enumerate(fh, start=1)
     except (OSError, EOFError) as exc:  # a corrupt or truncated .gz
         raise ParseError(str(p), f"cannot read the file ({exc})") from exc

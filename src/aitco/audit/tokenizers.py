@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from aitco.errors import InputError
+from aitco.fileio import read_bytes
 
 #: Average UTF-8 bytes per token of English text for OpenAI BPEs (OpenAI help center,
 #: "What are tokens and how to count them?": 1 token ~ 4 characters of English text).
@@ -183,7 +184,7 @@ def bundled_bpe_path(encoding: str) -> Path | None:
 
 def _read_ranks(path: Path, expected_sha256: str | None) -> dict[bytes, int]:
     """Parse a tiktoken rank file (``base64-token rank`` per line, optionally gzipped)."""
-    raw = path.read_bytes()
+    raw = read_bytes(path, field="--tokenizer")
     if path.suffix == ".gz" or raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     if expected_sha256 is not None:
@@ -266,7 +267,7 @@ def load_tokenizer_file(path: str | Path) -> TokenCounter:
     if not p.is_file():
         raise InputError("--tokenizer", str(path), "an existing tokenizer.json or .tiktoken file")
     if p.name.endswith((".tiktoken", ".tiktoken.gz")):
-        raw = p.read_bytes()
+        raw = read_bytes(p, field="--tokenizer")
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
         digest = hashlib.sha256(raw).hexdigest()

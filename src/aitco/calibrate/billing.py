@@ -42,7 +42,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from aitco.calibrate._io import open_text
+from aitco.calibrate._io import open_binary, open_text
 from aitco.calibrate.parsers.base import CsvRows, SkipLog, to_float
 from aitco.calibrate.parsers.focus import (
     DUCKDB_MIN_BYTES,
@@ -456,10 +456,8 @@ def read_bill(path: str | Path, scope: BillScope | None = None, *, engine: str =
     if engine not in ("auto", "csv", "duckdb"):
         raise InputError("--engine", engine, "auto, csv or duckdb")
     p = Path(path)
-    if not p.is_file():
-        raise ParseError(str(p), "no such file" if not p.exists() else "not a file")
     sc = scope or BillScope()
-    with open(p, "rb") as fb:
+    with open_binary(p, field="BILL") as fb:  # a regular file only (DuckDB gets the same path)
         is_parquet = fb.read(4) == b"PAR1"
     use_duckdb = engine == "duckdb" or is_parquet
     if engine == "auto" and not is_parquet and p.stat().st_size > DUCKDB_MIN_BYTES:

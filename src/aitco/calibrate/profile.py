@@ -25,8 +25,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aitco.errors import InputError
-from aitco.fileio import write_atomic
-from aitco.limits import check_file_size, check_tree
+from aitco.fileio import parse_yaml, read_text, write_atomic
+from aitco.limits import check_tree
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 
 #: Version of the profile file layout written by this module.
@@ -160,10 +160,7 @@ class CalibrationProfile(BaseModel):
     @classmethod
     def from_yaml(cls, text: str, *, file: str | None = None) -> CalibrationProfile:
         """Parse a profile from YAML text; bad content raises :class:`InputError`."""
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise InputError("profile", "yaml", f"valid YAML ({exc})", file=file) from exc
+        data = parse_yaml(text, file=file)
         if not isinstance(data, dict):
             raise InputError("profile", type(data).__name__, "a YAML mapping", file=file)
         version = data.get("profile_version", PROFILE_VERSION)
@@ -229,18 +226,16 @@ def load_profile(path: str | Path) -> CalibrationProfile:
         If the file is missing, is not YAML, or has invalid values.
     """
     p = Path(path)
-    check_file_size(p, field="--calibration")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise InputError("--calibration", str(p), "an existing profile YAML file") from exc
-    except (IsADirectoryError, UnicodeDecodeError) as exc:
-        raise InputError("--calibration", str(p), "a UTF-8 YAML file") from exc
+    text = read_text(p, field="--calibration")  # a regular file, bounded: no FIFO, no /dev/zero
     return CalibrationProfile.from_yaml(text, file=str(p))
 
 
-def save_profile(profile: CalibrationProfile, path: str | Path) -> Path:
-    """Write ``profile`` as YAML atomically; returns the path written."""
+def save_profile(profile: CalibrationProfile, path: str | Path, *, field: str = "-o") -> Path:
+    """Write ``profile`` as YAML atomically; returns the path written.
+
+    Refused when ``path`` is not a regular file or a new path, or is an input of the running
+    command (:func:`aitco.fileio.check_output`).
+    """
     p = Path(path)
-    write_atomic(p, profile.to_yaml())
+    write_atomic(p, profile.to_yaml(), field=field)
     return p

@@ -36,6 +36,8 @@ from pydantic import ValidationError
 from aitco.catalog.provenance import file_source
 from aitco.catalog.schema import MLA, ModelArch, MoE, Provenance, Source
 from aitco.errors import InputError
+from aitco.fileio import read_text
+from aitco.limits import check_tree
 
 #: GPT-2/BLOOM/Falcon-style FFN width when the config leaves it implicit (d_ff = 4 d_model).
 FFN_EXPANSION_DEFAULT = 4
@@ -49,11 +51,14 @@ class _Cfg:
     def __init__(self, data: dict[str, Any], path: Path) -> None:
         self.data = data
         self.path = path
+        #: The field read last: the one a failed number conversion was reading.
+        self.last: str | None = None
 
     def req(self, *names: str) -> Any:
         """First present of ``names`` (aliases); raise naming the first if none is present."""
         for n in names:
             if self.data.get(n) is not None:
+                self.last = n
                 return self.data[n]
         raise InputError(
             names[0],
@@ -66,6 +71,7 @@ class _Cfg:
     def get(self, name: str, default: Any = None) -> Any:
         """Return an optional field (``None`` counts as absent)."""
         v = self.data.get(name)
+        self.last = name
         return default if v is None else v
 
 
@@ -976,7 +982,7 @@ def model_from_hf_config(path: str | Path, *, model_id: str | None = None) -> Mo
     """
     p = Path(path).expanduser()
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p, field="model")  # a regular file, bounded
     except OSError as exc:
         raise InputError("model", str(p), "a readable config.json file") from exc
     try:
@@ -985,11 +991,19 @@ def model_from_hf_config(path: str | Path, *, model_id: str | None = None) -> Mo
         raise InputError(
             "config.json", f"line {exc.lineno}", f"valid JSON ({exc.msg})", file=str(p)
         ) from exc
+    except RecursionError:
+        raise InputError("config.json", str(p), "JSON nested less deeply", file=str(p)) from None
     if not isinstance(data, dict):
         raise InputError("config.json", type(data).__name__, "a JSON object", file=str(p))
+    # NaN, Infinity and integers too large for a float stop here, naming the field
+    check_tree(data, file=str(p))
     mtype, data = _language_model(data, p)
     cfg = _Cfg(data, p)
-    fields = READERS[mtype](cfg)
+    try:
+        fields = READERS[mtype](cfg)
+    except (TypeError, ValueError, OverflowError) as exc:  # "x", [], {} where a number belongs
+        field = cfg.last or "config.json"
+        raise InputError(field, cfg.data.get(field), f"a number ({exc})", file=str(p)) from None
     eid = model_id or _default_id(p)
     src = config_source(p)
     prov = {k: Provenance(source=src) for k in [*fields, "name", "family"]}

@@ -15,8 +15,8 @@ Each YAML file is one document::
         hbm_bandwidth_gb_s: {value: 3350, source: nvidia-h100-datasheet, note: "HBM3"}
 
 The built-in data folder can be replaced as a whole by ``AITCO_CATALOG_DATA`` (a folder with the
-same layout and a ``sources.yaml``), e.g. the frozen copy the unit tests read
-(``tests/fixtures/catalog``, refreshed by ``scripts/freeze_test_catalog.py``).
+same layout and a ``sources.yaml``), e.g. the hand-picked test catalog library the tests read
+(``tests/fixtures/catalog``).
 
 A user overlay (``--catalog FILE`` or ``AITCO_CATALOG``, paths separated by ``os.pathsep``) has
 the same shape, or holds several kinds at once (``accelerators: [...]``, ``models: [...]``). An
@@ -37,7 +37,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import ValidationError
 
 from aitco.catalog import history
@@ -58,7 +57,8 @@ from aitco.catalog.schema import (
     System,
 )
 from aitco.errors import CatalogError, InputError, UnknownIdError
-from aitco.limits import check_file_size, check_tree
+from aitco.fileio import check_dates, check_input_file, load_yaml
+from aitco.limits import check_tree, check_value, factor_range
 
 ENV_VAR = "AITCO_CATALOG"
 #: Environment variable naming a folder that replaces the built-in ``catalog/data`` folder.
@@ -66,25 +66,10 @@ DATA_ENV_VAR = "AITCO_CATALOG_DATA"
 _LEAF_KEYS = {"value", "source", "note", "unit"}
 E = TypeVar("E", bound=Entry)
 
-try:  # the C loader is several times faster; fall back to the pure-Python one
-    _YamlLoader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _YamlLoader = yaml.SafeLoader
 
-
-def read_yaml(path: Path) -> Any:
-    """Read a YAML file, turning syntax errors into a :class:`CatalogError` naming the file."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return yaml.load(fh, Loader=_YamlLoader)
-    except FileNotFoundError as exc:
-        raise CatalogError("path", str(path), "an existing YAML file") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 1}" if mark is not None else "?"
-        raise CatalogError(
-            "yaml", line, f"valid YAML ({getattr(exc, 'problem', exc)})", file=str(path)
-        ) from exc
+def read_yaml(path: Path, *, field: str = "path") -> Any:
+    """Read a catalog YAML file (:func:`aitco.fileio.load_yaml`); errors are CatalogErrors."""
+    return load_yaml(path, field=field, error=CatalogError)
 
 
 @dataclass
@@ -281,6 +266,31 @@ class Catalog:
             raise CatalogError(field, hw_id, "an accelerator with a system (node) in the catalog")
         raise UnknownIdError("hardware", hw_id, [*self.accelerators, *self.systems], field=field)
 
+    def check_provider(self, name: str | None, *, field: str = "--provider") -> None:
+        """Refuse a cloud provider no offer names (``any`` is every provider); did-you-mean."""
+        known = {o.provider for o in self.offers.values()}
+        if name is not None and name != "any" and name not in known:
+            raise UnknownIdError("provider", name, [*known, "any"], field=field)
+
+    def check_price_region(self, name: str | None, *, field: str = "--price-region") -> None:
+        """Refuse a cloud region no offer is priced in; did-you-mean."""
+        known = {p.region for o in self.offers.values() for p in o.prices if p.region}
+        if name is not None and name not in known:
+            raise UnknownIdError("region", name, known, field=field)
+
+    def check_region(self, name: str | None, *, field: str = "region") -> None:
+        """Refuse a region that no offer, factor or region prefix knows; did-you-mean.
+
+        A scenario option's ``region`` narrows the offers to a region prefix and picks the
+        regional factors (electricity, carbon), so any of those is a known region.
+        """
+        if name is None:
+            return
+        known = {p.region for o in self.offers.values() for p in o.prices if p.region}
+        known |= {f.region for f in self.factors.values() if f.region}
+        if not any(k == name or k.startswith(name) for k in known):
+            raise UnknownIdError("region", name, known, field=field)
+
     def offers_for(self, accelerator_id: str) -> list[CloudOffer]:
         """Cloud offers of an accelerator."""
         return [o for o in self.offers.values() if o.accelerator == accelerator_id]
@@ -292,12 +302,14 @@ class Catalog:
             return self.models[s]
         p = Path(s).expanduser()
         if p.suffix.lower() == ".json" or p.name == "config.json":
-            if not p.is_file():
+            if not os.path.exists(p):
                 raise InputError(field, s, "a catalog model id or an existing config.json path")
+            check_input_file(p, field=field)  # a regular file: no FIFO, device or folder
             return model_from_hf_config(p)
         if p.suffix.lower() in (".yaml", ".yml"):
-            if not p.is_file():
+            if not os.path.exists(p):
                 raise InputError(field, s, "a catalog model id or an existing model YAML path")
+            check_input_file(p, field=field)
             return _model_from_yaml(p)
         raise UnknownIdError("model", s, self.models, field=field)
 
@@ -308,7 +320,7 @@ class Catalog:
 
 
 def _model_from_yaml(path: Path) -> ModelArch:
-    doc = read_yaml(path)
+    doc = read_yaml(path, field="model")
     if isinstance(doc, dict) and "entries" in doc:
         entries = doc["entries"]
         if not entries:
@@ -419,6 +431,8 @@ def load_catalog(
         A file, field path, value and expectation for the first invalid value found.
     """
     paths = [resolve_overlay(p) for p in [*(env_paths() if use_env else []), *extra_paths]]
+    for p in paths:  # a regular file (no FIFO, device or folder), recorded as an input
+        check_input_file(p, field="--catalog")
     stamps = tuple((p, _mtime(p)) for p in paths)
     return _load_cached(str(builtin_data_dir(data_dir)), stamps)
 
@@ -483,13 +497,12 @@ def _read_file(
     path: Path, raws: dict[str, dict[str, _Raw]], sources: dict[str, Source], *, overlay: bool
 ) -> None:
     where = str(path)
-    if overlay:
-        check_file_size(path, field="--catalog")  # an InputError (exit 2) like CatalogError
-    doc = read_yaml(path)
+    doc = read_yaml(path, field="--catalog" if overlay else "path")
     if doc is None:
         return
-    if overlay:
+    if overlay:  # a user's file: the ranges of limits.py, and no date after today
         check_tree(doc, file=where, error=CatalogError)  # NaN/inf, negative or absurd numbers
+        check_dates(doc, file=where, error=CatalogError)
     if not isinstance(doc, dict):
         raise CatalogError("document", type(doc).__name__, "a mapping", file=where)
     for key, raw in (doc.get("sources") or {}).items():
@@ -518,6 +531,12 @@ def _read_file(
                 if k not in ("id", "source")
             }
             data["id"] = eid
+            rng = factor_range(eid) if kind == "factors" and overlay else None
+            if rng is not None:  # a factor's physical range (a PUE of 1e6 is a typo)
+                for x in (
+                    data["value"] if isinstance(data.get("value"), list) else [data.get("value")]
+                ):
+                    check_value(f"{kind}.{eid}.value", x, rng=rng, file=where, error=CatalogError)
             if eid in raws[kind]:
                 if not overlay:
                     raise CatalogError(

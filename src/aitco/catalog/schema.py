@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from aitco.limits import MIN_POWER_LIMIT_FRACTION, Range, check_value
 from aitco.units import BLOCK_SCALED_FORMATS, DTYPES
 
 NonNeg = Field(ge=0)
@@ -228,10 +229,28 @@ class Accelerator(Entry):
                 raise ValueError(msg)
         return v
 
-    def with_power_limit(self, power_limit_w: float | None) -> Accelerator:
-        """Return this accelerator run at ``power_limit_w`` (itself when None)."""
+    def with_power_limit(
+        self, power_limit_w: float | None, *, field: str = "--power-limit-w"
+    ) -> Accelerator:
+        """Return this accelerator run at ``power_limit_w`` (itself when None).
+
+        Raises
+        ------
+        aitco.errors.InputError
+            The limit is above the TDP or below the lowest limit a driver accepts
+            (:data:`aitco.limits.MIN_POWER_LIMIT_FRACTION` of the TDP): one check for every
+            door (``train``, ``infer``, a scenario option).
+        """
         if power_limit_w is None:
             return self
+        if self.tdp_w is not None:
+            lo = MIN_POWER_LIMIT_FRACTION * self.tdp_w
+            check_value(
+                field,
+                power_limit_w,
+                rng=Range(lo, self.tdp_w, f"W (from {MIN_POWER_LIMIT_FRACTION:.0%} of the "
+                          f"{self.tdp_w:g} W TDP of {self.id} up to it)"),
+            )  # fmt: skip
         return self.model_copy(update={"power_limit_w": power_limit_w})
 
     @property

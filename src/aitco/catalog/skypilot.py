@@ -29,6 +29,7 @@ from typing import Any
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import CloudOffer, OfferPrice
 from aitco.errors import InputError
+from aitco.fileio import open_input
 
 #: Bytes in a GiB over bytes in a GB (SkyPilot gives host memory in GiB; the catalog in GB).
 GB_PER_GIB = 1.073741824
@@ -277,8 +278,8 @@ def read_rows(path: Path, provider: str | None = None) -> list[Row]:
     list of Row
         One row per CSV line with an instance type and an on-demand or spot price.
     """
-    try:
-        fh = open(path, encoding="utf-8", newline="")  # noqa: SIM115 (closed below)
+    try:  # a regular file only: a FIFO or device is refused at once
+        fh = open_input(path, field="FILE", newline="")
     except OSError as exc:
         raise InputError("FILE", str(path), "a readable SkyPilot vms.csv") from exc
     with fh:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import functools
 import importlib
+import os
 import sys
 import typing
 from collections.abc import Callable, Sequence
@@ -28,7 +29,8 @@ import typer.core
 from pydantic import ValidationError
 from typer.models import ArgumentInfo, OptionInfo
 
-from aitco import __version__
+from aitco import __version__, fileio
+from aitco.catalog.loader import env_paths
 from aitco.cli import state
 from aitco.cli.render import err_console
 from aitco.errors import AitcoError
@@ -77,16 +79,61 @@ def _os_error_line(exc: OSError) -> tuple[str, int]:
     return (f"{where}: {what}" if where else what), code
 
 
+def _silence_stdout() -> None:
+    """Point a broken standard output at /dev/null, so the flush at exit raises nothing."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, AttributeError, ValueError):  # no real file descriptor (a test runner)
+        pass
+
+
+def _stdout_is_devnull() -> bool:
+    """Whether standard output is /dev/null (rich points a broken pipe there)."""
+    try:
+        st, null = os.fstat(sys.stdout.fileno()), os.stat(os.devnull)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (st.st_dev, st.st_ino, st.st_rdev) == (null.st_dev, null.st_ino, null.st_rdev)
+
+
+def _closed_stream() -> str | None:
+    """Name of a closed standard stream (``aitco compare --json >&-``), else None."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            return name
+        try:
+            fd = stream.fileno()
+        except (OSError, ValueError, AttributeError):  # io.StringIO in a test runner: open
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:
+            return name
+    return None
+
+
 def handle_errors(fn: Callable[[], Any]) -> int:
     """Run ``fn`` and turn every expected failure into one ``error:`` line and an exit status."""
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
     from typer.exceptions import Abort, Exit
 
+    was_devnull = _stdout_is_devnull()
     try:
         rv = fn()
         return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
     except Exit as exc:
         return int(exc.exit_code)
+    except SystemExit:
+        # click and rich answer a broken pipe with a silent exit 1 (click wraps the streams,
+        # rich points stdout at /dev/null): say it in one line
+        pacified = type(sys.stdout).__name__ == "PacifyFlushWrapper"
+        if pacified or (_stdout_is_devnull() and not was_devnull):
+            _say("standard output was closed by its reader (broken pipe); output cut short")
+            return EXIT_ENVIRONMENT
+        raise
     except NoArgsIsHelpError as exc:
         exc.show()
         return EXIT_USER
@@ -123,7 +170,9 @@ def handle_errors(fn: Callable[[], Any]) -> int:
         _say(f"input is not a readable CSV table ({exc})")
         return EXIT_USER
     except OSError as exc:
-        if exc.errno == errno.EPIPE:
+        if exc.errno == errno.EPIPE:  # the reader went away (``| head``)
+            _silence_stdout()
+            _say("standard output was closed by its reader (broken pipe); output cut short")
             return EXIT_ENVIRONMENT
         line, code = _os_error_line(exc)
         _say(line)
@@ -148,17 +197,27 @@ class AitcoGroup(typer.core.TyperGroup):
         **extra: Any,
     ) -> Any:
         """Run the command line; exit (or return, when not standalone) with its status."""
+        closed = _closed_stream()
+        if closed is not None:  # one line (when stderr is open) and a non-zero exit
+            if closed == "stdout" and sys.stderr is not None:
+                sys.stderr.write("error: standard output is closed: nothing can be printed\n")
+            if standalone_mode:
+                sys.exit(EXIT_ENVIRONMENT)
+            return EXIT_ENVIRONMENT
         argv = list(sys.argv[1:] if args is None else args)
         argv, paths = _extract_catalog_flags(argv)
         state.set_overlays(paths)
         show_flags_as_flags(self)
 
         def run() -> Any:
+            for p in [*env_paths(), *paths]:  # overlays are inputs of every command
+                fileio.note_input(p)
             return super(AitcoGroup, self).main(
                 argv, prog_name or "aitco", complete_var, standalone_mode=False, **extra
             )
 
-        code = handle_errors(run)
+        with fileio.command_scope():  # the files this command reads: no output replaces one
+            code = handle_errors(run)
         if standalone_mode:
             sys.exit(code)
         return code
@@ -273,8 +332,17 @@ def _flag_of(name: str, hint: Any) -> str:
     return "--" + name.replace("_", "-")
 
 
+#: Parameters that name a file or folder a command writes (never one of its inputs).
+OUTPUT_PARAMS = frozenset({"output", "out", "csv", "parquet", "html", "prices"})
+
+
 def _checked(callback: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a command so every numeric option passes :func:`aitco.limits.check_value` first."""
+    """Wrap a command: every numeric option passes :func:`aitco.limits.check_value` first.
+
+    Every other argument that names an existing regular file is noted as an input of the
+    command (:func:`aitco.fileio.note_input`), so that an output path can be refused before any
+    work is done when it is one of them.
+    """
     hints = typing.get_type_hints(callback, include_extras=True)
     flags = {n: _flag_of(n, h) for n, h in hints.items() if n != "return"}
 
@@ -284,6 +352,8 @@ def _checked(callback: Callable[..., Any]) -> Callable[..., Any]:
             items = value if isinstance(value, list | tuple) else [value]
             for v in items:
                 check_value(flags.get(name, name), v)
+                if name not in OUTPUT_PARAMS and isinstance(v, str | os.PathLike) and v:
+                    fileio.note_input(v)
         return callback(*args, **kwargs)
 
     wrapper.__aitco_checked__ = True  # type: ignore[attr-defined]

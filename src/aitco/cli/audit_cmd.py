@@ -36,6 +36,7 @@ from aitco.cli.render import (
     table,
 )
 from aitco.errors import InputError, UnknownIdError
+from aitco.fileio import check_input_file
 from aitco.limits import MAX_TOKENS, first_non_finite
 from aitco.units import MEGA, SECONDS_PER_DAY
 
@@ -359,12 +360,12 @@ def audit_cmd(
     ] = False,
 ) -> None:
     """Audit a token-API bill: billed vs useful tokens and the waste per cause."""
-    if not log.is_file():
-        raise InputError("LOG", str(log), "an existing JSONL file")
+    check_input_file(log, field="LOG")  # a regular file: no FIFO, no device
     if cache_ttl_s < 0:
         raise InputError("--cache-ttl-s", cache_ttl_s, "a non-negative number of seconds")
     cat = state.catalog()
-    api = resolve_price(cat, price) if price else infer_price(cat, log)
+    # an empty --price is an id like any other (and unknown), not "no --price"
+    api = resolve_price(cat, price) if price is not None else infer_price(cat, log)
     ap = AuditPrice.from_api_price(api)
     tok = resolve_tokenizer(tokenizer, model=api.model)
     opts = AuditOptions(

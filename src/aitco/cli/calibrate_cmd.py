@@ -11,6 +11,7 @@ from aitco.calibrate.parsers.base import ParseResult
 from aitco.calibrate.parsers.detect import KINDS, parse_any
 from aitco.cli.render import console, err_console, fmt, print_explain, print_json, table
 from aitco.errors import AitcoError, InputError
+from aitco.fileio import check_output, unrecorded
 
 #: Summary keys shown in the human-readable ingest table, per kind (all are in ``--json``).
 SHOWN: dict[str, tuple[str, ...]] = {
@@ -336,6 +337,7 @@ def calibrate(
     from aitco.calibrate.profile import load_profile, save_profile
     from aitco.cli import state
 
+    check_output(output, field="-o")  # never one of the logs read, --force or not
     probes = [f for f in files if f.suffix in (".yaml", ".yml")]
     results = _parse_all([f for f in files if f not in probes])
     if not probes and not any(r.kind in FITTABLE_KINDS for r in results):
@@ -617,7 +619,9 @@ def probe(
         acc, _ = state.catalog().hardware(hardware, field="--hardware")
         res = with_fractions(res, acc.peak_tflops, acc.hbm_bandwidth_gb_s)
     if output is not None:
-        prof = load_profile(output) if output.exists() else CalibrationProfile()
+        check_output(output, field="-o")
+        with unrecorded():  # the profile updated in place is the output, not an input
+            prof = load_profile(output) if output.exists() else CalibrationProfile()
         update: dict[str, Any] = {"probe": res}
         if acc is not None:
             obs = from_probe(res.model_dump(), acc, source=f"aitco probe ({res.backend})")

@@ -27,7 +27,7 @@ from aitco.catalog.staleness import (
 from aitco.cli import state
 from aitco.cli.render import console, print_json, table
 from aitco.errors import InputError, UnknownIdError
-from aitco.fileio import write_atomic
+from aitco.fileio import check_output, update_in_place, write_atomic
 
 catalog_app = typer.Typer(
     help="Browse the catalog: every value with its source and date.", no_args_is_help=True
@@ -331,6 +331,7 @@ def import_skypilot_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Read SkyPilot catalog CSVs into an overlay of instance offers, zones collapsed per region."""
+    check_output(out, field="-o")  # never one of the CSVs or overlays read, never a device
     paths = [Path(f) for f in files]
     when = _date(as_of)
     doc, res = overlay_document(
@@ -346,7 +347,7 @@ def import_skypilot_cmd(
         + "\n"
         + yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True, width=110)
     )
-    write_atomic(Path(out), text)
+    write_atomic(Path(out), text, field="-o")
     load_catalog([*state.overlays(), out])  # the overlay validates (one-line error otherwise)
     skipped = [
         {"reason": why, "rows": n}
@@ -459,6 +460,7 @@ def update_skypilot_cmd(
     """Fetch SkyPilot's cloud catalogs into offers dated the day they were retrieved."""
     names = upd.parse_clouds(clouds)
     target = Path(out)
+    update_in_place(target)  # the overlay this command refreshes may be one it reads
     res = upd.update_skypilot(
         names,
         base_url=base_url,
@@ -497,6 +499,7 @@ def update_genai_cmd(
     """Fetch genai-prices' token-API prices (for audit and api-vs-self-host)."""
     provs = [p.strip() for p in (providers or "").split(",") if p.strip()]
     target = Path(out)
+    update_in_place(target)  # the overlay this command refreshes may be one it reads
     res = upd.update_genai_prices(
         url=url,
         offline=offline,

@@ -15,6 +15,7 @@ import typer
 
 from aitco.cli.render import PRICING_MODES, console, fmt, print_explain, print_json, table
 from aitco.errors import InputError
+from aitco.limits import DEFAULT_MAX_SWEEP_POINTS
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 ExplainOpt = Annotated[bool, typer.Option("--explain", help="Show how the numbers were reached.")]
@@ -329,6 +330,7 @@ def _run_sweep(
     parquet: str | None,
     show_progress: bool,
     optimize: bool,
+    max_points: int = DEFAULT_MAX_SWEEP_POINTS,
 ) -> Any:
     from aitco.cli import state
     from aitco.decide import optimize as opt
@@ -350,6 +352,7 @@ def _run_sweep(
             "scheduler": scheduler,
             "workers": workers,
             "progress": cb,
+            "max_points": max_points,
         }
         if optimize:
             return opt.optimize(spec, cat, **kw)
@@ -395,6 +398,13 @@ WorkersOpt = Annotated[
     int | None, typer.Option("--workers", help="Dask LocalCluster workers (default 2).")
 ]
 ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")]
+MaxPointsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-points",
+        help="Most plans evaluated: a larger grid is refused up front (use sample: or raise it).",
+    ),
+]
 
 
 def sweep_cmd(
@@ -415,9 +425,16 @@ def sweep_cmd(
     ] = None,
     csv: Annotated[str | None, typer.Option(help="Write the top-K table to a CSV file.")] = None,
     show_progress: ProgressOpt = True,
+    max_points: MaxPointsOpt = DEFAULT_MAX_SWEEP_POINTS,
     json_out: JsonOpt = False,
 ) -> None:
     """Sweep a grid (or a random sample) of plans with the vectorised models; top-K and Pareto."""
+    from aitco.fileio import check_output, check_output_dir
+
+    if csv:  # before any work: never an input of this command, never a device or a folder
+        check_output(csv, field="--csv")
+    if parquet:
+        check_output_dir(parquet, field="--parquet")
     spec = _load_spec(
         spec_file,
         grid,
@@ -430,14 +447,15 @@ def sweep_cmd(
         },
     )
     res = _run_sweep(
-        spec, backend, scheduler, workers, parquet, show_progress and not json_out, False
-    )
+        spec, backend, scheduler, workers, parquet, show_progress and not json_out, False,
+        max_points,
+    )  # fmt: skip
     if csv:
         from pathlib import Path
 
-        from aitco.decide.scenario import write_atomic
+        from aitco.fileio import write_atomic
 
-        write_atomic(Path(csv), res.top.to_csv(index=False))
+        write_atomic(Path(csv), res.top.to_csv(index=False), field="--csv")
     out = res.to_json()
     if json_out:
         print_json(out)
@@ -492,6 +510,7 @@ def optimize_cmd(
     scheduler: SchedOpt = None,
     workers: WorkersOpt = None,
     show_progress: ProgressOpt = True,
+    max_points: MaxPointsOpt = DEFAULT_MAX_SWEEP_POINTS,
     json_out: JsonOpt = False,
 ) -> None:
     """Cheapest plan meeting the constraints, and the cost-vs-time (or cost-vs-latency) front."""
@@ -514,7 +533,9 @@ def optimize_cmd(
         allowed_regions=split(allowed_regions),
         allowed_pricing=split(allowed_pricing),
     )
-    out = _run_sweep(spec, backend, scheduler, workers, None, show_progress and not json_out, True)
+    out = _run_sweep(
+        spec, backend, scheduler, workers, None, show_progress and not json_out, True, max_points
+    )
     if json_out:
         print_json(out)
         if out["status"] != "optimal":
@@ -570,15 +591,11 @@ def _yaml_args(path: str | None, section: str) -> dict[str, Any]:
     """Keyword arguments from a YAML file (top level or under ``section:``)."""
     if path is None:
         return {}
-    import yaml
+    from aitco.fileio import load_yaml
+    from aitco.limits import check_tree
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except FileNotFoundError as exc:
-        raise InputError("FILE", path, "an existing YAML file") from exc
-    except yaml.YAMLError as exc:
-        raise InputError("yaml", path, f"valid YAML ({exc})", file=path) from exc
+    data = load_yaml(path, field="FILE")
+    check_tree(data, file=path)  # the ranges of the flags of the same name (limits.py)
     if isinstance(data, dict) and isinstance(data.get(section), dict):
         data = data[section]
     if not isinstance(data, dict):
@@ -590,8 +607,10 @@ def _coerce(args: dict[str, Any], kinds: dict[str, type], file: str | None) -> N
     """Convert YAML scalars to numbers in place (YAML 1.1 reads ``5.0e9`` as a string)."""
     for k, typ in kinds.items():
         v = args.get(k)
-        if v is None or isinstance(v, bool):
+        if v is None:
             continue
+        if isinstance(v, bool):  # ``gpus: true`` is not one GPU
+            raise InputError(k, v, "a number, not true/false", file=file)
         try:
             num = float(v)
         except (TypeError, ValueError) as exc:
@@ -699,7 +718,12 @@ def buy_vs_rent_cmd(
         args["modes"] = tuple(args["modes"])
     args.setdefault("hardware", "h100-sxm5-80gb")
     args.setdefault("gpus", 64)
-    res = buy_vs_rent(state.catalog(), **args)
+    cat = state.catalog()  # a flag, else the file's key: an unknown one is an error (did you mean)
+    cat.check_provider(args.get("provider"), field="--provider" if provider else "provider")
+    cat.check_price_region(
+        args.get("price_region"), field="--price-region" if price_region else "price_region"
+    )
+    res = buy_vs_rent(cat, **args)
     if json_out:
         print_json(res)
         return

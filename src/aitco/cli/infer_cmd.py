@@ -596,19 +596,22 @@ def read_trace(path: str) -> tuple[tuple[list[float], list[int], list[int]], lis
     Returns
     -------
     ((arrival_s, input_tokens, output_tokens), bad_lines)
-        The columns, and the 1-based line numbers that were skipped.
+        The columns, and the 1-based line numbers that were skipped (not numbers, NaN or
+        infinite, negative, or beyond the ranges of ``--seq-len`` and ``--num-requests``).
     """
     import csv
+    import math
     from pathlib import Path
 
+    from aitco.fileio import open_input
+    from aitco.limits import MAX_HOURS, MAX_SEQ_LEN, MAX_SIMULATED_REQUESTS
+
     p = Path(path)
-    if not p.is_file():
-        raise InputError("--trace", path, "an existing CSV file")
     arr: list[float] = []
     ins: list[int] = []
     outs: list[int] = []
     bad: list[int] = []
-    with open(p, encoding="utf-8", newline="") as fh:
+    with open_input(p, field="--trace", newline="") as fh:
         reader = csv.DictReader(fh)
         missing = [c for c in TRACE_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
@@ -618,18 +621,22 @@ def read_trace(path: str) -> tuple[tuple[list[float], list[int], list[int]], lis
             )  # fmt: skip
         for row in reader:
             try:
-                t = float(row["arrival_s"])
-                i = int(float(row["input_tokens"]))
-                o = int(float(row["output_tokens"]))
+                t, fi, fo = (float(row[c]) for c in TRACE_COLUMNS)
             except (TypeError, ValueError):
                 bad.append(reader.line_num)
                 continue
-            if not (t >= 0 and i >= 1 and o >= 1) or t != t:
-                bad.append(reader.line_num)
+            ok = all(math.isfinite(x) for x in (t, fi, fo))
+            if not (ok and 0 <= t <= MAX_HOURS * 3600 and 1 <= fi <= MAX_SEQ_LEN >= fo >= 1):
+                bad.append(reader.line_num)  # NaN, inf, negative or absurd: skipped, counted
                 continue
+            if len(arr) >= MAX_SIMULATED_REQUESTS:
+                raise InputError(
+                    "--trace", path, f"at most {MAX_SIMULATED_REQUESTS:,} requests "
+                    "(simulated in memory)", file=path,
+                )  # fmt: skip
             arr.append(t)
-            ins.append(i)
-            outs.append(o)
+            ins.append(int(fi))
+            outs.append(int(fo))
     if len(arr) < 2:
         raise InputError("--trace", path, "at least 2 valid requests", file=path)
     return (arr, ins, outs), bad

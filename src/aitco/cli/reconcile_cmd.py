@@ -151,6 +151,13 @@ def reconcile_cmd(
     if engine not in ("auto", "csv", "duckdb"):
         raise InputError("--engine", engine, "auto, csv or duckdb")
     start, end = _period(period)
+    from aitco.fileio import check_output
+
+    for flag, path in (("-o", output), ("--prices", prices), ("--html", html)):
+        if path is not None:  # before any work: never an input, never a device
+            check_output(path, field=flag)
+    if output is not None and prices is None:
+        check_output(output.with_name(output.stem + ".prices.yaml"), field="--prices")
     scen = Scenario.from_yaml(scenario)
     cat = state.catalog()
     parsed = parse_logs(logs or [], interval_s=interval_s, idle_threshold=idle_threshold)
@@ -186,7 +193,7 @@ def reconcile_cmd(
             )
         prices_path = prices or output.with_name(output.stem + ".prices.yaml")
         save_profile(fb.profile, output)
-        write_atomic(prices_path, fb.overlay_yaml())
+        write_atomic(prices_path, fb.overlay_yaml(), field="--prices")
         written = [str(output), str(prices_path)]
         out["calibration"] = {
             "profile": str(output),
@@ -198,7 +205,7 @@ def reconcile_cmd(
         from aitco.fileio import write_atomic
         from aitco.report.html import render_reconcile_html
 
-        write_atomic(html, render_reconcile_html(rec))
+        write_atomic(html, render_reconcile_html(rec), field="--html")
         written.append(str(html))
     if as_json:
         print_json(out)

@@ -17,6 +17,8 @@ from aitco.cli import state
 from aitco.cli.render import console
 from aitco.errors import AitcoError, EnvironmentFailure, InputError
 from aitco.extras import require_extra
+from aitco.fileio import check_output, write_atomic
+from aitco.limits import DEFAULT_MAX_SWEEP_POINTS
 
 #: Default address of ``aitco web``: localhost only.
 DEFAULT_HOST = "127.0.0.1"
@@ -40,6 +42,7 @@ def _build(
     roi_file: str | None,
     telemetry: list[str] | None = None,
     sweep_file: str | None = None,
+    max_points: int = DEFAULT_MAX_SWEEP_POINTS,
 ) -> Any:
     from aitco.decide.scenario import Scenario
 
@@ -60,8 +63,9 @@ def _build(
             from aitco.report.model import add_sweep_front
 
             add_sweep_front(
-                data, SweepSpec.from_yaml(sweep_file), cat, source=Path(sweep_file).name
-            )
+                data, SweepSpec.from_yaml(sweep_file), cat, source=Path(sweep_file).name,
+                max_points=max_points,
+            )  # fmt: skip
         return data
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("aitco."):
@@ -93,6 +97,12 @@ def report_cmd(
             help="Sweep YAML (aitco sweep): add the Pareto front of its plans.",
         ),
     ] = None,
+    max_points: Annotated[
+        int,
+        typer.Option(
+            "--max-points", help="Most plans the --sweep evaluates (a larger grid is refused)."
+        ),
+    ] = DEFAULT_MAX_SWEEP_POINTS,
     reconcile: Annotated[
         str | None,
         typer.Option(
@@ -106,17 +116,17 @@ def report_cmd(
     suffix = out.suffix.lower()
     if suffix not in (".html", ".htm", ".md", ".markdown"):
         raise InputError("-o", output, "a path ending in .html or .md")
+    check_output(out, field="-o")  # never an input (the scenario), never a device
     require_extra("report", what="aitco report")
-    data = _build(scenario, roi, telemetry, sweep)
+    data = _build(scenario, roi, telemetry, sweep, max_points)
     if reconcile is not None:
         from aitco.report.reconcile import load_reconcile_json
 
         data.reconcile = load_reconcile_json(reconcile)
     if suffix in (".html", ".htm"):
-        from aitco.decide.scenario import write_atomic
         from aitco.report.html import render_html
 
-        write_atomic(out, render_html(data))
+        write_atomic(out, render_html(data), field="-o")
         written = [out]
     else:
         from aitco.report.markdown import write_markdown
@@ -150,6 +160,7 @@ def roi_template_cmd(
         write_roi_workbook,
     )
 
+    check_output(output, field="-o")
     inputs = example_inputs()
     roi_in = _roi_inputs(roi)
     if roi_in is not None:

@@ -550,8 +550,6 @@ def render_verdict(c: Comparison) -> None:
         if o.values.get("feasible") is False:
             why = "; ".join(o.values.get("infeasible_reasons", []))
             console.print(f"[red]infeasible[/red] {escape(o.name)}: {escape(why)}")
-        for w in o.values.get("warnings", []):
-            console.print(f"[yellow]warning[/yellow] {escape(o.name)}: {escape(w)}")
 
 
 def tco_cmd(

@@ -33,6 +33,8 @@ import numpy as np
 from aitco.catalog.loader import Catalog
 from aitco.cost.offers import ineligibility, span_ineligibility
 from aitco.errors import InputError, ParseError, UnknownIdError
+from aitco.fileio import read_text
+from aitco.limits import MAX_GPUS, MAX_USD_PER_GPU_HOUR
 from aitco.units import MEGA, SECONDS_PER_HOUR
 
 REQUIRED_COLUMNS = ("timestamp", "offer", "usd_per_hour")
@@ -91,10 +93,8 @@ def read_price_trace(path: str | Path) -> PriceTrace:
     Lines starting with ``#`` and blank lines are skipped.
     """
     p = Path(path)
-    if not p.is_file():
-        raise InputError("PRICE_TRACE", str(path), "an existing CSV file")
-    with open(p, encoding="utf-8", newline="") as fh:
-        lines = [(i + 1, ln) for i, ln in enumerate(fh.read().splitlines())]
+    text = read_text(p, field="PRICE_TRACE")  # a regular file, at most MAX_FILE_BYTES
+    lines = [(i + 1, ln) for i, ln in enumerate(text.splitlines())]
     body = [(n, ln) for n, ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
     if not body:
         raise ParseError(str(p), "empty price trace (no header)")
@@ -148,12 +148,19 @@ def read_price_trace(path: str | Path) -> PriceTrace:
                     raise ParseError(
                         str(p), f"column '{name}': {cell(name)!r} is not a number", line=n
                     ) from exc
-                if vals[name] < 0 or (name == "gpus" and vals[name] == 0):
+                x = vals[name]
+                unlimited = name == "capacity_gpus" and x == math.inf
+                if not (unlimited or 0 <= x <= MAX_GPUS) or (name == "gpus" and x == 0):
                     raise ParseError(
                         str(p), f"column '{name}': {cell(name)!r} out of range", line=n
                     )
             else:
                 vals[name] = default
+        if price / vals["gpus"] > MAX_USD_PER_GPU_HOUR:  # the range of --usd-per-gpu-hour
+            raise ParseError(
+                str(p), f"column 'usd_per_hour': {raw!r} is more than {MAX_USD_PER_GPU_HOUR:g} "
+                "USD per GPU-hour", line=n,
+            )  # fmt: skip
         recs.append((t, offer, price / vals["gpus"], vals["capacity_gpus"], vals["interrupted"], n))
         per_instance[offer] = max(per_instance.get(offer, 1), round(vals["gpus"]))
     if not recs:

@@ -19,15 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aitco.units import DAYS_PER_YEAR, HOURS_PER_DAY, HOURS_PER_YEAR
+from aitco.units import HOURS_PER_DAY
 
 #: Latency keys tried, in order, for the cost-vs-latency front of serving options. [s]
 LATENCY_KEYS: tuple[str, ...] = ("p99_e2e_latency_s", "e2e_latency_s", "p99_ttft_s", "ttft_s")
-
-#: A run longer than this is flagged with a warning on the option (not a verdict: it can run,
-#: and is chosen like any other). Ten years: longer than any hardware is kept (the catalog's
-#: ownership horizons are 3-6 years) -- a typo in the tokens or the GPUs, usually. [days]
-LONG_RUN_DAYS = 10 * DAYS_PER_YEAR
 
 
 def _get(o: Any, key: str, default: Any = None) -> Any:
@@ -231,14 +226,3 @@ def choose(options: Sequence[Any], kind: str) -> Choices:
         pareto_latency=pareto_points(lat, x_key="latency_s"),
     )
     return Choices(**{**got.__dict__, "verdict": verdict_line(options, got)})
-
-
-def long_run_warning(wall_clock_h: Any) -> str | None:
-    """Return a warning for a run longer than :data:`LONG_RUN_DAYS`, or None."""
-    h = _number(wall_clock_h)
-    if h is None or h <= LONG_RUN_DAYS * HOURS_PER_DAY:
-        return None
-    return (
-        f"it would take {h / HOURS_PER_YEAR:,.1f} years (more than "
-        f"{LONG_RUN_DAYS / DAYS_PER_YEAR:.0f}): check the tokens and the GPUs, or add GPUs"
-    )

@@ -29,7 +29,7 @@ from aitco.cost.pricing import (
     GpuHourPrice,
 )
 from aitco.cost.tco import Breakdown, add_stages
-from aitco.decide.choices import choose, is_feasible, long_run_warning
+from aitco.decide.choices import choose, is_feasible
 from aitco.decide.option_cost import option_name, option_price
 from aitco.decide.practice import practice_for
 from aitco.decide.scenario import (
@@ -42,6 +42,7 @@ from aitco.decide.scenario import (
 from aitco.decide.service_cost import bill_service, price_service, size_service
 from aitco.decide.training_cost import price_training
 from aitco.errors import AitcoError, InfeasiblePlan, InputError
+from aitco.limits import implausible_reasons
 from aitco.perf import service as service_mod
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.inference import estimate_inference
@@ -180,6 +181,7 @@ def compare(
             name=scenario.name, kind=scenario.workload.kind, options=opts, preset=preset_id
         )
     comp.assumptions = _assumption_lines(fac)
+    _mark_implausible(comp)
     _mark(comp)
     used = [
         (b.hardware, b.pricing, b.values.get("offer"), b.values.get("region"))
@@ -213,12 +215,20 @@ def _unique_names(opts: list[Breakdown]) -> None:
             seen[o.name] = 1
 
 
-def _mark(comp: Comparison) -> None:
-    """Set the choices (:func:`aitco.decide.choices.choose`) and each option's warnings."""
+def _mark_implausible(comp: Comparison) -> None:
+    """Mark as not feasible what costs or lasts implausibly much (:mod:`aitco.limits`)."""
     for o in comp.options:
-        warn = long_run_warning(o.values.get("wall_clock_h"))
-        if warn is not None:
-            o.values["warnings"] = [*o.values.get("warnings", []), warn]
+        for b in o.stages or [o]:
+            if math.isnan(b.total_usd):  # not priced (it cannot run): its reason is said
+                continue
+            why = implausible_reasons(b.total_usd, b.values.get("wall_clock_days"))
+            if why:
+                b.values["feasible"] = False
+                b.values["infeasible_reasons"] = [*b.values.get("infeasible_reasons", []), *why]
+
+
+def _mark(comp: Comparison) -> None:
+    """Set the choices: :func:`aitco.decide.choices.choose` over the verdicts just made."""
     got = choose(comp.options, comp.kind)
     comp.cheapest, comp.fastest = got.cheapest, got.fastest
     comp.feasible_options = got.feasible_options
@@ -308,7 +318,8 @@ def _price(
     one_off: bool = True,
 ) -> Breakdown:
     acc, sysm = cat.hardware(opt.hardware, field=f"{where}.hardware")
-    acc = acc.with_power_limit(opt.power_limit_w)  # below the TDP: slower compute, less power
+    acc = acc.with_power_limit(opt.power_limit_w, field=f"{where}.power_limit_w")
+    cat.check_region(opt.region, field=f"{where}.region")  # unknown: did you mean, not ignored
     model = cat.resolve_model(w.model, field="workload.model")
     # a training job is one network-joined unit; a service's unit is one replica (tp x pp)
     unit = opt.gpus

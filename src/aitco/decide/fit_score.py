@@ -3,9 +3,14 @@ r"""Model-hardware fit: a per-dimension score (0-1) with the reason behind each 
 Five dimensions, each a small physical ratio rather than an opinion:
 
 ``memory_fit``
-    Share of the device memory the workload needs (weights + KV cache for serving; weights,
-    gradients and Adam states + activations for training) on the GPUs given. 1 up to
-    ``MEMORY_COMFORT_FRACTION``, falling linearly to 0 where it no longer fits.
+    Share of the device memory the workload needs on the GPUs given, from the engines' memory
+    relations: serving, the stored weights (:func:`aitco.perf.iteration.weight_bytes`) plus the
+    KV cache of the reference batch (:func:`aitco.perf.kvcache.kv_bytes_per_sequence`, sliding
+    windows included); training, the per-device total of
+    :func:`aitco.perf.memory.training_memory_bytes` for ZeRO-3 over the GPUs with selective
+    recomputation (weights, gradients, Adam states, activations, framework overhead), as
+    ``aitco train`` sizes it. 1 up to ``MEMORY_COMFORT_FRACTION``, falling linearly to 0 where
+    it no longer fits.
 ``kv_bandwidth``
     Serving: decode is memory-bound, and however large the batch each token still reads its own
     KV cache, so the arithmetic intensity of decode is capped at
@@ -37,24 +42,30 @@ from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.decide.practice import practice_for
 from aitco.errors import InfeasiblePlan, InputError
+from aitco.perf.comms import allreduce_time_s
+from aitco.perf.flops import FORWARD_FLOPS_PER_PARAM, TRAINING_FLOPS_PER_PARAM, model_shape
 from aitco.perf.inference import estimate_inference
+from aitco.perf.iteration import weight_bytes
+from aitco.perf.kvcache import kv_bytes_per_sequence
+from aitco.perf.memory import ADAM_FP32_BYTES, training_memory_bytes
 from aitco.perf.params import moe_layer_count, param_counts
 from aitco.perf.training import default_global_batch, estimate_training
 from aitco.units import BYTES_PER_DTYPE, DTYPES, GIGA, TERA
 
 #: Memory use up to which the fit is comfortable (room for fragmentation, CUDA graphs, spikes).
 MEMORY_COMFORT_FRACTION = 0.8
-#: Bytes of training state per parameter: bf16 weights + grads, fp32 Adam (ZeRO paper, 16 psi).
-TRAINING_STATE_BYTES_PER_PARAM = 16.0
-#: Activation bytes per token per layer per d_model with selective recomputation (Korthikanti
-#: et al. 2022: 34 s b h / t).
-ACTIVATION_BYTES_COEFF = 34.0
 #: Serving reference batch (concurrent sequences) for the KV and intensity figures.
 REFERENCE_BATCH = 32
 #: All-to-all messages per MoE layer per token (dispatch + combine).
 A2A_PER_MOE_LAYER = 2.0
-#: FLOPs per parameter per token: forward (serving) and forward+backward (training).
-FLOPS_PER_PARAM = {"inference": 2.0, "training": 6.0}
+#: FLOPs per parameter per token: forward (serving) and forward+backward (training), the
+#: engines' constants (:mod:`aitco.perf.flops`).
+FLOPS_PER_PARAM = {"inference": FORWARD_FLOPS_PER_PARAM, "training": TRAINING_FLOPS_PER_PARAM}
+#: Tensor-parallel all-reduces per layer of a forward pass (after attention and after the FFN;
+#: Megatron-LM, Shoeybi et al., arXiv:1909.08053, fig. 4).
+TP_ALLREDUCES_PER_LAYER_FORWARD = 2.0
+#: Recomputation the training memory figure assumes: selective (code 1 of the engines).
+SELECTIVE_RECOMPUTE = 1
 #: NVLink 4 bandwidth per GPU per direction (H100 SXM), the reference scale-up link. [GB/s]
 REFERENCE_SCALE_UP_GB_S = 450.0
 
@@ -122,7 +133,7 @@ def fit_score(
     pc = param_counts(m)
     dims: dict[str, dict[str, Any]] = {}
     mem, tp_needed = _memory(
-        m, acc, sysm, kind, precision, g, input_tokens + output_tokens, seq_len, batch, pc.total
+        m, acc, kind, precision, g, input_tokens + output_tokens, seq_len, batch
     )
     dims["memory_fit"] = mem
     dims["kv_bandwidth"] = _intensity(
@@ -140,13 +151,6 @@ def fit_score(
         dims["memory_fit"] = {
             **mem, "score": 0.0, "reason": f"{mem['reason']}; {verdict['infeasible_reasons'][0]}"
         }  # fmt: skip
-    elif verdict.get("fraction") is not None:  # training: the engine's planned memory use
-        frac = float(verdict["fraction"])
-        dims["memory_fit"] = _dim(
-            _comfort(frac), f"{verdict['note']} ({frac:.0%} of the device)",
-            required_gb=verdict["memory_per_gpu_gb"] * g, available_gb=acc.memory_gb * g,
-            fraction=frac,
-        )  # fmt: skip
     elif mem["score"] == 0.0:
         dims["memory_fit"] = {**mem, "reason": f"{mem['reason']}; {verdict['note']}"}
     scores = [d["score"] for d in dims.values()]
@@ -215,10 +219,7 @@ def _engine_verdict(
         f"micro-batch {p.get('micro_batch')}) needs {need:.1f} GB per device of "
         f"{float(v['memory_capacity_gb']):g} GB"
     )
-    return {
-        "feasible": True, "infeasible_reasons": [], "note": note, "memory_per_gpu_gb": need,
-        "fraction": need / float(v["memory_capacity_gb"]),
-    }  # fmt: skip
+    return {"feasible": True, "infeasible_reasons": [], "note": note}
 
 
 def _comfort(frac: float) -> float:
@@ -233,34 +234,40 @@ def _comfort(frac: float) -> float:
 def _memory(
     m: ModelArch,
     acc: Accelerator,
-    sysm: System,
     kind: str,
     precision: str,
     g: int,
     context: int,
     seq_len: int,
     batch: int,
-    n_total: int,
 ) -> tuple[dict[str, Any], int]:
-    b = BYTES_PER_DTYPE[precision]
     per_gpu = acc.memory_gb * GIGA * MEMORY_COMFORT_FRACTION
     if kind == "inference":
-        kv_tok = _kv_bytes_per_token(m, b)
-        need = n_total * b + batch * context * kv_tok
-        what = f"weights {n_total * b / GIGA:.1f} GB + KV {batch * context * kv_tok / GIGA:.1f} GB"
+        weights = weight_bytes(m, precision, _act_dtype(precision)).total(
+            m.moe.n_experts if m.moe else 0
+        )
+        kv = batch * float(kv_bytes_per_sequence(m, context, precision))
+        need = weights + kv
+        what = f"weights {weights / GIGA:.1f} GB + KV {kv / GIGA:.1f} GB"
         what += f" ({batch} x {context} tokens)"
         shards = need / per_gpu
     else:
         # ZeRO-3 shards the model states over all g devices; each holds its micro-batch's
-        # activations (selective recomputation)
-        states = n_total * TRAINING_STATE_BYTES_PER_PARAM
-        act = m.n_layers * seq_len * batch * m.d_model * ACTIVATION_BYTES_COEFF
-        need = states + g * act
+        # activations (selective recomputation): the engine's memory relation, per device
+        mem = training_memory_bytes(
+            model_shape(m), seq_len=seq_len, precision=precision, method="full",
+            optimizer_bytes=ADAM_FP32_BYTES, tp=1, pp=1, cp=1, ep=1, dp=g, zero=3,
+            micro_batch=batch, recompute=SELECTIVE_RECOMPUTE, n_micro=1,
+        )  # fmt: skip
+        per_device = float(mem["total"])
+        states = float(mem["weights"] + mem["gradients"] + mem["optimizer"])
+        need = g * per_device
         what = (
-            f"weights+grads+Adam {states / GIGA:.1f} GB (ZeRO-3 over {g}) + activations "
-            f"{act / GIGA:.1f} GB per device (micro-batch {batch} x {seq_len})"
+            f"per device: weights+grads+Adam {states / GIGA:.1f} GB (ZeRO-3 over {g}) + "
+            f"activations {float(mem['activations']) / GIGA:.1f} GB (micro-batch {batch} x "
+            f"{seq_len}) + framework {float(mem['overhead']) / GIGA:.1f} GB"
         )
-        shards = (states / g + act) / per_gpu
+        shards = per_device / per_gpu
     have = acc.memory_gb * GIGA * g
     frac = need / have
     tp_needed = 1 if shards <= 1 else 2 ** math.ceil(math.log2(shards))
@@ -277,17 +284,14 @@ def _memory(
     ), tp_needed
 
 
-def _kv_bytes_per_token(m: ModelArch, dtype_bytes: float) -> float:
-    if m.mla is not None:
-        width = m.mla.kv_lora_rank + m.mla.qk_rope_head_dim
-        return m.n_layers * width * dtype_bytes
-    return 2.0 * m.n_layers * m.kv_heads * m.dim_head * dtype_bytes
+def _act_dtype(precision: str) -> str:
+    """16-bit type of the embedding and LM head (the precision itself when it is 16/32-bit)."""
+    return precision if BYTES_PER_DTYPE[precision] >= 2 else "bf16"
 
 
 def _intensity(
     m: ModelArch, acc: Accelerator, kind: str, precision: str, context: int, batch: int, pc: Any
 ) -> dict[str, Any]:
-    b = BYTES_PER_DTYPE[precision]
     peak = (
         acc.peak_tflops.get(precision)
         or acc.peak_tflops.get("bf16")
@@ -295,13 +299,13 @@ def _intensity(
     )
     ridge = peak * TERA / (acc.hbm_bandwidth_gb_s * GIGA)
     if kind == "inference":
-        kv_tok = _kv_bytes_per_token(m, b)
-        kv = batch * context * kv_tok
-        w = pc.total * b
+        kv_seq = float(kv_bytes_per_sequence(m, context, precision))
+        kv = batch * kv_seq
+        w = weight_bytes(m, precision, _act_dtype(precision)).total(m.moe.n_experts if m.moe else 0)
         flops_tok = FLOPS_PER_PARAM["inference"] * pc.active
         at_batch = flops_tok * batch / (w + kv)
         # however large the batch, each token still reads its own KV cache: the ceiling
-        ceiling = flops_tok / (context * kv_tok)
+        ceiling = flops_tok / kv_seq
         share = kv / (w + kv)
         score = min(1.0, ceiling / ridge)
         reason = (
@@ -382,9 +386,10 @@ def _topology(
     inside = tp <= sysm.devices_per_node
     bw = sysm.intra_node_bandwidth_gb_s if inside else (sysm.scale_out_bandwidth_gb_s or 1.0)
     fabric = sysm.intra_node_fabric if inside else "the scale-out network"
-    t_ar = 2.0 * (tp - 1) / tp * msg / (bw * GIGA) * 2.0  # two all-reduces per layer
+    lat = sysm.intra_node_latency_us if inside else sysm.scale_out_latency_us
+    t_ar = TP_ALLREDUCES_PER_LAYER_FORWARD * float(allreduce_time_s(msg, tp, bw, lat))
     peak = acc.peak_tflops.get(precision) or max(acc.peak_tflops.values())
-    t_layer = 2.0 * pc.active / m.n_layers * tokens / (tp * peak * TERA)
+    t_layer = FLOPS_PER_PARAM["inference"] * pc.active / m.n_layers * tokens / (tp * peak * TERA)
     ratio = t_ar / t_layer
     reason = (
         f"needs TP={tp}; two all-reduces per layer over {fabric} at {bw:g} GB/s "

@@ -20,15 +20,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import yaml
 from numpy.typing import ArrayLike
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from aitco.cost import finance
 from aitco.decide.compare import compare
 from aitco.decide.scenario import Scenario
 from aitco.errors import InputError
 from aitco.explain import Estimate, Term
+from aitco.fileio import load_yaml
+from aitco.limits import StrictNumbers, check_tree
 from aitco.units import DAYS_PER_MONTH, MONTHS_PER_YEAR
 
 #: Paid hours of one full-time employee per year (52 weeks x 40 h), the US convention
@@ -290,7 +291,7 @@ def format_summary_value(unit: str, value: float | None) -> str:
 
 
 # --------------------------------------------------------------------------- time series
-class LabourRole(BaseModel):
+class LabourRole(StrictNumbers):
     """Operations labour of one role: how many full-time people, at what hourly rate."""
 
     model_config = ConfigDict(extra="forbid")
@@ -304,7 +305,7 @@ class LabourRole(BaseModel):
         return self.fte * FTE_HOURS_PER_MONTH * self.usd_per_hour
 
 
-class RoiInputs(BaseModel):
+class RoiInputs(StrictNumbers):
     """Inputs of the monthly ROI time series (the ``roi:`` section of a ROI YAML).
 
     Attributes
@@ -367,13 +368,7 @@ class RoiInputs(BaseModel):
     @classmethod
     def from_yaml(cls, path: str) -> RoiInputs:
         """Read a ROI YAML (the inputs at top level or under ``roi:``); errors name the field."""
-        try:
-            with open(path, encoding="utf-8") as fh:
-                data = yaml.safe_load(fh)
-        except FileNotFoundError as exc:
-            raise InputError("ROI_FILE", path, "an existing ROI YAML file") from exc
-        except yaml.YAMLError as exc:
-            raise InputError("yaml", path, f"valid YAML ({exc})", file=path) from exc
+        data = load_yaml(path, field="ROI_FILE")
         if isinstance(data, dict) and isinstance(data.get("roi"), dict):
             data = data["roi"]
         return cls.from_dict(data, file=path)
@@ -384,7 +379,7 @@ class RoiInputs(BaseModel):
         if not isinstance(data, dict):
             raise InputError("roi", type(data).__name__, "a mapping of ROI inputs", file=file)
         try:
-            return cls.model_validate(data)
+            roi = cls.model_validate(data)
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"])
@@ -394,6 +389,8 @@ class RoiInputs(BaseModel):
                 hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else None
             expected = "a known key" if err["type"] == "extra_forbidden" else err["msg"]
             raise InputError(loc, err.get("input"), expected, file=file, hint=hint) from exc
+        check_tree(data, file=file)  # the ranges of the flags of the same name (limits.py)
+        return roi
 
 
 def with_scenario_costs(

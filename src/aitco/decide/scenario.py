@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from aitco.errors import InputError
-from aitco.fileio import write_atomic
-from aitco.limits import check_file_size, check_tree
+from aitco.fileio import load_yaml, write_atomic
+from aitco.limits import MAX_QPS, StrictNumbers, check_tree
+from aitco.perf.service import LOAD_PROFILE_HOURS
 from aitco.perf.training import default_global_batch
 from aitco.units import optional_ms_to_s
 
@@ -30,6 +31,9 @@ __all__ = [
     "write_atomic",
 ]
 
+#: Load profiles named rather than read from a file.
+NAMED_LOAD_PROFILES = ("diurnal",)
+
 Precision = Literal[
     "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp6",
     "mxfp8", "mxfp6", "mxfp4", "nvfp4",
@@ -37,7 +41,7 @@ Precision = Literal[
 PricingMode = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "owned", "colocation"]
 
 
-class ParallelPlan(BaseModel):
+class ParallelPlan(StrictNumbers):
     """Parallel degrees of a training run; any left ``None`` is inferred or searched."""
 
     model_config = ConfigDict(extra="forbid")
@@ -96,7 +100,7 @@ class ParallelPlan(BaseModel):
     moe_pad_to_capacity: bool | None = None
 
 
-class TrainingWorkload(BaseModel):
+class TrainingWorkload(StrictNumbers):
     """Training: a model, a token budget, batch and precision (pre-training or fine-tuning)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -147,7 +151,7 @@ class TrainingWorkload(BaseModel):
         return default_global_batch(active_params, gpus, self.seq_len, self.tokens)
 
 
-class InferenceWorkload(BaseModel):
+class InferenceWorkload(StrictNumbers):
     """Serving: a model, request shapes, load and latency objectives, for a service period."""
 
     model_config = ConfigDict(extra="forbid")
@@ -183,9 +187,17 @@ class InferenceWorkload(BaseModel):
         default=None,
         description="Prefill/decode disaggregation: 'auto' (cheaper of the two) or 'PxD'.",
     )
-    load_profile: str | None = Field(
+    load_profile: (
+        str
+        | Annotated[
+            list[Annotated[float, Field(ge=0, le=MAX_QPS)]],
+            Field(min_length=LOAD_PROFILE_HOURS, max_length=LOAD_PROFILE_HOURS),
+        ]
+        | None
+    ) = Field(
         default=None,
-        description="'diurnal' (qps = the day's mean) or a CSV of 24 hourly rates (hour,qps).",
+        description="'diurnal' (qps = the day's mean), a CSV of 24 hourly rates (hour,qps), or "
+        "the 24 hourly rates themselves (requests/s; the only form a web request may send).",
     )
     autoscale: str | None = Field(
         default=None,
@@ -220,7 +232,7 @@ class InferenceWorkload(BaseModel):
 Workload = Annotated[TrainingWorkload | InferenceWorkload, Field(discriminator="kind")]
 
 
-class HardwareOption(BaseModel):
+class HardwareOption(StrictNumbers):
     """One way to run the workload: hardware, how many, and how it is paid for."""
 
     model_config = ConfigDict(extra="forbid")
@@ -269,7 +281,7 @@ class HardwareOption(BaseModel):
         return self.name or f"{self.hardware}{count} {self.pricing}"
 
 
-class Stage(BaseModel):
+class Stage(StrictNumbers):
     """One stage of a multi-stage plan (pre-training, SFT, RLHF...) on its own hardware."""
 
     model_config = ConfigDict(extra="forbid")
@@ -279,7 +291,7 @@ class Stage(BaseModel):
     option: HardwareOption
 
 
-class OpsAssumptions(BaseModel):
+class OpsAssumptions(StrictNumbers):
     """Operations choices that change the reliability and people items of a TCO.
 
     Attributes
@@ -309,7 +321,7 @@ class OpsAssumptions(BaseModel):
     repair_model: Literal["per_incident", "cluster_scale"] = "per_incident"
 
 
-class DataCosts(BaseModel):
+class DataCosts(StrictNumbers):
     """Data costs of a workload (all optional, zero by default). Prices in USD."""
 
     model_config = ConfigDict(extra="forbid")
@@ -331,7 +343,7 @@ class DataCosts(BaseModel):
     cross_zone_kind: str = Field(default="cross-az-aws", description="transfer.usd-per-gb.<kind>")
 
 
-class ComplianceCosts(BaseModel):
+class ComplianceCosts(StrictNumbers):
     """Audit-log and data retention: GB/day kept ``retention_days`` at a storage tier.
 
     Each day's volume is charged for its whole retention period (also after the run), and
@@ -350,7 +362,7 @@ class ComplianceCosts(BaseModel):
     )
 
 
-class Scenario(BaseModel):
+class Scenario(StrictNumbers):
     """A question to answer: a workload (or stages) on hardware options, with assumptions.
 
     Attributes
@@ -399,28 +411,54 @@ class Scenario(BaseModel):
             raise ValueError(msg)
         return self
 
+    def workloads(self) -> list[tuple[str, TrainingWorkload | InferenceWorkload]]:
+        """``(field path, workload)`` of the workload and of every stage."""
+        out: list[tuple[str, TrainingWorkload | InferenceWorkload]] = []
+        if self.workload is not None:
+            out.append(("workload", self.workload))
+        out += [(f"stages[{i}].workload", st.workload) for i, st in enumerate(self.stages)]
+        return out
+
+    def file_references(self, model_ids: Any = ()) -> list[tuple[str, str]]:
+        """Every field whose value would be read as a file: ``(field path, value)``.
+
+        The one list of the scenario's path-like fields: the calibration profile, a load profile
+        given as a CSV path, and a model that is not one of ``model_ids`` (a ``config.json`` or
+        model YAML path). The web API refuses each one (the server reads no files).
+        """
+        refs: list[tuple[str, str]] = []
+        if self.calibration is not None:
+            refs.append(("calibration", self.calibration))
+        for where, wl in self.workloads():
+            if wl.model not in model_ids:
+                refs.append((f"{where}.model", wl.model))
+            prof = getattr(wl, "load_profile", None)
+            if isinstance(prof, str) and prof not in NAMED_LOAD_PROFILES:
+                refs.append((f"{where}.load_profile", prof))
+        return refs
+
     # ------------------------------------------------------------------ YAML
     @classmethod
     def from_dict(cls, data: Any, *, file: str | None = None) -> Scenario:
-        """Validate a mapping; errors name the file, field path, value and expectation."""
+        """Validate a mapping; errors name the file, field path, value and expectation.
+
+        Every number also passes :func:`aitco.limits.check_tree` (the ranges of the flags of
+        the same name), whichever door the mapping came through: a YAML file, a web request.
+        """
         if not isinstance(data, dict):
             raise InputError("scenario", type(data).__name__, "a mapping", file=file)
         try:
-            return cls.model_validate(data)
+            scen = cls.model_validate(data)
         except ValidationError as exc:
             raise scenario_error(exc, data, file) from exc
+        check_tree(data, file=file)  # absurd numbers the schema lets through stop here too
+        return scen
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Scenario:
         """Read a scenario YAML file."""
         p = Path(path)
-        if not p.is_file():
-            raise InputError("SCENARIO", str(path), "an existing scenario YAML file")
-        check_file_size(p, field="SCENARIO")
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise InputError("yaml", str(path), f"valid YAML ({exc})", file=str(path)) from exc
+        data = load_yaml(p, field="SCENARIO")
         check_tree(data, file=str(p))  # NaN/inf, negative or absurd numbers stop at the edge
         return cls.from_dict(data, file=str(p))
 

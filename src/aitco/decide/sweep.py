@@ -44,6 +44,8 @@ from aitco.decide.sweep_plan import (
     validation_error,
 )
 from aitco.errors import EnvironmentFailure, InputError
+from aitco.limits import DEFAULT_MAX_SWEEP_POINTS, plausible_mask
+from aitco.units import HOURS_PER_DAY
 
 
 # ----------------------------------------------------------------------------- chunk reduction
@@ -198,6 +200,11 @@ def evaluate_chunk(plan: SweepPlan, chunk: int) -> Partial:
     fails: dict[str, int] = {}
     only: dict[str, int] = {}
     feasible = valid.copy()
+    # an absurd total or duration is not a plan (limits.py: the rule compare applies too)
+    wall_h = metrics.get("wall_clock_h")
+    feasible &= plausible_mask(
+        metrics.get("total_usd"), None if wall_h is None else wall_h / HOURS_PER_DAY
+    )
     violation = np.zeros(idx.shape)
     if plan.bounds:
         fail_mat = []
@@ -406,6 +413,8 @@ class SweepResult:
             "offload": getattr(self.plan.evaluator, "offload", "none"),
             # stack options of every configuration (base values; {} when none was given)
             "stack": dict(getattr(self.plan.evaluator, "stack", {})),
+            # metrics the evaluator screens rather than takes from the engines ([] for engine)
+            "screened_metrics": list(getattr(self.plan.evaluator, "screened", ())),
             "invalid_reasons": ev.describe_reasons(p.reasons),
             "top": _records(self.top),
             "pareto": _records(self.pareto),
@@ -476,6 +485,8 @@ def run_dask(
             "--backend", "dask", "dask[distributed] installed (pip install aitco[dask])"
         ) from exc
     cluster = None
+    if scheduler:
+        check_scheduler_address(scheduler)
     scratch = tempfile.TemporaryDirectory(prefix="aitco-dask-")  # removed in ``finally``
     if scheduler:
         try:
@@ -516,6 +527,33 @@ def run_dask(
         scratch.cleanup()
 
 
+#: Address schemes a Dask client connects with (``distributed.comm.registry``).
+DASK_SCHEMES = ("tcp", "tls", "ws", "wss", "inproc", "ucx")
+
+
+def check_scheduler_address(address: str, field: str = "--scheduler") -> None:
+    """Refuse a Dask scheduler address that cannot be parsed, before any connection is tried.
+
+    Raises
+    ------
+    InputError
+        A malformed address (``http://[::1``), an unknown scheme, or a bad port.
+    """
+    from urllib.parse import urlsplit
+
+    expected = f"a Dask scheduler address SCHEME://HOST:PORT (scheme {', '.join(DASK_SCHEMES)})"
+    text = address if "://" in address else f"tcp://{address}"
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise InputError(field, address, expected, hint=str(exc)) from None
+    if parts.scheme not in DASK_SCHEMES or (parts.scheme != "inproc" and not parts.hostname):
+        raise InputError(field, address, expected)
+    if parts.scheme in ("tcp", "tls") and port is None:
+        raise InputError(field, address, expected, hint="give the port (Dask's default: 8786)")
+
+
 def sweep(
     spec: SweepSpec,
     catalog: Catalog,
@@ -526,6 +564,7 @@ def sweep(
     parquet_dir: str | None = None,
     progress: ProgressFn | None = None,
     evaluator: Any | None = None,
+    max_points: int = DEFAULT_MAX_SWEEP_POINTS,
 ) -> SweepResult:
     """Run a sweep and return its tidy top-K and Pareto tables.
 
@@ -545,6 +584,9 @@ def sweep(
         ``progress(done, total)`` after each chunk.
     evaluator : Evaluator, optional
         Replace the built-in evaluator of ``spec.kind``.
+    max_points : int
+        Most plans evaluated (:func:`~aitco.decide.sweep_plan.check_point_count`);
+        ``--max-points`` on the CLI.
 
     Returns
     -------
@@ -552,7 +594,9 @@ def sweep(
     """
     import time
 
-    plan = build_plan(spec, catalog, parquet_dir=parquet_dir, evaluator=evaluator)
+    plan = build_plan(
+        spec, catalog, parquet_dir=parquet_dir, evaluator=evaluator, max_points=max_points
+    )
     t0 = time.perf_counter()
     if backend == "local":
         part = run_local(plan, progress)

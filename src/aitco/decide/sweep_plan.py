@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aitco.catalog.loader import Catalog
@@ -26,7 +25,8 @@ from aitco.cost.factors import CostFactors
 from aitco.cost.pricing import offer_system
 from aitco.decide import evaluators as ev
 from aitco.errors import InputError, UnknownIdError
-from aitco.limits import check_file_size, check_tree
+from aitco.fileio import load_yaml
+from aitco.limits import DEFAULT_MAX_SWEEP_POINTS, StrictNumbers, check_tree, check_value
 from aitco.perf import service
 from aitco.units import DTYPES
 
@@ -49,7 +49,7 @@ CONSTRAINT_METRICS: dict[str, str] = {
 }
 
 
-class Constraints(BaseModel):
+class Constraints(StrictNumbers):
     """Upper bounds a plan must meet (``None`` = unconstrained).
 
     Attributes
@@ -97,7 +97,7 @@ class Constraints(BaseModel):
         return out
 
 
-class SweepSpec(BaseModel):
+class SweepSpec(StrictNumbers):
     """A sweep: a base workload and option, the grid, the objective and the reductions.
 
     Attributes
@@ -179,13 +179,7 @@ class SweepSpec(BaseModel):
     def from_yaml(cls, path: str | Path) -> SweepSpec:
         """Read a sweep YAML file."""
         p = Path(path)
-        if not p.is_file():
-            raise InputError("SWEEP_FILE", str(path), "an existing sweep YAML file")
-        check_file_size(p, field="SWEEP_FILE")
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise InputError("yaml", str(path), f"valid YAML ({exc})", file=str(path)) from exc
+        data = load_yaml(p, field="SWEEP_FILE")
         check_tree(data, file=str(p))  # NaN/inf, negative or absurd numbers stop at the edge
         return cls.from_dict(data, file=str(p))
 
@@ -494,7 +488,7 @@ def _default_evaluator(
         "qps": None if qps is None else float(qps),
     }
     if not engine:
-        return ev.ServingEvaluator(**serve, months=float(months), **cost)
+        return ev.ServingEvaluator(**serve, model_archs=models, months=float(months), **cost)
     return ev.EngineServingEvaluator(**serve, model_archs=models, months=float(months), **cost)
 
 
@@ -541,19 +535,44 @@ def _strides(dims: list[Dimension]) -> tuple[np.ndarray, int]:
     return strides, n_configs
 
 
+def check_point_count(n_points: int, max_points: int = DEFAULT_MAX_SWEEP_POINTS) -> None:
+    """Refuse a sweep of more than ``max_points`` plans before any is evaluated.
+
+    The engine evaluators price about 5x10^4 plans per second on one busy core, so the default
+    bound (:data:`aitco.limits.DEFAULT_MAX_SWEEP_POINTS`) is a run of under a minute; a larger
+    sweep is allowed with ``--max-points`` (it streams with a progress bar) or ``sample:``.
+
+    Raises
+    ------
+    InputError
+        Stating the number of plans and the bound.
+    """
+    if n_points > max_points:
+        raise InputError(
+            "grid",
+            f"{n_points:,} configurations",
+            f"at most {max_points:,} plans per sweep",
+            hint="use sample: N, narrow the grid, or raise the bound with --max-points",
+        )
+
+
 def build_plan(
     spec: SweepSpec,
     catalog: Catalog,
     *,
     parquet_dir: str | None = None,
     evaluator: Any | None = None,
+    max_points: int = DEFAULT_MAX_SWEEP_POINTS,
 ) -> SweepPlan:
     """Resolve a :class:`SweepSpec` against the catalog into a :class:`SweepPlan`.
+
+    ``max_points`` bounds the plans evaluated (:func:`check_point_count`).
 
     Raises
     ------
     InputError
-        Unknown keys (with did-you-mean), empty value lists, unknown ids, missing base values.
+        Unknown keys (with did-you-mean), empty value lists, unknown ids, missing base values,
+        out-of-range values, more plans than ``max_points``.
     """
     keys, optional = _spec_keys(spec)
     base = {**_flatten(spec.workload, "workload"), **_flatten(spec.option, "option")}
@@ -579,6 +598,7 @@ def build_plan(
     if hasattr(evaluator, "text_values"):
         evaluator.text_values = {k: list(values[k]) for k in ev.SERVICE_TEXT_KEYS if k in values}
     strides, n_configs = _strides(dims)
+    check_point_count(spec.sample if spec.sample is not None else n_configs, max_points)
     objective, pareto, bounds = _metrics(spec, evaluator)
     return SweepPlan(
         dims=dims,
@@ -675,11 +695,14 @@ def _choice_dimension(key: str, vals: list[Any], choices: tuple[str, ...]) -> Di
 
 
 def _number(key: str, v: Any) -> int | float:
-    """Return a numeric key's value, checked against the key's range."""
+    """Return a numeric key's value, checked against the key's range (and limits.py's)."""
+    if isinstance(v, bool):  # float(True) is 1.0: a boolean is not a count
+        raise InputError(key, v, "a number, not true/false")
     try:
         x = float(v)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InputError(key, v, "a number") from exc
+    check_value(key, x)  # the range of the flag of the same name (limits.py)
     expected = None
     if key == "workload.plan.zero":
         expected = None if x in (0, 1, 2, 3) else "a ZeRO stage 0, 1, 2 or 3"

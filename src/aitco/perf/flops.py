@@ -35,6 +35,10 @@ F64 = NDArray[np.float64]
 FLOPS_PER_MAC = 2.0
 #: Backward pass of a matmul = two matmuls of the forward's size (input and weight gradients).
 BACKWARD_MATMULS = 2.0
+#: Forward FLOPs per (active) weight per token: one multiply-add, 2N for a forward pass [1].
+FORWARD_FLOPS_PER_PARAM = FLOPS_PER_MAC
+#: Training FLOPs per (active) weight per token, forward and backward: the 6N rule [1].
+TRAINING_FLOPS_PER_PARAM = (1.0 + BACKWARD_MATMULS) * FLOPS_PER_MAC
 #: Causal masking halves the attention score/value matmuls (FlashAttention skips masked blocks).
 CAUSAL_FRACTION = 0.5
 #: LoRA rank used when none is given (QLoRA paper, Dettmers et al. 2023, uses 16 to 64).

@@ -33,6 +33,7 @@ from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.errors import InputError
 from aitco.perf import comms
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.flops import FLOPS_PER_MAC as FLOPS_PER_MAC  # re-export (inference)
 from aitco.perf.kvcache import KV_ADMISSIONS, PAGED_BLOCK_TOKENS, kv_bytes_per_sequence
 from aitco.perf.parallelism import MAX_EXPERT_IMBALANCE as MAX_EXPERT_IMBALANCE  # re-export
 from aitco.perf.parallelism import expert_load_imbalance, moe_alltoall_split
@@ -75,8 +76,6 @@ DEFAULT_INPUT_TOKENS = 512
 DEFAULT_OUTPUT_TOKENS = 256
 #: Exponent above which the smooth roofline is the plain max (Williams et al. 2009).
 ROOFLINE_P_MAX = 50.0
-#: Dense FLOPs per multiply-accumulate.
-FLOPS_PER_MAC = 2.0
 #: Attention FLOPs per (query, key) pair per head per head-dimension: QK^T and PV, 2 MACs.
 ATTENTION_MACS_PER_PAIR = 2.0
 #: Fraction of accelerator TDP drawn when idle, used when the catalog has no ``idle_w``: the

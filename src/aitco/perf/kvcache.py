@@ -25,6 +25,8 @@ F64 = NDArray[np.float64]
 #: Management for Large Language Model Serving with PagedAttention", SOSP 2023,
 #: doi:10.1145/3600006.3613165.
 PAGED_BLOCK_TOKENS = 16
+#: Tensors cached per layer and token by multi-head (MHA/GQA/MQA) attention: keys and values.
+KV_TENSORS = 2
 #: How a scheduler admits sequences against the KV cache (``EngineLimits.kv_admission``).
 KV_ADMISSIONS = ("on_demand", "reserved")
 
@@ -58,7 +60,7 @@ def kv_elements_per_token_per_layer(model: ArchSpec) -> int:
     """
     if model.mla is not None:
         return model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
-    return 2 * model.kv_heads * model.dim_head
+    return KV_TENSORS * model.kv_heads * model.dim_head
 
 
 def sliding_window_layers(model: ArchSpec) -> int:
@@ -67,6 +69,72 @@ def sliding_window_layers(model: ArchSpec) -> int:
     One definition with the FLOP count: :func:`aitco.perf.flops.sliding_window_layer_count`.
     """
     return sliding_window_layer_count(model)
+
+
+def kv_cache_bytes(
+    elements_per_token_layer: ArrayLike,
+    n_layers: ArrayLike,
+    window_layers: ArrayLike,
+    window_tokens: ArrayLike,
+    context_tokens: ArrayLike,
+    bytes_per_element: ArrayLike,
+) -> F64:
+    r"""KV-cache bytes of one sequence of ``context_tokens`` tokens: the one KV-bytes formula.
+
+    Every argument is an array (or scalar) broadcast together, so a sweep evaluates many
+    models, precisions and lengths at once; :func:`kv_bytes_per_sequence` is the one-model
+    case, and :func:`kv_layout` gives a model's first four arguments.
+
+    Parameters
+    ----------
+    elements_per_token_layer : array_like
+        Cached elements per token in one layer (:func:`kv_elements_per_token_per_layer`).
+        [count]
+    n_layers : array_like
+        Layers. [count]
+    window_layers : array_like
+        Layers that attend only to a sliding window (:func:`sliding_window_layers`). [count]
+    window_tokens : array_like
+        Window of those layers (0 when there is none). [tokens]
+    context_tokens : array_like
+        Tokens in the sequence so far. [tokens]
+    bytes_per_element : array_like
+        Bytes of one cached element (``BYTES_PER_DTYPE`` of the KV precision). [B]
+
+    Returns
+    -------
+    ndarray
+        Bytes of the whole model, unsharded. [B]
+
+    Notes
+    -----
+    .. math:: M = b\,e\,\left[(L - L_w)\,n + L_w \min(n, w)\right]
+
+    Examples
+    --------
+    >>> float(kv_cache_bytes(64, 2, 1, 4, 10, 2.0))  # one full layer of 10 tokens, one of 4
+    1792.0
+    """
+    n = np.asarray(context_tokens, dtype=np.float64)
+    n_l = np.asarray(n_layers, dtype=np.float64)
+    l_w = np.asarray(window_layers, dtype=np.float64)
+    w = np.asarray(window_tokens, dtype=np.float64)
+    tokens = (n_l - l_w) * n + l_w * np.minimum(n, w)
+    e = np.asarray(elements_per_token_layer, dtype=np.float64)
+    return np.asarray(np.asarray(bytes_per_element, dtype=np.float64) * e * tokens)
+
+
+def kv_layout(model: ArchSpec) -> tuple[int, int, int, int]:
+    """``(elements per token per layer, layers, sliding-window layers, window)`` of a model.
+
+    The model-dependent arguments of :func:`kv_cache_bytes` (window 0 when there is none).
+    """
+    return (
+        kv_elements_per_token_per_layer(model),
+        model.n_layers,
+        sliding_window_layers(model),
+        int(model.sliding_window or 0),
+    )
 
 
 def kv_bytes_per_sequence(
@@ -106,18 +174,13 @@ def kv_bytes_per_sequence(
     >>> float(kv_bytes_per_sequence(m, 10, "fp16"))  # 2 layers * 2*(2*16) elems * 2 B * 10 tok
     2560.0
     """
-    n = np.asarray(context_tokens, dtype=np.float64)
     b = _dtype_bytes(kv_precision)
-    e = kv_elements_per_token_per_layer(model)
     if model.mla is not None:
         shard = 1.0
     else:
         kv = model.kv_heads
         shard = float(min(tp, kv)) if kv % min(tp, kv) == 0 else 1.0
-    l_w = sliding_window_layers(model)
-    w = float(model.sliding_window or 0)
-    tokens = (model.n_layers - l_w) * n + l_w * np.minimum(n, w)
-    return np.asarray(b * e * tokens / shard, dtype=np.float64)
+    return kv_cache_bytes(*kv_layout(model), context_tokens, b) / shard
 
 
 @dataclass(frozen=True)

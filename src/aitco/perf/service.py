@@ -24,8 +24,12 @@ References
 
 from __future__ import annotations
 
+import csv
+import itertools
 import math
+import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +37,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aitco.errors import InputError
+from aitco.fileio import open_input
+from aitco.limits import MAX_REPLICAS
 from aitco.perf import comms, serving
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
 from aitco.perf.inference import (
@@ -43,9 +49,17 @@ from aitco.perf.inference import (
     prefill_pairs,
 )
 from aitco.perf.queueing import md1_mean_wait_s
-from aitco.units import DAYS_PER_MONTH, SECONDS_PER_DAY, SECONDS_PER_HOUR, optional_ms_to_s
+from aitco.units import (
+    DAYS_PER_MONTH,
+    HOURS_PER_DAY,
+    SECONDS_PER_DAY,
+    SECONDS_PER_HOUR,
+    optional_ms_to_s,
+)
 
 F64 = NDArray[np.float64]
+#: Rates of a load profile: one per hour of the day.
+LOAD_PROFILE_HOURS = int(HOURS_PER_DAY)
 
 TOKENS_PER_MILLION = 1e6
 #: MIG slices of one GPU (NVIDIA MIG user guide [3]_).
@@ -428,8 +442,8 @@ def parse_autoscale(spec: str) -> dict[str, float]:
             raise InputError("--autoscale", part, f"a number for {key}") from None
     if not 0 < out["target-util"] <= 1:
         raise InputError("--autoscale", out["target-util"], "target-util in (0, 1]")
-    if not (0 <= out["min"] <= out["max"]) or out["max"] < 1:
-        raise InputError("--autoscale", spec, "0 <= min <= max and max >= 1")
+    if not (0 <= out["min"] <= out["max"] <= MAX_REPLICAS) or out["max"] < 1:
+        raise InputError("--autoscale", spec, f"0 <= min <= max <= {MAX_REPLICAS:,} and max >= 1")
     return out
 
 
@@ -665,27 +679,29 @@ def parse_layout(spec: str, field: str = "--disaggregate") -> tuple[int, int] | 
     if spec == "auto":
         return None
     p, sep, d = spec.lower().partition("x")
-    if not (sep and p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
-        raise InputError(field, spec, "auto, or PxD with P, D >= 1 (e.g. 2x1)")
+    if not (sep and p.isdigit() and d.isdigit() and 1 <= int(p) <= MAX_REPLICAS >= int(d) >= 1):
+        raise InputError(
+            field, spec, f"auto, or PxD with 1 <= P, D <= {MAX_REPLICAS:,} replicas (e.g. 2x1)"
+        )
     return int(p), int(d)
 
 
 def read_load_profile(path: str, field: str = "--load-profile") -> list[float]:
     """Read 24 hourly rates from a CSV with a ``qps`` column (an ``hour`` column is optional)."""
-    import csv
     from pathlib import Path
 
     p = Path(path)
-    if not p.is_file():
+    if not os.path.lexists(p):
         raise InputError(field, path, "diurnal or an existing CSV file")
-    with open(p, encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    with open_input(p, field=field, newline="") as fh:  # a regular file only
+        rows = list(itertools.islice(csv.DictReader(fh), LOAD_PROFILE_HOURS + 1))
     try:
         q = [float(r["qps"]) for r in rows]
     except (KeyError, TypeError, ValueError):
         raise InputError(field, path, "a CSV with a numeric 'qps' column", file=path) from None
     if len(q) != 24:
-        raise InputError(field, path, f"24 hourly rows (found {len(q)})", file=path)
+        found = f"{len(q)}" if len(q) <= LOAD_PROFILE_HOURS else f"more than {LOAD_PROFILE_HOURS}"
+        raise InputError(field, path, f"24 hourly rows (found {found})", file=path)
     return q
 
 
@@ -701,7 +717,7 @@ def service_plans(
     slo_ttft_ms: float | None = None,
     slo_tpot_ms: float | None = None,
     disaggregate: str | None = None,
-    load_profile: str | None = None,
+    load_profile: str | Sequence[float] | None = None,
     autoscale: str | None = None,
     prefix_cache_hit_rate: float = 0.0,
     efficiency: EfficiencyParams = DEFAULT_EFFICIENCY,
@@ -724,8 +740,10 @@ def service_plans(
         Price of one GPU (None: plans are not priced). [USD/h]
     disaggregate : str, optional
         ``auto`` or ``PxD`` (:func:`plan_pools`).
-    load_profile, autoscale : str, optional
-        ``diurnal`` or a CSV of 24 hourly rates; ``target-util=..,min=..,max=..``
+    load_profile : str or sequence of float, optional
+        ``diurnal``, a CSV of 24 hourly rates, or the 24 rates themselves. [requests/s]
+    autoscale : str, optional
+        ``target-util=..,min=..,max=..``
         (:func:`autoscale_day`). With ``diurnal``, ``qps`` is the day's mean rate.
     efficiency : EfficiencyParams
         Link efficiencies of the KV transfer between pools.
@@ -764,13 +782,12 @@ def service_plans(
             prefix_cache_hit_rate=prefix_cache_hit_rate, layout=layout,
         )  # fmt: skip
     if load_profile is not None or autoscale is not None:
-        prof = load_profile or "diurnal"
-        if prof == "diurnal" and qps is None:
+        prof = "diurnal" if load_profile is None else load_profile
+        if isinstance(prof, str) and prof == "diurnal" and qps is None:
             raise InputError(name("load_profile"), prof, f"{name('qps')} as the day's mean rate")
-        hourly = hourly_load(
-            prof if prof == "diurnal" else read_load_profile(prof, name("load_profile")),
-            qps or 0.0,
-        )
+        if isinstance(prof, str) and prof != "diurnal":  # a CSV path (the CLI's doors only)
+            prof = read_load_profile(prof, name("load_profile"))
+        hourly = hourly_load(prof, qps or 0.0)
         a = parse_autoscale(autoscale or "")
         cached = float(cached_prompt_tokens(i, prefix_cache_hit_rate))
         cap = serving.max_request_rate(it, i, o, int(values["max_batch_per_replica"]), cached)

@@ -309,7 +309,7 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
     list of dict
         ``name``, ``total`` (money), ``time`` (a duration or a monthly cost) and its
         ``time_label``, ``billing`` (offer, instances, GPUs billed, when given), ``usd_per_mtok``,
-        ``feasible``, ``reasons``, ``warnings``, ``marks`` (``(css class, text)`` pairs, e.g.
+        ``feasible``, ``reasons``, ``marks`` (``(css class, text)`` pairs, e.g.
         ``("cheap", "cheapest: $1,200 less than h100 x8")``), ``share`` (of the largest total,
         0-1, for the bar), ``categories`` (``(category, usd, share of the option's total)``)
         and ``slo`` (:func:`slo_rows`).
@@ -340,7 +340,6 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
                 "usd_per_mtok": usd(o.values.get("usd_per_million_tokens")),
                 "feasible": o.is_feasible,
                 "reasons": list(o.infeasible_reasons),
-                "warnings": list(o.warnings),
                 "marks": marks,
                 "share": max(0.0, total) / (top or 1.0),
                 "categories": cats,

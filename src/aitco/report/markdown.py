@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aitco import __version__
-from aitco.fileio import write_atomic
+from aitco.fileio import check_output, write_atomic
 from aitco.formatting import pct, usd
 from aitco.labels import category_label
 from aitco.report.html import (
@@ -70,11 +70,8 @@ def _summary_lines(data: ReportData) -> list[str]:
         marks = "".join(f" **({t})**" for _k, t in c["marks"])
         per_mtok = f", {c['usd_per_mtok']} per million tokens" if c["usd_per_mtok"] != "-" else ""
         feas = "" if c["feasible"] else " **NOT FEASIBLE: " + "; ".join(c["reasons"]) + "**"
-        warn = "".join(f" _(warning: {w})_" for w in c["warnings"])
         out.append(
-            _fit(
-                f"- **{_cell(c['name'])}**: {c['total']}, {c['time']}{per_mtok}{feas}{marks}{warn}"
-            )
+            _fit(f"- **{_cell(c['name'])}**: {c['total']}, {c['time']}{per_mtok}{feas}{marks}")
         )
     out.append("")
     return out
@@ -189,6 +186,7 @@ def render_markdown(data: ReportData, figure_links: list[tuple[str, str]]) -> st
 
 def write_markdown(data: ReportData, path: Path) -> list[Path]:
     """Write ``path`` and its plots (in ``<stem>_files/``) atomically; return the files written."""
+    check_output(path, field="-o")  # before any plot is written
     folder = path.parent / f"{path.stem}_files"
     written: list[Path] = []
     links: list[tuple[str, str]] = []
@@ -197,6 +195,6 @@ def write_markdown(data: ReportData, path: Path) -> list[Path]:
         write_atomic(p, png, make_parent=True)
         written.append(p)
         links.append((f"{folder.name}/{p.name}", caption))
-    write_atomic(path, render_markdown(data, links))
+    write_atomic(path, render_markdown(data, links), field="-o")
     written.insert(0, path)
     return written

@@ -95,8 +95,6 @@ class OptionView:
     gpus: int = 0
     feasible: bool | None = None
     infeasible_reasons: tuple[str, ...] = ()
-    #: Warnings of the comparison on this option (a run longer than ten years...).
-    warnings: tuple[str, ...] = ()
 
     @classmethod
     def from_any(cls, obj: Any) -> OptionView:
@@ -127,7 +125,6 @@ class OptionView:
             "explain",
             "feasible",
             "infeasible_reasons",
-            "warnings",
         }
         values = {k: v for k, v in d.items() if k not in skip and not isinstance(v, list | dict)}
         total = d.get("total_usd")
@@ -142,7 +139,6 @@ class OptionView:
             gpus=int(d.get("gpus") or 0),
             feasible=None if d.get("feasible") is None else bool(d["feasible"]),
             infeasible_reasons=tuple(str(r) for r in d.get("infeasible_reasons") or ()),
-            warnings=tuple(str(w) for w in d.get("warnings") or ()),
         )
 
     @property
@@ -285,7 +281,6 @@ class ReportData:
                         if o.feasible is not None
                         else {}
                     ),
-                    **({"warnings": list(o.warnings)} if o.warnings else {}),
                     "items": [
                         {
                             "name": i.name,
@@ -356,7 +351,9 @@ def add_roi(data: ReportData, roi_inputs: Any, *, metric: str = "npv_usd") -> No
     data.tornado_metric = metric
 
 
-def add_sweep_front(data: ReportData, spec: Any, catalog: Any, *, source: str = "") -> None:
+def add_sweep_front(
+    data: ReportData, spec: Any, catalog: Any, *, source: str = "", **sweep_kw: Any
+) -> None:
     """Attach the Pareto front of a sweep (:func:`aitco.decide.sweep.sweep`) to ``data``.
 
     Parameters
@@ -370,8 +367,10 @@ def add_sweep_front(data: ReportData, spec: Any, catalog: Any, *, source: str = 
         The catalog.
     source : str
         Where the sweep came from (shown in the caption).
+    **sweep_kw
+        Passed to :func:`aitco.decide.sweep.sweep` (``max_points``, ``progress``).
     """
-    res = sweep(spec, catalog).to_json()
+    res = sweep(spec, catalog, **sweep_kw).to_json()
     data.sweep_front = {
         "metrics": list(res.get("pareto_metrics") or spec.pareto),
         "rows": res["pareto"],

@@ -16,8 +16,8 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from aitco.errors import InputError
+from aitco.fileio import read_text
 from aitco.formatting import pct, usd
-from aitco.limits import check_file_size
 
 #: Waterfall geometry: label column, bar area and value column widths, row height. [px]
 LABEL_W = 210
@@ -185,13 +185,13 @@ def section_context(out: dict[str, Any]) -> dict[str, Any]:
 def load_reconcile_json(path: str | Path) -> dict[str, Any]:
     """Read the JSON ``aitco reconcile --json`` printed (for ``aitco report --reconcile``)."""
     p = Path(path)
-    check_file_size(p, field="--reconcile")
+    text = read_text(p, field="--reconcile")  # a regular file, at most MAX_FILE_BYTES
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise InputError("--reconcile", str(p), "an existing JSON file") from exc
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError("--reconcile", str(p), f"JSON ({exc.msg}, line {exc.lineno})") from exc
+    except RecursionError:
+        raise InputError("--reconcile", str(p), "JSON nested less deeply") from None
     keys = ("predicted_usd", "billed_usd", "variances", "unexplained_usd")
     if not isinstance(doc, dict) or any(k not in doc for k in keys):
         raise InputError(

@@ -745,7 +745,7 @@ def write_roi_workbook(path: str | Path, inputs: WorkbookInputs) -> Path:
     p = Path(path)
     if p.suffix.lower() != ".xlsx":
         raise InputError("-o", str(path), "a path ending in .xlsx")
-    write_atomic(p, roi_workbook_bytes(inputs))
+    write_atomic(p, roi_workbook_bytes(inputs), field="-o")
     return p
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from aitco.catalog.loader import Catalog, _model_from_yaml, load_catalog
 from aitco.catalog.schema import ModelArch
 from aitco.errors import AitcoError, InputError
+from aitco.fileio import open_input
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams, share_of_ceiling
 from aitco.perf.inference import estimate_inference
 from aitco.units import MS_PER_S
@@ -289,9 +290,7 @@ def read_rows(path: str | Path | None = None) -> list[dict[str, str]]:
         paths = [Path(path)]
     rows: list[dict[str, str]] = []
     for p in paths:
-        if not p.is_file():
-            raise InputError("CSV", str(p), "an existing inference ground-truth CSV")
-        with open(p, encoding="utf-8", newline="") as fh:
+        with open_input(p, field="CSV", newline="") as fh:
             rows += list(csv.DictReader(fh))
     return rows
 

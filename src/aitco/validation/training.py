@@ -29,6 +29,7 @@ from aitco.decide.practice import PRACTICE_SIZE_FACTOR as PRACTICE_SIZE_FACTOR  
 from aitco.decide.practice import PublishedRun, practice_for
 from aitco.decide.practice import published_practice as published_practice  # re-export
 from aitco.errors import AitcoError, InputError
+from aitco.fileio import check_input_file
 from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams, share_of_ceiling
 from aitco.perf.flops import model_shape, training_flops_per_token
 from aitco.perf.params import param_counts
@@ -572,8 +573,7 @@ def predict_case(case: Case, catalog: Catalog, eff: EfficiencyParams) -> RowResu
 
 
 def _read_csv(p: Path) -> pd.DataFrame:
-    if not p.is_file():
-        raise InputError("CSV", str(p), "an existing CSV file in the training ground-truth schema")
+    check_input_file(p, field="CSV")  # a regular file (pandas is never handed a FIFO)
     df = pd.read_csv(p)
     missing = {"id", "model", "hardware", "run_scope"} - set(df.columns)
     if missing:

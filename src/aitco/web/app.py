@@ -29,8 +29,9 @@ from fastapi.staticfiles import StaticFiles
 from aitco import __version__
 from aitco.catalog.loader import Catalog, load_catalog
 from aitco.decide.defaults import default_inference, default_training
-from aitco.decide.scenario import Precision, PricingMode, Scenario
+from aitco.decide.scenario import NAMED_LOAD_PROFILES, Precision, PricingMode, Scenario
 from aitco.errors import AitcoError, InputError, UnknownIdError
+from aitco.limits import MAX_JSON_DEPTH, check_json_depth
 from aitco.report.html import answer_context, environment, figure_views, render_html
 from aitco.report.model import ReportData, build_report
 from aitco.report.plots import report_figures
@@ -39,6 +40,7 @@ from aitco.web import reconcile as reconcile_web
 from aitco.web.forms import (
     FormRow,
     check_plausible,
+    check_web_scenario,
     form_field,
     form_message,
     form_rows,
@@ -246,9 +248,9 @@ class _Engine:
         return data
 
     def report(self, body: Any) -> tuple[str, ReportData]:
-        scen = Scenario.from_dict(body, file=None)  # the CLI's validation first
-        check_plausible(body)  # then what only a web form needs: no NaN, sane ranges
-        check_web_scenario(scen, self.catalog)
+        scen = Scenario.from_dict(body, file=None)  # the CLI's validation (limits.py ranges)
+        check_plausible(body)  # then what only a web form needs: the form's narrower ranges
+        check_web_scenario(scen, self.catalog)  # no file path: the server reads no files
         key = json.dumps(scen.to_dict(), sort_keys=True)
         with self._key_lock("report:" + key):
             with self._lock:
@@ -286,31 +288,6 @@ class _Engine:
         return figs
 
 
-def check_web_scenario(scen: Scenario, catalog: Catalog) -> None:
-    """Refuse what a web request may not ask of the server: reading files.
-
-    The CLI accepts a model as a ``config.json``/YAML path and a calibration profile path; a web
-    request may only name catalog ids, so that no request makes the server read its own files.
-
-    Raises
-    ------
-    InputError
-        ``calibration`` is set, or a model is not a catalog id (with the closest ids).
-    """
-    if scen.calibration is not None:
-        raise InputError(
-            "calibration",
-            scen.calibration,
-            "no calibration path in a web request (the server reads no files)",
-            hint="use the CLI: aitco compare SCENARIO --calibration FILE",
-        )
-    workloads = [("workload.model", scen.workload)] if scen.workload is not None else []
-    workloads += [(f"stages[{i}].workload.model", st.workload) for i, st in enumerate(scen.stages)]
-    for where, wl in workloads:
-        if wl is not None and wl.model not in catalog.models:
-            raise UnknownIdError("model", wl.model, catalog.models, field=where)
-
-
 def _scenario_schema(catalog: Catalog) -> tuple[dict[str, Any], dict[str, Any]]:
     """JSON schema of a web scenario: the Scenario's, with catalog ids as enums, no file paths."""
     s = Scenario.model_json_schema(ref_template="#/components/schemas/{model}")
@@ -326,6 +303,12 @@ def _scenario_schema(catalog: Catalog) -> tuple[dict[str, Any], dict[str, Any]]:
     for name in ("TrainingWorkload", "InferenceWorkload"):
         if name in defs:
             defs[name]["properties"]["model"]["enum"] = sorted(catalog.models)
+    prof = defs.get("InferenceWorkload", {}).get("properties", {}).get("load_profile", {})
+    for alt in prof.get("anyOf", []):
+        if alt.get("type") == "string":  # a named profile, never a file path
+            alt["enum"] = list(NAMED_LOAD_PROFILES)
+    if prof:
+        prof["description"] = "'diurnal' (qps: the day's mean) or the 24 hourly rates [requests/s]"
     return s, defs
 
 
@@ -370,9 +353,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 async def _json_body(request: Request) -> Any:
     raw = await request.body()
+    check_json_depth(raw)  # before parsing: 30,000 "[" must not reach the recursion limit
     try:
         return json.loads(raw or b"null")
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InputError(
             "body", raw[:40].decode("utf-8", "replace"), "a JSON scenario object"
         ) from exc
@@ -438,6 +422,11 @@ def create_app(
     async def _aitco_error(request: Request, exc: AitcoError) -> Response:
         # JSON for htmx too: the page puts the message next to the field and keeps the result
         return JSONResponse(error_json(exc), status_code=422)
+
+    @app.exception_handler(RecursionError)
+    async def _too_deep(request: Request, exc: RecursionError) -> Response:
+        err = InputError("body", "...", f"at most {MAX_JSON_DEPTH} nested lists/objects")
+        return JSONResponse(error_json(err), status_code=422)
 
     @app.exception_handler(Exception)
     async def _internal_error(request: Request, exc: Exception) -> Response:

@@ -13,11 +13,16 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aitco.cost.offers import ANY_PROVIDER, select_offer
 from aitco.cost.pricing import OWNED as OWNED_PRICING
-from aitco.errors import InputError
+from aitco.errors import InputError, UnknownIdError
+from aitco.limits import MAX_RUN_DAYS
+
+if TYPE_CHECKING:
+    from aitco.catalog.loader import Catalog
+    from aitco.decide.scenario import Scenario
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,9 @@ PLAUSIBLE: dict[str, Range] = {
     "compliance.gb_per_day": Range(0, 1e6, "GB/day", "a petabyte a day"),
     "compliance.retention_days": Range(0, 36525, "days", "a hundred years"),
 }
+
+#: Longest run an option may take before it is marked not feasible. [days] (limits.py)
+MAX_PLAUSIBLE_DAYS = MAX_RUN_DAYS
 
 #: (form input name, label) of each scenario field the form edits.
 FORM_FIELDS: dict[str, tuple[str, str]] = {
@@ -318,3 +326,28 @@ def options_from_rows(rows: list[FormRow]) -> list[dict[str, Any]]:
         if r.hardware
         for mode in r.pricing
     ]
+
+
+def check_web_scenario(scen: Scenario, catalog: Catalog) -> None:
+    """Refuse what a web request may not ask of the server: reading files.
+
+    The CLI accepts a model as a ``config.json``/YAML path, a calibration profile path and a
+    load profile CSV path; a web request may only name catalog ids and send a load profile as
+    its 24 hourly rates, so that no request makes the server open its own files. The fields
+    are those of :meth:`Scenario.file_references` (the one list of path-like fields).
+
+    Raises
+    ------
+    InputError
+        A path-like field is set (a model that is not a catalog id: with the closest ids).
+    """
+    for where, value in scen.file_references(catalog.models):
+        if where.endswith(".model"):
+            raise UnknownIdError("model", value, catalog.models, field=where)
+        what = "a load profile as 24 hourly rates or 'diurnal'" if "load_profile" in where else ""
+        raise InputError(
+            where,
+            value,
+            f"{what or 'no file path'} in a web request (the server reads no files)",
+            hint=f"use the CLI: aitco compare SCENARIO (with {where.rsplit('.', 1)[-1]}: FILE)",
+        )

@@ -28,6 +28,7 @@ from aitco.decide.scenario import Scenario
 from aitco.errors import AitcoError, InputError
 from aitco.report.html import templates_dir
 from aitco.report.reconcile import section_context
+from aitco.web.forms import check_web_scenario
 
 #: Paths of the reconcile routes (they take uploads up to MAX_UPLOAD_BYTES).
 PAGE_PATH = "/reconcile"
@@ -110,10 +111,11 @@ async def _reconcile_form(
     interval = _number(form, "interval_s")
 
     def work() -> dict[str, Any]:
+        scenario = Scenario.from_yaml(scen[0])
+        # an uploaded scenario names no file on the server (calibration, model, load profile)
+        check_web_scenario(scenario, catalog)
         parsed = parse_logs(logs, interval_s=interval)
-        rec = reconcile(
-            Scenario.from_yaml(scen[0]), catalog, bill[0], option=option, logs=parsed, tags=tags
-        )
+        rec = reconcile(scenario, catalog, bill[0], option=option, logs=parsed, tags=tags)
         out = rec.to_json()
         out["bill"]["path"] = "uploaded bill"  # not the server's temporary path
         return out

@@ -192,7 +192,10 @@ def to_float(s: Any) -> float | None:
     if isinstance(s, bool):
         return None
     if isinstance(s, int | float):
-        x = float(s)
+        try:
+            x = float(s)
+        except OverflowError:  # an integer too large for a float (a 400-digit JSON number)
+            return None
         return x if math.isfinite(x) else None
     t = str(s)
     try:  # fast path: a plain number

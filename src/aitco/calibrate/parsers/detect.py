@@ -6,13 +6,13 @@ Detection reads at most :data:`SNIFF_BYTES` from the start of the file.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from aitco.calibrate._io import open_binary
 from aitco.calibrate.parsers.base import ParseResult
 from aitco.calibrate.parsers.codecarbon import parse_codecarbon
 from aitco.calibrate.parsers.dcgm import parse_dcgm
@@ -54,13 +54,8 @@ PARSERS: dict[str, Callable[..., ParseResult]] = {
 
 
 def _head(p: Path) -> tuple[bytes, str]:
-    if not p.exists():
-        raise ParseError(str(p), "no such file")
-    if p.is_dir():
-        raise ParseError(str(p), "is a directory, expected a file")
-    opener: Any = gzip.open if p.suffix == ".gz" else open
     try:
-        with opener(p, "rb") as fh:
+        with open_binary(p) as fh:  # a regular file only: a FIFO is refused, not waited on
             raw = fh.read(SNIFF_BYTES)
     except OSError as exc:
         raise ParseError(str(p), f"cannot read ({exc})") from exc

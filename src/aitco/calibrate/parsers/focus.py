@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from aitco.calibrate._io import open_text
+from aitco.calibrate._io import open_binary, open_text
 from aitco.calibrate.parsers.base import CsvRows, ParseResult, SkipLog, to_float
 from aitco.errors import ParseError
 
@@ -234,9 +234,7 @@ def parse_focus(path: str | Path, *, engine: str = "auto") -> ParseResult:
         If the file has no FOCUS columns or no rows.
     """
     p = Path(path)
-    if not p.is_file():
-        raise ParseError(str(p), "no such file")
-    with open(p, "rb") as fb:
+    with open_binary(p) as fb:  # a regular file only (DuckDB is then handed the same path)
         magic = fb.read(4)
     is_parquet = magic == b"PAR1"
     if (

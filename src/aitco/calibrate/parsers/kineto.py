@@ -30,20 +30,19 @@ References
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 try:  # streaming parser (optional): events one at a time instead of the whole document
     import ijson
 except ImportError:  # pragma: no cover - exercised only without the [calibrate] extra
     ijson = None
 
-from aitco.calibrate._io import open_text
+from aitco.calibrate._io import open_binary, open_text
 from aitco.calibrate.parsers.base import ParseResult, SkipLog, to_float
 from aitco.errors import ParseError
 from aitco.units import US_PER_S
@@ -92,11 +91,7 @@ def _clip(iv: Intervals, lo: float, hi: float) -> Intervals:
 
 
 def _open_binary(p: Path) -> IO[bytes]:
-    with open_text(p):  # the same missing-file / directory errors as the other parsers
-        pass
-    if p.suffix == ".gz":
-        return cast(IO[bytes], gzip.open(p, "rb"))
-    return open(p, "rb")
+    return open_binary(p)  # the same errors as the other parsers; regular files only
 
 
 def _first_byte(fh: IO[bytes]) -> bytes:

@@ -6,13 +6,13 @@ tables (hardware specs per accelerator, prices per accelerator x pricing mode x 
 shapes per model) with numpy fancy indexing and evaluates the performance and cost formulas on
 the arrays at once: there is no Python loop per configuration.
 
-Two evaluators are built in: :class:`TrainingEvaluator` (step time, MFU, memory fit, wall clock,
-GPU-hours, total cost) and :class:`ServingEvaluator` (TTFT, TPOT, throughput, $/Mtok). They are
-deliberately compact analytic models (roofline + alpha-beta collectives, from
-:mod:`aitco.perf.roofline` and :mod:`aitco.perf.comms`) for ranking millions of plans; the
-winning plans can be re-estimated with the full engines (``aitco train`` / ``aitco infer``).
-Any object with ``keys``, ``metrics`` and ``evaluate(codes) -> dict`` can be plugged in instead
-(see :class:`Evaluator`).
+The engine-backed evaluators (:class:`EngineTrainingEvaluator`, :class:`EngineServingEvaluator`,
+the default) give what ``aitco train`` / ``aitco infer`` give for each plan. The ``fast`` screens
+(:class:`TrainingEvaluator`, :class:`ServingEvaluator`) take memory, FLOPs, KV bytes and
+feasibility from the same engine relations and screen only the time (a roofline with alpha-beta
+collectives; the metrics it touches are :data:`SCREENED_METRICS`), for ranking millions of
+plans before the winners are re-estimated with the engines. Any object with ``keys``,
+``metrics`` and ``evaluate(codes) -> dict`` can be plugged in instead (see :class:`Evaluator`).
 
 The package splits into :mod:`~aitco.decide.evaluators.base` (the protocol, keys, metrics and
 reasons), :mod:`~aitco.decide.evaluators.tables` (hardware, price and model tables),
@@ -46,24 +46,12 @@ from aitco.decide.evaluators.engine import (
     EngineTrainingEvaluator,
 )
 from aitco.decide.evaluators.screen import (
-    ACT_ATTN_COEFF,
-    ACT_BYTES_COEFF,
-    ACT_FULL_RECOMPUTE_COEFF,
-    ADAM_STATE_BYTES_PER_PARAM,
-    ATTN_FLOPS_COEFF,
-    BACKWARD_SHARE,
-    FULL_RECOMPUTE_EXTRA,
-    GRAD_BYTES_TRAINING,
-    INFER_FLOPS_PER_PARAM,
+    SCREENED_METRICS,
     TP_ALLREDUCES_PER_LAYER,
-    TRAIN_FLOPS_PER_PARAM,
-    USABLE_MEMORY_FRACTION,
-    WEIGHT_BYTES_TRAINING,
     ServingEvaluator,
     TrainingEvaluator,
 )
 from aitco.decide.evaluators.tables import (
-    KV_TENSORS,
     HardwareTable,
     ModelTable,
     hardware_table,
@@ -72,22 +60,13 @@ from aitco.decide.evaluators.tables import (
 from aitco.units import DTYPES
 
 __all__ = [
-    "ACT_ATTN_COEFF",
-    "ACT_BYTES_COEFF",
-    "ACT_FULL_RECOMPUTE_COEFF",
-    "ADAM_STATE_BYTES_PER_PARAM",
-    "ATTN_FLOPS_COEFF",
-    "BACKWARD_SHARE",
     "DEFAULT_SERVICE_MONTHS",
     "DTYPES",
-    "FULL_RECOMPUTE_EXTRA",
-    "GRAD_BYTES_TRAINING",
-    "INFER_FLOPS_PER_PARAM",
-    "KV_TENSORS",
     "PIPELINE_SCHEDULES",
     "PRICING_MODES",
     "REASONS",
     "RECOMPUTE",
+    "SCREENED_METRICS",
     "SERVICE_KEYS",
     "SERVICE_TEXT_KEYS",
     "SERVING_KEYS",
@@ -97,9 +76,6 @@ __all__ = [
     "TRAINING_KEYS",
     "TRAINING_METRICS",
     "TRAINING_STACK_OPTIONS",
-    "TRAIN_FLOPS_PER_PARAM",
-    "USABLE_MEMORY_FRACTION",
-    "WEIGHT_BYTES_TRAINING",
     "EngineServingEvaluator",
     "EngineTrainingEvaluator",
     "Evaluator",

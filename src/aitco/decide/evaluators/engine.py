@@ -47,7 +47,8 @@ from aitco.perf.inference import (
     scheduler_wait_s,
     validate_serving_inputs,
 )
-from aitco.perf.kvcache import kv_capacity
+from aitco.perf.iteration import MemoryPlan
+from aitco.perf.kvcache import KVCapacity, kv_capacity
 from aitco.perf.memory import OFFLOAD_MODES
 from aitco.perf.plan_search import dualpipe_allowed, ep_overlap_allowed
 from aitco.perf.training import (
@@ -322,6 +323,61 @@ def _serving_inputs(model: Any, acc: Any, sysm: Any, gpus: int, kw: dict[str, An
         raise
 
 
+def serving_inputs(
+    precision: str,
+    kv_precision: str | None,
+    input_tokens: int,
+    output_tokens: int,
+    gpus: int,
+    engine: str,
+    scheduler_steps: int = 1,
+    prefix_cache_hit_rate: float = 0.0,
+    max_batched_tokens: int | None = None,
+    ep: int = 1,
+) -> dict[str, Any]:
+    """Return the keyword arguments of :func:`~aitco.perf.inference.validate_serving_inputs`.
+
+    For one replica of ``gpus`` accelerators (tensor parallel, or expert parallel when
+    ``ep > 1``) in a sweep.
+    """
+    return {
+        "precision": precision, "kv_precision": kv_precision, "input_tokens": input_tokens,
+        "output_tokens": output_tokens, "batch": None, "concurrency": None, "qps": None,
+        "mode": "offline", "tp": 1 if ep > 1 else gpus, "pp": 1, "slo_ttft_ms": None,
+        "slo_tpot_ms": None, "engine": engine, "allocation": "paged", "input_cv": 0.0,
+        "output_cv": 0.0, "num_requests": 1, "seed": 0, "max_batch": None,
+        "scheduler_steps": scheduler_steps, "trace": None,
+        "prefix_cache_hit_rate": prefix_cache_hit_rate, "max_batched_tokens": max_batched_tokens,
+        "ep": ep,
+    }  # fmt: skip
+
+
+def serving_capacity(
+    model: Any, acc: Any, sysm: Any, gpus: int, kw: dict[str, Any]
+) -> tuple[Any, MemoryPlan, KVCapacity] | int:
+    """Return the engine's memory side of one serving replica, or the reason bit it is invalid for.
+
+    The inputs validated as ``aitco infer`` validates them (:func:`_serving_inputs`), the
+    per-GPU memory plan (:func:`~aitco.perf.inference.memory_plan`) and the KV capacity
+    (:func:`~aitco.perf.kvcache.kv_capacity`, the engine's blocks and admission): one
+    definition of what fits, for the engine evaluator and the ``fast`` screen alike. Returns 1
+    (no such plan), 64 (precision) or 16 (the weights do not fit).
+    """
+    inp = _serving_inputs(model, acc, sysm, gpus, kw)
+    if isinstance(inp, int):
+        return inp
+    prec, eng = inp.precisions, inp.engine
+    mp = memory_plan(model, acc, tp=inp.tp, pp=1, precisions=prec, engine=eng, ep=int(kw["ep"]))
+    if not mp.fits:
+        return 16
+    cap = kv_capacity(
+        model, mp.kv_gb, input_tokens=int(kw["input_tokens"]),
+        output_tokens=int(kw["output_tokens"]), kv_precision=prec.kv, tp=inp.tp, pp=1,
+        block_tokens=eng.kv_block_tokens, admission=eng.kv_admission,
+    )  # fmt: skip
+    return inp, mp, cap
+
+
 def _gpu_share(acc: Any, mig: str | None, time_slice: int, gpus: int) -> tuple[Any, int] | int:
     """Return a replica's share of one GPU (MIG slice, time-slicing) and the shares per GPU.
 
@@ -458,26 +514,14 @@ class EngineServingEvaluator(ItemPricing):
         if isinstance(shared, int):
             return shared
         acc, slices = shared
-        kw: dict[str, Any] = {
-            "precision": DTYPES[pi], "kv_precision": None if ki < 0 else DTYPES[ki],
-            "input_tokens": i, "output_tokens": o, "batch": None, "concurrency": None,
-            "qps": None, "mode": "offline", "tp": 1 if ep > 1 else g, "pp": 1,
-            "slo_ttft_ms": None, "slo_tpot_ms": None, "engine": self.engine,
-            "allocation": "paged", "input_cv": 0.0, "output_cv": 0.0, "num_requests": 1,
-            "seed": 0, "max_batch": None, "scheduler_steps": steps, "trace": None,
-            "prefix_cache_hit_rate": hit, "max_batched_tokens": mbt, "ep": ep,
-        }  # fmt: skip
-        inp = _serving_inputs(model, acc, sysm, g, kw)
-        if isinstance(inp, int):
-            return inp
+        kw = serving_inputs(
+            DTYPES[pi], None if ki < 0 else DTYPES[ki], i, o, g, self.engine, steps, hit, mbt, ep
+        )
+        got = serving_capacity(model, acc, sysm, g, kw)
+        if isinstance(got, int):
+            return got
+        inp, mp, cap = got
         prec, eng = inp.precisions, inp.engine
-        mp = memory_plan(model, acc, tp=inp.tp, pp=1, precisions=prec, engine=eng, ep=ep)
-        if not mp.fits:
-            return 16
-        cap = kv_capacity(
-            model, mp.kv_gb, input_tokens=i, output_tokens=o, kv_precision=prec.kv, tp=inp.tp,
-            pp=1, block_tokens=eng.kv_block_tokens, admission=eng.kv_admission,
-        )  # fmt: skip
         it = iteration_model(
             model, acc, sysm, tp=inp.tp, pp=1, precisions=prec, efficiency=self.efficiency,
             engine=eng.name, ep=ep,

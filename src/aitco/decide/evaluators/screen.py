@@ -1,4 +1,18 @@
-"""The ``fast`` screening evaluators: compact analytic training and serving models."""
+"""The ``fast`` screening evaluators: the engines' relations on arrays, with a screened time.
+
+A screen ranks millions of plans quickly and leaves the winners to the engines. It is one
+performance model with the engines, not a second one: what a plan *needs* comes from the engines'
+relations, evaluated on the sweep's arrays -- training memory per GPU and whether it fits
+(:func:`aitco.perf.memory.training_memory_bytes`, as ``aitco train``), the model and hardware
+FLOPs per token (:mod:`aitco.perf.flops`), the serving memory plan, KV capacity and KV bytes
+(:func:`~aitco.decide.evaluators.engine.serving_capacity`,
+:func:`aitco.perf.kvcache.kv_cache_bytes`), the collectives (:mod:`aitco.perf.comms`) and the
+constants of those modules. Only the *time* is a screen: a roofline of those FLOPs and bytes at
+the fitted efficiencies, without the engines' kernel, memory-bound, overlap and scheduler terms.
+The screened metrics are named in :data:`SCREENED_METRICS` (echoed by a sweep as
+``screened_metrics``); ``tests/decide/test_screen_vs_engine.py`` holds the screen against the
+engine formula by formula.
+"""
 
 from __future__ import annotations
 
@@ -19,79 +33,51 @@ from aitco.decide.evaluators.base import (
     gather,
 )
 from aitco.decide.evaluators.costing import ItemPricing
-from aitco.decide.evaluators.tables import (
-    KV_TENSORS,
-    HardwareTable,
-    ModelTable,
-)
+from aitco.decide.evaluators.engine import serving_capacity, serving_inputs
+from aitco.decide.evaluators.tables import HardwareTable, ModelTable
 from aitco.decide.scenario import DataCosts, OpsAssumptions
-from aitco.perf.efficiency import (
-    DEFAULT_EFFICIENCY,
-    EfficiencyParams,
+from aitco.perf.comms import allgather_time_s, allreduce_time_s, reduce_scatter_time_s
+from aitco.perf.efficiency import DEFAULT_EFFICIENCY, EfficiencyParams
+from aitco.perf.flops import (
+    FORWARD_FLOPS_PER_PARAM,
+    model_shape,
+    recompute_flops_per_token,
+    training_flops_per_token,
 )
-from aitco.units import (
-    BYTES_PER_DTYPE,
-    DTYPES,
-    GIGA,
-    SECONDS_PER_HOUR,
-    TERA,
+from aitco.perf.kvcache import kv_cache_bytes
+from aitco.perf.memory import (
+    ADAM_FP32_BYTES,
+    grad_bytes_per_param,
+    training_memory_bytes,
+    weight_bytes_per_param,
 )
+from aitco.perf.training import TRAIN_PRECISIONS, hardware_shape
+from aitco.perf.training_model import BACKWARD_SHARE
+from aitco.units import BYTES_PER_DTYPE, DTYPES, GIGA, SECONDS_PER_HOUR, TERA
 
 # ----------------------------------------------------------------------------- named constants
-#: Bytes of model state per parameter for mixed-precision Adam: bf16 weights (2) + bf16
-#: gradients (2) + fp32 master weights, momentum and variance (12). Rajbhandari et al., "ZeRO:
-#: memory optimizations toward training trillion parameter models", SC20, sec. 3.1 (16 psi).
-ADAM_STATE_BYTES_PER_PARAM = 12.0
-WEIGHT_BYTES_TRAINING = 2.0
-GRAD_BYTES_TRAINING = 2.0
-#: Activation bytes per token per layer per unit of d_model without recomputation, with tensor
-#: and sequence parallelism: 34 (Korthikanti et al., arXiv:2205.05198, eq. 2, sbh(34 + 5as/h)).
-ACT_BYTES_COEFF = 34.0
-#: Attention-score term of the same equation (5 a s / h), dropped by selective recomputation.
-ACT_ATTN_COEFF = 5.0
-#: Full recomputation keeps only the layer input: 2 bytes per token per d_model (ibid., sec. 5).
-ACT_FULL_RECOMPUTE_COEFF = 2.0
-#: Share of a step's compute in the backward pass (2 of 3 matmul passes): the window the
-#: data-parallel gradient all-reduce can overlap with.
-BACKWARD_SHARE = 2.0 / 3.0
-#: Training FLOPs per parameter per token (forward 2 + backward 4); Kaplan et al. 2020.
-TRAIN_FLOPS_PER_PARAM = 6.0
-#: Attention FLOPs per token per layer per (seq_len x d_model), forward+backward (PaLM App. B:
-#: 6 * n_layers * seq * d_attn * 2, halved for causal masking -> 6).
-ATTN_FLOPS_COEFF = 6.0
-#: Extra forward pass under full recomputation: 2 of the 6 FLOPs per parameter again.
-FULL_RECOMPUTE_EXTRA = 2.0 / 6.0
 #: Tensor-parallel all-reduces per layer per micro-batch (2 forward + 2 backward), Megatron-LM
-#: (Shoeybi et al., arXiv:1909.08053, fig. 4).
+#: (Shoeybi et al., arXiv:1909.08053, fig. 4); full recomputation repeats the 2 forward ones.
 TP_ALLREDUCES_PER_LAYER = 4.0
-#: Fraction of device memory usable by the model (framework, CUDA context and fragmentation take
-#: the rest); PyTorch/NCCL reserve a few GB on an 80 GB device.
-USABLE_MEMORY_FRACTION = 0.9
-#: Inference FLOPs per active parameter per token (one forward pass).
-INFER_FLOPS_PER_PARAM = 2.0
-
-
-_DTYPE_BYTES = np.array([BYTES_PER_DTYPE[d] for d in DTYPES])
-
-
-def _ring_allreduce_s(
-    msg_bytes: np.ndarray, n: np.ndarray, bw_gb_s: np.ndarray, lat_us: np.ndarray, eff: float
-) -> np.ndarray:
-    r"""Ring all-reduce time, :math:`2\frac{n-1}{n}\frac{M}{\eta B} + 2(n-1)\alpha`.
-
-    Same formula as :func:`aitco.perf.comms.allreduce_time_s` (ring); inlined so that the sweep
-    needs no per-call argument validation on million-element arrays.
-    """
-    frac = np.where(n > 1, (n - 1.0) / n, 0.0)
-    return (
-        2.0 * frac * msg_bytes / (eff * bw_gb_s * GIGA)
-        + 2.0 * np.maximum(n - 1.0, 0.0) * lat_us * 1e-6
-    )
+#: Tensor-parallel all-reduces per layer of a forward (decode) pass: after attention and FFN.
+TP_ALLREDUCES_PER_LAYER_FORWARD = 2.0
+#: The metrics the screens estimate (a roofline of the engines' FLOPs and bytes) rather than take
+#: from the engines; every other metric is the engines' relation or compare's cost items on them.
+SCREENED_METRICS: dict[str, tuple[str, ...]] = {
+    "training": (
+        "step_time_s", "tokens_per_s", "mfu", "wall_clock_h", "gpu_hours", "total_usd",
+    ),
+    "serving": (
+        "ttft_s", "tpot_s", "e2e_latency_s", "output_tokens_per_s", "requests_per_s",
+        "replicas", "total_gpus", "usd_per_h", "usd_per_million_output_tokens", "total_usd",
+        "gpus_billed", "instances",
+    ),
+}  # fmt: skip
 
 
 @dataclass
 class TrainingEvaluator(ItemPricing):
-    r"""Vectorised training plan model: step time, memory, wall clock and cost per configuration.
+    r"""Training screen: memory, FLOPs and cost as the engine; step time as a roofline screen.
 
     Parameters
     ----------
@@ -102,34 +88,42 @@ class TrainingEvaluator(ItemPricing):
     tokens : float
         Tokens to train on. [tokens]
     efficiency : EfficiencyParams
-        Link and overlap efficiencies.
+        GEMM (per family and precision), link and overlap efficiencies.
     accelerators, systems, model_archs : list
-        Catalog records of the swept hardware and models (power items, checkpoint sizes).
+        Catalog records of the swept hardware and models (engine shapes, power items, checkpoint
+        sizes).
     factors, ops, data, offer_systems, committed_reuse_fraction
         The cost inputs of :class:`ItemPricing` (compare's items).
 
     Notes
     -----
-    Per configuration (arrays), with :math:`d = g/(t p)` data-parallel replicas,
-    :math:`m = B/(d\,b)` micro-batches per step and :math:`T = B s` tokens per step:
+    The engine's relations, on the sweep's arrays (grouped by model and precision, the only
+    scalars they take): memory per GPU and ``fits`` are
+    :func:`aitco.perf.memory.training_memory_bytes` as ``aitco train`` calls it (equal to the
+    engine evaluator for the same plan, tested); the model FLOPs per token :math:`F_m`
+    (:func:`aitco.perf.flops.training_flops_per_token`, the MFU basis) and the hardware FLOPs
+    :math:`F_h = F_m + F_{rc}` (with recomputation); the peaks and GEMM efficiency of
+    :func:`aitco.perf.training.hardware_shape`; the precisions ``aitco train`` takes.
+
+    The screen (per configuration, :math:`d = g/(t p)` replicas, :math:`m = B/(d\,b)`
+    micro-batches per step, :math:`T = B s` tokens per step, ring all-reduces
+    :func:`aitco.perf.comms.allreduce_time_s`):
 
     .. math::
 
-        F &= T\,(6 N_a + 6 L s d_{model}) (1 + \rho) \\
-        t_{comp} &= F / (g\, \eta_{gemm} P) \\
-        t_{tp} &= m \frac{L}{p}\, 4\, AR_{ring}(b s d_{model} \beta, t) \\
-        t_{step} &= (t_{comp} + t_{tp})(1 + (p-1)/m)
-                    + t_{dp} - \eta_{ov} \min(t_{dp}, \tfrac{2}{3}(t_{comp} + t_{tp})) \\
-        t_{dp} &= AR_{ring}(2 N / (t p), d) \\
-        M &= \frac{N}{t p}(2 + 2 [z<2 \to 1, /d] + 12 [z<1 \to 1, /d])
-             + \frac{L}{p} p\, s\, b\, d_{model} \frac{c_{act}}{t}
+        t_{comp} &= T F_h / (g\, \eta_{gemm} P) \\
+        t_{tp} &= m \frac{L}{p}\, 4\, AR(b s d_{model} \beta_{act}, t) \\
+        t_{dp} &= AR(P_{dev} \beta_{grad}, d), \quad
+        t_{z3} = 2\, AG(P_{dev} \beta_{w}, d) + RS(P_{dev} \beta_{grad}, d) \\
+        t_{step} &= (t_{comp} + t_{tp})(1 + (p-1)/(v m)) + \begin{cases}
+            t_{dp} - \eta_{ov} \min(t_{dp}, \tfrac{2}{3}(t_{comp} + t_{tp})) & z < 3 \\
+            m\,(t_{z3} - \eta_{ov} \min(t_{z3}, (t_{comp} + t_{tp})/m)) & z = 3
+        \end{cases}
 
-    with :math:`\rho` = 1/3 under full recomputation, ZeRO stage *z* sharding optimizer states
-    (z>=1), gradients (z>=2) and weights (z=3) over *d*, and the activation coefficient
-    :math:`c_{act}` = 34 + 5 a s / d_model (none), 34 (selective) or 2 (full). The dollars
-    are not modelled here: productive hours = tokens / tokens/s go to
-    :meth:`ItemPricing.run_items`, the goodput and items ``aitco compare`` prices a run with
-    (wall clock with failures, spot preemptions and checkpoints; ``total_usd`` = sum of items).
+    with :math:`P_{dev}` the parameters a device holds. It leaves out the engine's attention
+    kernel rate, memory-bound kernels, optimizer step, step overhead and TP overlap, so it reads
+    faster than ``aitco train``; ranking, not the figure, is what it is for. The dollars are
+    compare's items on the screened productive hours (:meth:`ItemPricing.run_items`).
     """
 
     hw: HardwareTable
@@ -152,6 +146,24 @@ class TrainingEvaluator(ItemPricing):
     offer_systems: list[Any] = field(default_factory=list)
     #: Share of an unused committed term reused elsewhere (compare's option field).
     committed_reuse_fraction: float = 0.0
+    #: The metrics this evaluator screens (:data:`SCREENED_METRICS`).
+    screened: tuple[str, ...] = SCREENED_METRICS["training"]
+
+    def __post_init__(self) -> None:
+        # the engine's peaks and GEMM efficiency per (hardware, precision); NaN where
+        # ``aitco train`` refuses the precision
+        shape = (len(self.hw.ids), len(DTYPES))
+        self._peak = np.full(shape, np.nan)  # matmul peak at the power-limited clock [TFLOP/s]
+        self._peak_mfu = np.full(shape, np.nan)  # nominal peak, the MFU basis [TFLOP/s]
+        self._gemm = np.full(shape, np.nan)
+        for h, acc in enumerate(self.accelerators):
+            for j, dt in enumerate(DTYPES):
+                if dt in TRAIN_PRECISIONS and acc.supports(dt):
+                    hs = hardware_shape(acc, dt, self.efficiency)
+                    self._peak[h, j] = hs.peak_linear_tflops
+                    self._peak_mfu[h, j] = hs.peak_mfu_tflops
+                    self._gemm[h, j] = hs.gemm_efficiency
+        self._shapes = [model_shape(m) for m in self.model_archs]
 
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk of training configurations (see the class Notes).
@@ -166,7 +178,7 @@ class TrainingEvaluator(ItemPricing):
         g, tp, pp = v["option.gpus"], v["workload.plan.tp"], v["workload.plan.pp"]
         b, gb = v["workload.plan.micro_batch"], v["workload.global_batch"]
         pricing, region = v["option.pricing"], v["option.region"]
-        peak = h.peak_tflops[hw, prec]
+        peak = self._peak[hw, prec]
         bl = h.bill(hw, pricing, region, g)
         price = bl["price"]
         mp = tp * pp
@@ -180,9 +192,9 @@ class TrainingEvaluator(ItemPricing):
         reason |= np.where((dpb < 1) | (np.mod(gb, np.maximum(dpb, 1)) != 0), 8, 0)
         reason |= np.where(np.isnan(price), 32, 0)
         rows = np.flatnonzero(reason == 0)
-        sub = {k: gather(a, rows) for k, a in v.items()}
+        sub = {k: np.broadcast_to(gather(a, rows), (rows.size,)) for k, a in v.items()}
         billing = {k: gather(a, rows) for k, a in bl.items()}
-        met = self._model(sub, gather(peak, rows), gather(price, rows), billing)
+        met = self._model(sub, gather(price, rows), billing)
         reason[rows] |= np.where(met.pop("fits") > 0, 0, 16)
         if rows.size:
             productive_h = self.tokens / met["tokens_per_s"] / SECONDS_PER_HOUR
@@ -201,97 +213,122 @@ class TrainingEvaluator(ItemPricing):
         met["reason"] = reason
         return met
 
-    def _model(
-        self,
-        v: dict[str, np.ndarray],
-        peak: np.ndarray,
-        price: np.ndarray,
-        billing: dict[str, np.ndarray],
-    ) -> dict[str, np.ndarray]:
-        """Apply the step-time, memory and cost formulas to configurations that passed."""
-        h, m = self.hw, self.models
-        hw, mdl = v["option.hardware"], v["workload.model"]
+    def _engine_relations(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """FLOPs per token, memory per GPU and the per-device shard: the engine's relations.
+
+        Evaluated on the rows' arrays, one call per (model, precision, sequence length) of the
+        chunk (the scalars the relations take).
+        """
+        mdl, prec = v["workload.model"], v["workload.precision"]
         g = v["option.gpus"].astype(float)
         tp = v["workload.plan.tp"].astype(float)
         pp = v["workload.plan.pp"].astype(float)
         b = v["workload.plan.micro_batch"].astype(float)
-        zero = v["workload.plan.zero"]
-        rec = v["workload.plan.recompute"]
+        s = v["workload.seq_len"].astype(float)
+        dp = g / (tp * pp)
+        names = ("model_fpt", "hw_fpt", "mem", "params", "grad_b", "weight_b")
+        out = {k: np.zeros(mdl.size) for k in names}
+        groups, inv = np.unique(np.stack([mdl, prec, s]), axis=1, return_inverse=True)
+        inv = inv.reshape(-1)
+        for j in range(groups.shape[1]):
+            r = np.flatnonzero(inv == j)
+            mi, pi, seq = int(groups[0, j]), int(groups[1, j]), float(groups[2, j])
+            ms, dt = self._shapes[mi], DTYPES[pi]
+            rec = v["workload.plan.recompute"][r]
+            out["model_fpt"][r] = training_flops_per_token(ms, seq)
+            out["hw_fpt"][r] = out["model_fpt"][r] + recompute_flops_per_token(ms, seq, rec)
+            mem = training_memory_bytes(
+                ms, seq_len=seq, precision=dt, method="full", optimizer_bytes=ADAM_FP32_BYTES,
+                tp=tp[r], pp=pp[r], cp=1.0, ep=1.0, dp=dp[r], zero=v["workload.plan.zero"][r],
+                micro_batch=b[r], recompute=rec,
+                n_micro=np.ceil(v["workload.global_batch"][r] / (b[r] * dp[r])),
+                vp=v["workload.plan.vp"][r].astype(float),
+            )  # fmt: skip
+            out["mem"][r] = mem["total"]
+            out["params"][r] = mem["params_per_device"]
+            out["grad_b"][r] = grad_bytes_per_param(dt)
+            # what a ZeRO-3 all-gather moves per weight (fp8 training gathers the 16-bit copy)
+            out["weight_b"][r] = min(weight_bytes_per_param(dt, "full"), 2.0)
+        return out
+
+    def _model(
+        self, v: dict[str, np.ndarray], price: np.ndarray, billing: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
+        """Apply the engine's relations and the step-time screen to configurations that passed."""
+        h, m = self.hw, self.models
+        hw, mdl, prec = v["option.hardware"], v["workload.model"], v["workload.precision"]
+        g = v["option.gpus"].astype(float)
+        tp = v["workload.plan.tp"].astype(float)
+        pp = v["workload.plan.pp"].astype(float)
+        b = v["workload.plan.micro_batch"].astype(float)
+        rec, zero = v["workload.plan.recompute"], v["workload.plan.zero"]
         s = v["workload.seq_len"].astype(float)
         gb = v["workload.global_batch"].astype(float)
-        n_tot = m.total_params[mdl]
-        n_act = m.active_params[mdl]
-        layers = m.n_layers[mdl]
-        dm = m.d_model[mdl]
-        mp = tp * pp
-        dp = g / mp
+        e = self._engine_relations(v)
+        layers, dm = m.n_layers[mdl], m.d_model[mdl]
+        dp = g / (tp * pp)
         mb_per_step = gb / (dp * b)
-        # compute
         tokens_step = gb * s
-        flops_tok = TRAIN_FLOPS_PER_PARAM * n_act + ATTN_FLOPS_COEFF * layers * s * dm
-        rho = np.where(rec == 2, FULL_RECOMPUTE_EXTRA, 0.0)
-        t_comp = tokens_step * flops_tok * (1.0 + rho) / (g * h.gemm_eff[hw] * peak * TERA)
-        # tensor-parallel all-reduces over the scale-up fabric
-        ar_tp = _ring_allreduce_s(
-            b * s * dm * WEIGHT_BYTES_TRAINING,
-            tp,
-            h.intra_bw_gb_s[hw],
-            h.intra_latency_us[hw],
+        t_comp = (
+            tokens_step * e["hw_fpt"] / (g * self._gemm[hw, prec] * self._peak[hw, prec] * TERA)
+        )
+        # tensor-parallel all-reduces of the activations over the scale-up fabric
+        act_b = np.where(prec == DTYPES.index("fp32"), 4.0, 2.0)
+        n_ar = TP_ALLREDUCES_PER_LAYER + np.where(rec == 2, TP_ALLREDUCES_PER_LAYER / 2.0, 0.0)
+        ar_tp = allreduce_time_s(
+            b * s * dm * act_b, tp, h.intra_bw_gb_s[hw], h.intra_latency_us[hw],
             self.efficiency.intra_node_link,
-        )
-        t_tp = mb_per_step * (layers / pp) * TP_ALLREDUCES_PER_LAYER * ar_tp
+        )  # fmt: skip
+        t_tp = mb_per_step * (layers / pp) * n_ar * ar_tp
         bubble = (pp - 1.0) / (v["workload.plan.vp"] * mb_per_step)
-        # data-parallel gradient all-reduce: inter-node when the replicas span nodes
-        dpn = h.devices_per_node[hw]
-        spans = g > dpn
-        bw_dp = np.where(spans, h.inter_bw_gb_s[hw], h.intra_bw_gb_s[hw])
-        lat_dp = np.where(spans, h.inter_latency_us[hw], h.intra_latency_us[hw])
-        eff_dp = np.where(spans, self.efficiency.scale_out_link, self.efficiency.intra_node_link)
-        shard = n_tot / mp
-        t_dp = _ring_allreduce_s(shard * GRAD_BYTES_TRAINING, dp, bw_dp, lat_dp, 1.0) / eff_dp
-        # the gradient all-reduce hides behind the backward pass only (2/3 of the compute)
-        window = BACKWARD_SHARE * (t_comp + t_tp)
-        exposed = t_dp - self.efficiency.dp_overlap * np.minimum(t_dp, window)
-        step = (t_comp + t_tp) * (1.0 + bubble) + exposed
-        # memory per GPU: model states sharded by TP x PP and (ZeRO stage) by DP
-        inv_dp = 1.0 / dp
-        w = shard * WEIGHT_BYTES_TRAINING * np.where(zero >= 3, inv_dp, 1.0)
-        gr = shard * GRAD_BYTES_TRAINING * np.where(zero >= 2, inv_dp, 1.0)
-        opt = shard * ADAM_STATE_BYTES_PER_PARAM * np.where(zero >= 1, inv_dp, 1.0)
-        coeff = np.where(
-            rec == 0,
-            ACT_BYTES_COEFF + ACT_ATTN_COEFF * m.n_heads[mdl] * s / dm,
-            np.where(rec == 1, ACT_BYTES_COEFF, ACT_FULL_RECOMPUTE_COEFF),
+        # data-parallel traffic: a DP group's members are tp devices apart, so it leaves the
+        # scale-up domain when dp x tp devices do not fit in it (as :func:`comms.group_link`)
+        spans = dp * tp > h.scale_up_domain[hw]
+        link = (
+            dp,
+            np.where(spans, h.inter_bw_gb_s[hw], h.intra_bw_gb_s[hw]),
+            np.where(spans, h.inter_latency_us[hw], h.intra_latency_us[hw]),
+            np.where(spans, self.efficiency.scale_out_link, self.efficiency.intra_node_link),
         )
-        # 1F1B: the first stage holds pp micro-batches of its L/pp layers
-        mem_gb = (w + gr + opt + layers * s * b * dm * coeff / tp) / GIGA
-        # throughput; the wall clock and the money are compare's items (evaluate)
+        grads = e["params"] * e["grad_b"]
+        overlap = self.efficiency.dp_overlap
+        # ZeRO 0-2: the gradient all-reduce per step, hidden behind the backward pass only
+        t_dp = allreduce_time_s(grads, *link)
+        window = BACKWARD_SHARE * (t_comp + t_tp)
+        sync = np.where(zero >= 3, 0.0, t_dp - overlap * np.minimum(t_dp, window))
+        # ZeRO-3: per micro-batch, 2 weight all-gathers and a gradient reduce-scatter, hidden
+        # behind that micro-batch's work (the engine's terms, :func:`dp_comm_times_s`)
+        z3_mb = 2.0 * allgather_time_s(e["params"] * e["weight_b"], *link)
+        z3_mb = z3_mb + reduce_scatter_time_s(grads, *link)
+        t_mb = (t_comp + t_tp) / mb_per_step
+        z3 = np.where(
+            (zero >= 3) & (dp > 1), mb_per_step * (z3_mb - overlap * np.minimum(z3_mb, t_mb)), 0.0
+        )
+        step = (t_comp + t_tp) * (1.0 + bubble) + z3 + sync
         tps = tokens_step / step
         wall_h = self.tokens / tps / SECONDS_PER_HOUR
-        gpu_h = g * wall_h
-        instances = billing["instances"]
-        billed = billing["gpus_billed"]
         return {
             "step_time_s": step,
             "tokens_per_s": tps,
-            "mfu": TRAIN_FLOPS_PER_PARAM * n_act * tps / (g * peak * TERA),
-            "memory_per_gpu_gb": mem_gb,
+            "mfu": e["model_fpt"] * tps / (g * self._peak_mfu[hw, prec] * TERA),
+            "memory_per_gpu_gb": e["mem"] / GIGA,
             "wall_clock_h": wall_h,
-            "gpu_hours": gpu_h,
+            "gpu_hours": g * wall_h,
             "price_usd_per_gpu_h": price,
             "total_usd": np.full_like(wall_h, math.nan),  # set by evaluate (compare's items)
             "dp": dp,
             "total_gpus": g,
-            "gpus_billed": billed * np.ones_like(g),
-            "instances": instances * np.ones_like(g),
+            "gpus_billed": billing["gpus_billed"] * np.ones_like(g),
+            "instances": billing["instances"] * np.ones_like(g),
             "offer_code": billing["offer"] * np.ones_like(g),
-            "fits": (mem_gb <= h.memory_gb[hw] * USABLE_MEMORY_FRACTION).astype(np.int8),
+            # the engine's criterion: the whole per-device total within the device memory
+            "fits": (e["mem"] <= h.memory_gb[hw] * GIGA).astype(np.int8),
         }
 
 
 @dataclass
 class ServingEvaluator(ItemPricing):
-    r"""Vectorised serving model: a replica of ``gpus`` accelerators (tensor parallel) at a batch.
+    r"""Serving screen: a replica of ``gpus`` accelerators (tensor parallel) at a batch.
 
     Parameters
     ----------
@@ -301,25 +338,37 @@ class ServingEvaluator(ItemPricing):
         Arrival rate to serve; sets the replica count. [requests/s]
     efficiency : EfficiencyParams
         GEMM (per family), HBM and link efficiencies.
+    accelerators, systems, model_archs : list
+        Catalog records of the swept hardware and models (the engine's memory plan).
+    engine : str
+        Serving engine whose memory limits apply (as ``aitco infer --engine``).
 
     Notes
     -----
-    With *W* weight bytes, :math:`k` KV bytes per token, batch *B*, mean context
-    :math:`c = i + o/2`, *g* devices of peak *P* and bandwidth *H* per replica:
+    The engine's relations, once per (hardware, model, precision, KV precision, gpus, lengths)
+    of the chunk (:func:`~aitco.decide.evaluators.engine.serving_capacity`, as the engine
+    evaluator): the precisions ``aitco infer`` resolves, the stored weights *W* per replica, the
+    memory plan and the KV capacity, so a batch is valid exactly when the engine admits it
+    (:math:`B \le` the sequences the KV cache holds) and ``memory_per_gpu_gb`` is the engine's.
+    KV bytes per sequence of :math:`c` tokens, :math:`k(c)`, are the one KV-bytes formula
+    (:func:`aitco.perf.kvcache.kv_cache_bytes`: MLA latents, sliding windows), on arrays.
+
+    The screen, with batch *B*, mean context :math:`c = i + o/2`, *g* devices of peak *P* and
+    bandwidth *H* per replica:
 
     .. math::
 
         t_{pre} &= \max(2 N_a i / (g \eta P),\; W / (g \eta_H H)) \\
-        \mathrm{TPOT} &= \max(2 N_a B / (g \eta P),\; (W + B c k)/(g \eta_H H))
+        \mathrm{TPOT} &= \max(2 N_a B / (g \eta P),\; (W + B\, k(c))/(g \eta_H H))
                         + 2 L\, AR(B d \beta, g) \\
         \mathrm{TTFT} &= t_{pre} + \mathrm{TPOT} \\
         \text{tokens/s} &= B o / (B t_{pre} + o\,\mathrm{TPOT})
 
-    (continuous batching: each admitted request's prefill stalls the batch once). Replicas,
+    (continuous batching: each admitted request's prefill stalls the batch once), without the
+    engine's attention, kernel-launch, scheduler and request-path terms. Replicas,
     ``total_usd`` (compare's items for ``months``), ``usd_per_h`` and $/Mtok as in
-    :meth:`ItemPricing._serving_outputs`. Memory must hold
-    :math:`W/g + B (i+o) k / g` within the usable fraction. Latencies are unloaded (no queueing);
-    use ``aitco infer`` for percentiles under load.
+    :meth:`ItemPricing._serving_outputs`. Latencies are unloaded (no queueing); use
+    ``aitco infer`` for percentiles under load.
     """
 
     hw: HardwareTable
@@ -330,6 +379,7 @@ class ServingEvaluator(ItemPricing):
     metrics: tuple[str, ...] = SERVING_METRICS
     accelerators: list[Any] = field(default_factory=list)
     systems: list[Any] = field(default_factory=list)
+    model_archs: list[Any] = field(default_factory=list)
     #: Service period priced. [months]
     months: float = DEFAULT_SERVICE_MONTHS
     #: Catalog factors of compare's items; required to evaluate (a missing one is an error).
@@ -343,67 +393,96 @@ class ServingEvaluator(ItemPricing):
     offer_systems: list[Any] = field(default_factory=list)
     #: Share of an unused committed term reused elsewhere (compare's option field).
     committed_reuse_fraction: float = 0.0
+    #: Serving engine whose memory limits apply (as the engine evaluator's).
+    engine: str = "vllm"
+    #: The metrics this evaluator screens (:data:`SCREENED_METRICS`).
+    screened: tuple[str, ...] = SCREENED_METRICS["serving"]
+
+    def __post_init__(self) -> None:
+        self._groups: dict[tuple[int, ...], tuple[float, ...] | int] = {}
+
+    def _group(self, k: tuple[int, ...]) -> tuple[float, ...] | int:
+        """Return the engine's memory side of one group, or its reason bit.
+
+        ``k`` = (hardware, model, precision, KV precision, gpus, input, output) codes; the tuple
+        is (max sequences, fixed GB, usable GB, weight bytes of the replica, KV bytes per
+        element, compute dtype code, activation bytes).
+        """
+        if k not in self._groups:
+            hi, mi, pi, ki, g, i, o = k
+            kw = serving_inputs(DTYPES[pi], None if ki < 0 else DTYPES[ki], i, o, g, self.engine)
+            model = self.model_archs[mi]
+            got = serving_capacity(model, self.accelerators[hi], self.systems[hi], g, kw)
+            if isinstance(got, int):
+                self._groups[k] = got
+            else:
+                inp, mp, cap = got
+                pr = inp.precisions
+                self._groups[k] = (
+                    float(min(cap.max_sequences, inp.engine.max_num_seqs)),
+                    mp.weights_gb + mp.activations_gb,
+                    mp.usable_gb,
+                    mp.weights_gb * GIGA * inp.tp,
+                    BYTES_PER_DTYPE[pr.kv],
+                    float(DTYPES.index(pr.compute)),
+                    BYTES_PER_DTYPE[pr.activations],
+                )
+        return self._groups[k]
 
     def evaluate(self, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Evaluate a chunk of serving configurations (see the class Notes)."""
-        hw = v["option.hardware"]
-        mdl = v["workload.model"]
-        prec = v["workload.precision"]
-        kvp = v["workload.kv_precision"]
-        kvp = np.where(kvp < 0, prec, kvp)
-        g = v["option.gpus"].astype(float)
-        bsz = v["workload.batch"].astype(float)
-        i = v["workload.input_tokens"].astype(float)
-        o = v["workload.output_tokens"].astype(float)
-        h, m = self.hw, self.models
-        peak = h.peak_tflops[hw, prec]
         n = chunk_len(v)  # constant keys may be length-1 arrays
-        reason = np.zeros(n, dtype=np.int64) | np.where(np.isnan(peak), 64, 0)
-        peak = np.where(np.isnan(peak), 1.0, peak)
-        reason |= np.where(g > h.scale_up_domain[hw], 2, 0)
+        full = {k: np.broadcast_to(np.asarray(a), (n,)) for k, a in v.items()}
+        hw, mdl, prec = full["option.hardware"], full["workload.model"], full["workload.precision"]
+        kvp, g_i = full["workload.kv_precision"], full["option.gpus"]
+        i_i, o_i = full["workload.input_tokens"], full["workload.output_tokens"]
+        h, m = self.hw, self.models
+        reason = np.where(g_i > h.scale_up_domain[hw], 2, 0).astype(np.int64)
+        # the engine's memory side, once per group of the chunk
+        cols = np.stack([hw, mdl, prec, kvp, g_i, i_i, o_i]).astype(np.int64)
+        keys, inv = np.unique(cols, axis=1, return_inverse=True)
+        inv = inv.reshape(-1)
+        grp = np.full((keys.shape[1], 7), np.nan)
+        for j in range(keys.shape[1]):
+            got = self._group(tuple(int(x) for x in keys[:, j]))
+            if isinstance(got, int):
+                reason[inv == j] |= got
+            else:
+                grp[j] = got
+        max_seqs, fixed_gb, usable_gb, w_bytes, kv_b, comp, act_b = (grp[inv, c] for c in range(7))
+        bsz = full["workload.batch"].astype(float)
+        reason |= np.where(bsz > max_seqs, 16, 0)  # NaN (invalid group) compares False
+        g, i, o = g_i.astype(float), i_i.astype(float), o_i.astype(float)
+        peak = h.peak_tflops[hw, np.where(np.isnan(comp), 0, comp).astype(np.int64)]
+        reason |= np.where(np.isnan(peak) & (reason == 0), 64, 0)
+        rows = np.flatnonzero(reason == 0)
+        hw, mdl, g, i, o, bsz = hw[rows], mdl[rows], g[rows], i[rows], o[rows], bsz[rows]
+        w_bytes, kv_b, peak, act_b = w_bytes[rows], kv_b[rows], peak[rows], act_b[rows]
         eff = h.gemm_eff[hw]
         hbm = h.hbm_bandwidth_gb_s[hw] * GIGA * self.efficiency.hbm
-        w_bytes = m.total_params[mdl] * _DTYPE_BYTES[prec]
-        kv_tok = KV_TENSORS * m.n_layers[mdl] * m.kv_width[mdl] * _DTYPE_BYTES[kvp]
-        flops_tok = INFER_FLOPS_PER_PARAM * m.active_params[mdl]
+        flops_tok = FORWARD_FLOPS_PER_PARAM * m.active_params[mdl]
         t_pre = np.maximum(flops_tok * i / (g * eff * peak * TERA), w_bytes / (g * hbm))
-        ctx = i + o / 2.0
-        ar = _ring_allreduce_s(
-            bsz * m.d_model[mdl] * _DTYPE_BYTES[prec],
-            g,
-            h.intra_bw_gb_s[hw],
-            h.intra_latency_us[hw],
+        kv_seq = kv_cache_bytes(
+            m.kv_elements[mdl], m.n_layers[mdl], m.kv_window_layers[mdl], m.kv_window[mdl],
+            i + o / 2.0, kv_b,
+        )  # fmt: skip
+        ar = allreduce_time_s(
+            bsz * m.d_model[mdl] * act_b, g, h.intra_bw_gb_s[hw], h.intra_latency_us[hw],
             self.efficiency.intra_node_link,
-        )
+        )  # fmt: skip
         busy_s = np.maximum(
-            flops_tok * bsz / (g * eff * peak * TERA), (w_bytes + bsz * ctx * kv_tok) / (g * hbm)
+            flops_tok * bsz / (g * eff * peak * TERA), (w_bytes + bsz * kv_seq) / (g * hbm)
         )
-        tpot = busy_s + 2.0 * m.n_layers[mdl] * ar
+        tpot = busy_s + TP_ALLREDUCES_PER_LAYER_FORWARD * m.n_layers[mdl] * ar
         ttft = t_pre + tpot
         tok_s = bsz * o / (bsz * t_pre + o * tpot)
-        mem_gb = (w_bytes + bsz * (i + o) * kv_tok) / g / GIGA
-        reason |= np.where(mem_gb > h.memory_gb[hw] * USABLE_MEMORY_FRACTION, 16, 0)
-        full = [
-            np.broadcast_to(np.asarray(a), (n,))
-            for a in (
-                hw,
-                v["option.pricing"],
-                v["option.region"],
-                ttft,
-                tpot,
-                tok_s,
-                o,
-                g,
-                busy_s / tpot,
-            )
-        ]
-        rows = np.flatnonzero(reason == 0)
-        out = self._serving_outputs(*(a[rows] for a in full))
+        # the engine evaluator's figure: fixed memory plus the KV share the batch takes
+        frac = np.minimum(bsz / np.maximum(max_seqs[rows], 1.0), 1.0)
+        mem_gb = fixed_gb[rows] + (usable_gb[rows] - fixed_gb[rows]) * frac
+        out = self._serving_outputs(
+            hw, full["option.pricing"][rows], full["option.region"][rows], ttft, tpot, tok_s, o,
+            g, busy_s / tpot,
+        )  # fmt: skip
         # no eligible offer for the replicas (or one replica): invalid, price
         reason[rows] |= np.where(np.isnan(out["total_usd"]), 32, 0)
-        return {
-            **out,
-            "memory_per_gpu_gb": (mem_gb * np.ones(n))[rows],
-            "rows": rows,
-            "reason": reason,
-        }
+        return {**out, "memory_per_gpu_gb": mem_gb, "rows": rows, "reason": reason}

@@ -16,12 +16,10 @@ from aitco.perf.efficiency import (
     DEFAULT_EFFICIENCY,
     EfficiencyParams,
 )
+from aitco.perf.kvcache import kv_layout
 from aitco.perf.params import param_counts
 from aitco.perf.power import compute_clock_ratio
 from aitco.units import DTYPES
-
-#: KV tensors per layer (keys and values).
-KV_TENSORS = 2.0
 
 
 # ----------------------------------------------------------------------------- hardware tables
@@ -229,7 +227,12 @@ def hardware_table(
 
 @dataclass
 class ModelTable:
-    """Per-model arrays (index = position in ``ids``)."""
+    """Per-model arrays (index = position in ``ids``).
+
+    ``kv_elements``, ``n_layers``, ``kv_window_layers`` and ``kv_window`` are the model's
+    arguments of the one KV-bytes formula, :func:`aitco.perf.kvcache.kv_cache_bytes`
+    (:func:`aitco.perf.kvcache.kv_layout`): MLA latents and sliding windows included.
+    """
 
     ids: list[str]
     total_params: np.ndarray
@@ -237,12 +240,15 @@ class ModelTable:
     n_layers: np.ndarray
     d_model: np.ndarray
     n_heads: np.ndarray
-    kv_width: np.ndarray  # n_kv_heads * head_dim (per K or V tensor)
+    kv_elements: np.ndarray  # cached elements per token per layer
+    kv_window_layers: np.ndarray  # layers attending to a sliding window only
+    kv_window: np.ndarray  # their window (0: none) [tokens]
 
 
 def model_table(models: list[ModelArch]) -> ModelTable:
     """Per-model arrays from architectures."""
     pcs = [param_counts(m) for m in models]
+    kv = np.array([kv_layout(m) for m in models], dtype=float).reshape(-1, 4)
     return ModelTable(
         ids=[m.id for m in models],
         total_params=np.array([p.total for p in pcs], dtype=float),
@@ -250,13 +256,7 @@ def model_table(models: list[ModelArch]) -> ModelTable:
         n_layers=np.array([m.n_layers for m in models], dtype=float),
         d_model=np.array([m.d_model for m in models], dtype=float),
         n_heads=np.array([m.n_heads for m in models], dtype=float),
-        kv_width=np.array(
-            [
-                (m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) / KV_TENSORS
-                if m.mla is not None
-                else m.kv_heads * m.dim_head
-                for m in models
-            ],
-            dtype=float,
-        ),
+        kv_elements=kv[:, 0],
+        kv_window_layers=kv[:, 2],
+        kv_window=kv[:, 3],
     )
