@@ -109,7 +109,23 @@ class InfeasiblePlan(PlanError):
     It does not fit in device or host memory, or needs a link the system lacks. The one
     feasibility verdict of aitco: ``aitco infer`` refuses with it, ``compare`` marks the option
     infeasible with its reason (no cost, no throughput).
+
+    ``values``: the figures behind the verdict, by glossary name (``memory_per_gpu_gb``,
+    ``memory_capacity_gb``, ``over_by_gb``), for the option that reports it.
     """
+
+    def __init__(
+        self,
+        field: str,
+        value: Any,
+        expected: str,
+        *,
+        file: str | None = None,
+        hint: str | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(field, value, expected, file=file, hint=hint)
+        self.values = dict(values or {})
 
 
 class ParseError(AitcoError):

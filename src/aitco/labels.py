@@ -47,6 +47,8 @@ LABELS: dict[str, str] = {
     "pricing": "Pricing",
     "latency_s": "Latency [s]",
     "mfu": "Model FLOPs utilisation [%]",
+    "memory_per_gpu_gb": "Memory needed per GPU [GB]",
+    "memory_capacity_gb": "Memory usable per GPU [GB]",
     # itemised breakdown columns
     "item": "Cost item",
     "category": "Category",

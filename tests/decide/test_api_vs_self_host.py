@@ -150,3 +150,26 @@ def test_token_prices_side_by_side(catalog):
     assert sh["usd_per_million_output_tokens"] == pytest.approx(
         sh["usd_per_million_tokens"] * (i + o) / o, rel=1e-9
     )
+
+
+def test_the_chosen_plan_is_priced_by_compares_cost_path(catalog):
+    """Issue 32 item 3: the screen ranks plans; the plan chosen is priced as compare prices a
+    service (whole instances, every item), and every figure at the volume is that price."""
+    from aitco.decide.service_cost import price_service_plan
+
+    vol = 3e10
+    r = api_vs_self_host(
+        catalog, "llama-3.1-8b", volume_tokens_per_month=vol, apis=["openai/gpt-4o"],
+        load_check=False,
+    )  # fmt: skip
+    sh = r["self_host"]
+    assert sh["priced_by"].startswith("compare's cost path")
+    b, _res = price_service_plan(
+        catalog,
+        {**sh, "model": "llama-3.1-8b", "input_tokens": 512, "output_tokens": 256,
+         "pricing": "on_demand"},
+    )  # fmt: skip
+    assert sh["usd_per_month"] == pytest.approx(b.total_usd, rel=1e-9)
+    assert sh["usd_per_million_tokens"] == pytest.approx(b.total_usd / (vol / 1e6), rel=1e-6)
+    assert r["apis"][0]["self_host_usd_per_month"] == pytest.approx(sh["usd_per_month"], rel=1e-6)
+    assert sh["gpus_billed"] >= sh["replicas"] * sh["gpus_per_replica"]

@@ -135,3 +135,29 @@ def test_cli_example_and_bad_trace(tmp_path, capsys):
 def test_default_threshold_is_fallback():
     r = arbitrage("examples/price_trace_h100_spot.csv", gpus=8)
     assert r["threshold_usd_per_gpu_h"] == r["fallback_usd_per_gpu_h"]
+
+
+def test_offers_that_cannot_host_a_replica_are_left_out(tmp_path, catalog):
+    """Compare's eligibility: a replica of 8 GPUs on single-GPU instances with no cluster
+    network is not a placement (issue 32: the single-GPU community offers)."""
+    p = _write(
+        tmp_path,
+        HDR + "0,big,16,8,64,0\n0,small,1,1,64,0\n3600,big,16,8,64,0\n3600,small,1,1,64,0\n",
+    )
+    one = arbitrage(p, gpus=16, gpus_per_replica=1, catalog=catalog)
+    assert one["ineligible_offers"] == {}
+    assert one["policy"]["share_by_offer"] == pytest.approx({"small": 1.0})
+    eight = arbitrage(p, gpus=16, gpus_per_replica=8, catalog=catalog)
+    assert set(eight["ineligible_offers"]) == {"small"}
+    assert "no cluster network" in eight["ineligible_offers"]["small"]
+    assert set(eight["baselines"]) == {"big"}
+    assert eight["policy"]["share_by_offer"] == pytest.approx({"big": 1.0})
+
+
+def test_a_catalog_offer_is_judged_by_its_catalog_network(tmp_path, catalog):
+    """An offer named as in the catalog: its cluster network decides (EFA joins instances)."""
+    offer = catalog.offers["aws-p5.48xlarge"]
+    assert offer.cluster_network == "efa"
+    p = _write(tmp_path, HDR + f"0,{offer.id},80,8,64,0\n3600,{offer.id},80,8,64,0\n")
+    res = arbitrage(p, gpus=32, gpus_per_replica=16, catalog=catalog)
+    assert res["ineligible_offers"] == {}

@@ -156,3 +156,35 @@ def test_provider_and_instances_reach_the_rent(catalog):
         billed_h = HOURS_PER_MONTH * 0.5
         expect = 64 * (sigma * 8 * billed_h) * catalog.factor_value("restart.hours")
         assert item["usd"] == pytest.approx(expect * spot["price_usd_per_gpu_h"])
+
+
+@pytest.mark.parametrize("provider", [None, "any", "aws", "gcp"])
+def test_rented_modes_select_compares_offer(provider, catalog):
+    """Issue 32 item 3: buy-vs-rent honours the provider and selects the offer compare selects
+    for the same hardware, size and mode (one home instance type, eligibility), and a mode
+    compare finds infeasible is not available, with compare's reason."""
+    from aitco.decide.compare import compare
+    from aitco.decide.scenario import Scenario
+    from aitco.errors import CatalogError
+
+    res = buy_vs_rent(catalog, "h100-sxm5-80gb", 16, provider=provider)
+    for mode, rent in res["rent"].items():
+        opt = {"hardware": "h100-sxm5-80gb", "gpus": 16, "pricing": mode}
+        if provider:
+            opt["provider"] = provider
+        wl = {"kind": "training", "model": "gpt2-124m", "tokens": 1e8, "seq_len": 1024}
+        try:
+            b = compare(Scenario.from_dict({"workload": wl, "options": [opt]}), catalog).options[0]
+        except CatalogError:  # no price of the mode anywhere: neither prices it
+            assert rent["available"] is False
+            continue
+        offer_ok = not any(
+            r.startswith("no eligible offer") for r in b.values["infeasible_reasons"]
+        )
+        assert rent["available"] is offer_ok, (mode, rent, b.values["infeasible_reasons"])
+        if offer_ok:
+            assert rent["price_source"] == f"catalog offer {b.values['offer_id']}"
+            per_used = b.values["price_usd_per_gpu_h"] * b.values["gpus_billed"] / 16
+            assert rent["price_usd_per_gpu_h"] == pytest.approx(per_used, rel=1e-12)
+        else:
+            assert rent["reason"] == "; ".join(b.values["infeasible_reasons"])

@@ -83,3 +83,32 @@ def test_cli_json(capsys):
         "precision_support",
     }
     assert all(v["reason"] for v in d["dimensions"].values())
+
+
+@pytest.mark.parametrize(
+    ("kind", "model", "hw"),
+    [("inference", "llama-3.1-405b", "h100-sxm5-80gb"), ("inference", "llama-3-8b", "l4"),
+     ("training", "llama-3-8b", "l4")],
+)  # fmt: skip
+def test_fit_verdict_is_compare_verdict(kind, model, hw, catalog):
+    """Issue 32 item 3: fit-score's feasibility is the engine's, as compare reaches it for an
+    option of the same hardware and devices (and "does not fit in memory" in both)."""
+    from aitco.decide.compare import compare
+    from aitco.decide.scenario import Scenario
+
+    fit = fit_score(catalog, model, hw, kind=kind, gpus=8, batch=8 if kind == "inference" else 1)
+    wl = (
+        {"kind": "inference", "model": model, "input_tokens": 2048, "output_tokens": 512,
+         "concurrency": 8}
+        if kind == "inference"
+        else {"kind": "training", "model": model, "tokens": 1e9, "seq_len": 4096}
+    )  # fmt: skip
+    scn = Scenario.from_dict(
+        {"workload": wl, "options": [{"hardware": hw, "gpus": 8, "usd_per_gpu_hour": 1.0}]}
+    )
+    b = compare(scn, catalog).options[0]
+    fits_in_compare = b.values.get("fits", True)
+    assert fit["feasible"] is fits_in_compare
+    if not fit["feasible"]:
+        assert fit["overall"] == 0.0
+        assert fit["infeasible_reasons"] == b.values["infeasible_reasons"]

@@ -120,3 +120,41 @@ def test_cli(capsys):
         main(["levers", "examples/levers_llama3_8b_pretrain.yaml", "--option", "nope"])
     capsys.readouterr()
     assert exc.value.code == 2
+
+
+def test_a_lever_compare_finds_infeasible_is_not_applicable(catalog):
+    """Issue 32: the spot lever is priced by compare; where compare finds spot infeasible (the
+    home instance type sells no spot price), the lever is not applicable, with compare's reason."""
+    data = {
+        "name": "h100",
+        "workload": {"kind": "training", "model": "gpt2-124m", "tokens": 1e9, "seq_len": 1024},
+        "options": [{"hardware": "h100-sxm5-80gb", "gpus": 16, "pricing": "on_demand"}],
+    }
+    res = levers(Scenario.from_dict(data), catalog)
+    spot = next(r for r in res["levers"] if r["lever"] == "spot_checkpointing")
+    data["options"][0]["pricing"] = "spot"
+    direct = compare(Scenario.from_dict(data), catalog).options[0]
+    assert spot["applicable"] is direct.values["feasible"]
+    assert not spot["applicable"], "the home type of 16 H100s sells no spot price"
+    assert spot["reason"].startswith("compare finds the change infeasible: no eligible offer")
+    assert "usd_saved" not in spot
+
+
+def test_a_lever_that_makes_an_unfit_option_run(catalog):
+    """The option as given does not fit: levers say so, and a lever that makes it fit has no
+    saving (nothing to save against) but ``makes_feasible``."""
+    scn = Scenario.from_dict(
+        {
+            "name": "70b on one h100",
+            "workload": {"kind": "inference", "model": "llama-3.1-70b", "batch": 8},
+            "options": [{"hardware": "h100-sxm5-80gb", "gpus": 1, "pricing": "on_demand"}],
+        }
+    )
+    res = levers(scn, catalog)
+    assert res["base"]["feasible"] is False
+    assert res["base"]["infeasible_reasons"][0].startswith("does not fit in memory")
+    int4 = next(r for r in res["levers"] if r["lever"] == "quantize_int4")
+    assert int4["applicable"]
+    assert int4["makes_feasible"]
+    assert int4["usd_saved"] is None
+    assert int4["result"]["feasible"]

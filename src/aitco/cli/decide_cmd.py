@@ -978,13 +978,24 @@ def arbitrage_cmd(
     baseline: Annotated[
         str | None, typer.Option(help="Offer of the single-offer baseline.")
     ] = None,
+    gpus_per_replica: Annotated[
+        int,
+        typer.Option(
+            help="Accelerators of one replica (they share a network: an offer whose instances "
+            "are smaller needs a cluster network, as in compare).",
+            min=1,
+        ),
+    ] = 1,
     json_out: JsonOpt = False,
 ) -> None:
     """Simulate a price-threshold spot/multi-cloud placement policy vs a single-offer baseline."""
+    from aitco.cli import state
     from aitco.decide.arbitrage import arbitrage
 
     res = arbitrage(
         trace,
+        gpus_per_replica=gpus_per_replica,
+        catalog=state.catalog(),
         gpus=gpus,
         threshold_usd_per_gpu_hour=threshold_usd_per_gpu_hour,
         fallback_usd_per_gpu_hour=fallback_usd_per_gpu_hour,
@@ -1023,6 +1034,8 @@ def arbitrage_cmd(
             rows,
         )
     )
+    for why in res["ineligible_offers"].values():  # each reason names its offer
+        console.print(f"[yellow]left out[/yellow] {why}", highlight=False)
     sv = res["savings_vs_baseline"]
     console.print(
         f"vs baseline [bold]{res['baseline_offer']}[/bold]: "
@@ -1124,6 +1137,12 @@ def levers_cmd(
         return
     b = res["base"]
     tkey = "wall_clock_days" if res["kind"] == "training" else "e2e_latency_s"
+    if not b.get("feasible", True):  # the answer first: the option as given cannot run
+        console.print(
+            f"[bold red]{res['option']} cannot run as given[/bold red]: "
+            + "; ".join(b.get("infeasible_reasons", [])),
+            highlight=False,
+        )
     console.print(
         f"[bold]{res['option']}[/bold]: {fmt(b['total_usd'])} USD, {tkey} {fmt(b.get(tkey))}",
         highlight=False,
@@ -1138,7 +1157,7 @@ def levers_cmd(
                     f"{lv['saved_fraction']:.0%}" if lv["saved_fraction"] is not None else "-",
                     time_added(lv),
                     lv["risk"],
-                    lv["change"],
+                    lv["change"] + (" (makes it feasible)" if lv.get("makes_feasible") else ""),
                 ]
             )
         else:

@@ -178,13 +178,10 @@ def infer(
             "contended rates and 1/N of the memory.",
         ),
     ] = None,
-    usd_per_gpu_hour: Annotated[
-        float | None,
-        typer.Option(
-            "--usd-per-gpu-hour",
-            help="GPU price (default: the on-demand offer aitco compare bills, whole instances).",
-        ),
-    ] = None,
+    usd_per_gpu_hour: state.UsdPerGpuHourOpt = None,
+    pricing: state.PricingOpt = state.Pricing.on_demand,
+    provider: state.ProviderOpt = None,
+    region: state.RegionOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show the terms.")] = False,
 ) -> None:
@@ -209,8 +206,13 @@ def infer(
     shares = 1
     if mig is not None or time_slice is not None:
         acc, shares = _fractional_accelerator(acc, mig, time_slice, gpus)
+    option = {
+        "hardware": hardware, "gpus": gpus, "usd_per_gpu_hour": usd_per_gpu_hour,
+        "power_limit_w": power_limit_w, "pricing": pricing.value, "provider": provider,
+        "region": region,
+    }  # fmt: skip
     scn = _scenario(
-        arch.id, hardware, gpus, usd_per_gpu_hour, power_limit_w, precision=precision.value,
+        arch.id, option, precision=precision.value,
         kv_precision=kv_precision.value if kv_precision else None, input_tokens=input_tokens,
         output_tokens=output_tokens, batch=batch, concurrency=concurrency, qps=qps,
         mode=mode.value, tp=tp, pp=pp, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms,
@@ -462,47 +464,43 @@ def _fractional_accelerator(
     return share, n
 
 
-def _scenario(
-    model_id: str, hardware: str, gpus: int, usd_per_gpu_hour: float | None,
-    power_limit_w: float | None, **workload: Any,
-) -> Any:  # fmt: skip
-    """Return the one-option scenario ``aitco infer`` prices: on-demand, the flags' workload."""
-    from aitco.decide.scenario import HardwareOption, InferenceWorkload, Scenario
+def price_option(option: dict[str, Any]) -> Any:
+    """Return the compare option the price flags describe (``--pricing``, ``--provider``...).
 
-    if usd_per_gpu_hour is not None and not usd_per_gpu_hour > 0:
-        raise InputError("--usd-per-gpu-hour", usd_per_gpu_hour, "a positive price")
+    Shared by ``aitco train`` and ``aitco infer``: the option fields of a scenario, so the plan
+    an estimate describes is priced as ``aitco compare`` prices that option.
+    """
+    from aitco.decide.scenario import HardwareOption
+
+    usd = option.get("usd_per_gpu_hour")
+    if usd is not None and not usd > 0:
+        raise InputError("--usd-per-gpu-hour", usd, "a positive price")
+    return HardwareOption(**{k: v for k, v in option.items() if v is not None})
+
+
+def _scenario(model_id: str, option: dict[str, Any], **workload: Any) -> Any:
+    """Return the one-option scenario ``aitco infer`` prices: the flags' option and workload."""
+    from aitco.decide.scenario import InferenceWorkload, Scenario
+
     if workload.get("qps") is not None and not workload["qps"] > 0:
         raise InputError("--qps", workload["qps"], "an arrival rate > 0")
     # the engine checks these flags by their names; the workload only carries them to pricing
     w = InferenceWorkload.model_construct(model=model_id, **workload)
-    opt = HardwareOption(
-        hardware=hardware, gpus=gpus, usd_per_gpu_hour=usd_per_gpu_hour,
-        power_limit_w=power_limit_w,
-    )  # fmt: skip
-    return Scenario.model_construct(name="infer", workload=w, options=[opt])
+    return Scenario.model_construct(name="infer", workload=w, options=[price_option(option)])
 
 
 def _option_price(cat: Any, scn: Any, acc: Any, system: Any) -> tuple[Any, Any, str]:
-    """Return the on-demand price (as ``aitco compare``), the system it runs on and a note.
+    """Return the option's price (as ``aitco compare``), the system it runs on and a note.
 
-    None when the catalog has no on-demand offer of the accelerator and no ``--usd-per-gpu-hour``
-    is given (the cost keys are then null).
+    None when the catalog cannot price the option (no offer for ``--pricing``, no purchase
+    price) and no ``--usd-per-gpu-hour`` is given (the cost keys are then null).
     """
     from aitco.cost.factors import CostFactors
-    from aitco.decide.option_cost import option_price
-    from aitco.errors import CatalogError
+    from aitco.decide.option_cost import quoted_price
 
     opt, w = scn.options[0], scn.workload
     unit = min(opt.gpus, (w.tp or 1) * (w.pp or 1)) if (w.tp or w.pp) else opt.gpus
-    try:
-        price, sysm = option_price(
-            cat, opt, acc, system, CostFactors(cat), unit_gpus=unit, where="--hardware"
-        )
-    except CatalogError as exc:
-        return None, system, f"price: none ({exc})"
-    if opt.usd_per_gpu_hour is not None:
-        return price, sysm, "price: --usd-per-gpu-hour"
-    return price, sysm, f"price: on-demand offer {price.offer} (whole instances, as aitco compare)"
+    return quoted_price(cat, opt, acc, system, CostFactors(cat), unit_gpus=unit)
 
 
 #: Cost keys of ``aitco infer`` (null when no price is known).
@@ -533,7 +531,7 @@ def _service_cost(
     w = scn.workload
     price, v["price_source"] = priced
     v["mig_profile"], v["time_slice"] = w.mig, w.time_slice
-    if price is None:
+    if price is None or price.reasons:  # no price, or compare's verdict: no eligible offer
         v.update(dict.fromkeys(COST_KEYS))
         return None
     opt = scn.options[0]

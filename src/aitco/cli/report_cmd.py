@@ -132,6 +132,8 @@ def report_cmd(
         from aitco.report.markdown import write_markdown
 
         written = write_markdown(data, out)
+    if not data.feasible_options:  # the answer first: nothing can run
+        console.print(f"[bold red]{data.title}: {data.verdict}[/bold red]", highlight=False)
     console.print(
         f"wrote {written[0]}" + (f" and {len(written) - 1} plots" if len(written) > 1 else "")
     )
@@ -164,7 +166,10 @@ def roi_template_cmd(
     if roi_in is not None:
         inputs = WorkbookInputs.from_roi_inputs(roi_in, notes=[f"inputs from {roi}"])
     if scenario is not None:
-        inputs = workbook_for(_build(scenario, None), inputs)
+        data = _build(scenario, None)
+        if not data.feasible_options:  # nothing feasible: said first, nothing filled
+            console.print(f"[bold red]{data.title}: {data.verdict}[/bold red]", highlight=False)
+        inputs = workbook_for(data, inputs)
     path = write_roi_workbook(output, inputs)
     console.print(f"wrote {path}")
 

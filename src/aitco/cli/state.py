@@ -7,6 +7,7 @@ Also resolves the other user-supplied model inputs every command reads the same 
 from __future__ import annotations
 
 import datetime as dt
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -28,6 +29,52 @@ PowerLimitOpt = Annotated[
         help="Power limit the accelerators run at, below their TDP (nvidia-smi -pl): "
         "compute clocks drop by (limit/TDP)^(1/3), energy is drawn up to it.",
         min=1.0,
+    ),
+]
+
+
+class Pricing(StrEnum):
+    """The pricing modes of a scenario option (``aitco.decide.scenario.PricingMode``).
+
+    Kept equal to it by ``tests/cli/test_price_flags.py``; spelled here so that ``aitco --help``
+    does not import the scenario schema.
+    """
+
+    on_demand = "on_demand"
+    spot = "spot"
+    reserved_1y = "reserved_1y"
+    reserved_3y = "reserved_3y"
+    owned = "owned"
+    colocation = "colocation"
+
+
+#: How ``train`` and ``infer`` price the plan they estimate: the option fields of ``compare``.
+PricingOpt = Annotated[
+    Pricing,
+    typer.Option(
+        "--pricing",
+        help="How the accelerators are paid for, as a compare option's pricing: "
+        + ", ".join(Pricing)
+        + ".",
+    ),
+]
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        help="Cloud provider of the offer ('any': the cheapest eligible offer of any provider; "
+        "default: one home instance type for every pricing mode, as compare).",
+    ),
+]
+RegionOpt = Annotated[
+    str | None,
+    typer.Option("--region", help="Region of the offer price and of the electricity."),
+]
+UsdPerGpuHourOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--usd-per-gpu-hour",
+        help="GPU price (default: the offer aitco compare bills for --pricing, whole instances).",
     ),
 ]
 

@@ -86,9 +86,13 @@ def comparisons_json(comps: list[Comparison], *, explain: bool) -> dict[str, Any
                 "scenario": c.name,
                 "kind": c.kind,
                 "preset": c.preset,
+                "verdict": c.verdict,
                 "cheapest": c.cheapest,
                 "fastest": c.fastest,
+                "feasible_options": c.feasible_options,
                 "options": [o.name for o in c.options],
+                "pareto_time": c.pareto_time,
+                "pareto_latency": c.pareto_latency,
                 "stale_inputs": c.stale_inputs,
                 "oldest_price": c.oldest_price,
                 **({"assumptions": c.assumptions} if explain else {}),
@@ -99,8 +103,12 @@ def comparisons_json(comps: list[Comparison], *, explain: bool) -> dict[str, Any
         out.update(
             scenario=comps[0].name,
             kind=comps[0].kind,
+            verdict=comps[0].verdict,
             cheapest=comps[0].cheapest,
             fastest=comps[0].fastest,
+            feasible_options=comps[0].feasible_options,
+            pareto_time=comps[0].pareto_time,
+            pareto_latency=comps[0].pareto_latency,
         )
     out["stale_inputs"] = unique_stale(s for c in comps for s in c.stale_inputs)
     oldest = unique_stale(c.oldest_price for c in comps if c.oldest_price)
@@ -218,6 +226,12 @@ def _items_table(c: Comparison) -> Table:
             ("unused commitment [USD]", "committed_term_unused_usd", 1.0, 0),
         ]
     head += [("energy [kWh]", "energy_kwh", 1.0, 0), ("kg CO2e", "kg_co2e", 1.0, 0)]
+    if any(o.values.get("memory_per_gpu_gb") is not None for o in c.options):
+        # an option that does not fit: the memory it needs per GPU, and what it may use
+        head += [
+            ("memory needed per GPU [GB]", "memory_per_gpu_gb", 1.0, 1),
+            ("memory usable per GPU [GB]", "memory_capacity_gb", 1.0, 1),
+        ]
     if any("capex_usd" in o.values for o in c.options):
         head += [
             ("capex (owned) [USD]", "capex_usd", 1.0, 0),
@@ -236,8 +250,14 @@ def _items_table(c: Comparison) -> Table:
     rows.append(
         ["[bold]total \\[USD][/bold]", *(f"[bold]{fmt(o.total_usd)}[/bold]" for o in c.options)]
     )
-    caption = f"cheapest: {c.cheapest}; fastest: {c.fastest}" if c.cheapest else None
-    return _table(c, cols, rows, caption, wrap_names=False)
+    return _table(c, cols, rows, _choices_caption(c) or None, wrap_names=False)
+
+
+def _choices_caption(c: Comparison) -> str:
+    """Return the comparison's choices under its table ("" for the stages of a plan)."""
+    if c.cheapest is None:
+        return "no option is feasible" if c.verdict else ""
+    return f"cheapest: {c.cheapest}" + (f"; fastest: {c.fastest}" if c.fastest else "")
 
 
 @dataclass(frozen=True)
@@ -338,9 +358,10 @@ def _rows_table(c: Comparison, layout: RowLayout) -> Table:
         if layout.marks_column:
             row.append(" ".join(marks))
         rows.append(row)
-    caption = (
-        f"cheapest: {c.cheapest}; fastest: {c.fastest}. " if c.cheapest else ""
-    ) + "USD by category; every item: a wider terminal, --explain or --json"
+    choices = _choices_caption(c)
+    caption = (f"{choices}. " if choices else "") + (
+        "USD by category; every item: a wider terminal, --explain or --json"
+    )
     return _table(c, cols, rows, caption, wrap_names=layout.wrap_names)
 
 
@@ -441,6 +462,7 @@ def _explain(c: Comparison) -> None:
                 console.print(f"    - {escape(r)}", highlight=False)
         for a in o.assumptions:
             console.print(f"  - {escape(a)}", highlight=False)
+    console.print(f"[bold]Verdict[/bold]: {escape(c.verdict)}", highlight=False)
     console.print("[bold]Factors used[/bold] (value, then where it came from):")
     for a in c.assumptions:
         console.print(f"  - {escape(a)}", highlight=False)
@@ -510,17 +532,24 @@ def compare_cmd(
     if usd_year is not None:
         console.print(usd_year_note(state.catalog(), usd_year)["note"], highlight=False)
     for c in comps:
-        render_comparison(c)
-        for o in c.options:  # the engine's verdict with its reason, not only a mark
-            if o.values.get("feasible") is False:
-                why = "; ".join(o.values.get("infeasible_reasons", []))
-                console.print(f"[red]infeasible[/red] {escape(o.name)}: {escape(why)}")
+        render_verdict(c)
         if c.stale_inputs:
             console.print(f"[yellow]{escape(stale_line(c.stale_inputs))}[/yellow]")
         if c.oldest_price:
             console.print(escape(oldest_line(c.oldest_price)), highlight=False)
         if explain:
             _explain(c)
+
+
+def render_verdict(c: Comparison) -> None:
+    """Print a comparison: the answer first when nothing can run, the table, then each reason."""
+    if not c.feasible_options:
+        console.print(f"[bold red]{escape(c.name)}: {escape(c.verdict)}[/bold red]")
+    render_comparison(c)
+    for o in c.options:  # the engine's verdict with its reason, not only a mark
+        if o.values.get("feasible") is False:
+            why = "; ".join(o.values.get("infeasible_reasons", []))
+            console.print(f"[red]infeasible[/red] {escape(o.name)}: {escape(why)}")
 
 
 def tco_cmd(

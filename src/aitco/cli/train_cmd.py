@@ -147,6 +147,67 @@ def _range(values: dict[str, Any], key: str, per: float = 1.0) -> str:
     return f"{fmt(iv[0] / per)} - {fmt(iv[1] / per)}"
 
 
+#: Cost keys of ``aitco train`` (null when the run has no price: no --tokens, no offer for
+#: --pricing, or a plan that cannot run).
+COST_KEYS = (
+    "total_usd", "usd_per_million_tokens", "price_usd_per_gpu_h", "effective_usd_per_gpu_h",
+    "offer_id", "instances", "gpus_billed", "priced_wall_clock_h", "goodput",
+)  # fmt: skip
+
+
+def _run_cost(
+    cat: Any, v: dict[str, Any], res: Any, opt: Any, hardware: tuple[Any, Any, Any],
+    priced: tuple[Any, str], workload: dict[str, Any],
+) -> Any:  # fmt: skip
+    """Price the estimated run as compare prices the option; add the cost keys to ``v``.
+
+    :func:`aitco.decide.training_cost.price_training` on the engine's estimate: goodput, then
+    every item. Returns the breakdown, or None when the run cannot be priced (the cost keys
+    are then null and ``price_source`` says why).
+    """
+    from aitco.cost.factors import CostFactors
+    from aitco.decide.scenario import Scenario, TrainingWorkload
+    from aitco.decide.training_cost import price_training
+
+    price, v["price_source"] = priced
+    v.update(dict.fromkeys(COST_KEYS))
+    if v.get("tokens") is None or "wall_clock_h" not in v:
+        v["price_source"] += "; no --tokens: no run to price"
+        return None
+    if price is None or not v.get("feasible", True):
+        return None
+    if price.reasons:  # compare's verdict on the offer (price_source says why): no total
+        return None
+    w = TrainingWorkload(model=hardware[2].id, tokens=float(v["tokens"]), **workload)
+    scn = Scenario.model_construct(name="train", workload=w, options=[opt])
+    b = price_training(scn, w, opt, hardware, price, CostFactors(cat), res, where="--hardware")
+    bv = b.values
+    v.update(
+        total_usd=b.total_usd, usd_per_million_tokens=bv["usd_per_million_tokens"],
+        price_usd_per_gpu_h=bv["price_usd_per_gpu_h"],
+        effective_usd_per_gpu_h=bv["effective_usd_per_gpu_h"], offer_id=bv["offer_id"],
+        instances=bv["instances"], gpus_billed=bv["gpus_billed"],
+        priced_wall_clock_h=bv["wall_clock_h"], goodput=bv["goodput"],
+    )  # fmt: skip
+    return b
+
+
+def _cost_rows(v: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Return the table rows of the run's cost (compare's total of the same option)."""
+    if v.get("total_usd") is None:
+        return [("total cost (USD)", None, str(v.get("price_source", "")))]
+    unit, per_h = time_unit([v["priced_wall_clock_h"]])  # hours, or days beyond a few
+    return [
+        ("total cost (USD)", v["total_usd"], str(v["price_source"])),
+        (
+            f"wall clock with failures ({unit})",
+            v["priced_wall_clock_h"] / per_h,
+            f"goodput {fmt(v['goodput'])}",
+        ),
+        ("USD per million tokens", v["usd_per_million_tokens"], ""),
+    ]
+
+
 def train(
     model: Annotated[str, typer.Option("--model", help="Catalog id, config.json or model YAML.")],
     hardware: Annotated[str, typer.Option("--hardware", help="Accelerator or system id.")],
@@ -307,12 +368,24 @@ def train(
     calibration: Annotated[
         str | None, typer.Option("--calibration", help="Calibration profile YAML.")
     ] = None,
+    pricing: state.PricingOpt = state.Pricing.on_demand,
+    provider: state.ProviderOpt = None,
+    region: state.RegionOpt = None,
+    usd_per_gpu_hour: state.UsdPerGpuHourOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     explain: Annotated[
         bool, typer.Option("--explain", help="Show the time split and terms.")
     ] = False,
 ) -> None:
-    """Estimate a training run: step time, MFU, memory, GPU-hours; search the parallel plan."""
+    """Estimate a training run: step time, MFU, memory, GPU-hours, dollars; search the plan.
+
+    With ``--tokens`` the run is priced as ``aitco compare`` prices the option of the price
+    flags (``--pricing``, ``--provider``, ``--region``, ``--usd-per-gpu-hour``): the same offer
+    (and the system it runs on), goodput and items (``total_usd``, ``tco``).
+    """
+    from aitco.cli.infer_cmd import price_option
+    from aitco.cost.factors import CostFactors
+    from aitco.decide.option_cost import quoted_price
     from aitco.decide.practice import practice_for
     from aitco.perf.params import param_counts
     from aitco.perf.training import default_global_batch, estimate_training
@@ -354,6 +427,14 @@ def train(
     practice = practice_for(
         param_counts(arch).total, acc.family, precision.value, arch.moe is not None
     )
+    option = price_option(
+        {"hardware": hardware, "gpus": gpus, "pricing": pricing.value, "provider": provider,
+         "region": region, "usd_per_gpu_hour": usd_per_gpu_hour, "power_limit_w": power_limit_w}
+    )  # fmt: skip
+    # the price first: a rented offer that names its system runs the engine on it (as compare)
+    price, system, price_note = quoted_price(
+        cat, option, acc, system, CostFactors(cat), unit_gpus=gpus
+    )
     res = estimate_training(
         arch, acc, system, gpus, seq_len=seq_len, global_batch=global_batch, tokens=tokens,
         precision=precision.value, method=method.value, plan=plan_d,
@@ -362,8 +443,13 @@ def train(
     )  # fmt: skip
     v = res.values
     v["batch_rule"] = batch_rule
+    tco = _run_cost(cat, v, res, option, (acc, system, arch), (price, price_note),
+                    dict(seq_len=seq_len, global_batch=global_batch, precision=precision.value,
+                         method=method.value, lora_rank=lora_rank))  # fmt: skip
     if json_out:
         out = dict(v)
+        if tco is not None:
+            out["tco"] = tco.to_json(explain=explain)
         out["time_split_s"] = res.time_terms_s
         out["memory_split_gb"] = res.memory_terms_gb
         out["dominant"] = res.to_estimate().dominant
@@ -412,6 +498,7 @@ def train(
         rows.append(
             (f"wall clock ({unit})", v["wall_clock_h"] / per_h, _range(v, "wall_clock_h", per_h))
         )
+    rows += _cost_rows(v)
     title = f"Training {arch.id} on {gpus} x {acc.id} ({precision.value}, {method.value})"
     console.print(table(title, ["", "estimate", "80% range"], rows, caption=f"plan: {plan_s}"))
     console.print(

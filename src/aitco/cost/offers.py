@@ -116,16 +116,37 @@ def instances_needed(gpus: int, unit_gpus: int, per_instance: int) -> int:
     return units * math.ceil(unit / per_instance)
 
 
+def span_ineligibility(
+    name: str, unit_gpus: int, per_instance: int, cluster_network: str | None
+) -> str | None:
+    """Why an offer cannot host a unit of ``unit_gpus`` that spans its instances, or None.
+
+    A unit larger than one instance needs a cluster network that is a fabric
+    (:data:`FABRICS`); ``none`` or an unstated network does not join instances.
+
+    Examples
+    --------
+    >>> span_ineligibility("x", 1, 1, None) is None, span_ineligibility("x", 8, 8, None) is None
+    (True, True)
+    >>> span_ineligibility("x", 8, 1, None)  # doctest: +ELLIPSIS
+    'x: a 8-accelerator job spans 8 instances of 1, and the offer has no cluster network (...)'
+    """
+    if unit_gpus > per_instance and cluster_network not in FABRICS:
+        net = cluster_network or "not stated"
+        return (
+            f"{name}: a {unit_gpus}-accelerator job spans {math.ceil(unit_gpus / per_instance)} "
+            f"instances of {per_instance}, and the offer has no cluster network ({net})"
+        )
+    return None
+
+
 def ineligibility(offer: CloudOffer, gpus: int, unit_gpus: int) -> str | None:
     """Why ``offer`` cannot host the job, or None when it can."""
     a = offer.accelerators_per_instance
     unit = max(1, min(unit_gpus, gpus))
-    if unit > a and offer.cluster_network not in FABRICS:
-        net = offer.cluster_network or "not stated"
-        return (
-            f"{offer.id}: a {unit}-accelerator job spans {math.ceil(unit / a)} instances of {a}, "
-            f"and the offer has no cluster network ({net})"
-        )
+    spans = span_ineligibility(offer.id, unit, a, offer.cluster_network)
+    if spans is not None:
+        return spans
     n = instances_needed(gpus, unit, a)
     if offer.max_instances is not None and n > offer.max_instances:
         return f"{offer.id}: needs {n} instances, the provider sells at most {offer.max_instances}"

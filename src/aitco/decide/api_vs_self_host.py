@@ -29,6 +29,7 @@ from aitco.cost.unit_costs import (
     usd_per_million,
 )
 from aitco.decide import evaluators as ev
+from aitco.decide.service_cost import price_service_plan
 from aitco.errors import AitcoError, InputError, UnknownIdError
 from aitco.perf.inference import estimate_inference
 from aitco.units import DTYPES, HOURS_PER_MONTH, MEGA, SECONDS_PER_HOUR, optional_s_to_ms
@@ -415,6 +416,7 @@ def api_vs_self_host(
             if load_check
             else make_plan(int(ranked[0]))
         )  # fmt: skip
+        _price_plan(catalog, model, plan, (input_tokens, output_tokens), pricing, prices)
         plan.update(self_host_token_prices(catalog, model, plan, input_tokens, output_tokens, vol))
         # the per-API verdicts at the user's volume use the plan finally chosen
         for row in out_apis:
@@ -424,6 +426,35 @@ def api_vs_self_host(
             )
         result["self_host"] = plan
     return result
+
+
+def _price_plan(
+    catalog: Catalog, model: str, plan: dict[str, Any], lengths: tuple[int, int], pricing: str,
+    prices: dict[str, dict[str, float]] | None,
+) -> None:  # fmt: skip
+    """Price the chosen plan as compare prices a service: its month, every item, whole instances.
+
+    The candidates are ranked by the vectorised screen (one replica's cost per hour x replicas);
+    the plan chosen is then priced by :func:`aitco.decide.service_cost.price_service_plan` (the
+    offer selection, eligibility and items of ``compare``), and its
+    ``usd_per_million_tokens`` is that month's total over its tokens. ``priced_by`` says which.
+    """
+    override = (prices or {}).get(plan["hardware"], {}).get(pricing)
+    got = price_service_plan(
+        catalog,
+        {**plan, "model": model, "input_tokens": lengths[0], "output_tokens": lengths[1],
+         "pricing": pricing, "usd_per_gpu_hour": override},
+    )  # fmt: skip
+    if got is None:
+        plan["priced_by"] = "screen (the plan cannot be priced by compare's cost path)"
+        return
+    b, _res = got
+    v = b.values
+    plan.update(
+        usd_per_million_tokens=v["usd_per_million_tokens"], usd_per_month=v["usd_per_month"],
+        offer_id=v["offer_id"], instances=v["instances"], gpus_billed=v["gpus_billed"],
+        priced_by="compare's cost path (aitco.decide.service_cost.price_service_plan)",
+    )  # fmt: skip
 
 
 def _load_checked(

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from aitco.catalog.loader import Catalog
+from aitco.cost.offers import ineligibility, span_ineligibility
 from aitco.errors import InputError, ParseError, UnknownIdError
 from aitco.fileio import read_text
 from aitco.limits import MAX_GPUS, MAX_USD_PER_GPU_HOUR
@@ -60,6 +62,8 @@ class PriceTrace:
         (T, O) 1 where the offer preempted its instances at that time.
     rows : int
         Data rows read.
+    gpus_per_instance : numpy.ndarray
+        (O,) GPUs of one instance of each offer (the ``gpus`` column; 1 when not given).
     """
 
     times: np.ndarray
@@ -68,6 +72,7 @@ class PriceTrace:
     capacity_gpus: np.ndarray
     interrupted: np.ndarray
     rows: int
+    gpus_per_instance: np.ndarray | None = None
 
 
 def _parse_time(raw: str) -> float:
@@ -105,6 +110,7 @@ def read_price_trace(path: str | Path) -> PriceTrace:
         )
     col = {c: header.index(c) for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in header}
     recs: list[tuple[float, str, float, float, float, int]] = []
+    per_instance: dict[str, int] = {}
     for n, ln in body[1:]:
         cells = next(csv.reader([ln]))
         if len(cells) != len(header):
@@ -156,6 +162,7 @@ def read_price_trace(path: str | Path) -> PriceTrace:
                 "USD per GPU-hour", line=n,
             )  # fmt: skip
         recs.append((t, offer, price / vals["gpus"], vals["capacity_gpus"], vals["interrupted"], n))
+        per_instance[offer] = max(per_instance.get(offer, 1), round(vals["gpus"]))
     if not recs:
         raise ParseError(str(p), "no data rows after the header", line=hdr_line)
     offers = sorted({r[1] for r in recs})
@@ -177,7 +184,37 @@ def read_price_trace(path: str | Path) -> PriceTrace:
     idx = np.where(set_m, np.arange(times.size)[:, None], -1)
     np.maximum.accumulate(idx, axis=0, out=idx)
     filled = np.where(idx >= 0, price_m[np.maximum(idx, 0), np.arange(len(offers))], np.nan)
-    return PriceTrace(times, offers, filled, cap, intr, len(recs))
+    gpi = np.array([per_instance[o] for o in offers], dtype=np.int64)
+    return PriceTrace(times, offers, filled, cap, intr, len(recs), gpi)
+
+
+def offer_eligibility(
+    trace: PriceTrace, gpus: int, gpus_per_replica: int, catalog: Catalog | None = None
+) -> dict[str, str]:
+    """Why each trace offer cannot host the fleet's replicas (compare's eligibility rules).
+
+    A replica of ``gpus_per_replica`` accelerators that spans instances needs a cluster network
+    (:func:`aitco.cost.offers.span_ineligibility`); an offer named as in the catalog is judged
+    by :func:`aitco.cost.offers.ineligibility` (its network, its instance size, its
+    ``max_instances``), any other by the trace's ``gpus`` column with no network stated.
+
+    Returns
+    -------
+    dict
+        ``{offer: reason}`` of the offers that cannot host a replica (empty when all can).
+    """
+    out: dict[str, str] = {}
+    per = trace.gpus_per_instance
+    for j, name in enumerate(trace.offers):
+        known = catalog.offers.get(name) if catalog is not None else None
+        if known is not None:
+            why = ineligibility(known, gpus, gpus_per_replica)
+        else:
+            a = 1 if per is None else int(per[j])
+            why = span_ineligibility(name, min(gpus_per_replica, gpus), a, None)
+        if why is not None:
+            out[name] = why
+    return out
 
 
 def simulate(
@@ -294,8 +331,14 @@ def arbitrage(
     tokens_per_s_per_gpu: float = 1000.0,
     restart_h: float = 0.25,
     baseline: str | None = None,
+    gpus_per_replica: int = 1,
+    catalog: Catalog | None = None,
 ) -> dict[str, Any]:
     """Simulate the threshold policy and every single-offer baseline over a price trace.
+
+    Offers that cannot host a replica under ``compare``'s eligibility rules
+    (:func:`offer_eligibility`: a replica that spans instances needs a cluster network) are
+    left out of the policy and of the baselines, with the reason (``ineligible_offers``).
 
     Parameters
     ----------
@@ -313,15 +356,31 @@ def arbitrage(
         Work lost per start or preemption. [h]
     baseline : str, optional
         Offer of the single-offer baseline (default: the one cheapest over the trace).
+    gpus_per_replica : int
+        Accelerators of one replica, which must share a network. [count]
+    catalog : Catalog, optional
+        Catalog whose offers (by id) the trace may name: their network and instance limits.
 
     Returns
     -------
     dict
-        ``policy`` and ``baseline`` results, ``baselines`` (every offer alone), and
-        ``savings_vs_baseline`` (fraction of the baseline's $/Mtok saved).
+        ``policy`` and ``baseline`` results, ``baselines`` (every eligible offer alone),
+        ``ineligible_offers`` (``{offer: reason}``) and ``savings_vs_baseline`` (fraction of
+        the baseline's $/Mtok saved).
     """
+    if gpus_per_replica < 1:
+        raise InputError("--gpus-per-replica", gpus_per_replica, "an integer >= 1")
     tr = read_price_trace(trace_path)
+    ineligible = offer_eligibility(tr, gpus, gpus_per_replica, catalog)
+    if ineligible:  # never placed: the policy and the baselines see no price for them
+        drop = np.array([o in ineligible for o in tr.offers])
+        tr.usd_per_gpu_hour[:, drop] = np.nan
     seen = tr.usd_per_gpu_hour[np.isfinite(tr.usd_per_gpu_hour)]
+    if seen.size == 0 and ineligible:
+        raise InputError(
+            "--gpus-per-replica", gpus_per_replica, "a replica some offer of the trace can host",
+            hint="; ".join(ineligible.values()),
+        )  # fmt: skip
     if seen.size == 0:
         raise InputError("usd_per_hour", "all empty", "at least one price in the trace")
     fb = float(seen.max()) if fallback_usd_per_gpu_hour is None else fallback_usd_per_gpu_hour
@@ -339,7 +398,10 @@ def arbitrage(
         )
 
     policy = run(thr)
-    singles = {o: run(None, o) for o in tr.offers}
+    singles = {o: run(None, o) for o in tr.offers if o not in ineligible}
+    if baseline in ineligible:
+        raise InputError("--baseline", baseline, "an offer that can host a replica",
+                         hint=ineligible[baseline])  # fmt: skip
     if baseline is None:
         baseline = min(singles, key=lambda o: singles[o]["usd_per_million_tokens"] or math.inf)
     elif baseline not in singles:
@@ -354,6 +416,8 @@ def arbitrage(
         if tr.times.size > 1
         else 0.0,
         "gpus": gpus,
+        "gpus_per_replica": gpus_per_replica,
+        "ineligible_offers": ineligible,
         "threshold_usd_per_gpu_h": thr,
         "fallback_usd_per_gpu_h": fb,
         "tokens_per_s_per_gpu": tokens_per_s_per_gpu,

@@ -29,6 +29,7 @@ from aitco.cost.pricing import (
     GpuHourPrice,
 )
 from aitco.cost.tco import Breakdown, add_stages
+from aitco.decide.choices import choose, is_feasible
 from aitco.decide.option_cost import option_name, option_price
 from aitco.decide.practice import practice_for
 from aitco.decide.scenario import (
@@ -50,7 +51,10 @@ from aitco.perf.training import estimate_training
 
 
 class Comparison(BaseModel):
-    """The options of one scenario (or one multi-stage plan), priced item by item.
+    """The one result of a comparison: the options priced item by item, and what is chosen.
+
+    Every surface (CLI tables, ``--json``, ``--explain``, the report, the web app, the
+    workbook) renders this object; none selects, sizes or prices again.
 
     Attributes
     ----------
@@ -59,10 +63,18 @@ class Comparison(BaseModel):
     kind : str
         ``"training"``, ``"inference"`` or ``"plan"``.
     options : list of Breakdown
-        One breakdown per option.
+        One breakdown per option: items, totals, headline values, ``feasible`` and
+        ``infeasible_reasons`` (an option that cannot run has no items and a null total).
     cheapest, fastest : str or None
-        Names of the cheapest option and of the fastest (shortest wall clock for training,
-        lowest latency for inference), among those that fit in memory.
+        Names of the cheapest feasible option and of the fastest (shortest wall clock for
+        training, lowest end-to-end latency for inference); None when no option is feasible.
+    feasible_options : list of str
+        Names of the options that can run as priced.
+    pareto_time, pareto_latency : list of dict
+        Cost-vs-time and cost-vs-latency points of the feasible options, ``front`` marking the
+        Pareto front (:func:`aitco.decide.choices.pareto_points`).
+    verdict : str
+        One line: the cheapest and the fastest, or that no option is feasible and why.
     preset : str or None
         Assumption preset applied.
     """
@@ -74,6 +86,10 @@ class Comparison(BaseModel):
     options: list[Breakdown] = Field(default_factory=list)
     cheapest: str | None = None
     fastest: str | None = None
+    feasible_options: list[str] = Field(default_factory=list)
+    pareto_time: list[dict[str, Any]] = Field(default_factory=list)
+    pareto_latency: list[dict[str, Any]] = Field(default_factory=list)
+    verdict: str = ""
     preset: str | None = None
     assumptions: list[str] = Field(default_factory=list)
     #: Prices the answer rests on that are older than 12 months (aitco.catalog.staleness).
@@ -94,9 +110,13 @@ class Comparison(BaseModel):
             "scenario": self.name,
             "kind": self.kind,
             "preset": self.preset,
+            "verdict": self.verdict,
             "cheapest": self.cheapest,
             "fastest": self.fastest,
+            "feasible_options": self.feasible_options,
             "options": [o.to_json(explain=explain) for o in self.options],
+            "pareto_time": self.pareto_time,
+            "pareto_latency": self.pareto_latency,
             "assumptions": self.assumptions,
             "stale_inputs": self.stale_inputs,
             "oldest_price": self.oldest_price,
@@ -195,17 +215,12 @@ def _unique_names(opts: list[Breakdown]) -> None:
             seen[o.name] = 1
 
 
-def is_feasible(o: Breakdown) -> bool:
-    """Whether an option can run as priced (``feasible``; a plan: every stage feasible)."""
-    if o.stages:
-        return all(is_feasible(s) for s in o.stages)
-    return bool(o.values.get("feasible", True))
-
-
 def _mark_implausible(comp: Comparison) -> None:
     """Mark as not feasible what costs or lasts implausibly much (:mod:`aitco.limits`)."""
     for o in comp.options:
         for b in o.stages or [o]:
+            if math.isnan(b.total_usd):  # not priced (it cannot run): its reason is said
+                continue
             why = implausible_reasons(b.total_usd, b.values.get("wall_clock_days"))
             if why:
                 b.values["feasible"] = False
@@ -213,19 +228,12 @@ def _mark_implausible(comp: Comparison) -> None:
 
 
 def _mark(comp: Comparison) -> None:
-    """Mark the cheapest and the fastest among the feasible options (a tie in time: cheaper)."""
-    ok = [o for o in comp.options if is_feasible(o)]
-    if not ok:
-        return
-    comp.cheapest = min(ok, key=lambda o: o.total_usd).name
-    if comp.kind == "inference":
-        lat = [o for o in ok if isinstance(o.values.get("e2e_latency_s"), int | float)]
-        if lat:
-            comp.fastest = min(lat, key=lambda o: (o.values["e2e_latency_s"], o.total_usd)).name
-    else:
-        comp.fastest = min(
-            ok, key=lambda o: (o.values.get("wall_clock_h", math.inf), o.total_usd)
-        ).name
+    """Set the choices: :func:`aitco.decide.choices.choose` over the verdicts just made."""
+    got = choose(comp.options, comp.kind)
+    comp.cheapest, comp.fastest = got.cheapest, got.fastest
+    comp.feasible_options = got.feasible_options
+    comp.pareto_time, comp.pareto_latency = got.pareto_time, got.pareto_latency
+    comp.verdict = got.verdict
 
 
 def _assumption_lines(fac: CostFactors) -> list[str]:
@@ -265,23 +273,34 @@ INFEASIBLE_NONE_KEYS = (
     "tokens_per_s_per_gpu", "mfu", "usd_per_million_tokens", "energy_kwh", "kg_co2e",
     "output_tokens_per_s", "ttft_s", "tpot_s", "usd_per_million_output_tokens",
 )  # fmt: skip
+#: The memory figures an option that does not fit reports (the memory it needs). [GB]
+MEMORY_KEYS = ("memory_per_gpu_gb", "memory_capacity_gb", "over_by_gb")
+#: The first words of the reason of an option that does not fit, in every command.
+NOT_FIT = "does not fit in memory"
 
 
-def _infeasible_option(opt: HardwareOption, kind: str, reason: str, *, fits: bool) -> Breakdown:
+def _infeasible_option(
+    opt: HardwareOption, kind: str, reason: str, *, fits: bool, memory: dict[str, Any]
+) -> Breakdown:
     """Return an option the engine says cannot run, with the engine's reason.
 
     No cost items, ``total_usd`` undefined (NaN, null in JSON), ``feasible`` false; never the
-    cheapest nor the fastest. The other options of the comparison are priced as usual.
+    cheapest nor the fastest. The other options of the comparison are priced as usual. An
+    option that does not fit says so first (:data:`NOT_FIT`) and reports the memory it needs
+    per GPU (:data:`MEMORY_KEYS`, from the engine).
     """
     b = Breakdown(
         name=option_name(opt), kind=kind, hardware=opt.hardware, pricing=opt.pricing,
         gpus=opt.gpus, total_usd=math.nan,
     )  # fmt: skip
+    if not fits and not reason.startswith(NOT_FIT):
+        reason = f"{NOT_FIT}: {reason}"
     b.values = {
         "feasible": False,
         "infeasible_reasons": [reason],
         "fits": fits,
         **dict.fromkeys(INFEASIBLE_NONE_KEYS),
+        **{k: float(memory[k]) for k in MEMORY_KEYS if memory.get(k) is not None},
     }
     return b
 
@@ -366,7 +385,9 @@ def _training(
         memo[key] = res
     v = res.values
     if not v.get("feasible", True):  # the engine's one verdict: no throughput, so no cost
-        return _infeasible_option(opt, "training", v["infeasible_reason"], fits=bool(v["fits"]))
+        fits = bool(v["fits"])
+        memory = {} if fits else v
+        return _infeasible_option(opt, "training", v["infeasible_reason"], fits=fits, memory=memory)
     return price_training(scn, w, opt, hardware, price, fac, res, where=where, one_off=one_off)
 
 
@@ -431,7 +452,9 @@ def _inference(
     try:
         size = size_service(w, opt, run, sysm, price.usd_per_gpu_h / shares, eff)
     except InfeasiblePlan as exc:  # does not fit: the option is infeasible, with the reason
-        return _infeasible_option(opt, "inference", exc.hint or str(exc), fits=False)
+        return _infeasible_option(
+            opt, "inference", exc.hint or str(exc), fits=False, memory=getattr(exc, "values", {})
+        )
     billed = bill_service(price, opt, size, sysm, w, shares)
     return price_service(
         scn, w, opt, (acc, sysm, model), billed, fac, size, shares=shares, one_off=one_off

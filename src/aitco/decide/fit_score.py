@@ -40,13 +40,16 @@ from typing import Any
 
 from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, ModelArch, System
-from aitco.errors import InputError
+from aitco.decide.practice import practice_for
+from aitco.errors import InfeasiblePlan, InputError
 from aitco.perf.comms import allreduce_time_s
 from aitco.perf.flops import FORWARD_FLOPS_PER_PARAM, TRAINING_FLOPS_PER_PARAM, model_shape
+from aitco.perf.inference import estimate_inference
 from aitco.perf.iteration import weight_bytes
 from aitco.perf.kvcache import kv_bytes_per_sequence
 from aitco.perf.memory import ADAM_FP32_BYTES, training_memory_bytes
 from aitco.perf.params import moe_layer_count, param_counts
+from aitco.perf.training import default_global_batch, estimate_training
 from aitco.units import BYTES_PER_DTYPE, DTYPES, GIGA, TERA
 
 #: Memory use up to which the fit is comfortable (room for fragmentation, CUDA graphs, spikes).
@@ -141,6 +144,15 @@ def fit_score(
         m, acc, sysm, precision, tp_needed, batch, seq_len if kind == "training" else 1, pc
     )
     dims["precision_support"] = _precision(acc, precision)
+    verdict = _engine_verdict(
+        m, acc, sysm, kind, precision, g, (input_tokens, output_tokens, seq_len, batch)
+    )
+    if not verdict["feasible"]:  # compare's verdict: the memory dimension cannot pass
+        dims["memory_fit"] = {
+            **mem, "score": 0.0, "reason": f"{mem['reason']}; {verdict['infeasible_reasons'][0]}"
+        }  # fmt: skip
+    elif mem["score"] == 0.0:
+        dims["memory_fit"] = {**mem, "reason": f"{mem['reason']}; {verdict['note']}"}
     scores = [d["score"] for d in dims.values()]
     overall = (
         math.exp(sum(math.log(max(s, 1e-6)) for s in scores) / len(scores)) if all(scores) else 0.0
@@ -155,8 +167,68 @@ def fit_score(
         "gpus": g,
         "overall": overall,
         "weakest": weakest,
+        "feasible": verdict["feasible"],
+        "infeasible_reasons": verdict["infeasible_reasons"],
         "dimensions": dims,
     }
+
+
+def _engine_verdict(
+    m: ModelArch, acc: Accelerator, sysm: System, kind: str, precision: str, g: int,
+    shape: tuple[int, int, int, int],
+) -> dict[str, Any]:  # fmt: skip
+    """Return the engine's verdict on ``g`` devices, as ``compare`` reaches it for an option.
+
+    Serving: the inference engine at ``batch`` concurrent requests (it admits fewer when their
+    KV cache does not fit, and refuses when the weights do not); training: the training engine
+    with its searched plan. ``feasible`` and ``infeasible_reasons`` ("does not fit in memory:
+    ...") are then those of a compare option of the same hardware and devices.
+    """
+    input_tokens, output_tokens, seq_len, batch = shape
+    if kind == "inference":
+        try:
+            res = estimate_inference(
+                m, acc, sysm, g, precision=precision, input_tokens=input_tokens,
+                output_tokens=output_tokens, concurrency=batch,
+            )  # fmt: skip
+        except InfeasiblePlan as exc:
+            why = f"does not fit in memory: {exc.hint or exc}"
+            return {"feasible": False, "infeasible_reasons": [why], "note": ""}
+        v = res.values
+        note = (
+            f"the engine serves it at tp {v.get('tp')} with up to "
+            f"{v.get('max_concurrency')} sequences in flight"
+        )
+        return {"feasible": True, "infeasible_reasons": [], "note": note}
+    pc = param_counts(m)
+    run = estimate_training(
+        m, acc, sysm, g, seq_len=seq_len,
+        global_batch=default_global_batch(pc.active, g, seq_len, None), precision=precision,
+        practice=practice_for(pc.total, acc.family, precision, m.moe is not None),
+    )  # fmt: skip
+    v = run.values
+    if not v.get("feasible", True):
+        why = v["infeasible_reason"]
+        if not v.get("fits", True):
+            why = f"does not fit in memory: {why}"
+        return {"feasible": False, "infeasible_reasons": [why], "note": ""}
+    p = v.get("plan", {})
+    need = float(v["memory_per_gpu_gb"])
+    note = (
+        f"the training engine's plan (tp {p.get('tp')}, pp {p.get('pp')}, zero {p.get('zero')}, "
+        f"micro-batch {p.get('micro_batch')}) needs {need:.1f} GB per device of "
+        f"{float(v['memory_capacity_gb']):g} GB"
+    )
+    return {"feasible": True, "infeasible_reasons": [], "note": note}
+
+
+def _comfort(frac: float) -> float:
+    """Score of a memory use: 1 up to :data:`MEMORY_COMFORT_FRACTION`, 0 from 1, linear between."""
+    if frac <= MEMORY_COMFORT_FRACTION:
+        return 1.0
+    if frac >= 1.0:
+        return 0.0
+    return (1.0 - frac) / (1.0 - MEMORY_COMFORT_FRACTION)
 
 
 def _memory(
@@ -199,12 +271,7 @@ def _memory(
     have = acc.memory_gb * GIGA * g
     frac = need / have
     tp_needed = 1 if shards <= 1 else 2 ** math.ceil(math.log2(shards))
-    if frac <= MEMORY_COMFORT_FRACTION:
-        score = 1.0
-    elif frac >= 1.0:
-        score = 0.0
-    else:
-        score = (1.0 - frac) / (1.0 - MEMORY_COMFORT_FRACTION)
+    score = _comfort(frac)
     verdict = (
         "fits comfortably" if score == 1 else ("does not fit" if score == 0 else "fits, tight")
     )

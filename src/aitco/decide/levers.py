@@ -15,9 +15,11 @@ usually hold with care (fp8 recipes, quantisation, preemptions), ``high`` change
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aitco.catalog.loader import Catalog
+from aitco.decide.choices import is_feasible
 from aitco.decide.compare import compare
 from aitco.decide.scenario import HardwareOption, Scenario
 from aitco.errors import AitcoError, InputError, UnknownIdError
@@ -99,6 +101,7 @@ def _maker(scn: Scenario, workload: dict[str, Any]) -> Callable[[], Scenario]:
 
 
 def _summary(b: Any, kind: str) -> dict[str, Any]:
+    """Return the cost and time of a priced option, and whether compare finds it feasible."""
     v = b.values
     out = {"total_usd": b.total_usd}
     if kind == "training":
@@ -107,7 +110,211 @@ def _summary(b: Any, kind: str) -> dict[str, Any]:
         out["e2e_latency_s"] = v.get("e2e_latency_s")
         out["tpot_s"] = v.get("tpot_s")
         out["usd_per_million_tokens"] = v.get("usd_per_million_tokens")
+    out["feasible"] = is_feasible(b)
+    out["infeasible_reasons"] = list(v.get("infeasible_reasons", []))
     return out
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A lever to price: its name, the change in words, and how to build the variant.
+
+    ``make`` is None when the lever does not apply; ``why_not`` says why.
+    """
+
+    name: str
+    change: str
+    make: Callable[[], Scenario] | None = None
+    why_not: str = ""
+
+
+def _fp8(scn: Scenario, w: Any, acc: Any) -> Candidate:
+    change = "workload.precision: fp8"
+    if w.precision != "fp8" and acc.supports("fp8"):
+        return Candidate("fp8", change, _maker(scn, {"precision": "fp8"}))
+    return Candidate("fp8", change, None, f"already fp8 or {acc.id} has no fp8")
+
+
+def _parallel_plan(scn: Scenario, w: Any) -> Candidate:
+    change = "workload.plan: searched"
+    if any(getattr(w.plan, k) is not None for k in ("tp", "pp", "cp", "ep", "dp")):
+        return Candidate("parallel_plan", change, _maker(scn, {"plan": {}}))
+    return Candidate("parallel_plan", change, None, "the plan is already searched by the engine")
+
+
+def _fused_kernels(scn: Scenario, w: Any) -> Candidate:
+    if w.plan.elementwise_kernels == "fused" and w.plan.loss_kernel == "fused":
+        return Candidate(
+            "fused_kernels", "fused elementwise and loss kernels", None,
+            "the plan already runs fused elementwise and loss kernels",
+        )  # fmt: skip
+    plan = {
+        **w.plan.model_dump(exclude_none=True),
+        "elementwise_kernels": "fused",
+        "loss_kernel": "fused",
+    }
+    return Candidate(
+        "fused_kernels",
+        "workload.plan: elementwise_kernels fused, loss_kernel fused",
+        _maker(scn, {"plan": plan}),
+    )
+
+
+def _recompute_zero(scn: Scenario, w: Any, opt: HardwareOption) -> Candidate:
+    if opt.gpus < 2:
+        return Candidate(
+            "recompute_zero", "fewer GPUs with recomputation + ZeRO-3", None, "already on one GPU"
+        )
+    half = opt.gpus // 2
+    plan = {**w.plan.model_dump(exclude_none=True), "recompute": "full", "zero": 3}
+
+    def make() -> Scenario:
+        return _variant(scn, workload={"plan": plan}, option={"gpus": half})
+
+    return Candidate(
+        "recompute_zero", f"gpus {opt.gpus} -> {half}, full recomputation + ZeRO-3", make
+    )
+
+
+def _fine_tune(scn: Scenario, w: Any, fine_tune_tokens: float) -> Candidate:
+    if w.method == "full" and w.tokens > fine_tune_tokens:
+        return Candidate(
+            "fine_tune_open_model",
+            f"workload.method: lora on {fine_tune_tokens:.3g} tokens",
+            _maker(scn, {"method": "lora", "tokens": fine_tune_tokens}),
+        )
+    return Candidate(
+        "fine_tune_open_model", "LoRA fine-tune instead", None,
+        "already a fine-tune (or a small run)",
+    )  # fmt: skip
+
+
+def _training_candidates(
+    scn: Scenario, w: Any, opt: HardwareOption, acc: Any, fine_tune_tokens: float
+) -> list[Candidate]:
+    return [
+        _fp8(scn, w, acc),
+        _parallel_plan(scn, w),
+        _fused_kernels(scn, w),
+        _recompute_zero(scn, w, opt),
+        _fine_tune(scn, w, fine_tune_tokens),
+    ]
+
+
+def _quantize(scn: Scenario, w: Any, acc: Any, name: str, prec: str) -> Candidate:
+    if w.precision == prec:
+        return Candidate(name, f"precision {prec}", None, f"already {prec}")
+    if prec == "fp8" and not acc.supports("fp8"):
+        return Candidate(name, f"precision {prec}", None, f"{acc.id} has no fp8")
+    upd: dict[str, Any] = {"precision": prec}
+    if prec == "fp8":
+        upd["kv_precision"] = "fp8"
+    return Candidate(name, f"workload.precision: {prec}", _maker(scn, upd))
+
+
+def _offline(scn: Scenario, w: Any) -> Candidate:
+    if w.slo_ttft_ms is not None or w.slo_tpot_ms is not None or w.mode != "online":
+        return Candidate(
+            "offline_batching", "offline batching", None, "latency objectives (or already offline)"
+        )
+    if w.qps is not None:
+        return Candidate(
+            "offline_batching", "offline batching", None,
+            "the service answers arrivals (workload.qps): an offline batch serves no arrivals",
+        )  # fmt: skip
+    upd = {"mode": "offline", "batch": None, "concurrency": None}
+    return Candidate("offline_batching", "workload.mode: offline", _maker(scn, upd))
+
+
+def _serving_candidates(scn: Scenario, w: Any, acc: Any) -> list[Candidate]:
+    return [
+        _quantize(scn, w, acc, "quantize_fp8", "fp8"),
+        _quantize(scn, w, acc, "quantize_int4", "int4"),
+        _offline(scn, w),
+    ]
+
+
+def _spot(scn: Scenario, opt: HardwareOption) -> Candidate:
+    if opt.pricing in ("on_demand", "reserved_1y", "reserved_3y"):
+        return Candidate(
+            "spot_checkpointing",
+            "option.pricing: spot",
+            lambda: _variant(scn, option={"pricing": "spot", "offer": None}),
+        )
+    why = "already spot" if opt.pricing == "spot" else "owned hardware"
+    return Candidate("spot_checkpointing", "spot", None, why)
+
+
+def _price(cand: Candidate, base: dict[str, Any], catalog: Catalog, kind: str) -> dict[str, Any]:
+    """Price a lever's variant with ``compare``; infeasible there, the lever does not apply."""
+    risk, risk_reason = RISKS[cand.name]
+    row: dict[str, Any] = {
+        "lever": cand.name, "change": cand.change, "risk": risk, "risk_reason": risk_reason,
+    }  # fmt: skip
+    if cand.make is None:
+        return {**row, "applicable": False, "reason": cand.why_not}
+    try:
+        res = _summary(compare(cand.make(), catalog).options[0], kind)
+    except AitcoError as exc:
+        return {**row, "applicable": False, "reason": str(exc)}
+    return _applied(row, res, base, kind)
+
+
+def _applied(
+    row: dict[str, Any], res: dict[str, Any], base: dict[str, Any], kind: str
+) -> dict[str, Any]:
+    """Return the row of a lever compare priced; not applicable when compare finds it infeasible."""
+    if not res["feasible"]:
+        why = "; ".join(res["infeasible_reasons"]) or "infeasible"
+        return {**row, "applicable": False, "result": res,
+                "reason": f"compare finds the change infeasible: {why}"}  # fmt: skip
+    tkey, added_key = TIME_ADDED_KEYS[kind == "training"]
+    saved = base["total_usd"] - res["total_usd"] if base["feasible"] else None
+    out = {
+        **row,
+        "applicable": True,
+        "result": res,
+        "usd_saved": saved,
+        "saved_fraction": saved / base["total_usd"] if saved is not None and base["total_usd"]
+        else None,
+        "time_metric": tkey,
+        added_key: res[tkey] - base[tkey]
+        if res.get(tkey) is not None and base.get(tkey) is not None
+        else None,
+    }  # fmt: skip
+    if not base["feasible"]:  # the option as given cannot run: the lever makes it run
+        out["makes_feasible"] = True
+    return out
+
+
+def _region_row(
+    scn: Scenario, catalog: Catalog, opt: HardwareOption, base: dict[str, Any], kind: str,
+    acc_id: str,
+) -> dict[str, Any]:  # fmt: skip
+    """Return the cheapest other region where compare finds the option feasible, as a row."""
+    regions = _regions(catalog, acc_id, opt)
+    risk, risk_reason = RISKS["another_region"]
+    row: dict[str, Any] = {"lever": "another_region", "risk": risk, "risk_reason": risk_reason}
+    if not regions:
+        return {**row, "change": "another region", "applicable": False,
+                "reason": "no other region priced in the catalog"}  # fmt: skip
+    row["change"] = "option.region: cheapest of " + ", ".join(regions)
+    best = _best_region(scn, catalog, opt, regions, kind)
+    if best is None or (base["feasible"] and best[1]["total_usd"] >= base["total_usd"]):
+        return {**row, "applicable": False, "reason": "no feasible region priced below the base"}
+    reg, res = best
+    row["change"] = f"option.region: {reg}"
+    return _applied(row, res, base, kind)
+
+
+def _rank(r: dict[str, Any]) -> tuple[Any, ...]:
+    saved = r.get("usd_saved")
+    return (
+        not r.get("applicable", False),
+        -(saved if saved is not None else 0.0),
+        time_added(r) or 0.0,
+        {"low": 0, "medium": 1, "high": 2}[r["risk"]],
+    )
 
 
 def levers(
@@ -118,6 +325,10 @@ def levers(
     fine_tune_tokens: float = FINE_TUNE_TOKENS,
 ) -> dict[str, Any]:
     """Price each standard lever on one option of ``scenario`` and rank them.
+
+    Each lever is a variant of the scenario priced by :func:`aitco.decide.compare.compare`
+    (its offer selection, eligibility and feasibility): a variant that compare finds infeasible
+    (no eligible offer, does not fit, misses the SLO) is not applicable, with compare's reason.
 
     Parameters
     ----------
@@ -133,193 +344,27 @@ def levers(
     Returns
     -------
     dict
-        ``base`` (cost and time of the option as given) and ``levers`` (ranked: ``lever``,
-        ``change``, ``applicable``, ``usd_saved``, ``saved_fraction``, ``time_metric``,
-        ``time_added_days`` (training) or ``time_added_s`` (service),
-        ``risk``, ``risk_reason``, or ``reason`` when not applicable).
+        ``base`` (cost, time, ``feasible`` and ``infeasible_reasons`` of the option as given)
+        and ``levers`` (ranked: ``lever``, ``change``, ``applicable``, ``usd_saved``,
+        ``saved_fraction``, ``time_metric``, ``time_added_days`` (training) or
+        ``time_added_s`` (service), ``risk``, ``risk_reason``, ``result`` (the variant as
+        compare priced it), or ``reason`` when not applicable; ``makes_feasible`` when the
+        option as given cannot run and the lever makes it run, ``usd_saved`` then null).
     """
     scn, opt = _one_option(scenario, option)
     w = scn.workload
     assert w is not None
-    base_b = compare(scn, catalog).options[0]
-    base = _summary(base_b, w.kind)
+    base = _summary(compare(scn, catalog).options[0], w.kind)
     acc, _sysm = catalog.hardware(opt.hardware, field="options[0].hardware")
-    cands: list[tuple[str, str, Callable[[], Scenario] | None, str]] = []
-
-    def add(name: str, change: str, make: Callable[[], Scenario] | None, why_not: str = "") -> None:
-        cands.append((name, change, make, why_not))
-
-    rented = opt.pricing in ("on_demand", "reserved_1y", "reserved_3y", "spot")
-    if w.kind == "training":
-        if w.precision != "fp8" and acc.supports("fp8"):
-            add(
-                "fp8",
-                "workload.precision: fp8",
-                lambda: _variant(scn, workload={"precision": "fp8"}),
-            )
-        else:
-            add("fp8", "workload.precision: fp8", None, f"already fp8 or {acc.id} has no fp8")
-        explicit = any(getattr(w.plan, k) is not None for k in ("tp", "pp", "cp", "ep", "dp"))
-        if explicit:
-            add(
-                "parallel_plan",
-                "workload.plan: searched",
-                lambda: _variant(scn, workload={"plan": {}}),
-            )
-        else:
-            add(
-                "parallel_plan",
-                "workload.plan: searched",
-                None,
-                "the plan is already searched by the engine",
-            )
-        if w.plan.elementwise_kernels == "fused" and w.plan.loss_kernel == "fused":
-            add(
-                "fused_kernels",
-                "fused elementwise and loss kernels",
-                None,
-                "the plan already runs fused elementwise and loss kernels",
-            )
-        else:
-            fused_plan = {
-                **w.plan.model_dump(exclude_none=True),
-                "elementwise_kernels": "fused",
-                "loss_kernel": "fused",
-            }
-            add(
-                "fused_kernels",
-                "workload.plan: elementwise_kernels fused, loss_kernel fused",
-                lambda: _variant(scn, workload={"plan": fused_plan}),
-            )
-        if opt.gpus >= 2:
-            half = opt.gpus // 2
-            add(
-                "recompute_zero",
-                f"gpus {opt.gpus} -> {half}, full recomputation + ZeRO-3",
-                lambda: _variant(
-                    scn,
-                    workload={
-                        "plan": {
-                            **w.plan.model_dump(exclude_none=True),
-                            "recompute": "full",
-                            "zero": 3,
-                        }
-                    },
-                    option={"gpus": half},
-                ),
-            )
-        else:
-            add(
-                "recompute_zero",
-                "fewer GPUs with recomputation + ZeRO-3",
-                None,
-                "already on one GPU",
-            )
-        if w.method == "full" and w.tokens > fine_tune_tokens:
-            add(
-                "fine_tune_open_model",
-                f"workload.method: lora on {fine_tune_tokens:.3g} tokens",
-                lambda: _variant(scn, workload={"method": "lora", "tokens": fine_tune_tokens}),
-            )
-        else:
-            add(
-                "fine_tune_open_model",
-                "LoRA fine-tune instead",
-                None,
-                "already a fine-tune (or a small run)",
-            )
-    else:
-        for name, prec in (("quantize_fp8", "fp8"), ("quantize_int4", "int4")):
-            if w.precision == prec:
-                add(name, f"precision {prec}", None, f"already {prec}")
-            elif prec == "fp8" and not acc.supports("fp8"):
-                add(name, f"precision {prec}", None, f"{acc.id} has no fp8")
-            else:
-                upd: dict[str, Any] = {"precision": prec}
-                if prec == "fp8":
-                    upd["kv_precision"] = "fp8"
-                add(name, f"workload.precision: {prec}", _maker(scn, upd))
-        has_slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
-        if w.mode == "online" and not has_slo:
-            add(
-                "offline_batching",
-                "workload.mode: offline",
-                lambda: _variant(scn, workload={"mode": "offline"}),
-            )
-        else:
-            add(
-                "offline_batching",
-                "offline batching",
-                None,
-                "latency objectives (or already offline)",
-            )
-    if rented and opt.pricing != "spot":
-        add(
-            "spot_checkpointing",
-            "option.pricing: spot",
-            lambda: _variant(scn, option={"pricing": "spot", "offer": None}),
-        )
-    else:
-        add(
-            "spot_checkpointing",
-            "spot",
-            None,
-            "already spot" if opt.pricing == "spot" else "owned hardware",
-        )
-    regions = _regions(catalog, acc.id, opt)
-    if regions:
-        add("another_region", "option.region: cheapest of " + ", ".join(regions), None, "")
-    else:
-        add("another_region", "another region", None, "no other region priced in the catalog")
-
-    rows = []
-    for name, change, make, why_not in cands:
-        risk, risk_reason = RISKS[name]
-        row: dict[str, Any] = {
-            "lever": name,
-            "change": change,
-            "risk": risk,
-            "risk_reason": risk_reason,
-        }
-        if name == "another_region" and regions:
-            best = _best_region(scn, catalog, opt, regions, w.kind)
-            if best is None or best[1]["total_usd"] >= base["total_usd"]:
-                row.update(applicable=False, reason="no region priced below the base")
-                rows.append(row)
-                continue
-            reg, res = best
-            row["change"] = f"option.region: {reg}"
-        elif make is None:
-            row.update(applicable=False, reason=why_not)
-            rows.append(row)
-            continue
-        else:
-            try:
-                res = _summary(compare(make(), catalog).options[0], w.kind)
-            except AitcoError as exc:
-                row.update(applicable=False, reason=str(exc))
-                rows.append(row)
-                continue
-        row["applicable"] = True
-        row["result"] = res
-        row["usd_saved"] = base["total_usd"] - res["total_usd"]
-        row["saved_fraction"] = row["usd_saved"] / base["total_usd"] if base["total_usd"] else None
-        tkey, added_key = TIME_ADDED_KEYS[w.kind == "training"]
-        row["time_metric"] = tkey
-        if res.get(tkey) is not None and base.get(tkey) is not None:
-            row[added_key] = res[tkey] - base[tkey]
-        else:
-            row[added_key] = None
-        rows.append(row)
-    risk_rank = {"low": 0, "medium": 1, "high": 2}
-    rows.sort(
-        key=lambda r: (
-            not r.get("applicable", False),
-            -(r.get("usd_saved") or 0.0),
-            time_added(r) or 0.0,
-            risk_rank[r["risk"]],
-        )
+    cands = (
+        _training_candidates(scn, w, opt, acc, fine_tune_tokens)
+        if w.kind == "training"
+        else _serving_candidates(scn, w, acc)
     )
+    cands.append(_spot(scn, opt))
+    rows = [_price(c, base, catalog, w.kind) for c in cands]
+    rows.append(_region_row(scn, catalog, opt, base, w.kind, acc.id))
+    rows.sort(key=_rank)
     return {
         "scenario": scenario.name,
         "option": opt.label,
@@ -360,6 +405,8 @@ def _best_region(
                 upd["offer"] = None
             res = _summary(compare(_variant(scn, option=upd), catalog).options[0], kind)
         except AitcoError:
+            continue
+        if not res["feasible"]:  # compare's verdict: a region it cannot run in is no lever
             continue
         if best is None or res["total_usd"] < best[1]["total_usd"]:
             best = (r, res)

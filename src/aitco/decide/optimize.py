@@ -15,8 +15,10 @@ from typing import Any
 
 from aitco.catalog.loader import Catalog
 from aitco.decide.api_vs_self_host import poisson_check
+from aitco.decide.service_cost import price_service_plan
 from aitco.decide.sweep import Constraints, SweepResult, SweepSpec, sweep
 from aitco.errors import InputError
+from aitco.units import HOURS_PER_MONTH
 
 
 def with_constraints(spec: SweepSpec, **limits: Any) -> SweepSpec:
@@ -144,18 +146,14 @@ def _verify_p99(spec: SweepSpec, catalog: Catalog, out: dict[str, Any]) -> None:
         need_r = chk.get("replicas_for_slo")
         if not need_r:
             continue
-        scale = need_r / row["replicas"]
-        cost = row["usd_per_h"] * scale
-        if cost < best_cost:
-            best_cost = cost
+        priced = _priced_at_p99(spec, catalog, row, int(need_r), extra)
+        if priced is None:
+            continue
+        if priced["usd_per_h_at_p99"] < best_cost:
+            best_cost = priced["usd_per_h_at_p99"]
             chosen = {
                 **row,
-                "replicas_at_p99": int(need_r),
-                "total_gpus_at_p99": int(need_r) * int(row["gpus"]),
-                "usd_per_h_at_p99": cost,
-                "usd_per_million_output_tokens_at_p99": (
-                    row["usd_per_million_output_tokens"] * scale
-                ),
+                **priced,
                 "p99_ttft_s_at_sweep_replicas": chk.get("p99_ttft_s"),
                 "p99_tpot_s_at_sweep_replicas": chk.get("p99_tpot_s"),
             }
@@ -166,6 +164,49 @@ def _verify_p99(spec: SweepSpec, catalog: Catalog, out: dict[str, Any]) -> None:
         out["best"] = None
     else:
         out["best"] = chosen
+
+
+def _priced_at_p99(
+    spec: SweepSpec, catalog: Catalog, row: dict[str, Any], replicas: int, extra: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Price the plan the P99 check scales to, as compare prices a service (one total).
+
+    :func:`aitco.decide.service_cost.price_service_plan` on the row's replica (tensor parallel,
+    batch cap, offer) at ``replicas``. The row becomes that plan: ``replicas``, ``total_gpus``,
+    ``total_usd``, ``usd_per_h`` and the costs per token are the scaled plan's; the sweep's
+    steady-state figures stay as ``sweep_replicas`` and ``sweep_total_usd``. None when it
+    cannot be priced.
+    """
+    months = float(spec.workload.get("months", 1.0))
+    gpr = int(row["gpus"])
+    plan = {
+        **{k: row[k] for k in ("model", "hardware", "precision", "batch", "pricing")},
+        **{k: row[k] for k in ("input_tokens", "output_tokens")},
+        "gpus_per_replica": gpr, "replicas": replicas, "offer_id": row.get("offer_id"),
+        "requests_per_s_needed": float(spec.workload["qps"]),
+    }  # fmt: skip
+    got = price_service_plan(catalog, plan, months=months, engine_fields=extra)
+    if got is None:
+        return None
+    b, _res = got
+    v = b.values
+    usd_h = b.total_usd / (months * HOURS_PER_MONTH)
+    return {
+        "sweep_replicas": row["replicas"],
+        "sweep_total_usd": row["total_usd"],
+        "replicas": replicas,
+        "total_gpus": replicas * gpr,
+        "total_usd": b.total_usd,
+        "usd_per_h": usd_h,
+        "usd_per_million_output_tokens": v["usd_per_million_output_tokens"],
+        "gpus_billed": v["gpus_billed"],
+        "instances": v["instances"],
+        "offer_id": v["offer_id"],
+        "replicas_at_p99": replicas,
+        "total_gpus_at_p99": replicas * gpr,
+        "usd_per_h_at_p99": usd_h,
+        "usd_per_million_output_tokens_at_p99": v["usd_per_million_output_tokens"],
+    }
 
 
 def infeasible_message(out: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ from aitco.cost.pricing import (
 from aitco.cost.runs import CostRows
 from aitco.cost.tco import ItemTable, add_to_breakdown, compose
 from aitco.decide.scenario import HardwareOption, Scenario
+from aitco.errors import CatalogError
 from aitco.explain import Term
 
 
@@ -75,6 +76,41 @@ def option_price(
             sysm = osys
             price.inputs["system"] = osys.id
     return price, sysm
+
+
+def quoted_price(
+    cat: Catalog,
+    opt: HardwareOption,
+    acc: Accelerator,
+    sysm: System,
+    fac: CostFactors,
+    *,
+    unit_gpus: int,
+    where: str = "--hardware",
+) -> tuple[GpuHourPrice | None, System, str]:
+    """Price an option as ``compare`` does (:func:`option_price`), or say why it has no price.
+
+    For the commands that estimate one plan and price it (``aitco train``, ``aitco infer``):
+    the price, the system its offer runs on, and a note naming where the price came from
+    (None and the catalog's reason when the option cannot be priced: no offer for the pricing
+    mode, no purchase price; a price with ``reasons`` when compare finds the option infeasible:
+    no eligible offer).
+    """
+    try:
+        price, sysm = option_price(cat, opt, acc, sysm, fac, unit_gpus=unit_gpus, where=where)
+    except CatalogError as exc:
+        return None, sysm, f"price: none ({exc})"
+    if price.reasons:  # compare's verdict: the option cannot run as priced
+        return price, sysm, f"price: none, infeasible ({'; '.join(price.reasons)})"
+    if opt.usd_per_gpu_hour is not None and opt.pricing in RENTED:
+        return price, sysm, "price: --usd-per-gpu-hour"
+    if opt.pricing in RENTED:
+        return (
+            price,
+            sysm,
+            (f"price: {opt.pricing} offer {price.offer} (whole instances, as aitco compare)"),
+        )
+    return price, sysm, f"price: {opt.pricing} (capital and running costs, as aitco compare)"
 
 
 def num(x: Any) -> float | None:

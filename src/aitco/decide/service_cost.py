@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from aitco.catalog.loader import Catalog
 from aitco.catalog.schema import Accelerator, ModelArch, System
 from aitco.cost.breakdown import Breakdown
 from aitco.cost.factors import CostFactors
@@ -31,11 +32,14 @@ from aitco.decide.option_cost import (
     option_rows,
     per_token_j,
     priced_option,
+    quoted_price,
 )
 from aitco.decide.scenario import HardwareOption, InferenceWorkload, Scenario
+from aitco.errors import AitcoError
 from aitco.explain import Term
 from aitco.perf import service as service_mod
 from aitco.perf.efficiency import EfficiencyParams
+from aitco.perf.inference import estimate_inference
 from aitco.units import HOURS_PER_DAY, HOURS_PER_MONTH, MEGA, SECONDS_PER_HOUR
 
 #: ``run(gpus, qps)``: the inference engine's estimate of the service on ``gpus`` accelerators
@@ -345,6 +349,75 @@ def price_estimated(
     size = ServiceSize.as_estimated(w, res, opt.gpus)
     billed = bill_service(price, opt, size, hardware[1], w, shares)
     return price_service(scn, w, opt, hardware, billed, fac, size, shares=shares)
+
+
+#: Requests simulated when a service plan is priced under Poisson arrivals (its P99 figures).
+PLAN_SIMULATED_REQUESTS = 2000
+
+
+def price_service_plan(
+    catalog: Catalog,
+    plan: dict[str, Any],
+    *,
+    months: float = 1.0,
+    engine_fields: dict[str, Any] | None = None,
+) -> tuple[Breakdown, Any] | None:
+    """Price a service plan named by its replicas, as compare prices a service (one total).
+
+    For the commands that choose a plan by replicas (``optimize``'s P99 check,
+    ``api-vs-self-host``): the inference engine estimates ``replicas`` x ``gpus_per_replica``
+    accelerators (tensor parallel within a replica, ``batch`` as its batch cap) at
+    ``requests_per_s_needed`` under Poisson arrivals; :func:`price_estimated` prices it with the
+    option's offer (``offer_id`` when given), whole instances and every item.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The catalog.
+    plan : dict
+        ``model``, ``hardware``, ``gpus_per_replica``, ``replicas``, ``precision``, ``batch``,
+        ``input_tokens``, ``output_tokens``, ``requests_per_s_needed``, ``pricing``; optional
+        ``offer_id`` and ``usd_per_gpu_hour`` (a price override).
+    months : float
+        Service period priced. [months]
+    engine_fields : dict, optional
+        Further :func:`~aitco.perf.inference.estimate_inference` fields of the service.
+
+    Returns
+    -------
+    (Breakdown, InferenceResult) or None
+        None when the plan cannot be priced (no price, no eligible offer) or does not fit.
+    """
+    gpr, replicas = int(plan["gpus_per_replica"]), int(plan["replicas"])
+    model = catalog.resolve_model(str(plan["model"]))
+    acc, sysm = catalog.hardware(str(plan["hardware"]))
+    offer = plan.get("offer_id") or None
+    opt = HardwareOption(
+        hardware=str(plan["hardware"]), gpus=replicas * gpr, pricing=plan["pricing"],
+        offer=offer, provider="any" if offer else None,
+        usd_per_gpu_hour=plan.get("usd_per_gpu_hour"),
+    )  # fmt: skip
+    fac = CostFactors(catalog)
+    price, sysm, _note = quoted_price(catalog, opt, acc, sysm, fac, unit_gpus=gpr)
+    if price is None or price.reasons:
+        return None
+    qps = float(plan["requests_per_s_needed"])
+    precision = str(plan["precision"])
+    i_tok, o_tok = int(plan["input_tokens"]), int(plan["output_tokens"])
+    try:
+        res = estimate_inference(
+            model, acc, sysm, replicas * gpr, precision=precision, qps=qps, tp=gpr,
+            max_batch=int(plan["batch"]), num_requests=PLAN_SIMULATED_REQUESTS,
+            input_tokens=i_tok, output_tokens=o_tok, **(engine_fields or {}),
+        )  # fmt: skip
+    except AitcoError:
+        return None
+    w = InferenceWorkload.model_construct(
+        model=model.id, precision=precision, qps=qps, months=months, tp=gpr,  # type: ignore[arg-type]
+        input_tokens=i_tok, output_tokens=o_tok,
+    )  # fmt: skip
+    scn = Scenario.model_construct(name="plan", workload=w, options=[opt])
+    return price_estimated(scn, opt, (acc, sysm, model), price, fac, res), res
 
 
 def service_terms(size: ServiceSize, served_h: float) -> list[Term]:

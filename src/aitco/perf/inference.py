@@ -232,6 +232,16 @@ def smallest_fitting_tp(
 GPU_SHARE_FORM_FACTOR = "share of one GPU"
 
 
+def _not_fit_values(mp: MemoryPlan) -> dict[str, float]:
+    """Return the memory a replica that does not fit needs per GPU, and may use. [GB]."""
+    need = mp.weights_gb + mp.activations_gb + mp.reserve_gb
+    return {
+        "memory_per_gpu_gb": need,
+        "memory_capacity_gb": mp.usable_gb,
+        "over_by_gb": max(need - mp.usable_gb, 0.0),
+    }
+
+
 def _not_fit_message(
     model: ModelArch,
     acc: Accelerator,
@@ -865,6 +875,7 @@ def _memory(
             "--model", model.id,
             f"a model that fits on {acc.id} at tp {inp.tp} pp {inp.pp} in {prec.weights}",
             hint=_not_fit_message(model, acc, system, mp, prec, eng, inp.tp, inp.pp),
+            values=_not_fit_values(mp),
         )  # fmt: skip
     return mp, cap, reserved
 

@@ -194,14 +194,18 @@ def verdict(data: ReportData) -> str:
     >>> print(verdict(report_from_options("t", [opt("a", 1000.0, 0.5), opt("b", 700.0, 1.0)])))
     Cheapest: b, $700 in 24 h ($300 less than a). Fastest: a, 12 h.
     """
-    ok = [o for o in data.options if o.is_feasible]
+    ok = _feasible(data)
     n = len(data.options)
-    if not ok:
-        why = "; ".join(sorted({r for o in data.options for r in o.infeasible_reasons}))
-        return f"None of the {n} options is feasible" + (f": {why}." if why else ".")
-    unit = surface_time_unit(data)
     by_name = {o.name: o for o in ok}
-    cheap = by_name.get(data.cheapest) or min(ok, key=lambda o: o.total_usd)
+    cheap = by_name.get(data.cheapest)
+    if cheap is None and data.verdict:  # the comparison chose nothing: its own words
+        return data.verdict[:1].upper() + data.verdict[1:] + "."
+    if cheap is None:  # a report made by hand: no option can run
+        why = "; ".join(sorted({r for o in data.options for r in o.infeasible_reasons}))
+        return f"None of the {n} options is feasible, so none is cheapest or fastest" + (
+            f": {why}." if why else "."
+        )
+    unit = surface_time_unit(data)
     per_month = cheap.values.get("usd_per_month")
     if isinstance(per_month, int | float) and not isinstance(per_month, bool):
         text = f"Cheapest: {cheap.name}, {usd(per_month)}/month"
@@ -229,73 +233,102 @@ def verdict(data: ReportData) -> str:
     return text + "."
 
 
+def _feasible(data: ReportData) -> list[Any]:
+    """Return the options the comparison found feasible (:attr:`ReportData.feasible_options`)."""
+    names = set(data.feasible_options)
+    if not names and data.cheapest:  # a report made by hand without the feasible names
+        names = {o.name for o in data.options if o.is_feasible}
+    return [o for o in data.options if o.name in names]
+
+
+def _days(o: Any) -> float | None:
+    v = o.values.get("wall_clock_days")
+    return float(v) if isinstance(v, int | float) and v == v else None
+
+
+def _cheapest_mark(o: Any, others: list[Any]) -> tuple[str, str]:
+    """Return the card mark of the comparison's cheapest option: how much less than the next."""
+    nxt = min(others, key=lambda p: p.total_usd, default=None)
+    why = (
+        f"{usd(nxt.total_usd - o.total_usd)} less than {nxt.name}"
+        if nxt is not None
+        else "the only feasible option"
+    )
+    return ("cheap", f"cheapest: {why}")
+
+
+def _fastest_mark(o: Any, others: list[Any], unit: tuple[str, float]) -> tuple[str, str] | None:
+    """Return the card mark of the comparison's fastest option: sooner, or its latency."""
+    d = _days(o)
+    if d is not None:
+        timed = [(p, t) for p in others if (t := _days(p)) is not None]
+        nxt_t = min(timed, key=lambda t: t[1], default=None)
+        if nxt_t is None:
+            why = "the only timed option"
+        elif 24 * (nxt_t[1] - d) <= TIE_FRACTION * 24 * d:
+            why = f"tied with {nxt_t[0].name}"
+        else:
+            why = f"{in_time_unit(24 * (nxt_t[1] - d), unit)} sooner than {nxt_t[0].name}"
+        return ("fast", f"fastest: {why}")
+    lat = o.latency_s()
+    if lat is None:
+        return None
+    lats = [(p, x) for p in others if (x := p.latency_s()) is not None]
+    nxt_l = min(lats, key=lambda t: t[1], default=None)
+    why = (
+        f"latency {num(lat, 3)} s vs {num(nxt_l[1], 3)} s for {nxt_l[0].name}"
+        if nxt_l is not None
+        else "the only option with a latency"
+    )
+    return ("fast", f"fastest: {why}")
+
+
+def _time_cell(o: Any, unit: tuple[str, float]) -> tuple[str, str]:
+    """Return the card's time figure and its key: a duration, or a service's monthly cost."""
+    d = _days(o)
+    if d is not None:
+        return in_time_unit(24 * d, unit), "wall_clock_days"
+    if "usd_per_month" not in o.values:
+        return "-", "wall_clock_days"
+    time = f"{usd(o.values.get('usd_per_month'))}/month"
+    unused = o.values.get("committed_term_unused_usd")
+    if unused:  # a committed term: the used share and the unused commitment, apart
+        used = usd(o.values.get("usd_per_month_used"))
+        time += f" ({used}/month used + {usd(unused)} unused commitment)"
+    return time, "usd_per_month"
+
+
 def summary_cards(data: ReportData) -> list[dict[str, Any]]:
     """One card per option, the answer first: total, time, $/M tokens, feasibility and marks.
+
+    The marks render the comparison's choices (``data.cheapest``, ``data.fastest``); nothing
+    is chosen here.
 
     Returns
     -------
     list of dict
         ``name``, ``total`` (money), ``time`` (a duration or a monthly cost) and its
         ``time_label``, ``billing`` (offer, instances, GPUs billed, when given), ``usd_per_mtok``,
-        ``feasible``, ``reasons``, ``marks`` (``(css class, text)`` pairs, e.g. ``("cheap",
-        "cheapest: $1,200 less than h100 x8")``), ``share`` (of the largest total, 0-1, for the
-        bar) and ``categories`` (``(category, usd, share of the option's total)``).
+        ``feasible``, ``reasons``, ``marks`` (``(css class, text)`` pairs, e.g.
+        ``("cheap", "cheapest: $1,200 less than h100 x8")``), ``share`` (of the largest total,
+        0-1, for the bar), ``categories`` (``(category, usd, share of the option's total)``)
+        and ``slo`` (:func:`slo_rows`).
     """
     opts = data.options
-    top = max((abs(o.total_usd) for o in opts), default=0.0) or 1.0
-    ok = [o for o in opts if o.is_feasible]
+    top = max((abs(o.total_usd) for o in opts if o.total_usd == o.total_usd), default=0.0)
+    ok = _feasible(data)
     unit = surface_time_unit(data)
-
-    def days(o: Any) -> float | None:
-        v = o.values.get("wall_clock_days")
-        return float(v) if isinstance(v, int | float) and v == v else None
-
     cards = []
     for o in opts:
-        marks: list[tuple[str, str]] = []
         others = [p for p in ok if p is not o]
-        if o.name == data.cheapest:
-            nxt = min(others, key=lambda p: p.total_usd, default=None)
-            why = (
-                f"{usd(nxt.total_usd - o.total_usd)} less than {nxt.name}"
-                if nxt is not None
-                else "the only feasible option"
-            )
-            marks.append(("cheap", f"cheapest: {why}"))
-        d = days(o)
-        if o.name == data.fastest and d is not None:
-            timed = [(p, days(p)) for p in others if days(p) is not None]
-            nxt_t = min(timed, key=lambda t: t[1] or 0.0, default=None)
-            gap = 24 * ((nxt_t[1] or 0.0) - d) if nxt_t is not None else 0.0
-            if nxt_t is None:
-                why = "the only timed option"
-            elif gap <= TIE_FRACTION * 24 * d:
-                why = f"tied with {nxt_t[0].name}"
-            else:
-                why = f"{in_time_unit(gap, unit)} sooner than {nxt_t[0].name}"
-            marks.append(("fast", f"fastest: {why}"))
-        lat = o.latency_s()
-        if o.name == data.fastest and d is None and lat is not None:
-            lats = [(p, p.latency_s()) for p in others if p.latency_s() is not None]
-            nxt_l = min(lats, key=lambda t: t[1] or 0.0, default=None)
-            why = (
-                f"latency {num(lat, 3)} s vs {num(nxt_l[1], 3)} s for {nxt_l[0].name}"
-                if nxt_l is not None
-                else "the only option with a latency"
-            )
-            marks.append(("fast", f"fastest: {why}"))
-        time_key = "wall_clock_days"
-        if d is not None:
-            time = in_time_unit(24 * d, unit)
-        elif "usd_per_month" in o.values:
-            time, time_key = f"{usd(o.values.get('usd_per_month'))}/month", "usd_per_month"
-            unused = o.values.get("committed_term_unused_usd")
-            if unused:  # a committed term: the used share and the unused commitment, apart
-                used = usd(o.values.get("usd_per_month_used"))
-                time += f" ({used}/month used + {usd(unused)} unused commitment)"
-        else:
-            time = "-"
-        total = o.total_usd or 0.0
+        marks: list[tuple[str, str]] = []
+        if data.cheapest and o.name == data.cheapest:
+            marks.append(_cheapest_mark(o, others))
+        fast = _fastest_mark(o, others, unit) if data.fastest and o.name == data.fastest else None
+        if fast is not None:
+            marks.append(fast)
+        time, time_key = _time_cell(o, unit)
+        total = o.total_usd if o.total_usd == o.total_usd else 0.0
         cats = [(c, v, (v / total if total else 0.0)) for c, v in o.by_category().items()]
         cards.append(
             {
@@ -308,7 +341,7 @@ def summary_cards(data: ReportData) -> list[dict[str, Any]]:
                 "feasible": o.is_feasible,
                 "reasons": list(o.infeasible_reasons),
                 "marks": marks,
-                "share": max(0.0, o.total_usd) / top,
+                "share": max(0.0, total) / (top or 1.0),
                 "categories": cats,
                 "slo": slo_rows(o, data.scenario),
             }

@@ -9,11 +9,12 @@ numbers are the engines' own.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from aitco.decide import roi
+from aitco.decide.choices import LATENCY_KEYS, Choices, choose, pareto_points
 from aitco.decide.compare import compare as default_compare
 from aitco.decide.sweep import sweep
 from aitco.errors import InputError
@@ -34,6 +35,8 @@ HEADLINE_KEYS: tuple[str, ...] = (
     "goodput",
     "energy_kwh",
     "kg_co2e",
+    "memory_per_gpu_gb",
+    "memory_capacity_gb",
 )
 
 #: Headline keys of a committed term, shown only when an option holds one (an unused commitment).
@@ -48,8 +51,21 @@ def _is_rental(name: str) -> bool:
     return name.startswith(RENTAL_ITEM_PREFIXES)
 
 
-#: Latency keys tried, in order, for the cost-vs-latency front of serving options. [s]
-LATENCY_KEYS: tuple[str, ...] = ("p99_e2e_latency_s", "e2e_latency_s", "p99_ttft_s", "ttft_s")
+#: The choices and the latency keys are decide/'s (aitco.decide.choices), re-exported here.
+__all__ = [
+    "COMMITTED_KEYS",
+    "HEADLINE_KEYS",
+    "LATENCY_KEYS",
+    "RENTAL_ITEM_PREFIXES",
+    "ItemView",
+    "OptionView",
+    "ReportData",
+    "add_roi",
+    "add_sweep_front",
+    "build_report",
+    "pareto_points",
+    "report_from_options",
+]
 
 
 @dataclass(frozen=True)
@@ -111,9 +127,10 @@ class OptionView:
             "infeasible_reasons",
         }
         values = {k: v for k, v in d.items() if k not in skip and not isinstance(v, list | dict)}
+        total = d.get("total_usd")
         return cls(
             name=str(d["name"]),
-            total_usd=float(d["total_usd"]),
+            total_usd=math.nan if total is None else float(total),
             items=items,
             values=values,
             kind=str(d.get("kind", "")),
@@ -126,7 +143,7 @@ class OptionView:
 
     @property
     def is_feasible(self) -> bool:
-        """Return False when the comparison or the web's plausibility check ruled it out."""
+        """Return False when the comparison ruled it out (it renders the comparison's verdict)."""
         return self.feasible is not False
 
     def by_category(self) -> dict[str, float]:
@@ -159,7 +176,7 @@ class OptionView:
         """Return the first latency found among :data:`LATENCY_KEYS` [s], or None."""
         for k in LATENCY_KEYS:
             v = self.values.get(k)
-            if isinstance(v, int | float) and math.isfinite(v):
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
                 return float(v)
         return None
 
@@ -177,7 +194,11 @@ class ReportData:
     options : list of OptionView
         Compared options, in the order the comparison gave them.
     cheapest, fastest : str
-        Names of the cheapest option and of the fastest one ("" when unknown).
+        The comparison's cheapest and fastest feasible options ("" when none is feasible).
+    verdict : str
+        The comparison's one-line answer (:attr:`aitco.decide.compare.Comparison.verdict`).
+    feasible_options : list of str
+        Names of the options the comparison found feasible.
     roi : dict, optional
         :func:`aitco.decide.roi.roi_series` result, when ROI inputs were given.
     tornado : list of dict
@@ -211,6 +232,8 @@ class ReportData:
     options: list[OptionView] = field(default_factory=list)
     cheapest: str = ""
     fastest: str = ""
+    verdict: str = ""
+    feasible_options: list[str] = field(default_factory=list)
     roi: dict[str, Any] | None = None
     tornado: list[dict[str, Any]] = field(default_factory=list)
     tornado_metric: str = "npv_usd"
@@ -240,8 +263,10 @@ class ReportData:
         out = {
             "name": self.title,
             "description": self.description,
-            "cheapest": self.cheapest,
-            "fastest": self.fastest,
+            "verdict": self.verdict,
+            "cheapest": self.cheapest or None,
+            "fastest": self.fastest or None,
+            "feasible_options": self.feasible_options,
             "options": [
                 {
                     "name": o.name,
@@ -285,78 +310,38 @@ class ReportData:
         return out
 
 
-def pareto_points(
-    points: Iterable[tuple[str, float, float]],
-    *,
-    x_key: str = "x",
-    y_key: str = "total_usd",
-) -> list[dict[str, Any]]:
-    r"""Mark the points no other point beats on both axes (lower is better on both).
-
-    Parameters
-    ----------
-    points : iterable of (name, x, y)
-        Candidates; ``x`` and ``y`` are both to be minimised (days or seconds, and USD).
-    x_key, y_key : str
-        Glossary names of the two coordinates in the output records (e.g. ``wall_clock_days``
-        and ``total_usd``), so the JSON says what and in which unit each one is.
-
-    Returns
-    -------
-    list of dict
-        ``{name, <x_key>, <y_key>, front}`` for every finite point, ``front`` True on the
-        Pareto front.
-
-    Notes
-    -----
-    Point *p* is dominated when some *q* has :math:`x_q \le x_p`, :math:`y_q \le y_p` and
-    is strictly better on one of them.
-    """
-    pts = [(n, float(x), float(y)) for n, x, y in points if math.isfinite(x) and math.isfinite(y)]
-    out = []
-    for n, x, y in pts:
-        dominated = any((qx <= x and qy <= y) and (qx < x or qy < y) for _m, qx, qy in pts)
-        out.append({"name": n, x_key: x, y_key: y, "front": not dominated})
-    return out
-
-
 def report_from_options(
     title: str,
     options: Sequence[Any],
     *,
     description: str = "",
-    cheapest: str = "",
-    fastest: str = "",
     scenario: Mapping[str, Any] | None = None,
+    choices: Choices | None = None,
 ) -> ReportData:
-    """Gather compared options (Breakdowns or their JSON) into a :class:`ReportData`."""
+    """Gather compared options (Breakdowns or their JSON) into a :class:`ReportData`.
+
+    ``choices``: the comparison's (cheapest, fastest, Pareto fronts, verdict); when not given
+    they are made by the one function that makes them for ``compare``
+    (:func:`aitco.decide.choices.choose`), never here.
+    """
     views = [OptionView.from_any(o) for o in options]
     if not views:
         raise InputError("options", [], "at least one compared option")
-    pool = [o for o in views if o.is_feasible] or views
-    if not cheapest:
-        cheapest = min(pool, key=lambda o: o.total_usd).name
-    days = [(o, o.values.get("wall_clock_days")) for o in pool]
-    timed = [(o, d) for o, d in days if isinstance(d, int | float) and math.isfinite(d)]
-    if not fastest and timed:
-        fastest = min(timed, key=lambda t: t[1])[0].name
-    data = ReportData(
+    if choices is None:
+        kind = views[0].kind if all(v.kind == views[0].kind for v in views) else "plan"
+        choices = choose(options, kind)
+    return ReportData(
         title=title,
         description=description,
         options=views,
-        cheapest=cheapest,
-        fastest=fastest,
+        cheapest=choices.cheapest or "",
+        fastest=choices.fastest or "",
+        verdict=choices.verdict,
+        feasible_options=list(choices.feasible_options),
+        pareto_time=list(choices.pareto_time),
+        pareto_latency=list(choices.pareto_latency),
         scenario=dict(scenario or {}),
     )
-    if timed:
-        data.pareto_time = pareto_points(
-            ((o.name, float(d), o.total_usd) for o, d in timed), x_key="wall_clock_days"
-        )
-    lat = [(o.name, o.latency_s(), o.total_usd) for o in views]
-    lat_ok = [(n, x, y) for n, x, y in lat if x is not None]
-    if lat_ok:
-        data.pareto_latency = pareto_points(lat_ok, x_key="latency_s")
-    return data
 
 
 def add_roi(data: ReportData, roi_inputs: Any, *, metric: str = "npv_usd") -> None:
@@ -430,9 +415,8 @@ def build_report(
         scenario.name,
         options,
         description=scenario.description,
-        cheapest=str(getattr(comp, "cheapest", "") or ""),
-        fastest=str(getattr(comp, "fastest", "") or ""),
         scenario=scenario.to_dict(),
+        choices=_comparison_choices(comp),
     )
     if roi_inputs is not None:
         add_roi(data, roi_inputs)
@@ -446,6 +430,20 @@ def build_report(
     else:
         data.notes.append("No telemetry was ingested, so there is no utilisation heatmap.")
     return data
+
+
+def _comparison_choices(comp: Any) -> Choices | None:
+    """Return the choices a :class:`~aitco.decide.compare.Comparison` made (None: none)."""
+    if not getattr(comp, "verdict", ""):  # not a comparison, or one made by hand: choose()
+        return None
+    return Choices(
+        feasible_options=list(comp.feasible_options),
+        cheapest=comp.cheapest,
+        fastest=comp.fastest,
+        pareto_time=list(comp.pareto_time),
+        pareto_latency=list(comp.pareto_latency),
+        verdict=comp.verdict,
+    )
 
 
 def _comparison_options(comp: Any) -> list[Any]:

@@ -734,8 +734,9 @@ def report_figures(
     Returns
     -------
     list of tuple
-        The stacked breakdown, one waterfall per option (cheapest first), the cost-vs-time and
-        cost-vs-latency fronts (when two or more options have the values), the ROI curve and
+        The stacked breakdown, one waterfall per feasible option (cheapest first), the
+        cost-vs-time and cost-vs-latency fronts of the feasible options (when two or more have
+        the values), the ROI curve and
         tornado (when ROI inputs were given) and the utilisation heatmap (when telemetry was
         ingested). Durations are drawn in the report's one time unit
         (:meth:`aitco.report.model.ReportData.time_unit`), as its cards and tables write them.
@@ -751,7 +752,9 @@ def report_figures(
                 lambda: cost_breakdown_png(priced, narrow=narrow),
             )
         )
-        for k, o in enumerate(sorted(priced, key=lambda o: o.total_usd)):
+        # the hidden costs of the options that can run (an infeasible option is no answer)
+        runnable = [o for o in priced if o.is_feasible]
+        for k, o in enumerate(sorted(runnable, key=lambda o: o.total_usd)):
             todo.append(
                 (
                     f"waterfall_{k + 1}",

@@ -796,15 +796,39 @@ def fill_from_option(
         )
 
 
+def fill_from_comparison(inputs: WorkbookInputs, data: Any) -> OptionView | None:
+    """Fill ``inputs`` from the comparison's cheapest option; say so when there is none.
+
+    Parameters
+    ----------
+    inputs : WorkbookInputs
+        Updated in place (:func:`fill_from_option`), or given a note naming the verdict.
+    data : aitco.report.model.ReportData
+        The report of the comparison (its ``cheapest`` and ``verdict``).
+
+    Returns
+    -------
+    OptionView or None
+        The option used; None when no option is feasible (the running cost is left as it was).
+    """
+    cheap = next((o for o in data.options if data.cheapest and o.name == data.cheapest), None)
+    if cheap is None:
+        inputs.notes.append(
+            f"running cost not filled from the comparison: {data.verdict or 'no feasible option'}"
+        )
+        return None
+    fill_from_option(inputs, cheap, data.scenario)
+    return cheap
+
+
 def workbook_for(data: ReportData, inputs: WorkbookInputs | None = None) -> WorkbookInputs:
     """Return the ROI workbook's inputs for a compared scenario (one path for CLI and web).
 
     The inputs (default: :func:`example_inputs`) with the running or up-front cost of the
-    cheapest feasible option (:func:`fill_from_option`): what ``aitco roi-template SCENARIO``
-    writes and what the web app's "ROI workbook" button downloads.
+    comparison's cheapest option (:func:`fill_from_comparison`): what ``aitco roi-template
+    SCENARIO`` writes and what the web app's "ROI workbook" button downloads. With no feasible
+    option, nothing is filled and a note gives the comparison's verdict.
     """
     out = example_inputs() if inputs is None else inputs
-    if data.options:
-        cheap = next((o for o in data.options if o.name == data.cheapest), data.options[0])
-        fill_from_option(out, cheap, data.scenario)
+    fill_from_comparison(out, data)
     return out

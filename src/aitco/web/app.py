@@ -31,7 +31,7 @@ from aitco.catalog.loader import Catalog, load_catalog
 from aitco.decide.defaults import default_inference, default_training
 from aitco.decide.scenario import NAMED_LOAD_PROFILES, Precision, PricingMode, Scenario
 from aitco.errors import AitcoError, InputError, UnknownIdError
-from aitco.limits import MAX_JSON_DEPTH, check_json_depth, implausible_reasons
+from aitco.limits import MAX_JSON_DEPTH, check_json_depth
 from aitco.report.html import answer_context, environment, figure_views, render_html
 from aitco.report.model import ReportData, build_report
 from aitco.report.plots import report_figures
@@ -258,7 +258,7 @@ class _Engine:
                 if hit is not None:
                     self._cache.move_to_end(key)
                     return key, hit
-            data = mark_implausible(self._build_dropping(scen))
+            data = self._build_dropping(scen)
             with self._lock:
                 self._cache[key] = data
                 while len(self._cache) > CACHE_SIZE:
@@ -286,28 +286,6 @@ class _Engine:
                 while len(self._figs) > CACHE_SIZE:
                     self._figs.popitem(last=False)
         return figs
-
-
-def mark_implausible(data: ReportData) -> ReportData:
-    """Mark options that cost or last implausibly much as not feasible.
-
-    The reasons are :func:`aitco.limits.implausible_reasons` (more than ten years, more than
-    $1e12), the rule ``compare`` applies too; a custom engine's result passes it as well.
-    """
-    import dataclasses
-
-    for k, o in enumerate(data.options):
-        d = o.values.get("wall_clock_days")
-        why = [
-            r
-            for r in implausible_reasons(o.total_usd, d if isinstance(d, int | float) else None)
-            if r not in o.infeasible_reasons
-        ]
-        if why:
-            data.options[k] = dataclasses.replace(
-                o, feasible=False, infeasible_reasons=(*o.infeasible_reasons, *why)
-            )
-    return data
 
 
 def _scenario_schema(catalog: Catalog) -> tuple[dict[str, Any], dict[str, Any]]:
