@@ -148,6 +148,9 @@ def test_the_service_observed_against_the_plan(rec, truth, plan, d):
         rates = [x for k, x in enumerate(lam) if (start + dt.timedelta(hours=k)).hour == hour]
         want_h = sum(rates) / len(rates)
         assert prof["observed_requests_per_s"][hour] == pytest.approx(want_h, rel=0.01)
+        got_out = prof["observed_output_tokens_per_s"][hour]
+        assert got_out == pytest.approx(want_h * 300, rel=0.01)  # requests of the planned shape
+    assert prof["planned_output_tokens_per_s"] == [plan["requests_per_s"] * 300] * 24
 
 
 def test_without_served_evidence_the_bill_alone_splits_it(scenario, catalog, d, rec):
@@ -226,9 +229,10 @@ def test_a_request_log_and_its_usage_export_give_one_answer(tmp_path):
         assert got[0, 0] == pytest.approx(1.5)  # an hourly bucket spreads over its half hours
         assert covered.sum() == pytest.approx(3600.0 * len(counts))
     rates, hours = hour_of_day_rates(Buckets.of([a]))
-    assert rates[3] == pytest.approx(8 / 3600)
+    assert rates[3, 0] == pytest.approx(8 / 3600)
+    assert rates[3, 2] == pytest.approx(8 * 300 / 3600)  # output tokens per second
     assert hours[3] == pytest.approx(1.0)
-    assert math.isnan(rates[12])
+    assert math.isnan(rates[12, 0])
 
 
 def test_nothing_served_is_a_parse_error(tmp_path):

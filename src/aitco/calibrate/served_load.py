@@ -279,32 +279,34 @@ def load_in_periods(
 
 
 def hour_of_day_rates(buckets: Buckets) -> tuple[np.ndarray, np.ndarray]:
-    """Return the observed mean arrival rate by UTC hour of day, and the hours behind each.
+    """Return the observed mean rates by UTC hour of day, and the hours of evidence behind each.
 
-    Each bucket's requests are spread over the clock hours it spans in proportion to the
-    overlap, so a bucket coarser than an hour gives a flat profile within it.
+    Each bucket's counts are spread over the clock hours it spans in proportion to the overlap,
+    so a bucket coarser than an hour gives a flat profile within it.
 
     Returns
     -------
     rates : numpy.ndarray
-        24 mean arrival rates (NaN for an hour of day the evidence never covers). [requests/s]
+        ``(24, 3)``: mean requests, input tokens and output tokens per second of each hour of
+        day (NaN for an hour the evidence never covers). [1/s]
     hours : numpy.ndarray
-        Hours of evidence behind each rate. [h]
+        Hours of evidence behind each hour of day. [h]
     """
-    req = np.zeros(int(HOURS_PER_DAY))
-    secs = np.zeros(int(HOURS_PER_DAY))
+    n = int(HOURS_PER_DAY)
+    tot = np.zeros((n, len(COUNT_KEYS)))
+    secs = np.zeros(n)
     hour = SECONDS_PER_HOUR
-    for b0, b1, c in zip(buckets.start_s, buckets.end_s, buckets.counts[:, 0], strict=True):
+    for b0, b1, c in zip(buckets.start_s, buckets.end_s, buckets.counts, strict=True):
         t = math.floor(b0 / hour) * hour
         while t < b1:
             ov = _overlap(b0, b1, t, t + hour)
             if ov > 0:
-                k = int(t // hour) % int(HOURS_PER_DAY)
-                req[k] += c * ov / (b1 - b0)
+                k = int(t // hour) % n
+                tot[k] += c * ov / (b1 - b0)
                 secs[k] += ov
             t += hour
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rates = np.where(secs > 0, req / np.where(secs > 0, secs, 1.0), math.nan)
+    covered = (secs > 0)[:, None]
+    rates = np.where(covered, tot / np.where(covered, secs[:, None], 1.0), math.nan)
     return rates, secs / hour
 
 

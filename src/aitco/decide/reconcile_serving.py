@@ -453,6 +453,7 @@ def _load(
                       where=periods.hours > 0)  # fmt: skip
     gpu_cov = float(np.sum(periods.gpu_h * share))
     by_hour, ev_h = hour_of_day_rates(buckets)
+    tok_in, tok_out = float(w.input_tokens), float(w.output_tokens)
     s.update(
         served_requests=req,
         observed_requests_per_s=lam,
@@ -465,10 +466,12 @@ def _load(
         else None,
         load_profile={
             "hours_utc": list(range(int(HOURS_PER_DAY))),
-            "observed_requests_per_s": [
-                None if not math.isfinite(x) else float(x) for x in by_hour
-            ],
+            "observed_requests_per_s": _finite_list(by_hour[:, 0]),
             "planned_requests_per_s": plan,
+            "observed_input_tokens_per_s": _finite_list(by_hour[:, 1]),
+            "planned_input_tokens_per_s": [q * tok_in for q in plan] if plan else None,
+            "observed_output_tokens_per_s": _finite_list(by_hour[:, 2]),
+            "planned_output_tokens_per_s": [q * tok_out for q in plan] if plan else None,
             "evidence_h": [float(x) for x in ev_h],
         },
         served_evidence=summary_of(served),
@@ -488,6 +491,10 @@ def _load(
     for r in served:
         if r.meta.get("warning"):
             out.notes.append(f"{r.path}: {r.meta['warning']}")
+
+
+def _finite_list(x: np.ndarray) -> list[float | None]:
+    return [float(v) if math.isfinite(v) else None for v in x]
 
 
 def _tokens(
