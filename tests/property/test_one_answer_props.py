@@ -38,7 +38,13 @@ from aitco.decide.sweep import SweepSpec, sweep
 from aitco.errors import CatalogError
 from aitco.report.model import build_report
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # the catalog and web fixtures are large: hypothesis warns while it prints a failing example
+    pytest.mark.filterwarnings(
+        "ignore:Generating overly large repr:hypothesis.errors.HypothesisWarning"
+    ),
+]
 
 REL = 1e-9
 MODES = ["on_demand", "spot", "reserved_1y", "owned"]
