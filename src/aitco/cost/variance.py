@@ -125,6 +125,27 @@ def training_usage_split(
     }
 
 
+def load_gpu_h(
+    predicted_gpus: float, covered_h: Any, load_per_s: Any, planned_load_per_s: float
+) -> np.ndarray:
+    r"""Return :math:`N_s = G\,\lambda_s c_s / \lambda_p`: the plan's sizing of an observed load.
+
+    The accelerator-hours the plan's accelerators per unit of load (at its utilisation) give the
+    load :math:`\lambda_s` over :math:`c_s` hours (0 without a planned rate). [GPU-h]
+    """
+    c = np.asarray(covered_h, dtype=float)
+    if not planned_load_per_s > 0:
+        return np.zeros_like(c)
+    return np.asarray(predicted_gpus * np.asarray(load_per_s, dtype=float) * c / planned_load_per_s)
+
+
+def covered_gpu_h(period_h: Any, period_gpu_h: Any, covered_h: Any) -> np.ndarray:
+    """Return the accelerator-hours billed in the covered part of each charge period. [GPU-h]."""
+    d = np.asarray(period_h, dtype=float)
+    share = np.divide(np.asarray(covered_h, dtype=float), d, out=np.zeros_like(d), where=d > 0)
+    return np.asarray(np.asarray(period_gpu_h, dtype=float) * share)
+
+
 def serving_usage_split(
     *,
     predicted_gpus: float,
@@ -180,15 +201,14 @@ def serving_usage_split(
     d = np.asarray(period_h, dtype=float)
     b = np.asarray(period_gpu_h, dtype=float)
     c = np.asarray(covered_h, dtype=float) if planned_load_per_s > 0 else np.zeros_like(d)
-    lam = np.asarray(load_per_s, dtype=float)
     g = float(predicted_gpus)
-    share = np.divide(c, d, out=np.zeros_like(d), where=d > 0)
-    need = g * lam * c / planned_load_per_s if planned_load_per_s > 0 else np.zeros_like(d)
+    need = load_gpu_h(g, c, load_per_s, planned_load_per_s)
+    b_cov = covered_gpu_h(d, b, c)
     return {
         "higher_load": float(np.sum(need - g * c)),
         "slower_serving": float(np.sum(need) * (capacity_ratio - 1.0)),
-        "lower_utilization": float(np.sum(b * share - capacity_ratio * need)),
-        "more_replicas": float(np.sum(b * (1.0 - share)) - g * (billed_span_h - np.sum(c))),
+        "lower_utilization": float(np.sum(b_cov - capacity_ratio * need)),
+        "more_replicas": float(np.sum(b - b_cov) - g * (billed_span_h - np.sum(c))),
         "longer_period": g * (billed_span_h - predicted_h),
     }
 

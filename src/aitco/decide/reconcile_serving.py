@@ -281,8 +281,8 @@ def serving_month(
     for c in causes:
         usd = split[c] * p_p
         explained += usd
-        out.causes.append((c, usd, BASIS[c], {"gpu_h": split[c], **_detail(c, g, h_plan, span_h,
-                           periods, covered_h, lam_p, load, ratio)}))  # fmt: skip
+        out.causes.append((c, usd, BASIS[c], {"gpu_h": split[c], **_detail(c, float(b.gpus), g,
+                           h_plan, span_h, periods, covered_h, lam_p, load, ratio)}))  # fmt: skip
     out.unexplained_usd = usage_usd - explained
     out.usage_gpu_h = {
         "billed_gpu_h": q_b,
@@ -314,6 +314,7 @@ def serving_month(
 
 def _detail(
     cause: str,
+    gpus: float,
     g: float,
     h_plan: float,
     span_h: float,
@@ -331,6 +332,7 @@ def _detail(
     if cause == "more_replicas":
         return {
             "mean_gpus_billed": billed / span_h if span_h else None,
+            "predicted_gpus": gpus,
             "predicted_mean_gpus": g,
             "billed_span_h": span_h,
             "hours_without_load_evidence": span_h - cov,
@@ -344,12 +346,12 @@ def _detail(
     if cause == "slower_serving":
         return {**base, "capacity_ratio_predicted_to_measured": ratio}
     if cause == "lower_utilization":
-        share = np.divide(covered_h, periods.hours, out=np.zeros_like(covered_h),
-                          where=periods.hours > 0)  # fmt: skip
-        need = g * load * covered_h / lam_p * ratio if lam_p else np.zeros_like(load)
+        need = var.load_gpu_h(g, covered_h, load, lam_p) * ratio
         return {
             **base,
-            "billed_gpu_h_covered": float(np.sum(periods.gpu_h * share)),
+            "billed_gpu_h_covered": float(
+                var.covered_gpu_h(periods.hours, periods.gpu_h, covered_h).sum()
+            ),
             "needed_gpu_h_at_plan_utilization": float(need.sum()),
         }
     return base
@@ -449,9 +451,7 @@ def _load(
     lam = req / (cov * SECONDS_PER_HOUR) if cov else None
     rates = np.divide(counts[:, 0], covered_h * SECONDS_PER_HOUR,
                       out=np.full_like(covered_h, np.nan), where=covered_h > 0)  # fmt: skip
-    share = np.divide(covered_h, periods.hours, out=np.zeros_like(covered_h),
-                      where=periods.hours > 0)  # fmt: skip
-    gpu_cov = float(np.sum(periods.gpu_h * share))
+    gpu_cov = float(var.covered_gpu_h(periods.hours, periods.gpu_h, covered_h).sum())
     by_hour, ev_h = hour_of_day_rates(buckets)
     tok_in, tok_out = float(w.input_tokens), float(w.output_tokens)
     s.update(
