@@ -40,7 +40,7 @@ NARROW_W = 330
 #: Row height of the phone waterfall: a label line above a bar. [px]
 NARROW_ROW_H = 40
 #: Font size of every label of the waterfall: shown at its own size, 13 px on screen, above the
-#: 11 px floor of the charts (docs: issue 35). [px]
+#: 11 px floor of the charts (:data:`aitco.report.plots.MIN_FONT_PT` at its DPI). [px]
 FONT_PX = 13
 #: Amounts below this print as $0.00 (they are exact in the JSON). [USD]
 HALF_CENT_USD = 0.005
