@@ -213,7 +213,9 @@ class RunCosts:
     @cached_property
     def term_h(self) -> np.ndarray:
         """Hours of one committed term of each row (NaN: none). [h]."""
-        return np.array([committed_term_h(str(m)) for m in self.r.modes], dtype=float)
+        modes = self.r.modes.tolist()
+        got = {m: committed_term_h(str(m)) for m in dict.fromkeys(modes)}
+        return np.array([got[m] for m in modes], dtype=float)
 
     @cached_property
     def committed(self) -> np.ndarray:
@@ -296,9 +298,16 @@ class RunCosts:
         """Electricity factor id and price of owned rows ("" and 0 where it is in a rent)."""
         ids = np.full(self.n, "", dtype=object)
         price = np.zeros(self.n)
-        for i in np.flatnonzero(self.owned):
-            reg, mode = str(self.r.regions[i]), str(self.r.modes[i])
-            ids[i], price[i] = self.fac.electricity_usd_per_kwh(reg, f"{mode} region")
+        rows = np.flatnonzero(self.owned)
+        if rows.size == 0:
+            return ids, price
+        keys = list(zip(self.r.regions[rows].tolist(), self.r.modes[rows].tolist(), strict=True))
+        got = {
+            (reg, mode): self.fac.electricity_usd_per_kwh(str(reg), f"{mode} region")
+            for reg, mode in dict.fromkeys(keys)
+        }
+        ids[rows] = [got[k][0] for k in keys]
+        price[rows] = [got[k][1] for k in keys]
         return ids, price
 
     @cached_property
@@ -397,7 +406,9 @@ class RunCosts:
     @cached_property
     def has_support(self) -> np.ndarray:
         """Rented rows whose provider tables a support plan."""
-        ok = np.array([self.support.get(str(p)) is not None for p in self.r.providers])
+        providers = self.r.providers.tolist()
+        tabled = {p: self.support.get(str(p)) is not None for p in dict.fromkeys(providers)}
+        ok = np.array([tabled[p] for p in providers], dtype=bool)
         return self.rented & ok
 
     # --------------------------------------------------------------------- data

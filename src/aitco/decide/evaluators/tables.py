@@ -98,7 +98,7 @@ class HardwareTable:
         if keys.shape[1] == 0:
             empty = np.zeros(0)
             return {k: empty for k in ("price", "gpus_billed", "instances", "offer", "spot_rate")}
-        uniq, inv = np.unique(keys, axis=1, return_inverse=True)
+        uniq, inv = _unique_columns(keys)
         vals = np.array([self._bill_one(*(int(x) for x in col)) for col in uniq.T], dtype=float)
         out = vals[inv.reshape(-1)]
         return {
@@ -108,6 +108,32 @@ class HardwareTable:
             "offer": out[:, 3],
             "spot_rate": out[:, 4],
         }
+
+
+_MIXED_RADIX_LIMIT = 2**62  # the largest packed key kept clear of int64 overflow
+
+
+def _unique_columns(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct columns of a small non-negative integer matrix and the inverse index.
+
+    The same answer as ``np.unique(keys, axis=1, return_inverse=True)``, several times faster on
+    sweep chunks: the columns are packed into one int64 per column (mixed radix, each row's
+    base its maximum + 1) and a 1-D unique sorts those. Falls back to the 2-D unique when the
+    packed key could overflow or a value is negative.
+    """
+    if keys.size == 0 or keys.min() < 0:
+        return np.unique(keys, axis=1, return_inverse=True)
+    bases = keys.max(axis=1).astype(object) + 1
+    span = 1
+    for b in bases:
+        span *= int(b)
+    if span >= _MIXED_RADIX_LIMIT:
+        return np.unique(keys, axis=1, return_inverse=True)
+    packed = np.zeros(keys.shape[1], dtype=np.int64)
+    for row, base in zip(keys, bases, strict=True):
+        packed = packed * int(base) + row
+    _, first, inv = np.unique(packed, return_index=True, return_inverse=True)
+    return keys[:, first], inv.reshape(-1)
 
 
 def hardware_table(
